@@ -1,0 +1,36 @@
+# The two promises of the README:
+#   make test  -- install what is missing, build (Release), run every test; then the same suite
+#                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder.
+#   make demo  -- install what is missing, build, run the demo.
+JOBS ?= 2
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+
+.PHONY: deps build build-asan test test-release test-asan demo clean
+
+deps:
+	@scripts/install-deps
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS)
+
+build-asan: deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMG_SANITIZE=ON -DMG_BUILD_EXAMPLES=OFF
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+test-release: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+# detect_leaks=0: oneTBB keeps its worker threads' memory until process exit on purpose.
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS)
+
+test: test-release test-asan
+
+demo: build
+	$(BUILD)/examples/mlp/mlp
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

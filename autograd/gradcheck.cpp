@@ -1,0 +1,76 @@
+#include "autograd/gradcheck.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+
+namespace mg {
+
+GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn,
+                          const std::vector<Tensor>& inputs, const GradcheckOptions& opt) {
+  std::vector<Variable> vars;
+  for (const Tensor& t : inputs) {
+    MG_CHECK(t.defined(), StateError, "gradcheck: input {} is undefined", vars.size());
+    if (is_floating(t.dtype())) vars.emplace_back(t.to(DType::Float64), true);
+    else vars.emplace_back(t, false);
+  }
+  // Analytic: one backward of sum(y * v).
+  Variable y = fn(vars);
+  MG_CHECK(y.dtype() == DType::Float64, DTypeError,
+           "gradcheck: fn returned a {} output; gradcheck needs float64 throughout (create constants "
+           "with the inputs' dtype)", dtype_name(y.dtype()));
+  Generator gen(opt.seed);
+  const Tensor v = randn(y.shape(), gen, DType::Float64);
+  MG_CHECK(y.requires_grad(), StateError, "gradcheck: the output does not depend on any floating input");
+  sum(mul(y, Variable(v))).backward();
+
+  auto f = [&]() {
+    NoGradGuard ng;
+    return mg::sum(mg::mul(fn(vars).data(), v)).item();
+  };
+
+  GradcheckResult res;
+  double worst_ratio = -1;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (!vars[i].requires_grad()) continue;
+    const Tensor& x = vars[i].data();
+    const Tensor g = vars[i].grad().defined() ? vars[i].grad() : zeros(x.shape(), DType::Float64);
+    double* base = static_cast<double*>(x.storage()->data());
+    std::vector<int64_t> idx(x.dim(), 0);
+    for (int64_t e = 0; e < x.numel(); ++e) {
+      int64_t off = x.offset();
+      for (int64_t d = 0; d < x.dim(); ++d) off += idx[d] * x.strides()[d];
+      const double orig = base[off];
+      base[off] = orig + opt.eps;
+      const double fp = f();
+      base[off] = orig - opt.eps;
+      const double fm = f();
+      base[off] = orig;
+      const double numeric = (fp - fm) / (2 * opt.eps);
+      const double analytic = g.at(idx);
+      const double err = std::abs(analytic - numeric);
+      const double ratio = err / (opt.atol + opt.rtol * std::abs(numeric));
+      if (ratio > worst_ratio || std::isnan(ratio)) {
+        worst_ratio = std::isnan(ratio) ? INFINITY : ratio;
+        res.input = static_cast<int64_t>(i);
+        res.index = idx;
+        res.analytic = analytic;
+        res.numeric = numeric;
+        res.error = err;
+      }
+      for (int64_t d = x.dim() - 1; d >= 0; --d) {
+        if (++idx[d] < x.shape()[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  res.ok = worst_ratio <= 1;
+  res.message = fmt::format("{}: worst element is input {} at {}: analytic {:.10g}, numeric {:.10g}, "
+                            "|diff| {:.3g} (allowed {:.3g})",
+                            res.ok ? "gradcheck ok" : "gradcheck FAILED", res.input,
+                            shape_str(res.index), res.analytic, res.numeric, res.error,
+                            opt.atol + opt.rtol * std::abs(res.numeric));
+  return res;
+}
+
+}  // namespace mg

@@ -1,0 +1,60 @@
+#pragma once
+// A Node is one recorded operation on the tape: it knows how to turn the gradient of its output
+// into gradients of its inputs. Nodes point at the nodes that produced their inputs (`next`), so
+// the tape is a graph that ends in AccumulateGrad nodes, one per leaf that requires grad.
+// docs/02-autograd.md traces a small graph through these structures by hand.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace mg {
+
+struct VariableImpl;
+using TensorList = std::vector<Tensor>;
+
+/// One operation recorded on the tape.
+struct Node {
+  virtual ~Node() = default;
+
+  /// Op name shown by to_dot and in error messages ("matmul", "add", ...).
+  std::string name;
+  /// For each input: the node that receives its gradient, or null when it needs none.
+  std::vector<std::shared_ptr<Node>> next;
+  /// For each input: its shape. The engine sums each returned gradient down to it, so ops that
+  /// broadcast need not undo broadcasting themselves.
+  std::vector<Shape> input_shapes;
+  /// Shape of this op's output.
+  Shape out_shape;
+  /// True once backward has freed what the op saved (after a backward without retain_graph).
+  bool released = false;
+
+  /// Whether input i needs a gradient; backward functions skip the work for the others.
+  bool needs(size_t i) const { return i < next.size() && next[i] != nullptr; }
+  /// Gradients for each input given the gradient of the output (undefined where not needed).
+  virtual TensorList apply(const Tensor& grad_out) = 0;
+  /// Free the tensors saved for backward.
+  virtual void release() { released = true; }
+};
+
+/// The end of the tape for a leaf: adds the incoming gradient into the leaf's .grad().
+struct AccumulateGrad : Node {
+  std::weak_ptr<VariableImpl> leaf;
+  TensorList apply(const Tensor& grad_out) override;
+};
+
+/// The node of every built-in op: the backward is a lambda that captured what it needs.
+/// Releasing the node destroys the lambda, and with it the saved tensors.
+struct LambdaNode : Node {
+  using Backward = std::function<TensorList(const Tensor& grad_out, const Node& self)>;
+  Backward backward;
+  TensorList apply(const Tensor& grad_out) override { return backward(grad_out, *this); }
+  void release() override {
+    backward = nullptr;
+    released = true;
+  }
+};
+
+}  // namespace mg

@@ -1,0 +1,89 @@
+#pragma once
+// mg::Variable: a Tensor plus what autograd needs -- requires_grad, the accumulated gradient, and
+// the Node that produced it. Copies of a Variable share all of that (like a PyTorch tensor).
+#include <memory>
+#include <string>
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "tensor/tensor.h"
+
+namespace mg {
+
+/// The shared state behind a Variable.
+struct VariableImpl {
+  Tensor data;
+  Tensor grad;                               // accumulated gradient of a leaf (undefined until backward)
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;             // the op that made this variable; null for a leaf
+  std::weak_ptr<AccumulateGrad> accumulator; // a leaf's end of the tape, shared by every use
+  std::string name;                          // shown by to_dot; nn sets parameter names
+};
+
+class Variable {
+ public:
+  /// An undefined variable.
+  Variable() = default;
+  /// A leaf holding `data`; with requires_grad, backward() fills its grad().
+  explicit Variable(Tensor data, bool requires_grad = false);
+
+  /// False for a default-constructed variable.
+  bool defined() const { return impl_ != nullptr; }
+  /// The numbers. Writing through this tensor bypasses autograd (optimizers do this).
+  const Tensor& data() const;
+  /// The gradient accumulated by backward(); undefined before the first backward.
+  const Tensor& grad() const;
+  /// Replace the gradient (undefined to clear it).
+  void set_grad(Tensor grad) const;
+  /// Whether gradients flow to (or through) this variable.
+  bool requires_grad() const;
+  /// Mark a leaf as needing gradients; a StateError on a non-leaf.
+  Variable& set_requires_grad(bool requires_grad);
+  /// True when no recorded op produced it.
+  bool is_leaf() const;
+  /// The op that produced it (null for a leaf).
+  const std::shared_ptr<Node>& grad_fn() const;
+  /// Clear the gradient (like PyTorch's zero_grad(set_to_none=True)).
+  void zero_grad() const { set_grad(Tensor()); }
+  /// Backpropagate from this variable. Without `grad` it must hold one element (a loss); with
+  /// `grad` (its shape) it computes the vector-Jacobian product. retain_graph keeps the saved
+  /// tensors so a second backward through the same graph is allowed.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  /// The same data, cut off from the graph: no grad_fn, requires_grad false.
+  Variable detach() const;
+  /// Name shown by to_dot (nn::Module sets "fc1.weight" etc.).
+  const std::string& name() const;
+  /// Set the display name.
+  Variable& set_name(std::string name);
+
+  /// data().shape() and friends.
+  const Shape& shape() const { return data().shape(); }
+  int64_t dim() const { return data().dim(); }
+  int64_t size(int64_t d) const { return data().size(d); }
+  int64_t numel() const { return data().numel(); }
+  DType dtype() const { return data().dtype(); }
+  /// The value of a one-element variable.
+  double item() const { return data().item(); }
+
+  /// Shared state (for the engine and to_dot).
+  const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
+  /// A non-leaf variable produced by `grad_fn`.
+  static Variable from_node(Tensor data, std::shared_ptr<Node> grad_fn);
+  /// The node a gradient for this variable should be sent to: its grad_fn, or for a leaf that
+  /// requires grad its AccumulateGrad node; null when it needs no gradient.
+  std::shared_ptr<Node> gradient_edge() const;
+
+ private:
+  std::shared_ptr<VariableImpl> impl_;
+};
+
+/// Record an op: `out` computed from `inputs`, with `backward` mapping the output's gradient to
+/// the inputs' gradients. Records nothing (returns a plain variable) when grad mode is off or no
+/// input requires grad. Used by every op in autograd/ops/.
+Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs,
+                LambdaNode::Backward backward);
+
+/// Backpropagate from `roots` with the given output gradients (the engine behind backward()).
+void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph);
+
+}  // namespace mg

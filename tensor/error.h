@@ -1,0 +1,46 @@
+#pragma once
+// Typed errors for every layer of minigrad.
+//
+// A user mistake (wrong shapes, an index out of range, a bad value, calling something in the wrong
+// state) throws one of the classes below. The message always names the op and the offending shapes
+// or values, e.g. "matmul: shapes (2, 3) and (4, 5) cannot be multiplied".
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace mg {
+
+/// Base class of every error minigrad throws on bad input.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// Shapes that do not fit together (matmul, broadcasting, reshape, concat, ...).
+struct ShapeError : Error {
+  using Error::Error;
+};
+/// An index out of range: a dimension, an embedding id, a class target, a slice bound.
+struct IndexError : Error {
+  using Error::Error;
+};
+/// A bad value: a probability outside [0, 1], a negative size, an unsupported option.
+struct ValueError : Error {
+  using Error::Error;
+};
+/// A dtype an op does not accept, or two operands whose dtypes differ.
+struct DTypeError : Error {
+  using Error::Error;
+};
+/// An operation called in the wrong state: backward through a freed graph, an undefined tensor.
+struct StateError : Error {
+  using Error::Error;
+};
+
+}  // namespace mg
+
+/// MG_CHECK(cond, ErrorType, "fmt text {}", args...): throw ErrorType with the formatted message
+/// when `cond` is false. The message should start with the op name: "matmul: ...".
+#define MG_CHECK(cond, ErrorType, ...)                    \
+  do {                                                    \
+    if (!(cond)) throw ::mg::ErrorType(fmt::format(__VA_ARGS__)); \
+  } while (0)

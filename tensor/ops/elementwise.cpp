@@ -1,0 +1,154 @@
+// Elementwise kernels: one strided loop (tensor/loops.h) and a lambda per op.
+#include <cmath>
+#include <numbers>
+
+#include "tensor/loops.h"
+#include "tensor/ops.h"
+
+namespace mg {
+namespace {
+
+template <class F>
+Tensor unary_float(const Tensor& x, std::string_view op, F f) {
+  MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
+  return visit_float(x.dtype(), op, [&]<class T>() { return detail::map_unary<T, T>(x, [&](T v) { return f(v); }); });
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
+  MG_CHECK(a.defined() && b.defined(), StateError, "{}: an operand is undefined", op);
+  MG_CHECK(a.dtype() == b.dtype(), DTypeError, "{}: dtype mismatch, {} and {}", op,
+           dtype_name(a.dtype()), dtype_name(b.dtype()));
+}
+
+// Arithmetic on float32, float64 and int64 (not bool).
+template <class F>
+Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f) {
+  check_same_dtype(a, b, op);
+  MG_CHECK(a.dtype() != DType::Bool, DTypeError, "{}: arithmetic on bool tensors is not supported", op);
+  return visit_all(a.dtype(), [&]<class T>() {
+    return detail::map_binary<T, T>(a, b, [&](T x, T y) { return static_cast<T>(f(x, y)); }, op);
+  });
+}
+
+template <class F>
+Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, F f) {
+  check_same_dtype(a, b, op);
+  return visit_all(a.dtype(), [&]<class T>() {
+    return detail::map_binary<bool, T>(a, b, [&](T x, T y) { return f(x, y); }, op);
+  });
+}
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi)
+}  // namespace
+
+Tensor neg(const Tensor& x) { return unary_float(x, "neg", [](auto v) { return -v; }); }
+Tensor exp(const Tensor& x) { return unary_float(x, "exp", [](auto v) { return std::exp(v); }); }
+Tensor log(const Tensor& x) { return unary_float(x, "log", [](auto v) { return std::log(v); }); }
+Tensor sqrt(const Tensor& x) { return unary_float(x, "sqrt", [](auto v) { return std::sqrt(v); }); }
+Tensor abs(const Tensor& x) { return unary_float(x, "abs", [](auto v) { return std::abs(v); }); }
+Tensor sign(const Tensor& x) {
+  return unary_float(x, "sign", [](auto v) { return static_cast<decltype(v)>((v > 0) - (v < 0)); });
+}
+Tensor tanh(const Tensor& x) { return unary_float(x, "tanh", [](auto v) { return std::tanh(v); }); }
+Tensor sigmoid(const Tensor& x) {
+  return unary_float(x, "sigmoid", [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
+}
+Tensor relu(const Tensor& x) {
+  return unary_float(x, "relu", [](auto v) { return v > 0 ? v : decltype(v)(0); });
+}
+Tensor gelu(const Tensor& x) {
+  return unary_float(x, "gelu", [](auto v) {
+    using T = decltype(v);
+    return T(0.5) * v * (T(1) + std::erf(v * T(std::numbers::sqrt2 / 2)));
+  });
+}
+Tensor gelu_tanh(const Tensor& x) {
+  return unary_float(x, "gelu_tanh", [](auto v) {
+    using T = decltype(v);
+    return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v)));
+  });
+}
+Tensor pow(const Tensor& x, double e) {
+  if (e == 2.0) return unary_float(x, "pow", [](auto v) { return v * v; });
+  return unary_float(x, "pow", [e](auto v) { return static_cast<decltype(v)>(std::pow(v, e)); });
+}
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "add", [](auto x, auto y) { return x + y; }); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "sub", [](auto x, auto y) { return x - y; }); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "mul", [](auto x, auto y) { return x * y; }); }
+Tensor div(const Tensor& a, const Tensor& b) {
+  if (a.defined() && a.dtype() == DType::Int64)
+    MG_CHECK(!b.defined() || b.dtype() != DType::Int64, DTypeError,
+             "div: integer division is not supported; convert with .to(DType::Float32) first");
+  return binary_arith(a, b, "div", [](auto x, auto y) { return x / y; });
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary_arith(a, b, "maximum", [](auto x, auto y) { return x > y ? x : y; });
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", [](auto x, auto y) { return x == y; }); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", [](auto x, auto y) { return x != y; }); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", [](auto x, auto y) { return x < y; }); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", [](auto x, auto y) { return x <= y; }); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", [](auto x, auto y) { return x > y; }); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", [](auto x, auto y) { return x >= y; }); }
+
+Tensor logical_not(const Tensor& mask) {
+  mask.check_dtype(DType::Bool, "logical_not");
+  return detail::map_unary<bool, bool>(mask, [](bool v) { return !v; });
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  cond.check_dtype(DType::Bool, "where (condition)");
+  check_same_dtype(a, b, "where");
+  return visit_all(a.dtype(), [&]<class T>() {
+    return detail::map_ternary<T, bool, T, T>(
+        cond, a, b, [](bool c, T x, T y) { return c ? x : y; }, "where");
+  });
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  mask.check_dtype(DType::Bool, "masked_fill (mask)");
+  const Shape b = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
+  MG_CHECK(b == x.shape(), ShapeError, "masked_fill: mask of shape {} cannot be broadcast to {}",
+           shape_str(mask.shape()), shape_str(x.shape()));
+  return where(mask, scalar_tensor(value, x.dtype()), x);
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_tensor(b, a.dtype())); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_tensor(b, a.dtype())); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_tensor(b, a.dtype())); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar_tensor(b, a.dtype())); }
+Tensor operator*(double a, const Tensor& b) { return b * a; }
+
+Tensor& add_(Tensor& a, const Tensor& b) {
+  check_same_dtype(a, b, "add_");
+  const Shape s = broadcast_shapes(a.shape(), b.shape(), "add_");
+  MG_CHECK(s == a.shape(), ShapeError, "add_: shape {} cannot be broadcast to {}",
+           shape_str(b.shape()), shape_str(a.shape()));
+  visit_all(a.dtype(), [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      throw DTypeError("add_: arithmetic on bool tensors is not supported");
+    } else {
+      T* o = a.data<T>();
+      const T* p = b.data<T>();
+      detail::for_each_run<2>(
+          s, {a.strides(), broadcast_strides(b.shape(), b.strides(), s)},
+          [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+            if (st[0] == 1 && st[1] == 1) {
+              for (int64_t j = 0; j < n; ++j) o[off[0] + j] += p[off[1] + j];
+            } else {
+              for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] += p[off[1] + j * st[1]];
+            }
+          });
+    }
+  });
+  return a;
+}
+
+}  // namespace mg

@@ -1,0 +1,110 @@
+// Matrix products on OpenBLAS. Each 2-D operand is handed to cblas_?gemm as it lies in memory:
+// a row-major matrix, or a transposed view of one (flag CblasTrans), so .transpose(-2, -1) costs
+// no copy. Only layouts BLAS cannot describe (e.g. a column slice with two strides != 1) are copied.
+#include <cblas.h>
+
+#include "tensor/ops.h"
+
+namespace mg {
+namespace {
+
+// How BLAS should read one (rows, cols) matrix at some offset with strides (s0, s1).
+struct BlasMat {
+  CBLAS_TRANSPOSE trans;
+  int64_t ld;
+};
+
+bool blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, BlasMat& m) {
+  if ((s1 == 1 || cols == 1) && s0 >= std::max<int64_t>(1, cols)) {
+    m = {CblasNoTrans, s0};
+    return true;
+  }
+  if ((s0 == 1 || rows == 1) && s1 >= std::max<int64_t>(1, rows)) {
+    m = {CblasTrans, s1};
+    return true;
+  }
+  return false;
+}
+
+template <class T>
+void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc) {
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0f, pa, a.ld, pb, b.ld, 0.0f, pc, m);
+  else
+    cblas_dgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0, pa, a.ld, pb, b.ld, 0.0, pc, m);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  MG_CHECK(a0.defined() && b0.defined(), StateError, "matmul: an operand is undefined");
+  MG_CHECK(a0.dim() >= 1 && b0.dim() >= 1, ShapeError,
+           "matmul: both operands need at least 1 dim, got shapes {} and {}", shape_str(a0.shape()),
+           shape_str(b0.shape()));
+  MG_CHECK(a0.dtype() == b0.dtype(), DTypeError, "matmul: dtype mismatch, {} and {}",
+           dtype_name(a0.dtype()), dtype_name(b0.dtype()));
+  // A vector on the left is a (1, k) row, on the right a (k, 1) column; that dim is dropped after.
+  const Tensor a = a0.dim() == 1 ? a0.unsqueeze(0) : a0;
+  const Tensor b = b0.dim() == 1 ? b0.unsqueeze(1) : b0;
+  const int64_t n = a.size(-2), k = a.size(-1), m = b.size(-1);
+  MG_CHECK(b.size(-2) == k, ShapeError, "matmul: shapes {} and {} cannot be multiplied ({} != {})",
+           shape_str(a0.shape()), shape_str(b0.shape()), k, b.size(-2));
+
+  const Shape abatch(a.shape().begin(), a.shape().end() - 2);
+  const Shape bbatch(b.shape().begin(), b.shape().end() - 2);
+  const Shape batch = broadcast_shapes(abatch, bbatch, "matmul");
+  const Strides ast = broadcast_strides(abatch, Strides(a.strides().begin(), a.strides().end() - 2), batch);
+  const Strides bst = broadcast_strides(bbatch, Strides(b.strides().begin(), b.strides().end() - 2), batch);
+  Shape out_shape = batch;
+  out_shape.push_back(n);
+  out_shape.push_back(m);
+
+  return visit_float(a.dtype(), "matmul", [&]<class T>() {
+    Tensor out = empty(out_shape, a.dtype());
+    if (out.numel() > 0 && k == 0) out.fill_(0);
+    if (out.numel() == 0 || k == 0) return out;
+    Tensor A = a, B = b;
+    BlasMat la, lb;
+    if (!blas_layout(n, k, A.strides()[A.dim() - 2], A.strides()[A.dim() - 1], la))
+      A = A.contiguous(), la = {CblasNoTrans, k};
+    if (!blas_layout(k, m, B.strides()[B.dim() - 2], B.strides()[B.dim() - 1], lb))
+      B = B.contiguous(), lb = {CblasNoTrans, m};
+    const Strides ast2 = A.is_contiguous() && !a.is_contiguous()
+        ? broadcast_strides(abatch, Strides(A.strides().begin(), A.strides().end() - 2), batch) : ast;
+    const Strides bst2 = B.is_contiguous() && !b.is_contiguous()
+        ? broadcast_strides(bbatch, Strides(B.strides().begin(), B.strides().end() - 2), batch) : bst;
+    const T* pa = A.data<T>();
+    const T* pb = B.data<T>();
+    T* pc = out.data<T>();
+    const int64_t nb = numel_of(batch);
+
+    // (B..., n, k) @ (k, m) with a row-major A: one GEMM over all B*n rows.
+    bool b_shared = true, a_flat = la.trans == CblasNoTrans;
+    for (size_t d = 0; d < batch.size(); ++d) b_shared = b_shared && bst2[d] == 0;
+    int64_t expect = n * la.ld;
+    for (size_t d = batch.size(); d-- > 0;) {
+      if (batch[d] == 1) continue;
+      a_flat = a_flat && ast2[d] == expect;
+      expect *= batch[d];
+    }
+    if (nb > 1 && b_shared && a_flat) {
+      gemm<T>(la, lb, nb * n, m, k, pa, pb, pc);
+    } else {
+      std::vector<int64_t> idx(batch.size(), 0);
+      for (int64_t i = 0; i < nb; ++i) {
+        int64_t oa = 0, ob = 0;
+        for (size_t d = 0; d < batch.size(); ++d) oa += idx[d] * ast2[d], ob += idx[d] * bst2[d];
+        gemm<T>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
+        for (size_t d = batch.size(); d-- > 0;) {
+          if (++idx[d] < batch[d]) break;
+          idx[d] = 0;
+        }
+      }
+    }
+    if (a0.dim() == 1) out = out.squeeze(-2);
+    if (b0.dim() == 1) out = out.squeeze(-1);
+    return out;
+  });
+}
+
+}  // namespace mg

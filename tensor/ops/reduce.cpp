@@ -1,0 +1,177 @@
+// Reductions. Every reduction is brought to one of two contiguous layouts and summed in a fixed
+// order, so results do not depend on the thread count:
+//   rows:    x viewed as (M, R), out[m] = reduce_r x[m, r]   (reducing trailing dims)
+//   columns: x viewed as (R, M), out[m] = reduce_r x[r, m]   (reducing leading dims: bias grads)
+// Anything else is permuted to the rows layout first (one copy). Float32 sums accumulate in double.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "tensor/loops.h"
+#include "tensor/ops.h"
+
+namespace mg {
+namespace {
+
+template <class T> using acc_t = std::conditional_t<std::is_same_v<T, int64_t>, int64_t, double>;
+
+// Sum of n contiguous elements. Long runs are cut into fixed blocks whose partial sums are added in
+// order: parallel, yet the same bits for any thread count.
+template <class T>
+acc_t<T> sum_run(const T* p, int64_t n) {
+  constexpr int64_t kBlock = 1 << 16;
+  auto seq = [p](int64_t b, int64_t e) {
+    acc_t<T> s = 0;
+    for (int64_t i = b; i < e; ++i) s += p[i];
+    return s;
+  };
+  if (n <= kBlock) return seq(0, n);
+  const int64_t nb = (n + kBlock - 1) / kBlock;
+  std::vector<acc_t<T>> part(nb);
+  parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) part[b] = seq(b * kBlock, std::min(n, (b + 1) * kBlock));
+  });
+  return std::accumulate(part.begin(), part.end(), acc_t<T>(0));
+}
+
+struct Plan {
+  Shape keep_shape;  // output shape with reduced dims kept as 1
+  Shape out_shape;   // output shape as returned (keepdim or not)
+  int64_t M = 1, R = 1;
+  Tensor rows;       // (M, R) contiguous, or undefined when `cols` is used
+  Tensor cols;       // (R, M) contiguous
+};
+
+Plan plan_reduction(const Tensor& x, std::vector<int64_t> dims, bool keepdim, std::string_view op) {
+  const int64_t nd = x.dim();
+  std::vector<bool> red(nd, dims.empty());
+  for (int64_t d : dims) {
+    d = wrap_dim(d, nd, op);
+    if (nd == 0) continue;  // a scalar: reducing "dim 0" leaves it as it is
+    MG_CHECK(!red[d] || dims.empty(), ValueError, "{}: dim {} appears twice in the reduced dims", op, d);
+    red[d] = true;
+  }
+  Plan p;
+  std::vector<int64_t> kept, reduced;
+  for (int64_t d = 0; d < nd; ++d) {
+    p.keep_shape.push_back(red[d] ? 1 : x.shape()[d]);
+    if (red[d]) reduced.push_back(d), p.R *= x.shape()[d];
+    else kept.push_back(d), p.M *= x.shape()[d], p.out_shape.push_back(x.shape()[d]);
+  }
+  if (keepdim) p.out_shape = p.keep_shape;
+  const bool leading = reduced.empty() || kept.empty() || reduced.back() < kept.front();
+  if (leading && !kept.empty() && !reduced.empty() && x.is_contiguous()) {
+    p.cols = x;
+  } else {
+    std::vector<int64_t> perm = kept;
+    perm.insert(perm.end(), reduced.begin(), reduced.end());
+    p.rows = x.permute(perm).contiguous();
+  }
+  return p;
+}
+
+// Sum (divided by `div` for mean) in either layout.
+Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool mean,
+                  std::string_view op) {
+  MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
+  MG_CHECK(x.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be summed; convert first", op);
+  if (mean) visit_float(x.dtype(), op, [] <class T>() {});
+  Plan p = plan_reduction(x, dims, keepdim, op);
+  Tensor out = empty(p.out_shape, x.dtype());
+  visit_all(x.dtype(), [&]<class T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      T* o = out.data<T>();
+      const double scale = mean ? 1.0 / static_cast<double>(p.R) : 1.0;
+      auto finish = [&](acc_t<T> s) {
+        return mean ? static_cast<T>(static_cast<double>(s) * scale) : static_cast<T>(s);
+      };
+      if (p.rows.defined()) {
+        const T* a = p.rows.data<T>();
+        if (p.M == 1) {
+          o[0] = finish(sum_run(a, p.R));
+        } else {
+          parallel_for(0, p.M, std::max<int64_t>(1, kGrain / std::max<int64_t>(p.R, 1)),
+                       [&](int64_t m0, int64_t m1) {
+                         for (int64_t m = m0; m < m1; ++m) o[m] = finish(sum_run(a + m * p.R, p.R));
+                       });
+        }
+      } else {
+        const T* a = p.cols.data<T>();
+        // Blocks of 256 output columns: each thread adds the R rows of its block in order.
+        parallel_for(0, p.M, 256, [&](int64_t m0, int64_t m1) {
+          std::vector<acc_t<T>> acc(m1 - m0, 0);
+          for (int64_t r = 0; r < p.R; ++r) {
+            const T* row = a + r * p.M;
+            for (int64_t m = m0; m < m1; ++m) acc[m - m0] += row[m];
+          }
+          for (int64_t m = m0; m < m1; ++m) o[m] = finish(acc[m - m0]);
+        });
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce_sum(x, dims, keepdim, false, "sum");
+}
+
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return reduce_sum(x, dims, keepdim, true, "mean");
+}
+
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  MG_CHECK(x.defined(), StateError, "max: the tensor is undefined");
+  dim = wrap_dim(dim, x.dim(), "max");
+  MG_CHECK(x.dim() == 0 || x.shape()[dim] > 0, ValueError,
+           "max: cannot reduce over dim {} of size 0 (shape {})", dim, shape_str(x.shape()));
+  Plan p = plan_reduction(x, {dim}, keepdim, "max");
+  Tensor rows = p.rows.defined() ? p.rows : p.cols.permute({1, 0}).contiguous();
+  Tensor values = empty(p.out_shape, x.dtype()), indices = empty(p.out_shape, DType::Int64);
+  visit_all(x.dtype(), [&]<class T>() {
+    const T* a = rows.data<T>();
+    T* v = values.data<T>();
+    int64_t* ix = indices.data<int64_t>();
+    parallel_for(0, p.M, std::max<int64_t>(1, kGrain / std::max<int64_t>(p.R, 1)), [&](int64_t m0, int64_t m1) {
+      for (int64_t m = m0; m < m1; ++m) {
+        const T* row = a + m * p.R;
+        int64_t best = 0;
+        for (int64_t r = 1; r < p.R; ++r) {
+          if constexpr (std::is_floating_point_v<T>) {
+            if (std::isnan(row[best])) break;  // NaN wins, like torch.max
+            if (row[r] > row[best] || std::isnan(row[r])) best = r;
+          } else {
+            if (row[r] > row[best]) best = r;
+          }
+        }
+        v[m] = row[best];
+        ix[m] = best;
+      }
+    });
+  });
+  return {values, indices};
+}
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return max(x, dim, keepdim).second; }
+
+Tensor max(const Tensor& x) {
+  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "max: expected a non-empty tensor, got shape {}",
+           shape_str(x.shape()));
+  return max(x.reshape({-1}), 0, false).first;
+}
+
+Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
+  MG_CHECK(lead >= 0 && broadcast_shapes(shape, x.shape(), "sum_to_shape") == x.shape(), ShapeError,
+           "sum_to_shape: shape {} does not broadcast to {}", shape_str(shape), shape_str(x.shape()));
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);
+  if (dims.empty()) return x.reshape(shape);
+  return sum(x, dims, /*keepdim=*/true).reshape(shape);
+}
+
+}  // namespace mg

@@ -1,0 +1,38 @@
+#pragma once
+// Threading: oneTBB runs minigrad's own loops, OpenBLAS runs matmul. They never run at the same
+// time (no BLAS call is made from inside a parallel_for), so the two pools do not oversubscribe the
+// cores.
+//
+// Every kernel computes each output element from a fixed sequence of inputs, whichever thread
+// does it, so results do not depend on how TBB splits the work: same inputs, same bits.
+#include <cstdint>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+namespace mg {
+
+/// Use at most `n` threads for minigrad's loops and for OpenBLAS (n >= 1).
+void set_num_threads(int n);
+/// The thread count in effect (the hardware's by default).
+int get_num_threads();
+
+/// Below this many elements of work a loop runs on the calling thread: starting threads costs
+/// more than it saves.
+inline constexpr int64_t kGrain = 32768;
+
+/// Run f(begin, end) over [begin, end) in chunks of at least `grain` indices, in parallel when
+/// there is more than one chunk.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
+  if (end <= begin) return;
+  if (grain < 1) grain = 1;
+  if (end - begin <= grain || get_num_threads() == 1) {
+    f(begin, end);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
+}
+
+}  // namespace mg

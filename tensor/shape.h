@@ -1,0 +1,30 @@
+#pragma once
+// Shapes, strides and the broadcasting rule.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mg {
+
+/// Sizes of each dimension, outermost first: a (2, 3) matrix has Shape{2, 3}. A scalar has Shape{}.
+using Shape = std::vector<int64_t>;
+/// Elements to skip to move one step along each dimension (in elements, not bytes).
+using Strides = std::vector<int64_t>;
+
+/// Number of elements of a shape (1 for a scalar).
+int64_t numel_of(const Shape& shape);
+/// Row-major strides of a contiguous tensor of this shape: (2, 3, 4) -> (12, 4, 1).
+Strides contiguous_strides(const Shape& shape);
+/// "(2, 3)" -- how shapes are written in every error message.
+std::string shape_str(const Shape& shape);
+/// Turn a possibly negative dim into 0..ndim-1; an IndexError naming `op` when out of range.
+int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op);
+/// NumPy broadcasting: align trailing dims; each pair must be equal or one of them 1.
+/// broadcast_shapes((4, 1, 3), (2, 1)) == (4, 2, 3). A ShapeError naming `op` otherwise.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+/// Strides that read a tensor of `shape`/`strides` as if it had shape `target` (the result of
+/// broadcasting): broadcast dims get stride 0, missing leading dims are added with stride 0.
+Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shape& target);
+
+}  // namespace mg
