@@ -254,7 +254,7 @@ Tensor Tensor::to(DType dtype) const {
   });
 }
 
-Tensor& Tensor::copy_(const Tensor& src) {
+const Tensor& Tensor::copy_(const Tensor& src) const {
   MG_CHECK(defined() && src.defined(), StateError, "copy_: the tensor is undefined");
   MG_CHECK(src.dtype() == dtype_, DTypeError, "copy_: dtype mismatch, {} into {}",
            dtype_name(src.dtype()), dtype_name(dtype_));
@@ -273,7 +273,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
-Tensor& Tensor::fill_(double value) {
+const Tensor& Tensor::fill_(double value) const {
   MG_CHECK(defined(), StateError, "fill_: the tensor is undefined");
   visit_all(dtype_, [&]<class T>() {
     T* o = data<T>();

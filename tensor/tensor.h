@@ -95,9 +95,9 @@ class Tensor {
   /// Values converted to another dtype (a copy; itself when the dtype already matches).
   Tensor to(DType dtype) const;
   /// Write `src` (broadcast to this shape, same dtype) into this tensor's elements.
-  Tensor& copy_(const Tensor& src);
+  const Tensor& copy_(const Tensor& src) const;
   /// Set every element to `value`.
-  Tensor& fill_(double value);
+  const Tensor& fill_(double value) const;
 
   /// Python-like printout: tensor([[1.0000, 2.0000], ...], dtype=float32).
   std::string str() const;

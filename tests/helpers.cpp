@@ -1,0 +1,105 @@
+#include "helpers.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace mgtest {
+
+void expect_close(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+  ASSERT_TRUE(actual.defined()) << "actual tensor is undefined";
+  ASSERT_EQ(mg::shape_str(actual.shape()), mg::shape_str(expected.shape()));
+  const std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();
+  int reported = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool ok = std::abs(a[i] - e[i]) <= atol + rtol * std::abs(e[i]) || (std::isnan(a[i]) && std::isnan(e[i]));
+    if (!ok && reported++ < 5)
+      ADD_FAILURE() << "element " << i << ": got " << a[i] << ", expected " << e[i] << " (diff "
+                    << std::abs(a[i] - e[i]) << ")";
+  }
+}
+
+void expect_values(const Tensor& actual, const mg::Shape& shape, const std::vector<double>& values, double atol) {
+  expect_close(actual, mg::from_vector(values, shape), atol, 0);
+}
+
+void expect_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs, mg::GradcheckOptions opt) {
+  const mg::GradcheckResult r = mg::gradcheck(fn, inputs, opt);
+  EXPECT_TRUE(r.ok) << r.message;
+}
+
+Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo, double hi) {
+  mg::Generator g(seed);
+  return mg::uniform(shape, lo, hi, g, mg::DType::Float64);
+}
+
+namespace {
+std::map<std::string, GoldenCase> load_all() {
+  std::map<std::string, GoldenCase> all;
+  std::ifstream in(std::string(MG_GOLDEN_DIR) + "/ops.txt");
+  if (!in) throw std::runtime_error("cannot open " + std::string(MG_GOLDEN_DIR) + "/ops.txt");
+  std::string line, current;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    std::string key;
+    ss >> key;
+    if (key == "case") {
+      ss >> current;
+    } else if (key == "end" || key.empty()) {
+      continue;
+    } else {
+      std::string dtype;
+      int64_t nd;
+      ss >> dtype >> nd;
+      mg::Shape shape(nd);
+      for (auto& s : shape) ss >> s;
+      const int64_t n = mg::numel_of(shape);
+      if (dtype == "float64") {
+        std::vector<double> v(n);
+        for (auto& x : v) ss >> x;
+        all[current][key] = mg::from_vector(v, shape);
+      } else {
+        std::vector<int64_t> v(n);
+        for (auto& x : v) ss >> x;
+        Tensor t = mg::from_vector(v, shape);
+        all[current][key] = dtype == "bool" ? mg::ne(t, mg::zeros({}, mg::DType::Int64)) : t;
+      }
+    }
+  }
+  return all;
+}
+}  // namespace
+
+const GoldenCase& golden(const std::string& name) {
+  static const std::map<std::string, GoldenCase> all = load_all();
+  auto it = all.find(name);
+  if (it == all.end()) throw std::runtime_error("golden case not found: " + name);
+  return it->second;
+}
+
+void expect_golden(const std::string& name, const Fn& fn) {
+  const GoldenCase& c = golden(name);
+  for (mg::DType dt : {mg::DType::Float64, mg::DType::Float32}) {
+    SCOPED_TRACE(std::string(name) + " in " + std::string(mg::dtype_name(dt)));
+    const double tol = dt == mg::DType::Float64 ? 1e-9 : 2e-4;
+    std::vector<Variable> in;
+    for (int i = 0; c.count("in" + std::to_string(i)); ++i) {
+      const Tensor& t = c.at("in" + std::to_string(i));
+      if (mg::is_floating(t.dtype())) in.emplace_back(t.to(dt), true);
+      else in.emplace_back(t, false);
+    }
+    Variable out = fn(in);
+    ASSERT_EQ(out.dtype(), dt);
+    expect_close(out.data(), c.at("out"), tol, tol);
+    mg::sum(mg::mul(out, Variable(c.at("gout").to(dt)))).backward();
+    for (size_t i = 0; i < in.size(); ++i) {
+      const std::string key = "grad" + std::to_string(i);
+      if (!c.count(key)) continue;
+      SCOPED_TRACE("gradient of input " + std::to_string(i));
+      ASSERT_TRUE(in[i].grad().defined());
+      expect_close(in[i].grad(), c.at(key), tol, tol);
+    }
+  }
+}
+
+}  // namespace mgtest

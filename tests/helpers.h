@@ -1,0 +1,38 @@
+#pragma once
+// Shared test helpers: close-enough comparisons, gradient checks, and PyTorch golden cases
+// (tests/golden/ops.txt, written by tests/golden/gen_golden.py).
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "minigrad.h"
+
+namespace mgtest {
+
+using mg::Tensor;
+using mg::Variable;
+using Fn = std::function<Variable(const std::vector<Variable>&)>;
+
+/// Same shape, and every element within atol + rtol * |expected|.
+void expect_close(const Tensor& actual, const Tensor& expected, double atol = 1e-6, double rtol = 1e-6);
+/// Same shape as given, and the values (row-major) within atol.
+void expect_values(const Tensor& actual, const mg::Shape& shape, const std::vector<double>& values,
+                   double atol = 1e-6);
+/// gradcheck passes (float64 central differences vs backward).
+void expect_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs, mg::GradcheckOptions opt = {});
+/// A random float64 tensor (deterministic per seed).
+Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo = -1, double hi = 1);
+
+/// One case of the golden file: name -> tensor.
+using GoldenCase = std::map<std::string, Tensor>;
+/// The case `name` from tests/golden/ops.txt (a test failure if missing).
+const GoldenCase& golden(const std::string& name);
+/// Run fn on the case's inputs and compare the output and every input gradient with PyTorch's:
+/// in float64 (to 1e-9) and again with float32 inputs (to float32 tolerance).
+void expect_golden(const std::string& name, const Fn& fn);
+
+}  // namespace mgtest

@@ -1,0 +1,185 @@
+// The tape: accumulation, retain_graph, no-grad, detach, custom ops, gradcheck itself, to_dot.
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_gradcheck;
+using mgtest::expect_values;
+using mgtest::rnd;
+using testing::HasSubstr;
+using V = std::vector<Variable>;
+
+TEST(Autograd, WorkedExampleFromTheDocs) {
+  // docs/02-autograd.md traces this by hand: L = sum((w * x + b)^2) at w = 2, x = (1, 2), b = 1
+  // u = w*x + b = (3, 5), L = 9 + 25 = 34, dL/du = 2u = (6, 10)
+  // dL/dw = sum(2u * x) = 6 + 20 = 26, dL/db = sum(2u) = 16, dL/dx = 2u * w = (12, 20)
+  Variable w(scalar_tensor(2), true), b(scalar_tensor(1), true), x(tensor({1, 2}, {2}), true);
+  Variable L = sum(pow(w * x + b, 2));
+  EXPECT_EQ(L.item(), 34);
+  L.backward();
+  EXPECT_EQ(w.grad().item(), 26);
+  EXPECT_EQ(b.grad().item(), 16);
+  expect_values(x.grad(), {2}, {12, 20});
+}
+
+TEST(Autograd, SharedSubexpressionsSumTheirGradients) {
+  Variable x(tensor({3}, {1}), true);
+  Variable y = x * x + x;  // dy/dx = 2x + 1 = 7
+  sum(y).backward();
+  expect_values(x.grad(), {1}, {7});
+}
+
+TEST(Autograd, LeafGradientsAccumulateUntilZeroGrad) {
+  Variable x(tensor({1, 2}, {2}), true);
+  sum(x * 3.0).backward();
+  sum(x * 3.0).backward();
+  expect_values(x.grad(), {2}, {6, 6});
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+  sum(x * 3.0).backward();
+  expect_values(x.grad(), {2}, {3, 3});
+}
+
+TEST(Autograd, SecondBackwardNeedsRetainGraph) {
+  Variable x(tensor({1, 2}, {2}), true);
+  Variable loss = sum(exp(x));
+  loss.backward();
+  try {
+    loss.backward();
+    FAIL();
+  } catch (const StateError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("backward through the graph a second time"));
+    EXPECT_THAT(e.what(), HasSubstr("retain_graph"));
+  }
+  Variable y(tensor({1, 2}, {2}), true);
+  Variable l2 = sum(exp(y));
+  l2.backward(Tensor(), /*retain_graph=*/true);
+  l2.backward();
+  expect_values(y.grad(), {2}, {2 * std::exp(1.0), 2 * std::exp(2.0)}, 1e-5);
+}
+
+TEST(Autograd, NoGradGuardRecordsNothing) {
+  Variable x(tensor({1, 2}, {2}), true);
+  Variable y;
+  {
+    NoGradGuard guard;
+    y = x * 2.0;
+  }
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_TRUE(y.is_leaf());
+  EXPECT_TRUE(GradMode::is_enabled());
+  try {
+    sum(y).backward();
+    FAIL();
+  } catch (const StateError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("does not require grad"));
+  }
+}
+
+TEST(Autograd, DetachCutsTheGraph) {
+  Variable x(tensor({1, 2}, {2}), true);
+  Variable d = (x * 2.0).detach();
+  EXPECT_TRUE(d.is_leaf());
+  EXPECT_FALSE(d.requires_grad());
+  sum(x * d).backward();  // d is a constant here: dx = d = (2, 4)
+  expect_values(x.grad(), {2}, {2, 4});
+}
+
+TEST(Autograd, NonScalarBackwardNeedsAGradient) {
+  Variable x(tensor({1, 2}, {2}), true);
+  Variable y = x * x;
+  EXPECT_THROW(y.backward(), ShapeError);
+  y.backward(tensor({1, 10}, {2}));  // vector-Jacobian product: (2x) * v
+  expect_values(x.grad(), {2}, {2, 40});
+  EXPECT_THROW((x * 1.0).backward(zeros({3})), ShapeError);
+}
+
+TEST(Autograd, LeafRules) {
+  Variable x(zeros({2}), true);
+  Variable y = x * 2.0;
+  EXPECT_FALSE(y.is_leaf());
+  EXPECT_EQ(y.grad_fn()->name, "mul");
+  EXPECT_THROW(y.set_requires_grad(false), StateError);
+  EXPECT_THROW(Variable(arange(3), true), DTypeError);
+  EXPECT_THROW(x.set_grad(zeros({3})), ShapeError);
+}
+
+TEST(Autograd, DeepGraphsDoNotOverflowTheStack) {
+  Variable x(tensor({1}, {1}), true);
+  Variable y = x;
+  for (int i = 0; i < 20000; ++i) y = y * 1.0;
+  sum(y).backward();
+  expect_values(x.grad(), {1}, {1});
+}
+
+// y = x^3      dx = 3 x^2 dy  (the example of autograd/function.h and docs/03-writing-an-op.md)
+struct Cube : Function {
+  std::string name() const override { return "cube"; }
+  Tensor forward(FunctionCtx& ctx, const std::vector<Tensor>& in) override {
+    ctx.save_for_backward({in[0]});
+    return in[0] * in[0] * in[0];
+  }
+  std::vector<Tensor> backward(FunctionCtx& ctx, const Tensor& dy) override {
+    const Tensor& x = ctx.saved()[0];
+    return {dy * x * x * 3.0};
+  }
+};
+
+// A deliberately wrong backward (2x^2 instead of 3x^2): gradcheck must catch it.
+struct BadCube : Cube {
+  std::vector<Tensor> backward(FunctionCtx& ctx, const Tensor& dy) override {
+    const Tensor& x = ctx.saved()[0];
+    return {dy * x * x * 2.0};
+  }
+};
+
+TEST(Autograd, CustomFunction) {
+  Variable x(tensor({1, 2}, {2}), true);
+  Variable y = apply_function<Cube>({x});
+  EXPECT_EQ(y.grad_fn()->name, "cube");
+  sum(y).backward();
+  expect_values(x.grad(), {2}, {3, 12});
+  expect_gradcheck([](const V& v) { return apply_function<Cube>({v[0]}) * v[0]; }, {rnd({3, 2}, 1)});
+  EXPECT_THROW(sum(y).backward(), StateError);  // its saved tensors were freed
+}
+
+TEST(Autograd, GradcheckCatchesAWrongBackward) {
+  GradcheckResult r = gradcheck([](const V& v) { return apply_function<BadCube>({v[0]}); }, {rnd({2, 3}, 2, 0.5, 1)});
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.input, 0);
+  EXPECT_EQ(r.index.size(), 2u);
+  EXPECT_NEAR(r.analytic / r.numeric, 2.0 / 3.0, 1e-4);
+  EXPECT_THAT(r.message, HasSubstr("gradcheck FAILED"));
+}
+
+TEST(Autograd, ToDotShowsOpsAndParameters) {
+  Variable W(rnd({3, 2}, 3), true), x(rnd({4, 2}, 4));
+  W.set_name("W_q");
+  Variable loss = sum(relu(matmul(x, transpose(W, 0, 1))));
+  const std::string dot = to_dot(loss);
+  EXPECT_THAT(dot, HasSubstr("digraph"));
+  EXPECT_THAT(dot, HasSubstr("matmul\\n(4, 3)"));
+  EXPECT_THAT(dot, HasSubstr("W_q\\n(3, 2)\\nparam"));
+  EXPECT_THAT(dot, HasSubstr("relu"));
+  EXPECT_THAT(dot, HasSubstr("->"));
+  // x does not require grad, so it is not on the tape
+  EXPECT_THAT(dot, testing::Not(HasSubstr("(4, 2)\\nparam")));
+}
+
+TEST(Autograd, TrainingIsBitForBitReproducible) {
+  // Two identical runs of a small MLP with the same seed give identical weights.
+  auto run = [] {
+    Generator g(99);
+    Tensor X = randn({64, 4}, g), Y = randint(0, 3, {64}, g);
+    Variable W1(randn({16, 4}, g) * 0.5, true), W2(randn({3, 16}, g) * 0.5, true);
+    for (int step = 0; step < 20; ++step) {
+      Variable loss = cross_entropy(linear(relu(linear(Variable(X), W1)), W2), Y);
+      W1.zero_grad();
+      W2.zero_grad();
+      loss.backward();
+      W1.data().copy_(W1.data() - W1.grad() * 0.1);
+      W2.data().copy_(W2.data() - W2.grad() * 0.1);
+    }
+    return W2.data().to_vector<float>();
+  };
+  EXPECT_EQ(run(), run());
+}

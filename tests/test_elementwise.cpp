@@ -1,0 +1,98 @@
+// Differentiable elementwise ops: hand-computed gradients, gradcheck (with broadcast and
+// non-contiguous inputs) and PyTorch golden values.
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_golden;
+using mgtest::expect_gradcheck;
+using mgtest::expect_values;
+using mgtest::rnd;
+using V = std::vector<Variable>;
+
+TEST(Elementwise, HandComputedGradients) {
+  // y = sum(a * b + a / b) at a = (1, 2), b = (4, 8):  dy/da = b + 1/b,  dy/db = a - a/b^2
+  Variable a(tensor({1, 2}, {2}), true), b(tensor({4, 8}, {2}), true);
+  sum(a * b + a / b).backward();
+  expect_values(a.grad(), {2}, {4.25, 8.125});
+  expect_values(b.grad(), {2}, {1 - 1.0 / 16, 2 - 2.0 / 64});
+  // Broadcasting is undone: a (2, 1) operand added to a (2, 3) gets each row's sum.
+  Variable c(zeros({2, 1}), true), d(tensor({1, 2, 3, 4, 5, 6}, {2, 3}), true);
+  sum(mul(c + d, d)).backward();  // d/dc = sum over the row of d
+  expect_values(c.grad(), {2, 1}, {6, 15});
+}
+
+TEST(Elementwise, ReluAndAbsAtZeroFollowPyTorch) {
+  Variable x(tensor({-1, 0, 2}, {3}), true);
+  sum(relu(x) + abs(x)).backward();
+  expect_values(x.grad(), {3}, {-1, 0, 2});  // relu' = (0, 0, 1), abs' = (-1, 0, 1)
+}
+
+TEST(Elementwise, Gradcheck) {
+  Tensor a = rnd({3, 4}, 1), b = rnd({3, 4}, 2, 0.5, 2), pos = rnd({3, 4}, 3, 0.2, 2);
+  expect_gradcheck([](const V& v) { return v[0] + v[1]; }, {a, b});
+  expect_gradcheck([](const V& v) { return v[0] - v[1]; }, {a, b});
+  expect_gradcheck([](const V& v) { return v[0] * v[1]; }, {a, b});
+  expect_gradcheck([](const V& v) { return v[0] / v[1]; }, {a, b});
+  expect_gradcheck([](const V& v) { return -v[0]; }, {a});
+  expect_gradcheck([](const V& v) { return pow(v[0], 3); }, {a});
+  expect_gradcheck([](const V& v) { return pow(v[0], -1.5); }, {pos});
+  expect_gradcheck([](const V& v) { return exp(v[0]); }, {a});
+  expect_gradcheck([](const V& v) { return log(v[0]); }, {pos});
+  expect_gradcheck([](const V& v) { return sqrt(v[0]); }, {pos});
+  expect_gradcheck([](const V& v) { return abs(v[0]); }, {a});
+  expect_gradcheck([](const V& v) { return tanh(v[0]); }, {a});
+  expect_gradcheck([](const V& v) { return sigmoid(v[0]); }, {a});
+  expect_gradcheck([](const V& v) { return relu(v[0]); }, {a});
+  expect_gradcheck([](const V& v) { return gelu(v[0]); }, {a * 3.0});
+  expect_gradcheck([](const V& v) { return gelu(v[0], "tanh"); }, {a * 3.0});
+  expect_gradcheck([](const V& v) { return 2.0 - v[0] * 3.0 + 1.0 / v[1]; }, {a, b});
+}
+
+TEST(Elementwise, GradcheckBroadcastAndNonContiguous) {
+  // (3, 1, 4) with (2, 4); a transposed view; an expanded view.
+  expect_gradcheck([](const V& v) { return v[0] * v[1] + v[0]; }, {rnd({3, 1, 4}, 4), rnd({2, 4}, 5)});
+  expect_gradcheck([](const V& v) { return v[0] / v[1]; }, {rnd({4, 3}, 6).transpose(0, 1), rnd({3, 1}, 7, 1, 2)});
+  expect_gradcheck([](const V& v) { return tanh(v[0]) * v[1]; },
+                   {rnd({5, 4}, 8).slice(0, 0, 5, 2), rnd({4}, 9)});
+  expect_gradcheck([](const V& v) { return sigmoid(v[0]) - v[1]; }, {rnd({2, 3}, 10), scalar_tensor(0.5, DType::Float64)});
+}
+
+TEST(Elementwise, MaskedFillAndWhere) {
+  Tensor mask = from_vector<bool>({true, false, false, true}, {1, 4});
+  Variable x(tensor({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}), true);
+  Variable y = masked_fill(x, mask, -1);
+  expect_values(y.data(), {2, 4}, {-1, 2, 3, -1, -1, 6, 7, -1});
+  sum(y).backward();
+  expect_values(x.grad(), {2, 4}, {0, 1, 1, 0, 0, 1, 1, 0});
+  expect_gradcheck([mask](const V& v) { return masked_fill(v[0], mask, 3.0) * v[0]; }, {rnd({3, 4}, 11)});
+  expect_gradcheck([mask](const V& v) { return where(mask, v[0], v[1]); }, {rnd({2, 4}, 12), rnd({4}, 13)});
+}
+
+TEST(Elementwise, GoldenPyTorch) {
+  expect_golden("add_broadcast", [](const V& v) { return v[0] + v[1]; });
+  expect_golden("sub_broadcast", [](const V& v) { return v[0] - v[1]; });
+  expect_golden("mul_broadcast", [](const V& v) { return v[0] * v[1]; });
+  expect_golden("div", [](const V& v) { return v[0] / v[1]; });
+  expect_golden("neg", [](const V& v) { return -v[0]; });
+  expect_golden("pow3", [](const V& v) { return pow(v[0], 3); });
+  expect_golden("pow_half", [](const V& v) { return pow(v[0], 0.5); });
+  expect_golden("exp", [](const V& v) { return exp(v[0]); });
+  expect_golden("log", [](const V& v) { return log(v[0]); });
+  expect_golden("sqrt", [](const V& v) { return sqrt(v[0]); });
+  expect_golden("abs", [](const V& v) { return abs(v[0]); });
+  expect_golden("tanh", [](const V& v) { return tanh(v[0]); });
+  expect_golden("sigmoid", [](const V& v) { return sigmoid(v[0]); });
+  expect_golden("relu", [](const V& v) { return relu(v[0]); });
+  expect_golden("gelu", [](const V& v) { return gelu(v[0]); });
+  expect_golden("gelu_tanh", [](const V& v) { return gelu(v[0], "tanh"); });
+  expect_golden("masked_fill", [](const V& v) { return masked_fill(v[0], v[1].data(), -7.5); });
+  expect_golden("where", [](const V& v) { return where(v[0].data(), v[1], v[2]); });
+}
+
+TEST(Elementwise, Errors) {
+  Variable x(zeros({2, 3}), true);
+  EXPECT_THROW(x + Variable(zeros({4})), ShapeError);
+  EXPECT_THROW(x * Variable(zeros({2, 3}, DType::Float64)), DTypeError);
+  EXPECT_THROW(gelu(x, "fast"), ValueError);
+  EXPECT_THROW(masked_fill(x, zeros({3}), 0), DTypeError);
+}

@@ -1,0 +1,55 @@
+// Differentiable matmul and linear.
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_golden;
+using mgtest::expect_gradcheck;
+using mgtest::expect_values;
+using mgtest::rnd;
+using testing::HasSubstr;
+using V = std::vector<Variable>;
+
+TEST(Matmul, HandComputedGradients) {
+  // y = a @ b, loss = sum(y): da = 1 @ b^T (row sums of b), db = a^T @ 1 (column sums of a)
+  Variable a(tensor({1, 2, 3, 4, 5, 6}, {2, 3}), true), b(tensor({1, 2, 3, 4, 5, 6}, {3, 2}), true);
+  sum(matmul(a, b)).backward();
+  expect_values(a.grad(), {2, 3}, {3, 7, 11, 3, 7, 11});
+  expect_values(b.grad(), {3, 2}, {5, 5, 7, 7, 9, 9});
+}
+
+TEST(Matmul, Gradcheck) {
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({3, 4}, 1), rnd({4, 2}, 2)});
+  // batched with broadcast batch dims: b's gradient is summed over a's batch
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({2, 1, 3, 4}, 3), rnd({5, 4, 2}, 4)});
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({2, 3, 4}, 5), rnd({4, 2}, 6)});
+  // transposed (non-contiguous) operands
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({4, 3}, 7).transpose(0, 1), rnd({2, 4}, 8).transpose(0, 1)});
+  // vectors
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({4}, 9), rnd({4, 3}, 10)});
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({3, 4}, 11), rnd({4}, 12)});
+  expect_gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); }, {rnd({2, 3, 4}, 13), rnd({5, 4}, 14), rnd({5}, 15)});
+}
+
+TEST(Matmul, GoldenPyTorch) {
+  expect_golden("matmul_2d", [](const V& v) { return matmul(v[0], v[1]); });
+  expect_golden("matmul_batched_broadcast", [](const V& v) { return matmul(v[0], v[1]); });
+  expect_golden("matmul_vec_mat", [](const V& v) { return matmul(v[0], v[1]); });
+  expect_golden("matmul_mat_vec", [](const V& v) { return matmul(v[0], v[1]); });
+  expect_golden("linear", [](const V& v) { return linear(v[0], v[1], v[2]); });
+}
+
+TEST(Matmul, ErrorsNameBothShapes) {
+  Variable a(zeros({2, 3}), true), b(zeros({4, 5}), true);
+  try {
+    matmul(a, b);
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("matmul: shapes (2, 3) and (4, 5) cannot be multiplied"));
+  }
+  try {
+    linear(Variable(zeros({2, 3})), Variable(zeros({4, 5})));
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("linear: input of shape (2, 3) does not fit weight of shape (4, 5)"));
+  }
+}

@@ -1,0 +1,65 @@
+// Differentiable shape ops: reshape, transpose, permute, slice, expand, concat, split.
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_golden;
+using mgtest::expect_gradcheck;
+using mgtest::expect_values;
+using mgtest::rnd;
+using V = std::vector<Variable>;
+
+TEST(Shape, SliceGradientLandsInPlace) {
+  Variable x(arange(6, DType::Float32), true);
+  Variable s = slice(x, 0, 1, 6, 2);  // elements 1, 3, 5
+  expect_values(s.data(), {3}, {1, 3, 5});
+  sum(s * Variable(tensor({1, 2, 3}, {3}))).backward();
+  expect_values(x.grad(), {6}, {0, 1, 0, 2, 0, 3});
+}
+
+TEST(Shape, SplitPiecesFlowBackIndependently) {
+  Variable x(arange(5, DType::Float32), true);
+  auto parts = split(x, 2, 0);
+  ASSERT_EQ(parts.size(), 3u);
+  (sum(parts[0]) + sum(parts[2] * 3.0)).backward();  // parts[1] unused: its gradient is 0
+  expect_values(x.grad(), {5}, {1, 1, 0, 0, 3});
+}
+
+TEST(Shape, Gradcheck) {
+  Tensor x = rnd({2, 3, 4}, 1);
+  expect_gradcheck([](const V& v) { return reshape(v[0], {4, -1}) * 2.0; }, {x});
+  expect_gradcheck([](const V& v) { return reshape(v[0], {6, 4}); }, {x.transpose(0, 1)});
+  expect_gradcheck([](const V& v) { return transpose(v[0], 0, 2) * 1.0; }, {x});
+  expect_gradcheck([](const V& v) { return permute(v[0], {2, 0, 1}) * 1.0; }, {x});
+  expect_gradcheck([](const V& v) { return slice(v[0], 2, 1, 4, 2) * 1.0; }, {x});
+  expect_gradcheck([](const V& v) { return narrow(v[0], 1, 1, 2) * 1.0; }, {x});
+  expect_gradcheck([](const V& v) { return expand(v[0], {3, 4, 2}) * 1.0; }, {rnd({4, 1}, 2)});
+  expect_gradcheck([](const V& v) { return unsqueeze(squeeze(v[0], 1), 0) * 1.0; }, {rnd({3, 1, 2}, 3)});
+  expect_gradcheck([](const V& v) { return concat({v[0], v[1], v[0]}, 1); }, {rnd({2, 3}, 4), rnd({2, 1}, 5)});
+  expect_gradcheck([](const V& v) {
+    auto p = split(v[0], std::vector<int64_t>{1, 3}, 1);
+    return p[0] * p[1];  // (2,1) * (2,3): broadcast between two pieces of the same input
+  }, {rnd({2, 4}, 6)});
+}
+
+TEST(Shape, GoldenPyTorch) {
+  expect_golden("reshape", [](const V& v) { return reshape(v[0], {4, 6}); });
+  expect_golden("transpose", [](const V& v) { return transpose(v[0], 0, 2); });
+  expect_golden("permute", [](const V& v) { return permute(v[0], {2, 0, 1}); });
+  expect_golden("slice_step2", [](const V& v) { return slice(v[0], 1, 1, 6, 2); });
+  expect_golden("concat_dim1", [](const V& v) { return concat({v[0], v[1]}, 1); });
+  expect_golden("split_weighted", [](const V& v) {
+    std::vector<Variable> p = split(v[0], 2, 0);
+    for (size_t i = 0; i < p.size(); ++i) p[i] = p[i] * static_cast<double>(i + 1);
+    return concat(p, 0);
+  });
+  expect_golden("expand", [](const V& v) { return expand(v[0], {3, 4, 2}); });
+}
+
+TEST(Shape, Errors) {
+  Variable x(zeros({2, 3}), true);
+  EXPECT_THROW(reshape(x, {4}), ShapeError);
+  EXPECT_THROW(transpose(x, 0, 2), IndexError);
+  EXPECT_THROW(narrow(x, 1, 2, 5), IndexError);
+  EXPECT_THROW(concat({x, Variable(zeros({3, 3}))}, 1), ShapeError);
+  EXPECT_THROW(split(x, std::vector<int64_t>{1, 1}, 1), ShapeError);
+}

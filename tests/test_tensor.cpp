@@ -1,0 +1,153 @@
+// mg::Tensor: storage, shapes, strides, views, creation, the generator.
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_values;
+using testing::HasSubstr;
+
+TEST(Tensor, ContiguousStridesAndShape) {
+  Tensor t = zeros({2, 3, 4});
+  EXPECT_EQ(t.strides(), (Strides{12, 4, 1}));
+  EXPECT_EQ(t.numel(), 24);
+  EXPECT_EQ(t.dim(), 3);
+  EXPECT_EQ(t.size(-1), 4);
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(shape_str({2, 3}), "(2, 3)");
+  EXPECT_EQ(shape_str({5}), "(5,)");
+}
+
+TEST(Tensor, CreationValues) {
+  expect_values(arange(5), {5}, {0, 1, 2, 3, 4});
+  expect_values(arange(1.0, 2.0, 0.25, DType::Float32), {4}, {1, 1.25, 1.5, 1.75});
+  expect_values(full({2, 2}, 3.5), {2, 2}, {3.5, 3.5, 3.5, 3.5});
+  expect_values(ones({3}, DType::Float64), {3}, {1, 1, 1});
+  EXPECT_EQ(scalar_tensor(2.5).item(), 2.5);
+  EXPECT_EQ(scalar_tensor(2.5).dim(), 0);
+}
+
+TEST(Tensor, TransposeIsAViewSharingStorage) {
+  Tensor a = arange(6, DType::Float32).view({2, 3});
+  Tensor t = a.transpose(0, 1);
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  EXPECT_EQ(t.strides(), (Strides{1, 3}));
+  EXPECT_FALSE(t.is_contiguous());
+  EXPECT_EQ(t.storage(), a.storage());
+  expect_values(t, {3, 2}, {0, 3, 1, 4, 2, 5});
+  // A write through the view is seen by the original.
+  t.narrow(0, 1, 1).fill_(9);  // t[1, :] = a[:, 1]
+  expect_values(a, {2, 3}, {0, 9, 2, 3, 9, 5});
+}
+
+TEST(Tensor, PermuteNarrowSliceSqueeze) {
+  Tensor a = arange(24, DType::Float32).view({2, 3, 4});
+  Tensor p = a.permute({2, 0, 1});
+  EXPECT_EQ(p.shape(), (Shape{4, 2, 3}));
+  EXPECT_EQ(p.at({1, 1, 2}), 1 * 12 + 2 * 4 + 1);  // element a[1, 2, 1]
+  Tensor s = arange(10, DType::Float32).slice(0, 1, 8, 3);  // 1, 4, 7
+  expect_values(s, {3}, {1, 4, 7});
+  expect_values(arange(10, DType::Float32).slice(0, -3, 100), {3}, {7, 8, 9});
+  Tensor u = a.unsqueeze(1);
+  EXPECT_EQ(u.shape(), (Shape{2, 1, 3, 4}));
+  EXPECT_EQ(u.squeeze(1).shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(zeros({1, 3, 1}).squeeze().shape(), (Shape{3}));
+}
+
+TEST(Tensor, ExpandUsesZeroStrides) {
+  Tensor b = tensor({1, 2, 3}, {3, 1});
+  Tensor e = b.expand({2, 3, 4});
+  EXPECT_EQ(e.strides(), (Strides{0, 1, 0}));
+  EXPECT_EQ(e.at({1, 2, 3}), 3);
+  expect_values(sum(e.contiguous(), {0, 2}), {3}, {8, 16, 24});
+}
+
+TEST(Tensor, ViewAndReshape) {
+  Tensor a = arange(12, DType::Float32).view({3, 4});
+  EXPECT_EQ(a.view({2, -1}).shape(), (Shape{2, 6}));
+  EXPECT_EQ(a.view({4, 3}).storage(), a.storage());
+  // A transposed tensor cannot be flattened without a copy: view refuses, reshape copies.
+  Tensor t = a.transpose(0, 1);
+  EXPECT_THROW(t.view({12}), ShapeError);
+  Tensor r = t.reshape({12});
+  EXPECT_NE(r.storage(), a.storage());
+  expect_values(r, {12}, {0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
+  // Splitting one dim of a non-contiguous tensor is still a view.
+  Tensor v = a.transpose(0, 1).view({2, 2, 3});
+  EXPECT_EQ(v.storage(), a.storage());
+  EXPECT_EQ(v.at({1, 0, 2}), a.at({2, 2}));
+}
+
+TEST(Tensor, ViewErrorsNameShapes) {
+  try {
+    arange(12).view({5, -1});
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("view: shape (5, -1) is invalid for input of size 12"));
+  }
+  EXPECT_THROW(arange(6).view({-1, -1}), ShapeError);
+  EXPECT_THROW(zeros({2, 3}).transpose(0, 2), IndexError);
+  EXPECT_THROW(zeros({2, 3}).narrow(1, 2, 2), IndexError);
+  EXPECT_THROW(zeros({2, 3}).expand({2, 4}), ShapeError);
+  EXPECT_THROW(zeros({2}).permute({0, 0}), ShapeError);
+}
+
+TEST(Tensor, CopyBroadcastsAndConverts) {
+  Tensor dst = zeros({2, 3});
+  dst.copy_(tensor({1, 2, 3}, {3}));
+  expect_values(dst, {2, 3}, {1, 2, 3, 1, 2, 3});
+  Tensor d = dst.to(DType::Float64);
+  EXPECT_EQ(d.dtype(), DType::Float64);
+  expect_values(tensor({1.7f, -2.2f}, {2}).to(DType::Int64), {2}, {1, -2});
+  EXPECT_THROW(dst.copy_(zeros({2, 3}, DType::Float64)), DTypeError);
+  EXPECT_THROW(dst.copy_(zeros({4})), ShapeError);
+}
+
+TEST(Tensor, BroadcastShapes) {
+  EXPECT_EQ(broadcast_shapes({4, 1, 3}, {2, 1}, "t"), (Shape{4, 2, 3}));
+  EXPECT_EQ(broadcast_shapes({}, {2, 2}, "t"), (Shape{2, 2}));
+  try {
+    broadcast_shapes({2, 3}, {4, 3}, "add");
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("add: shapes (2, 3) and (4, 3) cannot be broadcast"));
+  }
+}
+
+TEST(Tensor, GeneratorIsDeterministic) {
+  Generator a(42), b(42), c(43);
+  Tensor x = randn({100}, a), y = randn({100}, b), z = randn({100}, c);
+  EXPECT_EQ(x.to_vector<float>(), y.to_vector<float>());
+  EXPECT_NE(x.to_vector<float>(), z.to_vector<float>());
+  // Reseeding restarts the sequence.
+  a.manual_seed(42);
+  EXPECT_EQ(randn({100}, a).to_vector<float>(), x.to_vector<float>());
+}
+
+TEST(Tensor, RandomDistributionsHaveTheRightMoments) {
+  Generator g(7);
+  Tensor n = randn({200000}, g, DType::Float64);
+  EXPECT_NEAR(mean(n).item(), 0.0, 0.01);
+  EXPECT_NEAR(mean(n * n).item(), 1.0, 0.01);
+  Tensor u = uniform({200000}, 2, 4, g, DType::Float64);
+  EXPECT_NEAR(mean(u).item(), 3.0, 0.01);
+  EXPECT_GE(max(u).item(), 3.99);
+  EXPECT_LT(max(u).item(), 4.0);
+  Tensor b = bernoulli({200000}, 0.3, g);
+  EXPECT_NEAR(mean(b).item(), 0.3, 0.005);
+  Tensor r = randint(3, 6, {1000}, g);
+  EXPECT_EQ(max(r).item(), 5);
+  EXPECT_EQ(-max(-r.to(DType::Float32)).item(), 3);
+  EXPECT_THROW(bernoulli({2}, 1.5, g), ValueError);
+}
+
+TEST(Tensor, PrintsLikePyTorch) {
+  EXPECT_EQ(tensor({1, 2, 3, 4}, {2, 2}).str(),
+            "tensor([[1.0000, 2.0000],\n        [3.0000, 4.0000]], dtype=float32)");
+  EXPECT_EQ(arange(3).str(), "tensor([0, 1, 2], dtype=int64)");
+}
+
+TEST(Tensor, ItemAndDataChecks) {
+  EXPECT_THROW(zeros({2}).item(), ValueError);
+  EXPECT_THROW(zeros({2}).data<double>(), DTypeError);
+  EXPECT_THROW(Tensor().clone(), StateError);
+  EXPECT_THROW(empty({-1}), ValueError);
+}
