@@ -17,7 +17,19 @@ using TensorList = std::vector<Tensor>;
 
 /// One operation recorded on the tape.
 struct Node {
-  virtual ~Node() = default;
+  /// Frees the chain of nodes behind this one iteratively: a graph of a million ops must not
+  /// overflow the stack through nested shared_ptr destructors.
+  virtual ~Node() {
+    std::vector<std::shared_ptr<Node>> stack = std::move(next);
+    while (!stack.empty()) {
+      std::shared_ptr<Node> n = std::move(stack.back());
+      stack.pop_back();
+      if (n && n.use_count() == 1) {  // we hold the last reference: take its edges before it dies
+        for (auto& m : n->next) stack.push_back(std::move(m));
+        n->next.clear();
+      }
+    }
+  }
 
   /// Op name shown by to_dot and in error messages ("matmul", "add", ...).
   std::string name;

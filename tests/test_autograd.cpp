@@ -106,9 +106,13 @@ TEST(Autograd, LeafRules) {
 TEST(Autograd, DeepGraphsDoNotOverflowTheStack) {
   Variable x(tensor({1}, {1}), true);
   Variable y = x;
-  for (int i = 0; i < 20000; ++i) y = y * 1.0;
+  for (int i = 0; i < 200000; ++i) y = y * 1.0;
   sum(y).backward();
   expect_values(x.grad(), {1}, {1});
+  // Dropping a deep graph that was never run frees it without recursion too.
+  Variable z = x;
+  for (int i = 0; i < 200000; ++i) z = z + 1.0;
+  z = Variable();
 }
 
 // y = x^3      dx = 3 x^2 dy  (the example of autograd/function.h and docs/03-writing-an-op.md)
