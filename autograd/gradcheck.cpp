@@ -8,33 +8,56 @@ namespace mg {
 
 GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn,
                           const std::vector<Tensor>& inputs, const GradcheckOptions& opt) {
-  std::vector<Variable> vars;
+  std::vector<Variable> vars, leaves;
   for (const Tensor& t : inputs) {
     MG_CHECK(t.defined(), StateError, "gradcheck: input {} is undefined", vars.size());
-    if (is_floating(t.dtype())) vars.emplace_back(t.to(DType::Float64), true);
+    if (is_floating(t.dtype())) vars.emplace_back(t.to(DType::Float64), true), leaves.push_back(vars.back());
     else vars.emplace_back(t, false);
   }
-  // Analytic: one backward of sum(y * v).
-  Variable y = fn(vars);
+  GradcheckResult r = gradcheck([&] { return fn(vars); }, leaves, opt);
+  // Report the index among all inputs, not among the floating ones.
+  for (size_t i = 0, f = 0; i < vars.size(); ++i)
+    if (vars[i].requires_grad() && static_cast<int64_t>(f++) == r.input) {
+      r.input = static_cast<int64_t>(i);
+      break;
+    }
+  return r;
+}
+
+GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector<Variable>& leaves,
+                          const GradcheckOptions& opt) {
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    MG_CHECK(leaves[i].defined() && leaves[i].is_leaf() && leaves[i].requires_grad(), StateError,
+             "gradcheck: input {} must be a leaf that requires grad", i);
+    MG_CHECK(leaves[i].dtype() == DType::Float64, DTypeError,
+             "gradcheck: input {} is {}; gradcheck needs float64 (hint: module.to(DType::Float64))", i,
+             dtype_name(leaves[i].dtype()));
+    leaves[i].zero_grad();
+  }
+  // Analytic: one backward of sum(y * v), v a fixed random weighting of the output.
+  Variable y = fn();
   MG_CHECK(y.dtype() == DType::Float64, DTypeError,
            "gradcheck: fn returned a {} output; gradcheck needs float64 throughout (create constants "
            "with the inputs' dtype)", dtype_name(y.dtype()));
+  MG_CHECK(y.requires_grad(), StateError, "gradcheck: the output does not depend on any input");
   Generator gen(opt.seed);
   const Tensor v = randn(y.shape(), gen, DType::Float64);
-  MG_CHECK(y.requires_grad(), StateError, "gradcheck: the output does not depend on any floating input");
   sum(mul(y, Variable(v))).backward();
-
+  std::vector<Tensor> grads;
+  for (const Variable& l : leaves) {
+    grads.push_back(l.grad().defined() ? l.grad() : zeros(l.shape(), DType::Float64));
+    l.zero_grad();
+  }
   auto f = [&]() {
     NoGradGuard ng;
-    return mg::sum(mg::mul(fn(vars).data(), v)).item();
+    return mg::sum(mg::mul(fn().data(), v)).item();
   };
 
+  // Numeric: central differences, one element at a time, through the tensor's own strides.
   GradcheckResult res;
   double worst_ratio = -1;
-  for (size_t i = 0; i < vars.size(); ++i) {
-    if (!vars[i].requires_grad()) continue;
-    const Tensor& x = vars[i].data();
-    const Tensor g = vars[i].grad().defined() ? vars[i].grad() : zeros(x.shape(), DType::Float64);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Tensor& x = leaves[i].data();
     double* base = static_cast<double*>(x.storage()->data());
     std::vector<int64_t> idx(x.dim(), 0);
     for (int64_t e = 0; e < x.numel(); ++e) {
@@ -47,7 +70,7 @@ GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variabl
       const double fm = f();
       base[off] = orig;
       const double numeric = (fp - fm) / (2 * opt.eps);
-      const double analytic = g.at(idx);
+      const double analytic = grads[i].at(idx);
       const double err = std::abs(analytic - numeric);
       const double ratio = err / (opt.atol + opt.rtol * std::abs(numeric));
       if (ratio > worst_ratio || std::isnan(ratio)) {

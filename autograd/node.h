@@ -55,6 +55,9 @@ struct Node {
 struct AccumulateGrad : Node {
   std::weak_ptr<VariableImpl> leaf;
   TensorList apply(const Tensor& grad_out) override;
+  /// Nothing is saved here, and the node is shared by every graph that uses the leaf, so it is
+  /// never marked released: a later backward through another graph must still reach it.
+  void release() override {}
 };
 
 /// The node of every built-in op: the backward is a lambda that captured what it needs.

@@ -31,6 +31,16 @@ const Tensor& Variable::data() const {
   MG_CHECK_DEFINED("data");
   return impl_->data;
 }
+void Variable::set_data(Tensor data) const {
+  MG_CHECK_DEFINED("set_data");
+  MG_CHECK(data.defined(), StateError, "set_data: the new tensor is undefined");
+  MG_CHECK(!impl_->requires_grad || is_floating(data.dtype()), DTypeError,
+           "set_data: a variable that requires grad needs floating data, got {}", dtype_name(data.dtype()));
+  impl_->data = std::move(data);
+  if (impl_->grad.defined() && (impl_->grad.shape() != impl_->data.shape() || impl_->grad.dtype() != impl_->data.dtype()))
+    impl_->grad = Tensor();  // a gradient of the old shape or dtype no longer applies
+}
+
 const Tensor& Variable::grad() const {
   MG_CHECK_DEFINED("grad");
   return impl_->grad;

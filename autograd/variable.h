@@ -31,6 +31,9 @@ class Variable {
   bool defined() const { return impl_ != nullptr; }
   /// The numbers. Writing through this tensor bypasses autograd (optimizers do this).
   const Tensor& data() const;
+  /// Replace the numbers without recording anything (like PyTorch's `p.data = t`): every copy of
+  /// this Variable sees the new tensor. Used by nn::Module::to() and checkpoint loading.
+  void set_data(Tensor data) const;
   /// The gradient accumulated by backward(); undefined before the first backward.
   const Tensor& grad() const;
   /// Replace the gradient (undefined to clear it).

@@ -31,6 +31,11 @@ struct ValueError : Error {
 struct DTypeError : Error {
   using Error::Error;
 };
+/// A file that cannot be read or written, or whose contents are not what its format promises
+/// (a truncated or corrupted checkpoint, a tensor name the model does not have).
+struct FileError : Error {
+  using Error::Error;
+};
 /// An operation called in the wrong state: backward through a freed graph, an undefined tensor.
 struct StateError : Error {
   using Error::Error;

@@ -36,8 +36,9 @@ Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo, double hi) {
 namespace {
 std::map<std::string, GoldenCase> load_all() {
   std::map<std::string, GoldenCase> all;
-  std::ifstream in(std::string(MG_GOLDEN_DIR) + "/ops.txt");
-  if (!in) throw std::runtime_error("cannot open " + std::string(MG_GOLDEN_DIR) + "/ops.txt");
+  for (const char* file : {"ops.txt", "nn.txt", "torch_mlp.txt"}) {
+  std::ifstream in(std::string(MG_GOLDEN_DIR) + "/" + file);
+  if (!in) throw std::runtime_error("cannot open " + std::string(MG_GOLDEN_DIR) + "/" + file);
   std::string line, current;
   while (std::getline(in, line)) {
     std::istringstream ss(line);
@@ -45,6 +46,7 @@ std::map<std::string, GoldenCase> load_all() {
     ss >> key;
     if (key == "case") {
       ss >> current;
+      if (all.count(current)) throw std::runtime_error(std::string("golden case defined twice: ") + current);
     } else if (key == "end" || key.empty()) {
       continue;
     } else {
@@ -66,6 +68,7 @@ std::map<std::string, GoldenCase> load_all() {
       }
     }
   }
+  }
   return all;
 }
 }  // namespace
@@ -75,6 +78,25 @@ const GoldenCase& golden(const std::string& name) {
   auto it = all.find(name);
   if (it == all.end()) throw std::runtime_error("golden case not found: " + name);
   return it->second;
+}
+
+void load_golden_params(mg::nn::Module& m, const GoldenCase& c) {
+  for (auto& [name, p] : m.named_parameters()) {
+    auto it = c.find("param:" + name);
+    ASSERT_TRUE(it != c.end()) << "golden case has no parameter " << name;
+    ASSERT_EQ(mg::shape_str(it->second.shape()), mg::shape_str(p.shape())) << name;
+    p.data().copy_(it->second.to(p.dtype()));
+  }
+  for (auto& [key, t] : c)
+    if (key.rfind("param:", 0) == 0) EXPECT_NO_THROW(m.parameter(key.substr(6))) << "the module has no " << key;
+}
+
+void expect_param_grads(const mg::nn::Module& m, const GoldenCase& c, double tol) {
+  for (auto& [name, p] : m.named_parameters()) {
+    SCOPED_TRACE("gradient of " + name);
+    ASSERT_TRUE(p.grad().defined());
+    expect_close(p.grad(), c.at("grad:" + name), tol, tol);
+  }
 }
 
 void expect_golden(const std::string& name, const Fn& fn) {

@@ -34,5 +34,9 @@ const GoldenCase& golden(const std::string& name);
 /// Run fn on the case's inputs and compare the output and every input gradient with PyTorch's:
 /// in float64 (to 1e-9) and again with float32 inputs (to float32 tolerance).
 void expect_golden(const std::string& name, const Fn& fn);
+/// Copy the case's "param:<name>" tensors into m's parameters (and check none is left over).
+void load_golden_params(mg::nn::Module& m, const GoldenCase& c);
+/// Compare each parameter's gradient with the case's "grad:<name>".
+void expect_param_grads(const mg::nn::Module& m, const GoldenCase& c, double tol);
 
 }  // namespace mgtest

@@ -57,6 +57,16 @@ TEST(Autograd, SecondBackwardNeedsRetainGraph) {
   expect_values(y.grad(), {2}, {2 * std::exp(1.0), 2 * std::exp(2.0)}, 1e-5);
 }
 
+TEST(Autograd, TwoLiveGraphsOverTheSameLeaf) {
+  // Both graphs end in the leaf's one AccumulateGrad node; running the first must not stop the
+  // second from reaching it.
+  Variable x(tensor({1, 2}, {2}), true);
+  Variable a = sum(x * 2.0), b = sum(x * x);
+  a.backward();
+  b.backward();
+  expect_values(x.grad(), {2}, {2 + 2, 2 + 4});
+}
+
 TEST(Autograd, NoGradGuardRecordsNothing) {
   Variable x(tensor({1, 2}, {2}), true);
   Variable y;

@@ -1,0 +1,78 @@
+#pragma once
+// nn::MultiheadAttention, with W_Q, W_K, W_V and W_O as four ordinary Linear layers.
+//
+// Where do W_Q, W_K, W_V come from? They are these members: `w_q`, `w_k`, `w_v`, `w_o`, each a
+// Linear(embed_dim, embed_dim) initialised at random and trained by backpropagation like any
+// other weight. There is no per-head matrix on top: head h simply uses columns
+// [h*d_k, (h+1)*d_k) of each projection's output (d_k = embed_dim / num_heads), i.e. a slice of
+// rows of W_Q. Query, key and value are separate inputs, so the same module does
+// self-attention (all three the same sequence) and cross-attention (queries from the decoder,
+// keys and values from the encoder).
+//
+//   Q = w_q(query)  K = w_k(key)  V = w_v(value)              (B, T, E)
+//   split heads:    Q_h, K_h, V_h                              (B, H, T, d_k)
+//   scores  = Q_h K_h^T / sqrt(d_k)   (+ masks as -inf)        (B, H, Tq, Tk)
+//   weights = softmax(scores, over keys)                       (B, H, Tq, Tk)
+//   out     = w_o(concat_h(weights V_h))                       (B, Tq, E)
+#include "nn/layers.h"
+#include "nn/linear.h"
+
+namespace mg::nn {
+
+/// Constructor options; defaults as torch.nn.MultiheadAttention.
+struct MultiheadAttentionOptions {
+  bool bias = true;      // biases on w_q, w_k, w_v, w_o
+  double dropout = 0.0;  // dropout on the attention weights (training only)
+};
+
+/// Per-call options.
+struct AttentionMask {
+  /// (Tq, Tk) or (B, H, Tq, Tk) or anything broadcastable to (B, H, Tq, Tk): Bool (true = may NOT
+  /// attend, as in PyTorch) or floating (added to the scores).
+  Tensor attn_mask;
+  /// Mask the future: query i may attend to keys j <= i (decoders).
+  bool is_causal = false;
+  /// (B, Tk) Bool: true marks padding keys that no query may attend to.
+  Tensor key_padding_mask;
+};
+
+/// What a forward returns.
+struct AttentionOutput {
+  Variable output;   // (B, Tq, E)
+  Variable weights;  // (B, H, Tq, Tk) post-softmax attention weights, per head
+  Variable scores;   // (B, H, Tq, Tk) pre-softmax scores Q K^T / sqrt(d_k), masked entries -inf
+};
+
+class MultiheadAttention : public Module {
+ public:
+  /// embed_dim must divide by num_heads. Init as PyTorch: W_Q, W_K, W_V Xavier-uniform over their
+  /// stacked (3E, E) matrix, W_O Linear's default, all biases zero.
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions options = {},
+                     Generator& gen = default_generator());
+  /// query (B, Tq, E), key and value (B, Tk, E); batch first.
+  AttentionOutput forward(const Variable& query, const Variable& key, const Variable& value,
+                          const AttentionMask& mask = {}) const;
+  /// Self-attention: forward(x, x, x, mask).
+  AttentionOutput forward(const Variable& x, const AttentionMask& mask = {}) const { return forward(x, x, x, mask); }
+
+  /// Called with every AttentionOutput this module produces (nullptr to remove). A way to look
+  /// at the attention inside any model without changing the model's code.
+  void set_hook(std::function<void(const AttentionOutput&)> hook) { hook_ = std::move(hook); }
+
+  std::string type_name() const override { return "MultiheadAttention"; }
+  std::string extra_repr() const override;
+
+  const int64_t embed_dim, num_heads, head_dim;
+  Linear w_q, w_k, w_v, w_o;
+  Dropout attn_dropout;
+
+ private:
+  std::function<void(const AttentionOutput&)> hook_;
+};
+
+/// (B, T, E) -> (B, H, T, E/H): head h takes features [h*d, (h+1)*d). A view, no copy.
+Variable split_heads(const Variable& x, int64_t num_heads);
+/// (B, H, T, d) -> (B, T, H*d): the inverse of split_heads.
+Variable merge_heads(const Variable& x);
+
+}  // namespace mg::nn

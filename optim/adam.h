@@ -1,0 +1,51 @@
+#pragma once
+// Adam and AdamW with torch.optim's exact update rules. Per parameter, at step t:
+//
+//   Adam:   g = grad + weight_decay * p            (L2 penalty folded into the gradient)
+//   AdamW:  p = p * (1 - lr * weight_decay)        (decoupled weight decay), g = grad
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g^2
+//   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+#include "optim/optimizer.h"
+
+namespace mg::optim {
+
+/// Adam hyper-parameters (PyTorch's defaults).
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+};
+
+/// Adam (Kingma & Ba 2015); weight decay is an L2 term added to the gradient.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+  Adam(const std::vector<Variable>& params, AdamOptions options = {}) : Adam(single_group(params), options) {}
+  void step() override;
+  std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+
+  const AdamOptions options;
+
+ protected:
+  Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
+
+ private:
+  bool decoupled_;
+};
+
+/// AdamW hyper-parameters: as Adam, but weight decay defaults to 0.01.
+struct AdamWOptions : AdamOptions {
+  AdamWOptions() { weight_decay = 1e-2; }
+};
+
+/// AdamW (Loshchilov & Hutter 2019): weight decay shrinks the weights directly.
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {}) : Adam(std::move(groups), options, true) {}
+  AdamW(const std::vector<Variable>& params, AdamWOptions options = {}) : AdamW(single_group(params), options) {}
+};
+
+}  // namespace mg::optim

@@ -1,0 +1,37 @@
+#include "optim/sgd.h"
+
+#include "autograd/grad_mode.h"
+#include "tensor/ops.h"
+
+namespace mg::optim {
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o) : Optimizer(std::move(groups), o.lr, o.weight_decay, "SGD"), options(o) {
+  MG_CHECK(o.momentum >= 0, ValueError, "SGD: momentum must be >= 0, got {}", o.momentum);
+  MG_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), ValueError,
+           "SGD: nesterov needs momentum > 0 and dampening 0 (got momentum {}, dampening {})", o.momentum, o.dampening);
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  for (Group& group : groups()) {
+    for (Variable& p : group.params) {
+      if (!p.grad().defined()) continue;
+      Tensor g = p.grad();
+      if (group.weight_decay != 0) g = g + p.data() * group.weight_decay;
+      if (options.momentum != 0) {
+        ParamState& st = state(p);
+        auto it = st.find("momentum_buffer");
+        if (it == st.end()) {
+          st["momentum_buffer"] = g.clone();
+        } else {
+          it->second.copy_(it->second * options.momentum + g * (1 - options.dampening));
+        }
+        const Tensor& buf = st["momentum_buffer"];
+        g = options.nesterov ? g + buf * options.momentum : buf;
+      }
+      p.data().copy_(p.data() - g * group.lr);
+    }
+  }
+}
+
+}  // namespace mg::optim

@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""Golden values for minigrad's nn modules and optimizers, computed by PyTorch.
+
+Run with Debian's python3-torch:
+    /usr/bin/python3 tests/golden/gen_golden_nn.py > tests/golden/nn.txt
+Same file format as gen_golden.py. Module cases (float64) hold each parameter under
+"param:<minigrad name>", the inputs in0.., the outputs ("out", and "weights" for attention), the
+upstream gradient "gout", the input gradients grad0.. and each parameter's gradient under
+"grad:<minigrad name>". torch's MultiheadAttention keeps W_Q, W_K, W_V stacked in one
+in_proj_weight (3E, E); its three row blocks are minigrad's w_q, w_k, w_v.
+Optimizer cases (float32) hold the parameters after a few steps of torch.optim.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from gen_golden import fmt_tensor
+
+torch.manual_seed(4321)
+D = torch.float64
+
+
+def mha_params(prefix, m, out):
+    E = m.embed_dim
+    for i, w in enumerate(["w_q", "w_k", "w_v"]):
+        out[f"{prefix}{w}.weight"] = (m.in_proj_weight, i, E, "w")
+        out[f"{prefix}{w}.bias"] = (m.in_proj_bias, i, E, "b")
+    out[f"{prefix}w_o.weight"] = (m.out_proj.weight, None, None, None)
+    out[f"{prefix}w_o.bias"] = (m.out_proj.bias, None, None, None)
+
+
+def param_map(module):
+    """minigrad name -> (torch tensor, chunk index or None, chunk size)."""
+    out = {}
+    mhas = {n: m for n, m in module.named_modules() if isinstance(m, nn.MultiheadAttention)}
+    for n, m in mhas.items():
+        mha_params(n + "." if n else "", m, out)
+    for n, p in module.named_parameters():
+        owner = n.rsplit(".", 2)[0] if n.count(".") >= 1 else ""
+        if any(n.startswith((k + "." if k else "")) and ("in_proj" in n or "out_proj" in n) for k in mhas):
+            continue
+        out[n] = (p, None, None, None)
+    return out
+
+
+def get(entry, grad=False):
+    t, i, E, _ = entry
+    t = t.grad if grad else t
+    return t if i is None else t[i * E:(i + 1) * E]
+
+
+def module_case(name, module, fn, inputs, extra_out=None):
+    module = module.to(D)
+    with torch.no_grad():  # random biases make the test stronger than torch's zero init
+        for n, p in module.named_parameters():
+            if "bias" in n:
+                p.normal_(0, 0.5)
+    ins = [x.clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    outs = fn(module, *ins)
+    out, weights = outs if isinstance(outs, tuple) else (outs, None)
+    gout = torch.randn(out.shape, dtype=D)
+    (out * gout).sum().backward()
+    pm = param_map(module)
+    print(f"case {name}")
+    for k, e in pm.items():
+        print(fmt_tensor(f"param:{k}", get(e)))
+    for i, x in enumerate(ins):
+        print(fmt_tensor(f"in{i}", x))
+    print(fmt_tensor("out", out))
+    if weights is not None:
+        print(fmt_tensor("weights", weights))
+    print(fmt_tensor("gout", gout))
+    for i, x in enumerate(ins):
+        if x.is_floating_point():
+            print(fmt_tensor(f"grad{i}", x.grad))
+    for k, e in pm.items():
+        print(fmt_tensor(f"grad:{k}", get(e, grad=True)))
+    print("end")
+
+
+def r(*s):
+    return torch.randn(*s, dtype=D)
+
+
+module_case("module_linear", nn.Linear(4, 3), lambda m, x: m(x), [r(2, 5, 4)])
+module_case("module_embedding", nn.Embedding(7, 4), lambda m, i: m(i), [torch.tensor([[0, 3, 3], [6, 1, 0]])])
+module_case("module_layer_norm", nn.LayerNorm(6), lambda m, x: m(x), [r(2, 3, 6) * 2 + 1])
+
+causal = torch.ones(5, 5, dtype=torch.bool).triu(1)  # True = may not attend (torch's convention)
+module_case("mha_self_causal", nn.MultiheadAttention(8, 2, batch_first=True),
+            lambda m, x: m(x, x, x, attn_mask=causal, need_weights=True, average_attn_weights=False),
+            [r(2, 5, 8)])
+pad = torch.tensor([[False, False, False, False, True, True], [False, False, False, False, False, True]])
+module_case("mha_cross_padding", nn.MultiheadAttention(8, 4, batch_first=True),
+            lambda m, q, k, v, p: m(q, k, v, key_padding_mask=p, need_weights=True, average_attn_weights=False),
+            [r(2, 3, 8), r(2, 6, 8), r(2, 6, 8), pad])
+module_case("encoder_post_ln_relu",
+            nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True),
+            lambda m, x: m(x), [r(2, 4, 8)])
+module_case("encoder_pre_ln_gelu",
+            nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=True),
+            lambda m, x: m(x, src_mask=torch.ones(4, 4, dtype=torch.bool).triu(1)), [r(2, 4, 8)])
+module_case("decoder_post_ln",
+            nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True),
+            lambda m, t, mem: m(t, mem, tgt_mask=torch.ones(3, 3, dtype=torch.bool).triu(1)),
+            [r(2, 3, 8), r(2, 5, 8)])
+module_case("decoder_pre_ln_gelu",
+            nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, activation="gelu",
+                                       batch_first=True, norm_first=True),
+            lambda m, t, mem: m(t, mem, tgt_mask=torch.ones(3, 3, dtype=torch.bool).triu(1)),
+            [r(2, 3, 8), r(2, 5, 8)])
+
+# ---- optimizers: 5 steps on mean((x W^T + b - y)^2), float32 like a real run ----
+X = torch.randn(8, 4)
+Y = torch.randn(8, 3)
+W0 = torch.randn(3, 4) * 0.5
+B0 = torch.randn(3) * 0.5
+print("case optim_problem")
+print(fmt_tensor("x", X.double()))
+print(fmt_tensor("y", Y.double()))
+print(fmt_tensor("w0", W0.double()))
+print(fmt_tensor("b0", B0.double()))
+print("end")
+
+
+def optim_case(name, make, steps=5, clip=None):
+    W = W0.clone().requires_grad_(True)
+    b = B0.clone().requires_grad_(True)
+    opt = make(W, b)
+    norms = []
+    for _ in range(steps):
+        loss = F.mse_loss(F.linear(X, W, b), Y)
+        opt.zero_grad()
+        loss.backward()
+        if clip is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_([W, b], clip)))
+        opt.step()
+    print(f"case {name}")
+    print(fmt_tensor("w", W.detach().double()))
+    print(fmt_tensor("b", b.detach().double()))
+    if norms:
+        print(fmt_tensor("norms", torch.tensor(norms, dtype=D)))
+    print("end")
+
+
+O = torch.optim
+optim_case("sgd_plain", lambda W, b: O.SGD([W, b], lr=0.1))
+optim_case("sgd_momentum_dampening_wd", lambda W, b: O.SGD([W, b], lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01))
+optim_case("sgd_nesterov", lambda W, b: O.SGD([W, b], lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01))
+optim_case("adam", lambda W, b: O.Adam([W, b], lr=0.01))
+optim_case("adam_wd", lambda W, b: O.Adam([W, b], lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1))
+optim_case("adamw", lambda W, b: O.AdamW([W, b], lr=0.01, weight_decay=0.1))
+optim_case("adamw_groups", lambda W, b: O.AdamW([{"params": [W]}, {"params": [b], "weight_decay": 0.0, "lr": 0.02}],
+                                                lr=0.01, weight_decay=0.1))
+optim_case("sgd_clipped", lambda W, b: O.SGD([W, b], lr=0.1), clip=0.5)

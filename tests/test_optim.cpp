@@ -1,0 +1,156 @@
+// Optimizers against torch.optim (5 steps on a fixed problem, to 1e-5), schedules by hand,
+// gradient clipping, parameter groups.
+#include <cmath>
+#include <numbers>
+
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_close;
+using testing::HasSubstr;
+
+namespace {
+// The problem of gen_golden_nn.py: mean((x W^T + b - y)^2), W (3, 4), b (3), float32.
+struct Problem {
+  Variable w, b;
+  Tensor x, y;
+  Problem() {
+    const auto& c = mgtest::golden("optim_problem");
+    w = Variable(c.at("w0").to(DType::Float32), true).set_name("w");
+    b = Variable(c.at("b0").to(DType::Float32), true).set_name("b");
+    x = c.at("x").to(DType::Float32);
+    y = c.at("y").to(DType::Float32);
+  }
+  Variable loss() const { return mse_loss(linear(Variable(x), w, b), Variable(y)); }
+};
+
+std::vector<double> run(Problem& p, optim::Optimizer& opt, int steps = 5, double clip = 0) {
+  std::vector<double> norms;
+  for (int i = 0; i < steps; ++i) {
+    Variable l = p.loss();
+    opt.zero_grad();
+    l.backward();
+    if (clip > 0) norms.push_back(optim::clip_grad_norm({p.w, p.b}, clip));
+    opt.step();
+  }
+  return norms;
+}
+
+void expect_matches(const Problem& p, const std::string& name) {
+  SCOPED_TRACE(name);
+  const auto& c = mgtest::golden(name);
+  expect_close(p.w.data(), c.at("w"), 1e-5, 1e-5);
+  expect_close(p.b.data(), c.at("b"), 1e-5, 1e-5);
+}
+}  // namespace
+
+TEST(Optim, SGDMatchesTorch) {
+  Problem a, b, c;
+  optim::SGD plain({a.w, a.b}, {.lr = 0.1});
+  run(a, plain);
+  expect_matches(a, "sgd_plain");
+  optim::SGD mom({b.w, b.b}, {.lr = 0.1, .momentum = 0.9, .dampening = 0.1, .weight_decay = 0.01});
+  run(b, mom);
+  expect_matches(b, "sgd_momentum_dampening_wd");
+  optim::SGD nes({c.w, c.b}, {.lr = 0.05, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+  run(c, nes);
+  expect_matches(c, "sgd_nesterov");
+}
+
+TEST(Optim, AdamAndAdamWMatchTorch) {
+  Problem a, b, c;
+  optim::Adam adam({a.w, a.b}, {.lr = 0.01});
+  run(a, adam);
+  expect_matches(a, "adam");
+  optim::Adam adam_wd({b.w, b.b}, {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1});
+  run(b, adam_wd);
+  expect_matches(b, "adam_wd");
+  optim::AdamWOptions o;
+  o.lr = 0.01;
+  o.weight_decay = 0.1;
+  optim::AdamW adamw({c.w, c.b}, o);
+  EXPECT_EQ(adamw.name(), "AdamW");
+  run(c, adamw);
+  expect_matches(c, "adamw");
+  EXPECT_EQ(adamw.state(c.w).at("step").item(), 5);
+}
+
+TEST(Optim, ParamGroupsMatchTorch) {
+  // Weight decay on the matrix only; the bias in its own group with its own lr.
+  Problem p;
+  optim::AdamWOptions o;
+  o.lr = 0.01;
+  o.weight_decay = 0.1;
+  optim::AdamW opt({{{p.w}, {}}, {{p.b}, {.lr = 0.02, .weight_decay = 0.0}}}, o);
+  EXPECT_EQ(opt.groups()[1].lr, 0.02);
+  run(p, opt);
+  expect_matches(p, "adamw_groups");
+  EXPECT_THROW(optim::SGD({{{p.w}, {}}, {{p.w}, {}}}), ValueError);  // a parameter in two groups
+  EXPECT_THROW(optim::SGD({p.w}, {.lr = -1}), ValueError);
+}
+
+TEST(Optim, ClipGradNormMatchesTorch) {
+  Problem p;
+  optim::SGD opt({p.w, p.b}, {.lr = 0.1});
+  std::vector<double> norms = run(p, opt, 5, 0.5);
+  expect_matches(p, "sgd_clipped");
+  expect_close(from_vector(norms, {5}), mgtest::golden("sgd_clipped").at("norms"), 1e-5, 1e-5);
+}
+
+TEST(Optim, ClipGradNormHandValues) {
+  Variable a(zeros({2}), true), b(zeros({1}), true);
+  a.set_grad(tensor({3, 0}, {2}));
+  b.set_grad(tensor({4}, {1}));
+  EXPECT_NEAR(optim::clip_grad_norm({a, b}, 1.0), 5.0, 1e-6);  // sqrt(9 + 16)
+  mgtest::expect_values(a.grad(), {2}, {0.6, 0}, 1e-6);
+  mgtest::expect_values(b.grad(), {1}, {0.8}, 1e-6);
+  EXPECT_NEAR(optim::clip_grad_norm({a, b}, 10.0), 1.0, 1e-5);  // below the limit: unchanged
+  mgtest::expect_values(b.grad(), {1}, {0.8}, 1e-6);
+  EXPECT_NEAR(optim::clip_grad_norm({a, b}, 10.0, INFINITY), 0.8, 1e-6);
+}
+
+TEST(Optim, StepLRByHand) {
+  Variable w(zeros({1}), true);
+  optim::SGD opt({w}, {.lr = 1.0});
+  optim::StepLR sched(opt, 2, 0.5);
+  std::vector<double> lrs;
+  for (int i = 0; i < 6; ++i) {
+    lrs.push_back(sched.get_lr());
+    sched.step();
+  }
+  EXPECT_EQ(lrs, (std::vector<double>{1, 1, 0.5, 0.5, 0.25, 0.25}));
+}
+
+TEST(Optim, WarmupCosineByHand) {
+  Variable w(zeros({1}), true);
+  optim::AdamW opt({w});
+  opt.set_lr(1.0);
+  optim::WarmupCosineLR sched(opt, 4, 12, 0.1);
+  std::vector<double> lrs;
+  for (int i = 0; i < 14; ++i) {
+    lrs.push_back(sched.get_lr());
+    sched.step();
+  }
+  // warm-up: (t+1)/4
+  EXPECT_DOUBLE_EQ(lrs[0], 0.25);
+  EXPECT_DOUBLE_EQ(lrs[3], 1.0);
+  // cosine from 1 to 0.1 over steps 4..12: halfway (t = 8) is 0.55
+  EXPECT_DOUBLE_EQ(lrs[4], 1.0);
+  EXPECT_NEAR(lrs[8], 0.1 + 0.9 * 0.5 * (1 + std::cos(std::numbers::pi * 0.5)), 1e-12);
+  EXPECT_DOUBLE_EQ(lrs[12], 0.1);
+  EXPECT_DOUBLE_EQ(lrs[13], 0.1);
+  for (int t = 5; t < 13; ++t) EXPECT_LT(lrs[t], lrs[t - 1]);
+  sched.set_step(2);
+  EXPECT_DOUBLE_EQ(sched.get_lr(), 0.75);
+  EXPECT_THROW(optim::WarmupCosineLR(opt, 5, 5), ValueError);
+}
+
+TEST(Optim, SkipsParametersWithoutGradients) {
+  Variable a(ones({2}), true), b(ones({2}), true);
+  optim::Adam opt({a, b}, {.lr = 0.1});
+  sum(a * 2.0).backward();
+  opt.step();
+  EXPECT_LT(a.data().at({0}), 1.0);
+  EXPECT_EQ(b.data().at({0}), 1.0);
+  EXPECT_FALSE(opt.has_state(b));
+}

@@ -1,0 +1,260 @@
+// safetensors checkpoints: round trips, a file written from PyTorch, bad files refused with the
+// model unchanged, atomic writes, and training runs that resume exactly.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_close;
+using testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+// The architecture of tests/golden/safetensors_io.py's MLP.
+struct TinyMLP : nn::Module {
+  nn::Linear fc1{3, 4}, fc2{4, 2};
+  TinyMLP() {
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  Variable forward(const Variable& x) const { return fc2.forward(tanh(fc1.forward(x))); }
+  std::string type_name() const override { return "TinyMLP"; }
+};
+
+std::string temp_path(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "minigrad_test_serialize";
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::vector<std::vector<float>> snapshot(const nn::Module& m) {
+  std::vector<std::vector<float>> out;
+  for (auto& p : m.parameters()) out.push_back(p.data().to_vector<float>());
+  return out;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A file with an 8-byte length and a hand-written header, for the malformed cases.
+std::string with_header(const std::string& json, const std::string& data) {
+  std::string h = json;
+  uint64_t n = h.size();
+  return std::string(reinterpret_cast<const char*>(&n), 8) + h + data;
+}
+}  // namespace
+
+TEST(Serialize, RoundTripRestoresEveryParameter) {
+  Generator g1(1), g2(2);
+  TinyMLP a, b;
+  a.fc1.reset_parameters(g1);
+  b.fc1.reset_parameters(g2);
+  const std::string path = temp_path("roundtrip.safetensors");
+  nn::save(a, path);
+  nn::load(b, path);
+  EXPECT_EQ(snapshot(a), snapshot(b));
+  SafeTensors f = load_safetensors(path);
+  EXPECT_EQ(f.tensors.size(), 4u);
+  EXPECT_EQ(f.tensors[0].first, "fc1.weight");
+  EXPECT_EQ(f.metadata.at("format"), "pt");
+}
+
+TEST(Serialize, AllDtypesAndShapesRoundTrip) {
+  const std::string path = temp_path("dtypes.safetensors");
+  Tensor f32 = arange(6, DType::Float32).view({2, 3}).transpose(0, 1);  // non-contiguous: stored contiguous
+  Tensor f64 = full({2}, 0.1, DType::Float64), i64 = arange(3), b = from_vector<bool>({true, false}, {2});
+  Tensor scalar = scalar_tensor(7), empty_t = zeros({0, 4});
+  save_safetensors(path, {{"f32", f32}, {"f64", f64}, {"i64", i64}, {"b", b}, {"scalar", scalar}, {"empty", empty_t}}, {{"k", "v"}});
+  SafeTensors r = load_safetensors(path);
+  expect_close(r.find("f32"), f32, 0, 0);
+  EXPECT_EQ(r.find("f64").to_vector<double>(), f64.to_vector<double>());
+  EXPECT_EQ(r.find("i64").to_vector<int64_t>(), i64.to_vector<int64_t>());
+  EXPECT_EQ(r.find("b").dtype(), DType::Bool);
+  EXPECT_EQ(r.find("scalar").dim(), 0);
+  EXPECT_EQ(r.find("empty").shape(), (Shape{0, 4}));
+  EXPECT_EQ(r.metadata.at("k"), "v");
+  EXPECT_THROW(save_safetensors(path, {{"x", f64}, {"x", f64}}), ValueError);
+}
+
+TEST(Serialize, LoadsAFileWrittenFromPyTorch) {
+  // tests/golden/torch_mlp.safetensors was written from a torch.nn.Module's state_dict by
+  // tests/golden/safetensors_io.py; torch_mlp.txt holds that model's outputs.
+  TinyMLP m;
+  nn::load(m, std::string(MG_GOLDEN_DIR) + "/torch_mlp.safetensors");
+  const auto& c = mgtest::golden("torch_mlp");
+  Variable y = m.forward(Variable(c.at("x").to(DType::Float32)));
+  expect_close(y.data(), c.at("out"), 1e-6, 1e-6);
+}
+
+TEST(Serialize, MinigradFilesFollowTheSpecByteForByte) {
+  // The layout an independent reader (safetensors_io.py, PyTorch's safetensors) expects:
+  // u64 little-endian header size, JSON, then the raw tensors at their offsets; data 8-aligned.
+  TinyMLP m;
+  const std::string path = temp_path("spec.safetensors");
+  nn::save(m, path);
+  const std::string bytes = read_bytes(path);
+  uint64_t n;
+  std::memcpy(&n, bytes.data(), 8);
+  EXPECT_EQ(n % 8, 0u);
+  const std::string header = bytes.substr(8, n);
+  EXPECT_THAT(header, HasSubstr("\"fc1.weight\":{\"dtype\":\"F32\",\"shape\":[4,3],\"data_offsets\":[0,48]}"));
+  EXPECT_EQ(bytes.size(), 8 + n + 4 * (12 + 4 + 8 + 2));
+  float first;
+  std::memcpy(&first, bytes.data() + 8 + n, 4);
+  EXPECT_EQ(first, m.fc1.weight.data().at({0, 0}));
+}
+
+TEST(Serialize, BadFilesAreRefusedAndTheModelIsUnchanged) {
+  TinyMLP good, m;
+  const std::string ok = temp_path("good.safetensors"), bad = temp_path("bad.safetensors");
+  nn::save(good, ok);
+  const std::string bytes = read_bytes(ok);
+  const auto before = snapshot(m);
+  auto expect_refused = [&](const std::string& content, const std::string& text) {
+    SCOPED_TRACE(text);
+    write_bytes(bad, content);
+    try {
+      nn::load(m, bad);
+      ADD_FAILURE() << "loaded a bad file";
+    } catch (const FileError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(text));
+    }
+    EXPECT_EQ(snapshot(m), before);
+  };
+  expect_refused(bytes.substr(0, 5), "too short");
+  expect_refused(bytes.substr(0, 40), "truncated");
+  expect_refused(bytes.substr(0, bytes.size() - 3), "fall outside");
+  expect_refused(with_header("{\"a\": ", ""), "not valid JSON");
+  expect_refused(with_header("[1, 2]", ""), "not a JSON object");
+  expect_refused(with_header(R"({"fc1.weight": {"dtype": "F16", "shape": [4, 3], "data_offsets": [0, 24]}})", std::string(24, '\0')),
+                 "unsupported dtype");
+  expect_refused(with_header(R"({"fc1.weight": {"dtype": "F32", "shape": [4, 3], "data_offsets": [0, 40]}})", std::string(40, '\0')),
+                 "needs 48");
+  expect_refused(with_header(R"({"fc1.weight": {"dtype": "F32", "shape": [-4, 3], "data_offsets": [0, 0]}})", ""),
+                 "non-negative");
+  // A valid file for another model: names and shapes are listed.
+  nn::Linear other(3, 4);
+  nn::save(other, bad);
+  try {
+    nn::load(m, bad);
+    ADD_FAILURE();
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("missing from the file: fc1.weight, fc1.bias, fc2.weight, fc2.bias"));
+    EXPECT_THAT(e.what(), HasSubstr("not in the model: weight, bias"));
+    EXPECT_THAT(e.what(), HasSubstr("left unchanged"));
+  }
+  struct Wide : nn::Module {
+    nn::Linear fc1{3, 5}, fc2{4, 2};
+    Wide() { register_module("fc1", fc1), register_module("fc2", fc2); }
+    std::string type_name() const override { return "Wide"; }
+  } wide;
+  nn::save(wide, bad);
+  try {
+    nn::load(m, bad);
+    ADD_FAILURE();
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("fc1.weight: shape (5, 3) in the file, (4, 3) in the model"));
+  }
+  EXPECT_EQ(snapshot(m), before);
+  EXPECT_THROW(load_safetensors(temp_path("does-not-exist.safetensors")), FileError);
+}
+
+TEST(Serialize, WritesAreAtomic) {
+  TinyMLP m;
+  const std::string path = temp_path("atomic.safetensors");
+  nn::save(m, path);
+  const std::string old = read_bytes(path);
+  // A write that fails (the target is a directory, so the final rename fails) leaves the old
+  // file as it was and no temporary file behind.
+  const std::string dir_target = temp_path("atomic_dir");
+  fs::create_directories(dir_target + "/x");
+  EXPECT_THROW(nn::save(m, dir_target), FileError);
+  EXPECT_THROW(nn::save(m, temp_path("no/such/dir/file.safetensors")), FileError);
+  EXPECT_EQ(read_bytes(path), old);
+  for (auto& e : fs::directory_iterator(fs::path(path).parent_path()))
+    EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
+}
+
+namespace {
+// A few AdamW steps with a warm-up schedule on a fixed regression problem.
+void train(TinyMLP& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, int steps) {
+  Generator g(123);
+  Tensor x = randn({16, 3}, g), y = randn({16, 2}, g);
+  for (int i = 0; i < steps; ++i) {
+    Variable loss = mse_loss(m.forward(Variable(x)), Variable(y));
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    sched.step();
+  }
+}
+}  // namespace
+
+TEST(Checkpoint, ResumeContinuesExactly) {
+  const std::string path = temp_path("resume.safetensors");
+  Generator g0(5);
+  TinyMLP straight;
+  straight.fc1.reset_parameters(g0);
+  TinyMLP first;
+  for (size_t i = 0; i < 4; ++i) first.parameters()[i].data().copy_(straight.parameters()[i].data());
+  {
+    optim::AdamW opt(straight.parameters());
+    optim::WarmupCosineLR sched(opt, 2, 10);
+    train(straight, opt, sched, 6);
+  }
+  {
+    optim::AdamW opt(first.parameters());
+    optim::WarmupCosineLR sched(opt, 2, 10);
+    train(first, opt, sched, 3);
+    optim::save_checkpoint(path, first, opt, 3);
+  }
+  TinyMLP resumed;  // different random init: everything must come from the file
+  optim::AdamW opt(resumed.parameters());
+  optim::WarmupCosineLR sched(opt, 2, 10);
+  const int64_t step = optim::load_checkpoint(path, resumed, opt);
+  EXPECT_EQ(step, 3);
+  sched.set_step(step);
+  EXPECT_EQ(opt.state(resumed.fc1.weight).at("step").item(), 3);
+  train(resumed, opt, sched, 3);
+  EXPECT_EQ(snapshot(resumed), snapshot(straight));  // bit for bit
+  // The checkpoint still opens as plain weights; optimizer entries are named after parameters.
+  SafeTensors f = load_safetensors(path);
+  EXPECT_TRUE(f.find("optimizer.fc1.weight.exp_avg").defined());
+  EXPECT_EQ(f.metadata.at("optimizer"), "AdamW");
+}
+
+TEST(Checkpoint, MismatchedCheckpointsChangeNothing) {
+  const std::string path = temp_path("mismatch.safetensors");
+  TinyMLP a;
+  optim::AdamW opt_a(a.parameters());
+  optim::WarmupCosineLR sched(opt_a, 1, 5);
+  train(a, opt_a, sched, 2);
+  optim::save_checkpoint(path, a, opt_a, 2);
+  TinyMLP b;
+  const auto before = snapshot(b);
+  optim::SGD sgd(b.parameters());
+  try {
+    optim::load_checkpoint(path, b, sgd);
+    ADD_FAILURE();
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("holds AdamW state but the optimizer is SGD"));
+  }
+  EXPECT_EQ(snapshot(b), before);
+  // An optimizer over only part of the model cannot take state for the rest.
+  optim::AdamW partial(b.fc2.parameters());
+  EXPECT_THROW(optim::load_checkpoint(path, b, partial), FileError);
+  EXPECT_EQ(snapshot(b), before);
+  EXPECT_FALSE(partial.has_state(b.fc2.weight));
+  // Weights-only files are not training checkpoints.
+  nn::save(a, path);
+  optim::AdamW opt_b(b.parameters());
+  EXPECT_THROW(optim::load_checkpoint(path, b, opt_b), FileError);
+  EXPECT_EQ(snapshot(b), before);
+}
