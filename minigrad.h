@@ -6,6 +6,7 @@
 #include "autograd/ops.h"
 #include "autograd/variable.h"
 #include "nn/attention.h"
+#include "nn/capture.h"
 #include "nn/container.h"
 #include "nn/embedding.h"
 #include "nn/init.h"

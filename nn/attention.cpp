@@ -78,7 +78,12 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
     scores = masked_fill(scores, mask.key_padding_mask.view({B, 1, 1, Tk}), -INFINITY);
   }
   const Variable weights = softmax(scores, -1);                          // (B, H, Tq, Tk)
-  const Variable mixed = matmul(attn_dropout.forward(weights), v);       // (B, H, Tq, d)
+  Variable mixed = matmul(attn_dropout.forward(weights), v);             // (B, H, Tq, d)
+  if (mask.head_mask.defined()) {
+    MG_CHECK(mask.head_mask.numel() == num_heads, ShapeError, "MultiheadAttention: head_mask needs {} entries, got shape {}",
+             num_heads, shape_str(mask.head_mask.shape()));
+    mixed = mixed * Variable(mask.head_mask.to(mixed.dtype()).reshape({1, num_heads, 1, 1}));
+  }
   AttentionOutput out{w_o.forward(merge_heads(mixed)), weights, scores};
   if (hook_) hook_(out);
   return out;

@@ -34,6 +34,9 @@ struct AttentionMask {
   bool is_causal = false;
   /// (B, Tk) Bool: true marks padding keys that no query may attend to.
   Tensor key_padding_mask;
+  /// (H) floating: each head's output is multiplied by its entry before W_O (0 removes a head;
+  /// for head-ablation experiments).
+  Tensor head_mask;
 };
 
 /// What a forward returns.

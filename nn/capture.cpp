@@ -1,0 +1,32 @@
+#include "nn/capture.h"
+
+namespace mg::nn {
+
+AttentionCapture::AttentionCapture(Module& model) {
+  for (auto& [name, m] : model.named_modules()) {
+    auto* mha = dynamic_cast<MultiheadAttention*>(m);
+    if (!mha) continue;
+    names_.push_back(name);
+    modules_.push_back(mha);
+    mha->set_hook([this, name](const AttentionOutput& o) {
+      records_[name] = Record{o.scores.data().clone(), o.weights.data().clone()};
+    });
+  }
+}
+
+AttentionCapture::~AttentionCapture() {
+  for (MultiheadAttention* m : modules_) m->set_hook(nullptr);
+}
+
+const AttentionCapture::Record& AttentionCapture::at(const std::string& name) const {
+  auto it = records_.find(name);
+  if (it == records_.end()) {
+    std::string known;
+    for (auto& n : names_) known += (known.empty() ? "" : ", ") + (n.empty() ? std::string("(the model itself)") : n);
+    throw ValueError(fmt::format("AttentionCapture: nothing captured for \"{}\" (attention modules: {}; did the model run "
+                                 "a forward pass?)", name, known));
+  }
+  return it->second;
+}
+
+}  // namespace mg::nn
