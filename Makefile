@@ -1,15 +1,18 @@
 # The two promises of the README:
 #   make test  -- install what is missing, build (Release), run every test; then the same suite
 #                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder.
-#   make demo  -- install what is missing, build, run the demo.
+#   make demo  -- install what is missing, build, run the tour of examples (scripts/demo).
 JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: deps build build-asan test test-release test-asan demo clean
+.PHONY: deps demo-deps build build-asan test test-release test-asan demo clean
 
 deps:
 	@scripts/install-deps
+
+demo-deps:
+	@scripts/install-deps --demo
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -29,8 +32,8 @@ test-asan: build-asan
 
 test: test-release test-asan
 
-demo: build
-	$(BUILD)/examples/mlp/mlp
+demo: demo-deps build
+	@BUILD=$(BUILD) scripts/demo
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

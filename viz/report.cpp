@@ -40,6 +40,8 @@ void Report::add_text(const std::string& file, const std::string& text, const st
   items_.push_back({"link", file, caption});
 }
 
+void Report::add_image(const std::string& file, const std::string& caption) { items_.push_back({"svg", file, caption}); }
+
 void Report::add_note(const std::string& text, bool pre) { items_.push_back({pre ? "pre" : "p", "", text}); }
 
 std::string Report::write_index() {

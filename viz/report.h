@@ -14,6 +14,8 @@ class Report {
   void add_svg(const std::string& file, const std::string& svg, const std::string& caption);
   /// Write any text file (a table, a DOT graph) to dir/file, listed with a link.
   void add_text(const std::string& file, const std::string& text, const std::string& caption);
+  /// List an image already written into the folder (e.g. rendered by Graphviz).
+  void add_image(const std::string& file, const std::string& caption);
   /// A paragraph or a preformatted block (tables) in the index.
   void add_note(const std::string& text, bool preformatted = false);
   /// Write dir/index.html; returns its path. Called by the destructor too.

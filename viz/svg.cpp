@@ -70,7 +70,8 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
   size_t label_len = 0;
   for (auto& l : o.row_labels) label_len = std::max(label_len, l.size());
   const int cell = o.cell, left = 30 + static_cast<int>(label_len) * 8, top = 70;
-  const int width = left + static_cast<int>(C) * cell + 90, height = top + static_cast<int>(R) * cell + 50;
+  const int width = std::max(left + static_cast<int>(C) * cell + 90, 20 + static_cast<int>(o.title.size()) * 9),
+            height = top + static_cast<int>(R) * cell + 50;
   std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n",
                               width, height, kFont);
   s += "<defs><pattern id=\"masked\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" "
@@ -118,7 +119,9 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
 
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
                            const std::string& y_label, bool log_y) {
-  const int W = 640, H = 400, L = 70, R = 160, T = 40, B = 50;
+  size_t longest = 0;
+  for (auto& se : series) longest = std::max(longest, se.name.size());
+  const int L = 70, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40, B = 50;
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   auto fy = [&](double y) { return log_y ? std::log10(std::max(y, 1e-12)) : y; };
   for (auto& s : series)
@@ -137,7 +140,8 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
   for (int i = 0; i <= 4; ++i) {
     const double fx = x0 + (x1 - x0) * i / 4, gy = y0 + (y1 - y0) * i / 4;
     const double yv = log_y ? std::pow(10.0, gy) : gy;
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(fx), H - B + 16, num(fx));
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(fx), H - B + 16,
+                     x1 - x0 >= 8 ? fmt::format("{:.0f}", fx) : num(fx));
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", L - 6, py(yv) + 4, log_y ? fmt::format("{:.3g}", yv) : num(yv));
     s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, py(yv), py(yv));
   }

@@ -8,16 +8,21 @@
 #include <cstdio>
 #include <numbers>
 
+#include <CLI/CLI.hpp>
+
 #include "minigrad.h"
+#include "viz/report.h"
+#include "viz/svg.h"
+#include "viz/terminal.h"
 
 using namespace mg;
 
 constexpr int64_t kPointsPerClass = 200;  // two spirals of this many points each
 constexpr int64_t kHidden = 64;           // width of the hidden layer
-constexpr int kSteps = 3000;              // full-batch gradient steps
-constexpr double kLearningRate = 0.2;     // SGD step size
 constexpr double kMomentum = 0.9;         // SGD momentum: v = m v + g;  w -= lr v
-constexpr uint64_t kSeed = 0;             // same seed, same run, bit for bit
+int kSteps = 3000;                        // full-batch gradient steps (--steps)
+double kLearningRate = 0.2;               // SGD step size (--lr)
+uint64_t kSeed = 0;                       // same seed, same run, bit for bit (--seed)
 
 struct Data {
   Tensor x;  // (N, 2) float32 points
@@ -62,9 +67,11 @@ double accuracy(const MLP& model, const Data& d) {
   return mean(eq(pred, d.y).to(DType::Float32)).item();
 }
 
-void train(MLP& model, const Data& d) {
+std::vector<double> train(MLP& model, const Data& d) {
   std::vector<Tensor> velocity;  // one running gradient average per parameter
   for (auto& p : model.parameters()) velocity.push_back(zeros(p.shape()));
+  viz::ProgressBar bar(kSteps, "train");
+  std::vector<double> losses;
   for (int step = 1; step <= kSteps; ++step) {
     Variable loss = cross_entropy(model.forward(Variable(d.x)), d.y);
     for (auto& p : model.parameters()) p.zero_grad();
@@ -77,21 +84,30 @@ void train(MLP& model, const Data& d) {
         params[i].data().copy_(params[i].data() - velocity[i] * kLearningRate);
       }
     }
-    if (step == 1 || step % 300 == 0)
-      std::printf("step %4d/%d  loss %.4f  accuracy %.1f%%\n", step, kSteps, loss.item(), 100 * accuracy(model, d));
+    losses.push_back(loss.item());
+    bar.update(step, loss.item(), step % 100 == 0 || step == kSteps ? accuracy(model, d) : -1, d.x.size(0));
   }
+  bar.finish();
+  return losses;
+}
+
+// P(class 1) on a grid over [-1, 1]^2, row 0 at the top: (H, W).
+Tensor probability_grid(const MLP& model, int64_t W, int64_t H) {
+  std::vector<float> grid;
+  for (int64_t r = 0; r < H; ++r)
+    for (int64_t c = 0; c < W; ++c)
+      grid.push_back(-1.f + 2.f * c / (W - 1)), grid.push_back(1.f - 2.f * r / (H - 1));
+  NoGradGuard no_grad;
+  Tensor p = softmax(model.forward(Variable(from_vector(grid, {W * H, 2}))).data(), 1);
+  return p.narrow(1, 1, 1).reshape({H, W}).contiguous();
 }
 
 // The learned decision boundary as a character map: '#' class 1, '.' class 0, 'o'/'x' the data.
 void draw(const MLP& model, const Data& d) {
   constexpr int W = 64, H = 28;
-  std::vector<float> grid;
-  for (int r = 0; r < H; ++r)
-    for (int c = 0; c < W; ++c) grid.push_back(-1.f + 2.f * c / (W - 1)), grid.push_back(1.f - 2.f * r / (H - 1));
-  NoGradGuard no_grad;
-  std::vector<int64_t> cls = argmax(model.forward(Variable(from_vector(grid, {W * H, 2}))).data(), 1).to_vector<int64_t>();
+  const std::vector<float> p = probability_grid(model, W, H).to_vector<float>();
   std::vector<std::string> rows(H, std::string(W, ' '));
-  for (int i = 0; i < W * H; ++i) rows[i / W][i % W] = cls[i] ? '#' : '.';
+  for (int i = 0; i < W * H; ++i) rows[i / W][i % W] = p[i] > 0.5f ? '#' : '.';
   const std::vector<float> xs = d.x.to_vector<float>();
   const std::vector<int64_t> ys = d.y.to_vector<int64_t>();
   for (size_t i = 0; i < ys.size(); i += 3) {
@@ -103,15 +119,34 @@ void draw(const MLP& model, const Data& d) {
   for (auto& row : rows) std::printf("  %s\n", row.c_str());
 }
 
-int main() {
+int main(int argc, char** argv) {
+  std::string out = "runs/mlp";
+  CLI::App app{"mlp: a two-layer perceptron learns two spirals with autograd and momentum SGD"};
+  app.add_option("--steps", kSteps, "full-batch SGD steps");
+  app.add_option("--lr", kLearningRate, "learning rate");
+  app.add_option("--seed", kSeed, "random seed");
+  app.add_option("--out", out, "output folder");
+  CLI11_PARSE(app, argc, argv);
+
   Generator gen(kSeed);
   const Data data = make_spirals(gen);
   MLP model(gen);
   std::printf("minigrad mlp: 2 -> %lld -> 2 on two spirals (%lld points), full-batch SGD with momentum, %d threads\n",
               static_cast<long long>(kHidden), static_cast<long long>(2 * kPointsPerClass), get_num_threads());
-  train(model, data);
+  const std::vector<double> losses = train(model, data);
   draw(model, data);
   const double acc = accuracy(model, data);
   std::printf("\nfinal training accuracy: %.1f%%\n", 100 * acc);
+
+  viz::Report rep(out, "mlp: two spirals", "A 2 -> 64 -> 2 perceptron trained with autograd and momentum SGD.");
+  rep.add_svg("decision_boundary.svg",
+              viz::decision_boundary_svg(probability_grid(model, 96, 96), data.x, data.y,
+                                         fmt::format("Decision boundary after {} steps ({:.1f}% accuracy)", kSteps, 100 * acc)),
+              "Background: the model's P(class 1) over the plane; dots: the training points.");
+  std::vector<double> xs(losses.size());
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i + 1);
+  rep.add_svg("loss.svg", viz::line_chart_svg({{"train loss", xs, losses}}, "Training loss", "step", "cross-entropy", true),
+              "Full-batch cross-entropy.");
+  std::printf("pictures: %s\n", rep.write_index().c_str());
   return acc > 0.95 ? 0 : 1;
 }

@@ -11,6 +11,7 @@
 //   5. static vs contextual: a token's embedding row never changes, but its vector after
 //      attention depends on the rest of the sequence.
 #include <cmath>
+#include <cstdlib>
 
 #include <CLI/CLI.hpp>
 
@@ -91,6 +92,7 @@ double accuracy(const Model& m, const Batch& b) {
 }
 
 struct RunResult {
+  std::string graph_dot;  // the recorded graph of the first step's loss
   double final_loss = 0, test_loss = 0, test_accuracy = 0;
   std::vector<double> losses;
   std::vector<std::pair<std::string, double>> first_grad_norms;  // parameter -> |grad| at step 1
@@ -109,11 +111,16 @@ RunResult train(Model& m, const Config& c, Variant v, Generator& g) {
   for (int step = 1; step <= c.steps; ++step) {
     Batch b = make_batch(c, g, c.batch);
     Variable loss = loss_of(m, b);
+    if (step == 1) {
+      for (auto& [name, p] : m.named_parameters()) p.set_name(name);  // label the leaves with their paths
+      r.graph_dot = to_dot(loss);
+    }
     opt.zero_grad();
     loss.backward();
-    if (step == 1)
+    if (step == 1) {
       for (auto& [name, p] : m.named_parameters())
         if (p.requires_grad()) r.first_grad_norms.emplace_back(name, std::sqrt(sum(p.grad() * p.grad()).item()));
+    }
     opt.step();
     r.losses.push_back(loss.item());
     bar.update(step, loss.item(), -1, c.batch * c.seq_len);
@@ -189,6 +196,12 @@ int main(int argc, char** argv) {
       rep.add_svg(fmt::format("{}_trained.svg", name), heat(l->weight.data(), fmt::format("{} after training", name)),
                   fmt::format("{} after {} AdamW steps: the same matrix, moved by its gradients.", name, c.steps));
     }
+    rep.add_text("graph.dot", r.graph_dot,
+                 "The recorded graph of the first loss (Graphviz DOT): the embeddings and attn.w_q/w_k/w_v/w_o.weight are "
+                 "leaves (blue boxes) that receive a gradient, like every other parameter.");
+    if (std::system("command -v dot > /dev/null 2>&1") == 0 &&
+        std::system(("dot -Tsvg " + rep.path("graph.dot") + " -o " + rep.path("graph.svg")).c_str()) == 0)
+      rep.add_image("graph.svg", "The same graph rendered by Graphviz: follow any parameter box up to the loss.");
     std::string table = "Gradient norms after the first backward pass: one backward reaches every weight.\n";
     for (auto& [name, n] : r.first_grad_norms) table += fmt::format("  {:<22} {:.3e}\n", name, n);
     table += "(attn.w_k.bias gets ~0, and always will: a key bias adds the same q.b_k to every score of a\n"

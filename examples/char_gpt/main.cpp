@@ -1,0 +1,263 @@
+// char_gpt: "Does the same machinery write text?"
+//
+// A decoder-only Transformer (GPT: token + position embeddings, causal self-attention blocks, a
+// linear head) learns to continue text one character at a time. By default it reads the
+// fortune-cookie sayings of Debian's `fortunes` package; --data FILE takes any text. It keeps a
+// validation split, saves a checkpoint (weights + AdamW state + step) every --ckpt-every steps,
+// and --resume continues a run exactly where it stopped: each step's batch is drawn from a
+// generator seeded by (seed, step), so nothing else needs saving. Then it samples with
+// temperature and top-k, and draws the loss curves and the attention of every head on a prompt.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+
+#include "minigrad.h"
+#include "viz/report.h"
+#include "viz/svg.h"
+#include "viz/terminal.h"
+
+namespace char_gpt {
+using namespace mg;
+
+const char* kFortunes = "/usr/share/games/fortunes";
+
+struct Config {
+  std::string data;          // text file; empty: the fortunes corpus
+  int64_t context = 64;      // characters of context
+  int64_t dim = 128;         // model width
+  int64_t heads = 4;
+  int64_t layers = 4;
+  int64_t batch = 32;
+  int steps = 600;           // AdamW steps in total
+  double lr = 3e-3;          // peak learning rate
+  int eval_every = 100;      // validation loss every N steps
+  int ckpt_every = 200;      // checkpoint every N steps
+  bool resume = false;       // continue from the checkpoint in --out
+  int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
+  std::string prompt = "A ";
+  int sample_len = 300;      // characters to sample
+  double temperature = 0.8;
+  int64_t top_k = 20;
+  uint64_t seed = 0;
+  std::string out = "runs/char_gpt";
+};
+
+// Every plain-text fortune file, sorted by name, with the "%" separator lines dropped.
+std::string read_corpus(const Config& c) {
+  std::vector<std::string> files;
+  if (!c.data.empty()) {
+    files.push_back(c.data);
+  } else {
+    MG_CHECK(std::filesystem::is_directory(kFortunes), FileError,
+             "char_gpt: {} not found; install Debian's fortunes package (apt-get install fortunes) or pass --data FILE", kFortunes);
+    for (auto& e : std::filesystem::directory_iterator(kFortunes))
+      if (e.is_regular_file() && !e.path().has_extension()) files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+  }
+  std::string text;
+  for (auto& f : files) {
+    std::ifstream in(f);
+    MG_CHECK(in.good(), FileError, "char_gpt: cannot read {}", f);
+    std::string line;
+    while (std::getline(in, line))
+      if (line != "%") text += line + "\n";
+  }
+  MG_CHECK(text.size() > static_cast<size_t>(4 * c.context), ValueError, "char_gpt: the text has {} characters; need more than {}",
+           text.size(), 4 * c.context);
+  return text;
+}
+
+struct Vocab {
+  std::vector<char> chars;  // id -> character
+  int64_t id[256];          // character -> id
+  explicit Vocab(const std::string& text) {
+    bool seen[256] = {};
+    for (unsigned char ch : text) seen[ch] = true;
+    for (int i = 0; i < 256; ++i) {
+      id[i] = seen[i] ? static_cast<int64_t>(chars.size()) : -1;
+      if (seen[i]) chars.push_back(static_cast<char>(i));
+    }
+  }
+  int64_t size() const { return static_cast<int64_t>(chars.size()); }
+};
+
+struct GPT : nn::Module {
+  nn::Embedding tok, pos;
+  nn::ModuleList blocks;
+  nn::LayerNorm ln_f;
+  nn::Linear head;
+  GPT(int64_t vocab, const Config& c, Generator& g)
+      : tok(vocab, c.dim, g), pos(c.context, c.dim, g), ln_f({c.dim}), head(c.dim, vocab, true, g) {
+    register_module("tok", tok), register_module("pos", pos), register_module("blocks", blocks);
+    register_module("ln_f", ln_f), register_module("head", head);
+    for (int64_t i = 0; i < c.layers; ++i) blocks.emplace_back<nn::GPTBlock>(c.dim, c.heads, 0.0, g);
+  }
+  // ids (B, T) -> logits (B, T, vocab)
+  Variable forward(const Tensor& ids) const {
+    Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
+    for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<nn::GPTBlock>(i).forward(x);
+    return head.forward(ln_f.forward(x));
+  }
+  std::string type_name() const override { return "GPT"; }
+};
+
+// B random windows of context+1 characters from `ids`: inputs and next-character targets.
+std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, const Config& c, Generator& g) {
+  Tensor x = empty({c.batch, c.context}, DType::Int64), y = empty({c.batch, c.context}, DType::Int64);
+  for (int64_t b = 0; b < c.batch; ++b) {
+    const size_t start = g.next_u64() % (ids.size() - c.context - 1);
+    for (int64_t t = 0; t < c.context; ++t) {
+      x.data<int64_t>()[b * c.context + t] = ids[start + t];
+      y.data<int64_t>()[b * c.context + t] = ids[start + t + 1];
+    }
+  }
+  return {x, y};
+}
+
+Variable loss_on(const GPT& m, const Tensor& x, const Tensor& y) {
+  return cross_entropy(reshape(m.forward(x), {-1, m.head.out_features}), y.reshape({-1}));
+}
+
+double val_loss(const GPT& m, const std::vector<int64_t>& val, const Config& c) {
+  NoGradGuard no_grad;
+  Generator g(c.seed + 7);  // the same validation windows every time
+  double s = 0;
+  for (int i = 0; i < 8; ++i) {
+    auto [x, y] = batch_of(val, c, g);
+    s += loss_on(m, x, y).item();
+  }
+  return s / 8;
+}
+
+// Continue `prompt` by sampling: logits / temperature, keep the top_k, softmax, draw.
+std::string sample(const GPT& m, const Vocab& v, const Config& c, Generator& g) {
+  NoGradGuard no_grad;
+  std::vector<int64_t> ids;
+  for (unsigned char ch : c.prompt) ids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0);
+  std::string out = c.prompt;
+  for (int i = 0; i < c.sample_len; ++i) {
+    const size_t start = ids.size() > static_cast<size_t>(c.context) ? ids.size() - c.context : 0;
+    std::vector<int64_t> window(ids.begin() + start, ids.end());
+    Tensor logits = m.forward(from_vector(window, {1, static_cast<int64_t>(window.size())})).data();
+    std::vector<double> l = logits.narrow(1, logits.size(1) - 1, 1).reshape({-1}).to_vector<double>();
+    std::vector<double> sorted = l;
+    std::sort(sorted.rbegin(), sorted.rend());
+    const double cut = sorted[std::min<int64_t>(c.top_k, v.size()) - 1];
+    double total = 0;
+    for (double& x : l) x = x < cut ? 0 : std::exp((x - sorted[0]) / c.temperature), total += x;
+    double r = g.next_double() * total;
+    int64_t next = 0;
+    while (next < v.size() - 1 && (r -= l[next]) > 0) ++next;
+    ids.push_back(next);
+    out += v.chars[next];
+  }
+  return out;
+}
+
+}  // namespace char_gpt
+
+#ifndef MG_EXAMPLE_NO_MAIN
+int main(int argc, char** argv) {
+  using namespace char_gpt;
+  Config c;
+  CLI::App app{"char_gpt: a character-level GPT on the fortunes corpus (or --data FILE)"};
+  app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
+  app.add_option("--steps", c.steps, "total AdamW steps");
+  app.add_option("--lr", c.lr, "peak learning rate");
+  app.add_option("--context", c.context, "characters of context")->check(CLI::Range(8, 1024));
+  app.add_option("--dim", c.dim, "model width");
+  app.add_option("--heads", c.heads, "attention heads");
+  app.add_option("--layers", c.layers, "Transformer blocks");
+  app.add_option("--batch", c.batch, "sequences per step");
+  app.add_option("--eval-every", c.eval_every, "validation loss every N steps");
+  app.add_option("--ckpt-every", c.ckpt_every, "checkpoint every N steps");
+  app.add_flag("--resume", c.resume, "continue from OUT/checkpoint.safetensors");
+  app.add_option("--stop-at", c.stop_at, "stop after this step, as if interrupted (then --resume)");
+  app.add_option("--prompt", c.prompt, "text to continue");
+  app.add_option("--sample-len", c.sample_len, "characters to sample");
+  app.add_option("--temperature", c.temperature, "sampling temperature")->check(CLI::PositiveNumber);
+  app.add_option("--top-k", c.top_k, "sample among the k most likely characters")->check(CLI::PositiveNumber);
+  app.add_option("--seed", c.seed, "random seed");
+  app.add_option("--out", c.out, "output folder");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const std::string text = read_corpus(c);
+    const Vocab v(text);
+    std::vector<int64_t> ids;
+    for (unsigned char ch : text) ids.push_back(v.id[ch]);
+    const size_t split = ids.size() * 9 / 10;
+    const std::vector<int64_t> train(ids.begin(), ids.begin() + split), val(ids.begin() + split, ids.end());
+    Generator g(c.seed);
+    GPT m(v.size(), c, g);
+    optim::AdamWOptions o;
+    o.lr = c.lr;
+    optim::AdamW opt(m.parameters(), o);
+    optim::WarmupCosineLR sched(opt, std::max(1, c.steps / 20), c.steps, 0.1);
+    std::filesystem::create_directories(c.out);
+    const std::string ckpt = c.out + "/checkpoint.safetensors";
+    int64_t start = 0;
+    if (c.resume) {
+      start = optim::load_checkpoint(ckpt, m, opt);
+      sched.set_step(start);
+      std::printf("resumed from %s at step %lld\n", ckpt.c_str(), static_cast<long long>(start));
+    }
+    std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters\n", text.size(),
+                static_cast<long long>(v.size()), train.size(), static_cast<long long>(m.num_parameters()));
+    std::vector<double> xs, losses, vx, vlosses;
+    const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
+    viz::ProgressBar bar(last - start, "train");
+    for (int64_t step = start + 1; step <= last; ++step) {
+      Generator bg(c.seed * 1000003 + static_cast<uint64_t>(step));  // the batch depends only on (seed, step)
+      auto [x, y] = batch_of(train, c, bg);
+      Variable loss = loss_on(m, x, y);
+      opt.zero_grad();
+      loss.backward();
+      optim::clip_grad_norm(m.parameters(), 1.0);
+      opt.step();
+      sched.step();
+      xs.push_back(static_cast<double>(step)), losses.push_back(loss.item());
+      bar.update(step - start, loss.item(), -1, c.batch * c.context);
+      if (step % c.eval_every == 0 || step == c.steps) vx.push_back(static_cast<double>(step)), vlosses.push_back(val_loss(m, val, c));
+      if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step);
+    }
+    bar.finish();
+    if (!vlosses.empty()) std::printf("validation loss %.4f (uniform guessing: %.4f)\n", vlosses.back(), std::log(static_cast<double>(v.size())));
+    Generator sg(c.seed + 1);
+    const std::string s = sample(m, v, c, sg);
+    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature, static_cast<long long>(c.top_k), s.c_str());
+
+    viz::Report rep(c.out, "char_gpt: a character-level GPT", "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
+    rep.add_svg("loss.svg", viz::line_chart_svg({{"train", xs, losses}, {"validation", vx, vlosses}}, "Loss", "step", "cross-entropy"),
+                "Training and validation loss (nats per character).");
+    rep.add_note("Sample:\n" + s, true);
+    // Attention of every head on the prompt's first characters.
+    nn::AttentionCapture cap(m);
+    std::string shown = s.substr(0, std::min<size_t>(24, s.size()));
+    std::vector<int64_t> pids;
+    std::vector<std::string> labels;
+    for (unsigned char ch : shown) pids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0), labels.push_back(ch == '\n' ? "\\n" : ch == ' ' ? "_" : std::string(1, ch));
+    {
+      NoGradGuard no_grad;
+      m.forward(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
+    }
+    for (const std::string& name : cap.names()) {
+      const Tensor w = cap.at(name).weights;  // (1, H, T, T)
+      for (int64_t h = 0; h < c.heads; ++h)
+        rep.add_svg(fmt::format("attn_{}_head{}.svg", name, h),
+                    viz::heatmap_svg(w.narrow(1, h, 1).reshape({w.size(2), w.size(3)}),
+                                     {.title = fmt::format("{} head {}", name, h), .row_labels = labels, .col_labels = labels,
+                                      .row_title = "query", .col_title = "key", .annotate = 0, .cell = 16}),
+                    fmt::format("{}, head {}: causal attention over the text.", name, h));
+    }
+    std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), rep.write_index().c_str());
+  } catch (const mg::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+#endif
