@@ -28,6 +28,12 @@ std::string heatmap_svg(const Tensor& matrix, const HeatmapOptions& options);
 struct Series {
   std::string name;
   std::vector<double> x, y;
+  /// y against the step number 1, 2, ..., y.size() (a training curve).
+  static Series over_steps(std::string name, std::vector<double> y) {
+    std::vector<double> x(y.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i + 1);
+    return {std::move(name), std::move(x), std::move(y)};
+  }
 };
 
 /// Curves on shared axes with a legend (e.g. train and validation loss against step).

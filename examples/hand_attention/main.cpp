@@ -196,9 +196,7 @@ void report_learned(const HandResult& h, const TrainResult& r, const Config& c, 
               viz::heatmap_svg(r.eval.example_attn, {.title = "Learned attention on a test sequence", .row_labels = seq,
                                                      .col_labels = seq, .row_title = "query", .col_title = "key"}),
               "A held-out sequence: every row puts its attention on the B, like the hand-set head.");
-  std::vector<double> xs(r.losses.size());
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i + 1);
-  rep.add_svg("loss.svg", viz::line_chart_svg({{"train loss", xs, r.losses}}, "Training loss", "step", "cross-entropy", true),
+  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", r.losses)}, "Training loss", "step", "cross-entropy", true),
               "Loss: -log(attention on the B), averaged over every position.");
   rep.add_note(fmt::format("Learned from random weights in {} steps: accuracy {:.2f}%, attention on the B: mean {:.4f}, "
                            "smallest row {:.4f}.", c.steps, 100 * r.eval.accuracy, r.eval.mean_mass, r.eval.min_mass));

@@ -176,9 +176,7 @@ int main(int argc, char** argv) {
                 fmt::format("Head {} on a test sequence: mean attention {:.2f} on the previous token, {:.2f} on the first.", h,
                             roles.on_prev[h], roles.on_first[h]));
   }
-  std::vector<double> xs(losses.size());
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i + 1);
-  rep.add_svg("loss.svg", viz::line_chart_svg({{"train loss", xs, losses}}, "Training loss", "step", "cross-entropy", true), "Loss.");
+  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true), "Loss.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return full.both >= 0.95 ? 0 : 1;
 }

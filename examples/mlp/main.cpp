@@ -143,9 +143,7 @@ int main(int argc, char** argv) {
               viz::decision_boundary_svg(probability_grid(model, 96, 96), data.x, data.y,
                                          fmt::format("Decision boundary after {} steps ({:.1f}% accuracy)", kSteps, 100 * acc)),
               "Background: the model's P(class 1) over the plane; dots: the training points.");
-  std::vector<double> xs(losses.size());
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i + 1);
-  rep.add_svg("loss.svg", viz::line_chart_svg({{"train loss", xs, losses}}, "Training loss", "step", "cross-entropy", true),
+  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true),
               "Full-batch cross-entropy.");
   std::printf("pictures: %s\n", rep.write_index().c_str());
   return acc > 0.95 ? 0 : 1;

@@ -177,10 +177,8 @@ int main(int argc, char** argv) {
                                          tail_mean(l2));
   std::printf("%s", result.c_str());
   rep.add_note(result, true);
-  std::vector<double> xs(l1.size());
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i + 1);
   rep.add_svg("loss.svg",
-              viz::line_chart_svg({{"standard (one W_Q)", xs, l1}, {"W1_q^h W_q (per-head extra)", xs, l2}},
+              viz::line_chart_svg({viz::Series::over_steps("standard (one W_Q)", l1), viz::Series::over_steps("W1_q^h W_q (per-head extra)", l2)},
                                   "Same task, same data: both reach the same loss", "step", "cross-entropy", true),
               "Training loss of both parameterisations on 'name the first token'.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());

@@ -192,9 +192,7 @@ int main(int argc, char** argv) {
               viz::heatmap_svg(e.example_map, {.title = "Decoder cross-attention (heads averaged)", .row_labels = out,
                                                .col_labels = src, .row_title = "output digit", .col_title = "source digit"}),
               "Each output step attends to the mirrored source position: the anti-diagonal of reversal.");
-  std::vector<double> xs(losses.size());
-  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i + 1);
-  rep.add_svg("loss.svg", viz::line_chart_svg({{"train loss", xs, losses}}, "Training loss", "step", "cross-entropy", true),
+  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true),
               "Teacher-forced training loss.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return e.exact_match >= 0.99 ? 0 : 1;

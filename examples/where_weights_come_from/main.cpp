@@ -231,9 +231,7 @@ int main(int argc, char** argv) {
   for (Variant v : {Variant::Learned, Variant::Identity, Variant::FrozenRandom}) {
     const RunResult& r = results[k++];
     table += fmt::format("{:<32} {:>12.4f} {:>12.4f} {:>9.1f}%\n", variant_name(v), r.final_loss, r.test_loss, 100 * r.test_accuracy);
-    std::vector<double> xs(r.losses.size());
-    for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<double>(i + 1);
-    series.push_back({variant_name(v), xs, r.losses});
+    series.push_back(viz::Series::over_steps(variant_name(v), r.losses));
   }
   std::printf("\nAblation (same data, same initial weights, %d steps each):\n%s", c.steps, table.c_str());
   rep.add_note("Ablation: the same model trained with learned, identity, and frozen random W_Q/W_K/W_V. With Q = K = V = X "
