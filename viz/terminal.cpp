@@ -28,7 +28,7 @@ std::string terminal_heatmap(const Tensor& m, const std::vector<std::string>& ro
   std::string out;
   if (!cols.empty()) {
     out += std::string(w + 1, ' ');
-    for (int64_t c = 0; c < C; ++c) out += fmt::format("{:>6}", c < static_cast<int64_t>(cols.size()) ? cols[c].substr(0, 5) : "");
+    for (int64_t c = 0; c < C; ++c) out += fmt::format("{:>8}", c < static_cast<int64_t>(cols.size()) ? cols[c].substr(0, 5) : "");
     out += "\n";
   }
   for (int64_t r = 0; r < R; ++r) {
@@ -36,16 +36,18 @@ std::string terminal_heatmap(const Tensor& m, const std::vector<std::string>& ro
     for (int64_t c = 0; c < C; ++c) {
       const double x = v[r * C + c];
       if (!std::isfinite(x)) {
-        out += "     -";
+        out += "       -";  // masked (-inf)
         continue;
       }
       const double t = (x - lo) / (hi - lo);
       const std::string text = std::abs(x) >= 9.995 ? fmt::format("{:.1f}", x) : fmt::format("{:.2f}", x);
       if (use_color) {
-        const int shade = 232 + static_cast<int>(std::lround(t * 23));  // the 24-step grey ramp
-        out += fmt::format(" \033[48;5;{}m\033[38;5;{}m{:>5}\033[0m", shade, t > 0.5 ? 232 : 255, text);
+        // two full blocks in a yellow-to-red 256-colour ramp, then the value
+        static const int ramp[] = {230, 229, 221, 214, 208, 202, 196, 160, 124, 88};
+        out += fmt::format(" \033[38;5;{}m\u2588\u2588\033[0m{:>5}", ramp[std::lround(t * 9)], text);
       } else {
-        out += fmt::format(" {:>5}", text);
+        static const char* shade[] = {"  ", "\u2591\u2591", "\u2592\u2592", "\u2593\u2593", "\u2588\u2588"};
+        out += fmt::format(" {}{:>5}", shade[std::lround(t * 4)], text);
       }
     }
     out += "\n";

@@ -10,8 +10,9 @@
 
 namespace mg::viz {
 
-/// A 2-D tensor as rows of coloured blocks with labels and the values' range; plain digits
-/// when colour is off (colour defaults to: stdout is a terminal and NO_COLOR is unset).
+/// A 2-D tensor as rows of Unicode blocks (coloured by value on a colour terminal, shaded
+/// ░▒▓█ otherwise) next to each value, with labels and the range. Colour defaults to: stdout
+/// is a terminal and NO_COLOR is unset.
 std::string terminal_heatmap(const Tensor& matrix, const std::vector<std::string>& row_labels = {},
                              const std::vector<std::string>& col_labels = {}, int color = -1);
 
