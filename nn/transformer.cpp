@@ -119,7 +119,7 @@ GPTBlock::GPTBlock(int64_t d, int64_t h, double p, Generator& gen)
 }
 
 Variable GPTBlock::forward(const Variable& x0) const {
-  const AttentionOutput a = attn.forward(ln_1.forward(x0), AttentionMask{Tensor(), /*is_causal=*/true, Tensor()});
+  const AttentionOutput a = attn.forward(ln_1.forward(x0), AttentionMask{.is_causal = true});
   Variable x = x0 + resid_dropout.forward(a.output);
   return x + resid_dropout.forward(proj.forward(gelu(fc.forward(ln_2.forward(x)))));
 }

@@ -15,17 +15,20 @@ std::unique_ptr<tbb::global_control>& control() {
   return c;
 }
 int& thread_count() {
-  static int n = static_cast<int>(tbb::global_control::active_value(
-      tbb::global_control::max_allowed_parallelism));
+  // OpenBLAS runs single-threaded: minigrad hands it blocks of work from the one TBB pool
+  // (tensor/ops/matmul.cpp), so its own threads would only spin against ours.
+  static int n = (openblas_set_num_threads(1), static_cast<int>(tbb::global_control::active_value(
+                                                   tbb::global_control::max_allowed_parallelism)));
   return n;
 }
+// Settle the thread configuration at start-up, before the first kernel runs.
+const int kInit = thread_count();
 }  // namespace
 
 void set_num_threads(int n) {
   MG_CHECK(n >= 1, ValueError, "set_num_threads: expected n >= 1, got {}", n);
   control() = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
                                                     static_cast<size_t>(n));
-  openblas_set_num_threads(n);
   thread_count() = n;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
-// Threading: oneTBB runs minigrad's own loops, OpenBLAS runs matmul. They never run at the same
-// time (no BLAS call is made from inside a parallel_for), so the two pools do not oversubscribe the
-// cores.
+// Threading: one oneTBB pool runs everything. OpenBLAS is kept single-threaded and called from
+// inside that pool on blocks of rows or on batch entries (tensor/ops/matmul.cpp), so there is
+// never a second pool competing for the cores.
 //
 // Every kernel computes each output element from a fixed sequence of inputs, whichever thread
 // does it, so results do not depend on how TBB splits the work: same inputs, same bits.
@@ -12,7 +12,7 @@
 
 namespace mg {
 
-/// Use at most `n` threads for minigrad's loops and for OpenBLAS (n >= 1).
+/// Use at most `n` threads for all of minigrad's work, matmul included (n >= 1).
 void set_num_threads(int n);
 /// The thread count in effect (the hardware's by default).
 int get_num_threads();

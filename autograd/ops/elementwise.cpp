@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "autograd/ops.h"
+#include "tensor/fastmath.h"
 #include "tensor/loops.h"
 
 namespace mg {
@@ -115,14 +116,15 @@ Variable gelu(const Variable& x, const std::string& approximate) {
   return record(tanh_form ? "gelu_tanh" : "gelu", y, {x},
                 [x = x.data(), tanh_form](const Tensor& dy, const Node&) -> TensorList {
                   return {visit_float(x.dtype(), "gelu backward", [&]<class T>() {
-                    return detail::map_binary<T, T>(dy, x, [tanh_form](T g, T v) {
-                      if (tanh_form) {
+                    if (tanh_form)
+                      return detail::map_binary<T, T>(dy, x, [](T g, T v) {
                         const T c = T(0.7978845608028654), k = T(0.044715);
                         const T t = std::tanh(c * (v + k * v * v * v));
                         return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * k * v * v));
-                      }
-                      const T cdf = T(0.5) * (T(1) + std::erf(v * T(std::numbers::sqrt2 / 2)));
-                      const T pdf = std::exp(T(-0.5) * v * v) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+                      }, "gelu backward");
+                    return detail::map_binary<T, T>(dy, x, [](T g, T v) {
+                      const T cdf = T(0.5) * (T(1) + fast::erf(v * T(std::numbers::sqrt2 / 2)));
+                      const T pdf = fast::exp(T(-0.5) * v * v) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
                       return g * (cdf + v * pdf);
                     }, "gelu backward");
                   })};

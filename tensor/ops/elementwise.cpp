@@ -2,6 +2,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "tensor/fastmath.h"
 #include "tensor/loops.h"
 #include "tensor/ops.h"
 
@@ -42,7 +43,7 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi)
 }  // namespace
 
 Tensor neg(const Tensor& x) { return unary_float(x, "neg", [](auto v) { return -v; }); }
-Tensor exp(const Tensor& x) { return unary_float(x, "exp", [](auto v) { return std::exp(v); }); }
+Tensor exp(const Tensor& x) { return unary_float(x, "exp", [](auto v) { return fast::exp(v); }); }
 Tensor log(const Tensor& x) { return unary_float(x, "log", [](auto v) { return std::log(v); }); }
 Tensor sqrt(const Tensor& x) { return unary_float(x, "sqrt", [](auto v) { return std::sqrt(v); }); }
 Tensor abs(const Tensor& x) { return unary_float(x, "abs", [](auto v) { return std::abs(v); }); }
@@ -51,7 +52,7 @@ Tensor sign(const Tensor& x) {
 }
 Tensor tanh(const Tensor& x) { return unary_float(x, "tanh", [](auto v) { return std::tanh(v); }); }
 Tensor sigmoid(const Tensor& x) {
-  return unary_float(x, "sigmoid", [](auto v) { return decltype(v)(1) / (decltype(v)(1) + std::exp(-v)); });
+  return unary_float(x, "sigmoid", [](auto v) { return decltype(v)(1) / (decltype(v)(1) + fast::exp(-v)); });
 }
 Tensor relu(const Tensor& x) {
   return unary_float(x, "relu", [](auto v) { return v > 0 ? v : decltype(v)(0); });
@@ -59,7 +60,7 @@ Tensor relu(const Tensor& x) {
 Tensor gelu(const Tensor& x) {
   return unary_float(x, "gelu", [](auto v) {
     using T = decltype(v);
-    return T(0.5) * v * (T(1) + std::erf(v * T(std::numbers::sqrt2 / 2)));
+    return T(0.5) * v * (T(1) + fast::erf(v * T(std::numbers::sqrt2 / 2)));
   });
 }
 Tensor gelu_tanh(const Tensor& x) {

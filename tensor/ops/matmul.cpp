@@ -1,9 +1,15 @@
 // Matrix products on OpenBLAS. Each 2-D operand is handed to cblas_?gemm as it lies in memory:
 // a row-major matrix, or a transposed view of one (flag CblasTrans), so .transpose(-2, -1) costs
 // no copy. Only layouts BLAS cannot describe (e.g. a column slice with two strides != 1) are copied.
+//
+// Threads: OpenBLAS itself runs single-threaded (tensor/parallel.cpp) and minigrad splits the
+// work over its one oneTBB pool: a batch of products is shared out by batch entry, a single large
+// product by blocks of rows of the output. Two pools never compete for the cores, and the split
+// is fixed for a given thread count, so the bits are too.
 #include <cblas.h>
 
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 namespace mg {
 namespace {
@@ -26,12 +32,34 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, BlasMat& m)
   return false;
 }
 
+// One single-threaded GEMM: C (n, m) = A (n, k) @ B (k, m), C row-major with leading dim m.
 template <class T>
-void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc) {
+void gemm1(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc) {
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0f, pa, a.ld, pb, b.ld, 0.0f, pc, m);
   else
     cblas_dgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0, pa, a.ld, pb, b.ld, 0.0, pc, m);
+}
+
+// Below this many multiply-adds a product stays on one thread.
+constexpr int64_t kParallelGemmWork = 1 << 18;
+
+// C = A @ B, split into one block of rows per thread when it is large enough. Row block r of C
+// needs row block r of A: rows start at i*ld (no transpose) or column i (transposed storage).
+template <class T>
+void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc) {
+  const int64_t threads = get_num_threads();
+  if (threads == 1 || n * m * k < kParallelGemmWork || n < 2 * threads) {
+    gemm1<T>(a, b, n, m, k, pa, pb, pc);
+    return;
+  }
+  const int64_t rows = (n + threads - 1) / threads;
+  tbb::parallel_for(int64_t{0}, threads, [&](int64_t t) {
+    const int64_t r0 = t * rows, r1 = std::min(n, r0 + rows);
+    if (r0 >= r1) return;
+    const T* a0 = a.trans == CblasNoTrans ? pa + r0 * a.ld : pa + r0;
+    gemm1<T>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m);
+  }, tbb::static_partitioner());
 }
 
 }  // namespace
@@ -89,17 +117,26 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
     }
     if (nb > 1 && b_shared && a_flat) {
       gemm<T>(la, lb, nb * n, m, k, pa, pb, pc);
+    } else if (nb == 1) {
+      gemm<T>(la, lb, n, m, k, pa, pb, pc);
     } else {
-      std::vector<int64_t> idx(batch.size(), 0);
-      for (int64_t i = 0; i < nb; ++i) {
-        int64_t oa = 0, ob = 0;
-        for (size_t d = 0; d < batch.size(); ++d) oa += idx[d] * ast2[d], ob += idx[d] * bst2[d];
-        gemm<T>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
+      // Many products (attention's B*H heads): one single-threaded GEMM per batch entry, shared
+      // out over the pool.
+      auto offsets = [&](int64_t i, int64_t& oa, int64_t& ob) {
+        oa = ob = 0;
         for (size_t d = batch.size(); d-- > 0;) {
-          if (++idx[d] < batch[d]) break;
-          idx[d] = 0;
+          const int64_t id = i % batch[d];
+          i /= batch[d];
+          oa += id * ast2[d], ob += id * bst2[d];
         }
-      }
+      };
+      parallel_for(0, nb, std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(1, n * m * k)), [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          int64_t oa, ob;
+          offsets(i, oa, ob);
+          gemm1<T>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
+        }
+      });
     }
     if (a0.dim() == 1) out = out.squeeze(-2);
     if (b0.dim() == 1) out = out.squeeze(-1);

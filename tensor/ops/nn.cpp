@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tensor/fastmath.h"
 #include "tensor/loops.h"
 #include "tensor/ops.h"
 
@@ -39,14 +40,27 @@ Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
       T mx = -std::numeric_limits<T>::infinity();
       for (int64_t i = 0; i < n; ++i) mx = std::max(mx, a[i * st]);
       if (std::isinf(mx) && mx < 0) mx = 0;  // a line of all -inf: avoid inf - inf
+      if (std::is_same_v<T, float> && st == 1) {
+        // float rows: vectorised exp, then an 8-lane sum (fixed order, so reproducible)
+        for (int64_t i = 0; i < n; ++i) o[i] = fast::exp(a[i] - mx);
+        const T s = fast::sum8(o, n);
+        if constexpr (kLog) {
+          const T lse = std::log(s) + mx;
+          for (int64_t i = 0; i < n; ++i) o[i] = a[i] - lse;
+        } else {
+          const T inv = T(1) / s;
+          for (int64_t i = 0; i < n; ++i) o[i] *= inv;
+        }
+        return;
+      }
       double s = 0;
-      for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(a[i * st] - mx));
+      for (int64_t i = 0; i < n; ++i) s += fast::exp(static_cast<double>(a[i * st] - mx));
       if constexpr (kLog) {
         const T lse = static_cast<T>(std::log(s)) + mx;
         for (int64_t i = 0; i < n; ++i) o[i * st] = a[i * st] - lse;
       } else {
         const double inv = 1.0 / s;
-        for (int64_t i = 0; i < n; ++i) o[i * st] = static_cast<T>(std::exp(static_cast<double>(a[i * st] - mx)) * inv);
+        for (int64_t i = 0; i < n; ++i) o[i * st] = static_cast<T>(fast::exp(static_cast<double>(a[i * st] - mx)) * inv);
       }
     });
   });

@@ -1,0 +1,88 @@
+// bench/gpt: training-step time of the GPT in ../shared/bench/torch_gpt_ref.py, built from
+// minigrad's nn modules: token + position embeddings, pre-LN blocks (causal multi-head
+// attention, GELU MLP 4x), final LayerNorm, untied head, AdamW(lr 3e-4), random tokens.
+//
+//   bench_gpt --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2
+//
+// Prints one line: median ms/step after warm-up, tokens/s, effective GFLOP/s, peak RSS.
+// Effective FLOPs count the matrix products only, forward + backward (3x forward):
+//   per step = 3 * tokens * (2 * linear_params + 4 * layers * ctx * d)
+// (the second term is Q K^T and attention @ V, counted over the full T x T square as PyTorch's
+// composed attention computes it).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+#include <sys/resource.h>
+
+#include "minigrad.h"
+
+using namespace mg;
+
+struct GPT : nn::Module {
+  nn::Embedding tok, pos;
+  nn::ModuleList blocks;
+  nn::LayerNorm ln;
+  nn::Linear head;
+  GPT(int64_t vocab, int64_t ctx, int64_t d, int64_t h, int64_t L, Generator& g)
+      : tok(vocab, d, g), pos(ctx, d, g), ln({d}), head(d, vocab, true, g) {
+    register_module("tok", tok), register_module("pos", pos), register_module("blocks", blocks);
+    register_module("ln", ln), register_module("head", head);
+    for (int64_t i = 0; i < L; ++i) blocks.emplace_back<nn::GPTBlock>(d, h, 0.0, g);
+  }
+  Variable forward(const Tensor& idx) const {
+    Variable x = tok.forward(idx) + pos.forward(arange(idx.size(1)));
+    for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<nn::GPTBlock>(i).forward(x);
+    return head.forward(ln.forward(x));
+  }
+  std::string type_name() const override { return "GPT"; }
+};
+
+int main(int argc, char** argv) {
+  int64_t vocab = 65, ctx = 64, d = 128, heads = 4, layers = 4, batch = 32;
+  int steps = 20, warmup = 3, threads = 2;
+  CLI::App app{"bench_gpt: GPT training-step time, same shapes as torch_gpt_ref.py"};
+  app.add_option("--vocab", vocab);
+  app.add_option("--ctx", ctx);
+  app.add_option("--d", d);
+  app.add_option("--heads", heads);
+  app.add_option("--layers", layers);
+  app.add_option("--batch", batch);
+  app.add_option("--steps", steps, "timed steps");
+  app.add_option("--warmup", warmup, "untimed steps first");
+  app.add_option("--threads", threads, "threads for minigrad's loops and OpenBLAS");
+  CLI11_PARSE(app, argc, argv);
+
+  set_num_threads(threads);
+  Generator g(0);
+  GPT m(vocab, ctx, d, heads, layers, g);
+  optim::AdamWOptions o;
+  o.lr = 3e-4;
+  optim::AdamW opt(m.parameters(), o);
+  const Tensor x = randint(0, vocab, {batch, ctx}, g), y = randint(0, vocab, {batch, ctx}, g);
+  std::vector<double> times;
+  double loss = 0;
+  for (int i = 0; i < warmup + steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Variable l = cross_entropy(reshape(m.forward(x), {-1, vocab}), y.reshape({-1}));
+    opt.zero_grad();
+    l.backward();
+    opt.step();
+    loss = l.item();
+    if (i >= warmup) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double ms = times.empty() ? 0 : times[times.size() / 2];
+  int64_t linear_params = 0;
+  for (auto& [name, p] : m.named_parameters())
+    if (p.dim() == 2 && name.rfind("tok.", 0) != 0 && name.rfind("pos.", 0) != 0) linear_params += p.numel();
+  const double tokens = static_cast<double>(batch * ctx);
+  const double flops = 3 * tokens * (2.0 * linear_params + 4.0 * layers * ctx * d);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("minigrad threads=%d params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f\n", threads,
+              static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
+              ru.ru_maxrss / 1024.0, loss);
+  return 0;
+}
