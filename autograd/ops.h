@@ -121,6 +121,10 @@ Variable embedding(const Tensor& ids, const Variable& weight);
 /// In training: zero each element with probability p and scale the rest by 1/(1-p); the mask
 /// comes from `gen`. Identity when !training or p == 0.
 Variable dropout(const Variable& x, double p, bool training, Generator& gen = default_generator());
+/// softmax(q k^T / sqrt(d), optionally causal) @ v in one fused pass per (batch, head), keeping
+/// O(T) for the backward instead of the (T, T) weights (autograd/ops/attention.cpp).
+/// q (B, H, Tq, d), k and v (B, H, Tk, d) -> (B, H, Tq, d). Causal: query i sees keys j <= i.
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v, bool is_causal = false);
 /// x gathered along dim by int64 index (same ndim).
 Variable gather(const Variable& x, int64_t dim, const Tensor& index);
 /// Slices of x along dim picked by a 1-D int64 index.

@@ -10,6 +10,7 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionO
     : embed_dim(e),
       num_heads(h),
       head_dim(h > 0 ? e / h : 0),
+      options(o),
       w_q(e, e, o.bias, gen),
       w_k(e, e, o.bias, gen),
       w_v(e, e, o.bias, gen),
@@ -45,6 +46,12 @@ Variable merge_heads(const Variable& x) {
   return reshape(transpose(x, 1, 2), {B, T, H * d});
 }
 
+Tensor MultiheadAttention::head_scale(const Tensor& head_mask, DType dtype) const {
+  MG_CHECK(head_mask.numel() == num_heads, ShapeError, "MultiheadAttention: head_mask needs {} entries, got shape {}", num_heads,
+           shape_str(head_mask.shape()));
+  return head_mask.to(dtype).reshape({1, num_heads, 1, 1});
+}
+
 AttentionOutput MultiheadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
                                             const AttentionMask& mask) const {
   auto check3 = [&](const Variable& v, const char* what) {
@@ -65,6 +72,15 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
   const Variable k = split_heads(w_k.forward(key), num_heads);    // (B, H, Tk, d)
   const Variable v = split_heads(w_v.forward(value), num_heads);  // (B, H, Tk, d)
 
+  const bool fused = options.fused && !mask.need_weights && !hook_ && !mask.attn_mask.defined() &&
+                     !mask.key_padding_mask.defined() && (attn_dropout.p == 0 || !attn_dropout.is_training());
+  if (fused) {  // the same numbers without building (B, H, Tq, Tk) tensors: autograd/ops/attention.cpp
+    Variable mixed = scaled_dot_product_attention(q, k, v, mask.is_causal);  // (B, H, Tq, d)
+    if (mask.head_mask.defined()) mixed = mixed * Variable(head_scale(mask.head_mask, mixed.dtype()));
+    return {w_o.forward(merge_heads(mixed)), Variable(), Variable()};
+  }
+
+  // The composed reference path, op by op.
   Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, Tk)
   if (mask.attn_mask.defined()) {
     if (mask.attn_mask.dtype() == DType::Bool) scores = masked_fill(scores, mask.attn_mask, -INFINITY);
@@ -79,11 +95,7 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
   }
   const Variable weights = softmax(scores, -1);                          // (B, H, Tq, Tk)
   Variable mixed = matmul(attn_dropout.forward(weights), v);             // (B, H, Tq, d)
-  if (mask.head_mask.defined()) {
-    MG_CHECK(mask.head_mask.numel() == num_heads, ShapeError, "MultiheadAttention: head_mask needs {} entries, got shape {}",
-             num_heads, shape_str(mask.head_mask.shape()));
-    mixed = mixed * Variable(mask.head_mask.to(mixed.dtype()).reshape({1, num_heads, 1, 1}));
-  }
+  if (mask.head_mask.defined()) mixed = mixed * Variable(head_scale(mask.head_mask, mixed.dtype()));
   AttentionOutput out{w_o.forward(merge_heads(mixed)), weights, scores};
   if (hook_) hook_(out);
   return out;

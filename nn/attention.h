@@ -23,6 +23,9 @@ namespace mg::nn {
 struct MultiheadAttentionOptions {
   bool bias = true;      // biases on w_q, w_k, w_v, w_o
   double dropout = 0.0;  // dropout on the attention weights (training only)
+  /// Use the fused kernel (scaled_dot_product_attention) when nothing needs the (T, T) weights;
+  /// false always runs the composed reference path (matmul, scale, mask, softmax, matmul).
+  bool fused = true;
 };
 
 /// Per-call options.
@@ -37,9 +40,12 @@ struct AttentionMask {
   /// (H) floating: each head's output is multiplied by its entry before W_O (0 removes a head;
   /// for head-ablation experiments).
   Tensor head_mask;
+  /// Return the per-head scores and weights (runs the composed path; a hook implies it).
+  bool need_weights = false;
 };
 
-/// What a forward returns.
+/// What a forward returns. weights and scores are there when asked for (need_weights, a hook, or
+/// a mask or dropout the fused kernel does not handle); the fused kernel never builds them.
 struct AttentionOutput {
   Variable output;   // (B, Tq, E)
   Variable weights;  // (B, H, Tq, Tk) post-softmax attention weights, per head
@@ -66,10 +72,12 @@ class MultiheadAttention : public Module {
   std::string extra_repr() const override;
 
   const int64_t embed_dim, num_heads, head_dim;
+  const MultiheadAttentionOptions options;
   Linear w_q, w_k, w_v, w_o;
   Dropout attn_dropout;
 
  private:
+  Tensor head_scale(const Tensor& head_mask, DType dtype) const;  // (H) -> (1, H, 1, 1)
   std::function<void(const AttentionOutput&)> hook_;
 };
 

@@ -101,6 +101,9 @@ Tensor sum_to_shape(const Tensor& x, const Shape& shape);
 /// broadcast; a 1-D operand is a row (left) or column (right) vector whose dim is dropped.
 /// Transposed views are passed to BLAS as flags, not copied.
 Tensor matmul(const Tensor& a, const Tensor& b);
+/// x W^T + b in one GEMM: x (..., in), weight (out, in), bias (out) or undefined -> (..., out).
+/// The bias is written first and the product added onto it (BLAS beta = 1): no second pass.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // ---- neural-net kernels (tensor/ops/nn.cpp) ----------------------------------------------------
 /// exp(x) / sum(exp(x)) along `dim`, computed stably (the row max is subtracted first).

@@ -73,6 +73,7 @@ TEST(MultiheadAttention, CausalFlagEqualsExplicitMaskAndHidesTheFuture) {
   Variable x(rnd({2, 4, 6}, 1).to(DType::Float32));
   nn::AttentionMask causal;
   causal.is_causal = true;
+  causal.need_weights = true;
   nn::AttentionOutput a = mha.forward(x, causal), b = mha.forward(x, {triu(ones({4, 4}, DType::Bool), 1)});
   expect_close(a.output.data(), b.output.data(), 0, 0);
   EXPECT_EQ(a.weights.shape(), (Shape{2, 3, 4, 4}));
@@ -92,7 +93,7 @@ TEST(MultiheadAttention, HeadsAreSlicesOfOneProjection) {
   nn::init::normal_(mha.w_q.bias, 0, 1, g);
   nn::init::normal_(mha.w_k.bias, 0, 1, g);
   Tensor x = randn({1, 3, 8}, g);
-  nn::AttentionOutput o = mha.forward(Variable(x));
+  nn::AttentionOutput o = mha.forward(Variable(x), {.need_weights = true});
   for (int64_t h = 0; h < 2; ++h) {
     Tensor wq = mha.w_q.weight.data().narrow(0, 4 * h, 4), bq = mha.w_q.bias.data().narrow(0, 4 * h, 4);
     Tensor wk = mha.w_k.weight.data().narrow(0, 4 * h, 4), bk = mha.w_k.bias.data().narrow(0, 4 * h, 4);
@@ -175,4 +176,69 @@ TEST(Transformer, GPTBlockIsCausal) {
   Tensor y2 = block.forward(Variable(x2)).data();
   expect_close(y2.narrow(1, 0, 3), y.narrow(1, 0, 3), 0, 0);
   EXPECT_GT(max(abs(y2.narrow(1, 3, 1) - y.narrow(1, 3, 1))).item(), 1e-3);
+}
+
+namespace {
+// The composed reference: softmax(q k^T / sqrt(d) + causal mask) @ v, op by op.
+Variable composed_attention(const Variable& q, const Variable& k, const Variable& v, bool causal) {
+  Variable s = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (causal) s = masked_fill(s, triu(ones({q.size(2), k.size(2)}, DType::Bool), 1), -INFINITY);
+  return matmul(softmax(s, -1), v);
+}
+}  // namespace
+
+TEST(FusedAttention, EqualsTheComposedPathOutputsAndGradients) {
+  // 70 queries: more than one block of 64, and a partial last block. Tq != Tk for the cross case.
+  for (auto [tq, tk, causal] : {std::tuple{70, 70, true}, {70, 70, false}, {5, 9, false}, {9, 5, true}}) {
+    SCOPED_TRACE(fmt::format("Tq {} Tk {} causal {}", tq, tk, causal));
+    for (DType dt : {DType::Float64, DType::Float32}) {
+      const double tol = dt == DType::Float64 ? 1e-12 : 2e-5;
+      Variable q(rnd({2, 3, tq, 5}, 1).to(dt), true), k(rnd({2, 3, tk, 5}, 2).to(dt), true), v(rnd({2, 3, tk, 5}, 3).to(dt), true);
+      Tensor g = rnd({2, 3, tq, 5}, 4).to(dt);
+      Variable a = scaled_dot_product_attention(q, k, v, causal);
+      sum(a * Variable(g)).backward();
+      std::vector<Tensor> fused_grads{q.grad(), k.grad(), v.grad()};
+      q.zero_grad(), k.zero_grad(), v.zero_grad();
+      Variable b = composed_attention(q, k, v, causal);
+      sum(b * Variable(g)).backward();
+      expect_close(a.data(), b.data(), tol, tol);
+      expect_close(fused_grads[0], q.grad(), tol, tol);
+      expect_close(fused_grads[1], k.grad(), tol, tol);
+      expect_close(fused_grads[2], v.grad(), tol, tol);
+    }
+  }
+}
+
+TEST(FusedAttention, Gradcheck) {
+  for (bool causal : {true, false})
+    mgtest::expect_gradcheck([causal](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
+                             {rnd({1, 2, 4, 3}, 5), rnd({1, 2, 4, 3}, 6), rnd({1, 2, 4, 3}, 7)});
+  // non-contiguous inputs: the head-split view of a (B, T, H*d) tensor
+  mgtest::expect_gradcheck([](const std::vector<Variable>& v) {
+    auto heads = [](const Variable& x) { return nn::split_heads(x, 2); };
+    return scaled_dot_product_attention(heads(v[0]), heads(v[1]), heads(v[2]), true);
+  }, {rnd({2, 3, 4}, 8), rnd({2, 3, 4}, 9), rnd({2, 3, 4}, 10)});
+}
+
+TEST(FusedAttention, MultiheadAttentionFusedEqualsComposed) {
+  Generator g1(3), g2(3);
+  nn::MultiheadAttention fused(8, 2, {}, g1), composed(8, 2, {.fused = false}, g2);
+  for (nn::MultiheadAttention* m : {&fused, &composed}) m->to(DType::Float64);
+  Variable x(rnd({2, 6, 8}, 11), true), x2(rnd({2, 6, 8}, 11), true);
+  nn::AttentionMask causal;
+  causal.is_causal = true;
+  Variable a = fused.forward(x, causal).output, b = composed.forward(x2, causal).output;
+  EXPECT_FALSE(fused.forward(x, causal).weights.defined());  // the fused kernel builds no (T, T) weights
+  expect_close(a.data(), b.data(), 1e-12, 1e-12);
+  sum(a * a).backward();
+  sum(b * b).backward();
+  expect_close(x.grad(), x2.grad(), 1e-12, 1e-12);
+  for (size_t i = 0; i < fused.parameters().size(); ++i)
+    expect_close(fused.parameters()[i].grad(), composed.parameters()[i].grad(), 1e-12, 1e-12);
+}
+
+TEST(FusedAttention, Errors) {
+  Variable q(ones({2, 3, 4, 5})), k(ones({2, 3, 4, 6}));
+  EXPECT_THROW(scaled_dot_product_attention(q, k, k), ShapeError);
+  EXPECT_THROW(scaled_dot_product_attention(Variable(ones({3, 4, 5})), q, q), ShapeError);
 }

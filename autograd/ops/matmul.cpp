@@ -18,19 +18,23 @@ Variable matmul(const Variable& a, const Variable& b) {
 }
 
 // y = x W^T + b        x: (..., in)  W: (out, in)  b: (out)  y: (..., out)
-// dx = dy W            dW = dy^T x (summed over the leading dims)    db = sum dy
+// With the leading dims of x and dy flattened into rows (N = their product):
+// dx = dy W   (N, out) @ (out, in)      dW = dy^T x   (out, N) @ (N, in)      db = sum_N dy
+// Each is one GEMM over all N rows: no per-batch products to add up afterwards.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
-  MG_CHECK(weight.dim() == 2, ShapeError, "linear: weight must be 2-D (out, in), got shape {}",
-           shape_str(weight.shape()));
-  MG_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), ShapeError,
-           "linear: input of shape {} does not fit weight of shape {} (expected last dim {})",
-           shape_str(x.shape()), shape_str(weight.shape()), weight.size(1));
-  Variable y = matmul(x, transpose(weight, 0, 1));
-  if (!bias.defined()) return y;
-  MG_CHECK(bias.shape() == Shape{weight.size(0)}, ShapeError,
-           "linear: bias has shape {} but weight {} needs ({},)", shape_str(bias.shape()),
-           shape_str(weight.shape()), weight.size(0));
-  return add(y, bias);
+  const Tensor b = bias.defined() ? bias.data() : Tensor();
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record("linear", mg::linear(x.data(), weight.data(), b), inputs,
+                [x = x.data(), w = weight.data()](const Tensor& dy, const Node& n) -> TensorList {
+                  const int64_t in = w.size(1), out = w.size(0);
+                  const Tensor dy2 = dy.reshape({-1, out});
+                  TensorList g(n.next.size());
+                  if (n.needs(0)) g[0] = mg::matmul(dy, w);
+                  if (n.needs(1)) g[1] = mg::matmul(dy2.transpose(0, 1), x.reshape({-1, in}));
+                  if (n.needs(2)) g[2] = mg::sum(dy2, {0});
+                  return g;
+                });
 }
 
 }  // namespace mg

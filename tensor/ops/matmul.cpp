@@ -32,13 +32,14 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, BlasMat& m)
   return false;
 }
 
-// One single-threaded GEMM: C (n, m) = A (n, k) @ B (k, m), C row-major with leading dim m.
+// One single-threaded GEMM: C (n, m) = A (n, k) @ B (k, m) + beta C, C row-major with leading
+// dim m. beta = 1 adds the product to what C holds (a bias already written there).
 template <class T>
-void gemm1(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc) {
+void gemm1(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc, T beta = 0) {
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0f, pa, a.ld, pb, b.ld, 0.0f, pc, m);
+    cblas_sgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0f, pa, a.ld, pb, b.ld, beta, pc, m);
   else
-    cblas_dgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0, pa, a.ld, pb, b.ld, 0.0, pc, m);
+    cblas_dgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0, pa, a.ld, pb, b.ld, beta, pc, m);
 }
 
 // Below this many multiply-adds a product stays on one thread.
@@ -47,10 +48,10 @@ constexpr int64_t kParallelGemmWork = 1 << 18;
 // C = A @ B, split into one block of rows per thread when it is large enough. Row block r of C
 // needs row block r of A: rows start at i*ld (no transpose) or column i (transposed storage).
 template <class T>
-void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc) {
+void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc, T beta = 0) {
   const int64_t threads = get_num_threads();
   if (threads == 1 || n * m * k < kParallelGemmWork || n < 2 * threads) {
-    gemm1<T>(a, b, n, m, k, pa, pb, pc);
+    gemm1<T>(a, b, n, m, k, pa, pb, pc, beta);
     return;
   }
   const int64_t rows = (n + threads - 1) / threads;
@@ -58,11 +59,58 @@ void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, co
     const int64_t r0 = t * rows, r1 = std::min(n, r0 + rows);
     if (r0 >= r1) return;
     const T* a0 = a.trans == CblasNoTrans ? pa + r0 * a.ld : pa + r0;
-    gemm1<T>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m);
+    gemm1<T>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m, beta);
   }, tbb::static_partitioner());
 }
 
 }  // namespace
+
+namespace blas {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc);
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+              beta, c, ldc);
+}
+}  // namespace blas
+
+Tensor linear(const Tensor& x0, const Tensor& w, const Tensor& bias) {
+  MG_CHECK(x0.defined() && w.defined(), StateError, "linear: an operand is undefined");
+  MG_CHECK(w.dim() == 2, ShapeError, "linear: weight must be 2-D (out, in), got shape {}", shape_str(w.shape()));
+  MG_CHECK(x0.dim() >= 1 && x0.size(-1) == w.size(1), ShapeError,
+           "linear: input of shape {} does not fit weight of shape {} (expected last dim {})", shape_str(x0.shape()),
+           shape_str(w.shape()), w.size(1));
+  MG_CHECK(x0.dtype() == w.dtype() && (!bias.defined() || bias.dtype() == w.dtype()), DTypeError,
+           "linear: dtype mismatch between input {}, weight {}{}", dtype_name(x0.dtype()), dtype_name(w.dtype()),
+           bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
+  const int64_t in = w.size(1), out = w.size(0);
+  MG_CHECK(!bias.defined() || bias.shape() == Shape{out}, ShapeError, "linear: bias has shape {} but weight {} needs ({},)",
+           shape_str(bias.shape()), shape_str(w.shape()), out);
+  const Tensor x = x0.reshape({-1, in});  // all leading dims are rows of one GEMM
+  const int64_t rows = x.size(0);
+  Shape out_shape = x0.shape();
+  out_shape.back() = out;
+  Tensor y = empty(out_shape, x0.dtype());
+  if (bias.defined()) y.view({rows, out}).copy_(bias);  // then beta = 1 adds the product to it
+  return visit_float(x0.dtype(), "linear", [&]<class T>() {
+    if (rows == 0 || out == 0) return y;
+    if (in == 0) {
+      if (!bias.defined()) y.fill_(0);
+      return y;
+    }
+    Tensor X = x, W = w;
+    BlasMat lx, lw;
+    if (!blas_layout(rows, in, X.strides()[0], X.strides()[1], lx)) X = X.contiguous(), lx = {CblasNoTrans, in};
+    // y = x W^T: W (out, in) row-major read as its transpose
+    if (!blas_layout(in, out, W.strides()[1], W.strides()[0], lw)) W = W.contiguous(), lw = {CblasTrans, in};
+    gemm<T>(lx, lw, rows, out, in, X.data<T>(), W.data<T>(), y.data<T>(), bias.defined() ? T(1) : T(0));
+    return y;
+  });
+}
 
 Tensor matmul(const Tensor& a0, const Tensor& b0) {
   MG_CHECK(a0.defined() && b0.defined(), StateError, "matmul: an operand is undefined");
