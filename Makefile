@@ -6,13 +6,16 @@ JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 
-.PHONY: deps demo-deps build build-asan test test-release test-asan demo clean
+.PHONY: deps demo-deps bench-deps build build-asan test test-release test-asan demo bench clean
 
 deps:
 	@scripts/install-deps
 
 demo-deps:
 	@scripts/install-deps --demo
+
+bench-deps:
+	@scripts/install-deps --bench
 
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -34,6 +37,10 @@ test: test-release test-asan
 
 demo: demo-deps build
 	@BUILD=$(BUILD) scripts/demo
+
+# minigrad beside PyTorch (Debian's python3-torch, installed if missing) -> docs/BENCHMARKS.md
+bench: bench-deps build
+	BUILD=$(BUILD) /usr/bin/python3 bench/run.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

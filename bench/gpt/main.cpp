@@ -4,7 +4,7 @@
 //
 //   bench_gpt --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2
 //
-// Prints one line: median ms/step after warm-up, tokens/s, effective GFLOP/s, peak RSS.
+// Prints one line: median ms/step after warm-up, tokens/s, effective GFLOP/s, peak RSS (VmHWM).
 // Effective FLOPs count the matrix products only, forward + backward (3x forward):
 //   per step = 3 * tokens * (2 * linear_params + 4 * layers * ctx * d)
 // (the second term is Q K^T and attention @ V, counted over the full T x T square as PyTorch's
@@ -14,7 +14,8 @@
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
-#include <sys/resource.h>
+#include <cblas.h>
+#include <fstream>
 
 #include "minigrad.h"
 
@@ -79,10 +80,21 @@ int main(int argc, char** argv) {
     if (p.dim() == 2 && name.rfind("tok.", 0) != 0 && name.rfind("pos.", 0) != 0) linear_params += p.numel();
   const double tokens = static_cast<double>(batch * ctx);
   const double flops = 3 * tokens * (2.0 * linear_params + 4.0 * layers * ctx * d);
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  std::printf("minigrad threads=%d params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f\n", threads,
-              static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
-              ru.ru_maxrss / 1024.0, loss);
+  // Peak resident memory of this process image: VmHWM (ru_maxrss would also count the parent's
+  // peak from before exec when started by a big process, e.g. Python with torch imported).
+  double peak_mb = 0;
+  {
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    while (status >> key)
+      if (key == "VmHWM:") {
+        status >> peak_mb;
+        peak_mb /= 1024;
+        break;
+      }
+  }
+  std::printf("minigrad threads=%d params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
+              threads, static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
+              peak_mb, loss, openblas_get_corename());
   return 0;
 }

@@ -1,0 +1,123 @@
+// Micro-benchmarks (Google Benchmark) of the kernels a GPT training step spends its time in, on
+// the shapes of bench/gpt's two configurations:
+//   small: B 32, T 64, d 128, 4 heads  -> N = B*T = 2048 rows
+//   large: B 8, T 256, d 384, 6 heads  -> N = 2048 rows
+// Each forward+backward benchmark times one forward and one backward through the tape. The plain
+// sgemm benchmarks measure the machine's BLAS rate. bench/torch_micro.py times the same things in
+// PyTorch; bench/report.py puts them side by side in docs/BENCHMARKS.md.
+#include <cblas.h>
+
+#include <benchmark/benchmark.h>
+
+#include "minigrad.h"
+
+using namespace mg;
+
+namespace {
+struct Shape4 {
+  int64_t B, T, d, H;
+};
+const Shape4 kSmall{32, 64, 128, 4}, kLarge{8, 256, 384, 6};
+const Shape4& config(int64_t i) { return i == 0 ? kSmall : kLarge; }
+const char* config_name(int64_t i) { return i == 0 ? "small" : "large"; }
+
+void flops(benchmark::State& st, double per_iter) {
+  st.counters["GFLOP/s"] = benchmark::Counter(per_iter * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+}
+
+// Plain OpenBLAS sgemm on one thread (minigrad keeps OpenBLAS single-threaded).
+void BM_sgemm_openblas_1thread(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  Tensor a = randn({n, n}), b = randn({n, n}), c = empty({n, n});
+  for (auto _ : st)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n);
+  flops(st, 2.0 * n * n * n);
+}
+BENCHMARK(BM_sgemm_openblas_1thread)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The same product through mg::matmul: rows split over the thread pool.
+void BM_sgemm_minigrad(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  Tensor a = randn({n, n}), b = randn({n, n});
+  for (auto _ : st) benchmark::DoNotOptimize(matmul(a, b));
+  flops(st, 2.0 * n * n * n);
+}
+BENCHMARK(BM_sgemm_minigrad)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The MLP's first Linear (d -> 4d) forward + backward.
+void BM_linear_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  Variable x(randn({s.B * s.T, s.d}), true), w(randn({4 * s.d, s.d}), true), b(randn({4 * s.d}), true);
+  Tensor g = randn({s.B * s.T, 4 * s.d});
+  for (auto _ : st) linear(x, w, b).backward(g);
+  flops(st, 3 * 2.0 * s.B * s.T * s.d * 4 * s.d);
+}
+BENCHMARK(BM_linear_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_gelu_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  Variable x(randn({s.B * s.T, 4 * s.d}), true);
+  Tensor g = randn({s.B * s.T, 4 * s.d});
+  for (auto _ : st) gelu(x).backward(g);
+}
+BENCHMARK(BM_gelu_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_layer_norm_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  Variable x(randn({s.B * s.T, s.d}), true), w(ones({s.d}), true), b(zeros({s.d}), true);
+  Tensor g = randn({s.B * s.T, s.d});
+  for (auto _ : st) layer_norm(x, {s.d}, w, b).backward(g);
+}
+BENCHMARK(BM_layer_norm_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// Softmax over the attention rows: (B*H*T, T).
+void BM_softmax_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  Variable x(randn({s.B * s.H * s.T, s.T}), true);
+  Tensor g = randn({s.B * s.H * s.T, s.T});
+  for (auto _ : st) softmax(x, -1).backward(g);
+}
+BENCHMARK(BM_softmax_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// The head's loss: logits (N, 65).
+void BM_cross_entropy_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  Variable x(randn({s.B * s.T, 65}), true);
+  Tensor t = randint(0, 65, {s.B * s.T});
+  for (auto _ : st) cross_entropy(x, t).backward();
+}
+BENCHMARK(BM_cross_entropy_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// Causal attention on (B, H, T, d/H), fused kernel and composed ops.
+void attention(benchmark::State& st, bool fused) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  const int64_t dh = s.d / s.H;
+  Variable q(randn({s.B, s.H, s.T, dh}), true), k(randn({s.B, s.H, s.T, dh}), true), v(randn({s.B, s.H, s.T, dh}), true);
+  Tensor g = randn({s.B, s.H, s.T, dh});
+  const Tensor causal = triu(ones({s.T, s.T}, DType::Bool), 1);
+  for (auto _ : st) {
+    Variable y = fused ? scaled_dot_product_attention(q, k, v, true)
+                       : matmul(softmax(masked_fill(matmul(q, transpose(k, -2, -1)) / std::sqrt(double(dh)), causal, -INFINITY), -1), v);
+    y.backward(g);
+  }
+}
+void BM_attention_fused_fwd_bwd(benchmark::State& st) { attention(st, true); }
+void BM_attention_composed_fwd_bwd(benchmark::State& st) { attention(st, false); }
+BENCHMARK(BM_attention_fused_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_attention_composed_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  set_num_threads(2);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
