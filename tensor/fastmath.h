@@ -57,6 +57,16 @@ inline float sum8(const float* p, int64_t n) {
   for (; i < n; ++i) s += p[i];
   return s;
 }
+/// Sum of (p[i] - mu)^2, eight lanes as sum8.
+inline float sum8_sq(const float* p, int64_t n, float mu) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) acc[j] += (p[i + j] - mu) * (p[i + j] - mu);
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i) s += (p[i] - mu) * (p[i] - mu);
+  return s;
+}
 inline double sum8(const double* p, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += p[i];

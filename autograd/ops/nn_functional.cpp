@@ -138,17 +138,27 @@ Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Vari
         for (int64_t r = r0; r < r1; ++r) {
           const T *a = px + r * N, *g = pg + r * N;
           T *h = ph + r * N, *o = pdx + r * N;
-          double sg = 0, sgh = 0;
-          for (int64_t i = 0; i < N; ++i) {
-            h[i] = (a[i] - pm[r]) * pr[r];
-            const double gi = pw ? double(g[i]) * pw[i] : double(g[i]);
-            sg += gi;
-            sgh += gi * h[i];
+          const T m = pm[r], rs = pr[r];
+          // Two row sums, sum(g w) and sum(g w xhat), in eight independent lanes (vectorised, and
+          // added in a fixed order so the bits do not depend on threads).
+          T sg[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sgh[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          int64_t i = 0;
+          for (; i + 8 <= N; i += 8)
+            for (int j = 0; j < 8; ++j) {
+              h[i + j] = (a[i + j] - m) * rs;
+              const T gi = pw ? g[i + j] * pw[i + j] : g[i + j];
+              sg[j] += gi, sgh[j] += gi * h[i + j];
+            }
+          for (; i < N; ++i) {
+            h[i] = (a[i] - m) * rs;
+            const T gi = pw ? g[i] * pw[i] : g[i];
+            sg[0] += gi, sgh[0] += gi * h[i];
           }
-          const double mg_ = sg / N, mgh = sgh / N;
-          for (int64_t i = 0; i < N; ++i) {
-            const double gi = pw ? double(g[i]) * pw[i] : double(g[i]);
-            o[i] = static_cast<T>(pr[r] * (gi - mg_ - h[i] * mgh));
+          const T mg_ = (((sg[0] + sg[1]) + (sg[2] + sg[3])) + ((sg[4] + sg[5]) + (sg[6] + sg[7]))) / static_cast<T>(N);
+          const T mgh = (((sgh[0] + sgh[1]) + (sgh[2] + sgh[3])) + ((sgh[4] + sgh[5]) + (sgh[6] + sgh[7]))) / static_cast<T>(N);
+          for (int64_t k = 0; k < N; ++k) {
+            const T gi = pw ? g[k] * pw[k] : g[k];
+            o[k] = rs * (gi - mg_ - h[k] * mgh);
           }
         }
       });

@@ -102,19 +102,31 @@ Tensor layer_norm(const Tensor& x0, int64_t k, const Tensor& weight, const Tenso
     parallel_for(0, M, std::max<int64_t>(1, kGrain / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* a = px + r * N;
-        double s = 0, ss = 0;
-        for (int64_t i = 0; i < N; ++i) s += a[i];
-        const double mu = s / static_cast<double>(N);
-        for (int64_t i = 0; i < N; ++i) ss += (a[i] - mu) * (a[i] - mu);  // two passes: no cancellation
-        const double rs = 1.0 / std::sqrt(ss / static_cast<double>(N) + eps);
+        double mu, var;
+        if constexpr (std::is_same_v<T, float>) {  // eight float lanes: vectorised, fixed order
+          mu = fast::sum8(a, N) / static_cast<float>(N);
+          var = fast::sum8_sq(a, N, static_cast<float>(mu)) / static_cast<float>(N);
+        } else {
+          double s = 0, ss = 0;
+          for (int64_t i = 0; i < N; ++i) s += a[i];
+          mu = s / static_cast<double>(N);
+          for (int64_t i = 0; i < N; ++i) ss += (a[i] - mu) * (a[i] - mu);  // two passes: no cancellation
+          var = ss / static_cast<double>(N);
+        }
+        const double rs = 1.0 / std::sqrt(var + eps);
         pm[r] = static_cast<T>(mu);
         pr[r] = static_cast<T>(rs);
         T* o = py + r * N;
-        for (int64_t i = 0; i < N; ++i) {
-          T v = static_cast<T>((a[i] - mu) * rs);
-          if (pw) v *= pw[i];
-          if (pb) v += pb[i];
-          o[i] = v;
+        const T m = static_cast<T>(mu), rr = static_cast<T>(rs);
+        if (pw && pb) {
+          for (int64_t i = 0; i < N; ++i) o[i] = (a[i] - m) * rr * pw[i] + pb[i];
+        } else {
+          for (int64_t i = 0; i < N; ++i) {
+            T v = (a[i] - m) * rr;
+            if (pw) v *= pw[i];
+            if (pb) v += pb[i];
+            o[i] = v;
+          }
         }
       }
     });
