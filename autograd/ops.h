@@ -125,6 +125,9 @@ Variable dropout(const Variable& x, double p, bool training, Generator& gen = de
 /// O(T) for the backward instead of the (T, T) weights (autograd/ops/attention.cpp).
 /// q (B, H, Tq, d), k and v (B, H, Tk, d) -> (B, H, Tq, d). Causal: query i sees keys j <= i.
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v, bool is_causal = false);
+/// The same fused attention with q, k, v read from one (B, T, 3E) projection [Q | K | V]
+/// (self-attention with the three products in one GEMM) -> (B, H, T, E/H).
+Variable self_attention_qkv(const Variable& qkv, int64_t num_heads, bool is_causal = false);
 /// x gathered along dim by int64 index (same ndim).
 Variable gather(const Variable& x, int64_t dim, const Tensor& index);
 /// Slices of x along dim picked by a 1-D int64 index.

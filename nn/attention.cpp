@@ -67,13 +67,25 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
            "MultiheadAttention: query {}, key {} and value {} must share the batch size, and key and "
            "value the sequence length", shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape()));
 
+  const bool fused = options.fused && !mask.need_weights && !hook_ && !mask.attn_mask.defined() &&
+                     !mask.key_padding_mask.defined() && (attn_dropout.p == 0 || !attn_dropout.is_training());
+  if (fused && query.impl() == key.impl() && key.impl() == value.impl()) {
+    // Self-attention, fast path. x [W_Q; W_K; W_V]^T = [x W_Q^T | x W_K^T | x W_V^T]: the three
+    // products in one GEMM over the stacked weights (the parameters are still the three Linear
+    // layers' own; the stacking is recorded, so each gets its own gradient), then the fused kernel
+    // reads Q, K, V in place from the result.
+    const Variable w = concat({w_q.weight, w_k.weight, w_v.weight}, 0);  // (3E, E)
+    const Variable b = w_q.bias.defined() ? concat({w_q.bias, w_k.bias, w_v.bias}, 0) : Variable();
+    Variable mixed = self_attention_qkv(linear(query, w, b), num_heads, mask.is_causal);  // (B, H, T, d)
+    if (mask.head_mask.defined()) mixed = mixed * Variable(head_scale(mask.head_mask, mixed.dtype()));
+    return {w_o.forward(merge_heads(mixed)), Variable(), Variable()};
+  }
+
   // Project, then view each projection as num_heads slices of head_dim features.
   const Variable q = split_heads(w_q.forward(query), num_heads);  // (B, H, Tq, d)
   const Variable k = split_heads(w_k.forward(key), num_heads);    // (B, H, Tk, d)
   const Variable v = split_heads(w_v.forward(value), num_heads);  // (B, H, Tk, d)
 
-  const bool fused = options.fused && !mask.need_weights && !hook_ && !mask.attn_mask.defined() &&
-                     !mask.key_padding_mask.defined() && (attn_dropout.p == 0 || !attn_dropout.is_training());
   if (fused) {  // the same numbers without building (B, H, Tq, Tk) tensors: autograd/ops/attention.cpp
     Variable mixed = scaled_dot_product_attention(q, k, v, mask.is_causal);  // (B, H, Tq, d)
     if (mask.head_mask.defined()) mixed = mixed * Variable(head_scale(mask.head_mask, mixed.dtype()));

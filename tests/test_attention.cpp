@@ -218,6 +218,11 @@ TEST(FusedAttention, Gradcheck) {
     auto heads = [](const Variable& x) { return nn::split_heads(x, 2); };
     return scaled_dot_product_attention(heads(v[0]), heads(v[1]), heads(v[2]), true);
   }, {rnd({2, 3, 4}, 8), rnd({2, 3, 4}, 9), rnd({2, 3, 4}, 10)});
+  // q, k, v read in place from one (B, T, 3E) projection
+  for (bool causal : {true, false})
+    mgtest::expect_gradcheck([causal](const std::vector<Variable>& v) { return self_attention_qkv(v[0], 2, causal); },
+                             {rnd({2, 3, 12}, 11)});
+  EXPECT_THROW(self_attention_qkv(Variable(ones({2, 3, 10})), 2), ShapeError);
 }
 
 TEST(FusedAttention, MultiheadAttentionFusedEqualsComposed) {

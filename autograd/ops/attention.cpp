@@ -104,6 +104,38 @@ void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& 
   }
 }
 
+
+// The fused forward over views q, k, v; returns (out, lse).
+std::pair<Tensor, Tensor> attention_forward(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal) {
+  const int64_t B = hq.B, H = hq.H, Tq = hq.T, Tk = hk.T, d = hq.d;
+  Tensor out = empty_heads(B, H, Tq, d, hq.t.dtype()), lse = empty({B, H, Tq}, hq.t.dtype());
+  const Heads ho(out);
+  visit_float(hq.t.dtype(), "scaled_dot_product_attention", [&]<class T>() {
+    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    T* pl = lse.data<T>();
+    parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<T> S(kBlock * std::max<int64_t>(Tk, 1));
+      for (int64_t bh = b0; bh < b1; ++bh) forward_head<T>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S);
+    });
+  });
+  return {out, lse};
+}
+
+// The fused backward, writing into the views dq, dk, dv.
+void attention_backward(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& lse, const Tensor& dy,
+                        const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal) {
+  const Heads hg(dy);
+  visit_float(dy.dtype(), "scaled_dot_product_attention backward", [&]<class T>() {
+    const T scale = T(1) / std::sqrt(static_cast<T>(hq.d));
+    const T* pl = lse.data<T>();
+    parallel_for(0, hq.B * hq.H, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<T> P(kBlock * std::max<int64_t>(hk.T, 1)), dP(P.size()), D(hq.T);
+      for (int64_t bh = b0; bh < b1; ++bh)
+        backward_head<T>(hq, hk, hv, ho, hg, pl + bh * hq.T, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D);
+    });
+  });
+}
+
 }  // namespace
 
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v, bool is_causal) {
@@ -115,33 +147,36 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
            shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
   MG_CHECK(q.dtype() == k.dtype() && k.dtype() == v.dtype(), DTypeError, "scaled_dot_product_attention: dtype mismatch");
   const Heads hq(q.data()), hk(k.data()), hv(v.data());
-  const int64_t B = hq.B, H = hq.H, Tq = hq.T, Tk = hk.T, d = hq.d;
-  Tensor out = empty_heads(B, H, Tq, d, q.dtype()), lse = empty({B, H, Tq}, q.dtype());
-  const Heads ho(out);
-  visit_float(q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
-    const T scale = T(1) / std::sqrt(static_cast<T>(d));
-    T* pl = lse.data<T>();
-    parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<T> S(kBlock * std::max<int64_t>(Tk, 1));
-      for (int64_t bh = b0; bh < b1; ++bh) forward_head<T>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S);
-    });
-  });
+  auto [out, lse] = attention_forward(hq, hk, hv, is_causal);
   return record("scaled_dot_product_attention", out, {q, k, v},
-                [hq, hk, hv, ho, lse, is_causal](const Tensor& dy, const Node&) -> TensorList {
-                  const int64_t B = hq.B, H = hq.H, Tq = hq.T, Tk = hk.T, d = hq.d;
-                  Tensor dq = empty_heads(B, H, Tq, d, dy.dtype()), dk = empty_heads(B, H, Tk, d, dy.dtype()),
-                         dv = empty_heads(B, H, Tk, d, dy.dtype());
-                  const Heads hg(dy), hdq(dq), hdk(dk), hdv(dv);
-                  visit_float(dy.dtype(), "scaled_dot_product_attention backward", [&]<class T>() {
-                    const T scale = T(1) / std::sqrt(static_cast<T>(d));
-                    const T* pl = lse.data<T>();
-                    parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
-                      std::vector<T> P(kBlock * std::max<int64_t>(Tk, 1)), dP(P.size()), D(Tq);
-                      for (int64_t bh = b0; bh < b1; ++bh)
-                        backward_head<T>(hq, hk, hv, ho, hg, pl + bh * Tq, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D);
-                    });
-                  });
+                [hq, hk, hv, ho = Heads(out), lse, is_causal](const Tensor& dy, const Node&) -> TensorList {
+                  Tensor dq = empty_heads(hq.B, hq.H, hq.T, hq.d, dy.dtype()), dk = empty_heads(hk.B, hk.H, hk.T, hk.d, dy.dtype()),
+                         dv = empty_heads(hv.B, hv.H, hv.T, hv.d, dy.dtype());
+                  attention_backward(hq, hk, hv, ho, lse, dy, Heads(dq), Heads(dk), Heads(dv), is_causal);
                   return {dq, dk, dv};
+                });
+}
+
+// The same attention reading q, k, v from one (B, T, 3E) projection [Q | K | V] (self-attention
+// with the three products computed by one GEMM). Its gradient is one (B, T, 3E) tensor with
+// dQ, dK, dV written into their column blocks: nothing to split or add up.
+Variable self_attention_qkv(const Variable& qkv, int64_t num_heads, bool is_causal) {
+  MG_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * num_heads) == 0, ShapeError,
+           "self_attention_qkv: expected (batch, seq, 3 * embed_dim) with embed_dim divisible by {} heads, got {}", num_heads,
+           shape_str(qkv.shape()));
+  const int64_t E = qkv.size(2) / 3;
+  auto heads_of = [E, num_heads](const Tensor& t, int64_t i) {
+    const int64_t B = t.size(0), T = t.size(1);
+    return Heads(t.narrow(2, i * E, E).view({B, T, num_heads, E / num_heads}).transpose(1, 2));
+  };
+  const Tensor x = qkv.data().contiguous();
+  const Heads hq = heads_of(x, 0), hk = heads_of(x, 1), hv = heads_of(x, 2);
+  auto [out, lse] = attention_forward(hq, hk, hv, is_causal);
+  return record("self_attention_qkv", out, {qkv},
+                [hq, hk, hv, ho = Heads(out), lse, is_causal, heads_of, shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
+                  Tensor dqkv = empty(shape, dy.dtype());
+                  attention_backward(hq, hk, hv, ho, lse, dy, heads_of(dqkv, 0), heads_of(dqkv, 1), heads_of(dqkv, 2), is_causal);
+                  return {dqkv};
                 });
 }
 
