@@ -3,6 +3,11 @@
 namespace mg::nn {
 namespace {
 Variable activate(const Variable& x, const std::string& name) { return name == "gelu" ? gelu(x) : relu(x); }
+// The position-wise MLP both layers end with: dropout_out(linear2(dropout(act(linear1(x))))).
+Variable mlp(const Linear& linear1, const Dropout& dropout, const Linear& linear2, const Dropout& dropout_out,
+             const std::string& activation, const Variable& x) {
+  return dropout_out.forward(linear2.forward(dropout.forward(activate(linear1.forward(x), activation))));
+}
 void check_activation(const std::string& a) {
   MG_CHECK(a == "relu" || a == "gelu", ValueError, "Transformer layer: activation must be \"relu\" or \"gelu\", got \"{}\"", a);
 }
@@ -32,7 +37,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d, int64_t h, Transform
 }
 
 Variable TransformerEncoderLayer::feed_forward(const Variable& x) const {
-  return dropout2.forward(linear2.forward(dropout.forward(activate(linear1.forward(x), options.activation))));
+  return mlp(linear1, dropout, linear2, dropout2, options.activation, x);
 }
 
 Variable TransformerEncoderLayer::forward(const Variable& src, const AttentionMask& mask) const {
@@ -80,7 +85,7 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d, int64_t h, Transform
 }
 
 Variable TransformerDecoderLayer::feed_forward(const Variable& x) const {
-  return dropout3.forward(linear2.forward(dropout.forward(activate(linear1.forward(x), options.activation))));
+  return mlp(linear1, dropout, linear2, dropout3, options.activation, x);
 }
 
 Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask,
