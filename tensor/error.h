@@ -36,6 +36,10 @@ struct DTypeError : Error {
 struct FileError : Error {
   using Error::Error;
 };
+/// A tensor too large to allocate.
+struct MemoryError : Error {
+  using Error::Error;
+};
 /// An operation called in the wrong state: backward through a freed graph, an undefined tensor.
 struct StateError : Error {
   using Error::Error;

@@ -10,6 +10,17 @@ int64_t numel_of(const Shape& shape) {
   return n;
 }
 
+int64_t checked_numel(const Shape& shape, std::string_view op) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    MG_CHECK(s >= 0, ValueError, "{}: negative size in shape {}", op, shape_str(shape));
+    MG_CHECK(s == 0 || n <= (int64_t{1} << 62) / s, ValueError, "{}: shape {} has too many elements to allocate", op,
+             shape_str(shape));
+    n *= s;
+  }
+  return n;
+}
+
 Strides contiguous_strides(const Shape& shape) {
   Strides st(shape.size());
   int64_t acc = 1;

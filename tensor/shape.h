@@ -14,6 +14,9 @@ using Strides = std::vector<int64_t>;
 
 /// Number of elements of a shape (1 for a scalar).
 int64_t numel_of(const Shape& shape);
+/// numel_of for a shape about to be allocated: a ValueError naming `op` if a size is negative or
+/// the count does not fit in 64 bits.
+int64_t checked_numel(const Shape& shape, std::string_view op);
 /// Row-major strides of a contiguous tensor of this shape: (2, 3, 4) -> (12, 4, 1).
 Strides contiguous_strides(const Shape& shape);
 /// "(2, 3)" -- how shapes are written in every error message.

@@ -1,5 +1,7 @@
 #include "tensor/storage.h"
 
+#include "tensor/error.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -54,7 +56,7 @@ void* allocate(size_t cls) {
   if (!p) {
     empty_cache();  // give back what is cached and try once more
     p = std::aligned_alloc(64, cls);
-    if (!p) throw std::bad_alloc();
+    MG_CHECK(p != nullptr, MemoryError, "out of memory: cannot allocate {} bytes for a tensor", cls);
   }
   return p;
 }

@@ -191,10 +191,16 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   return Tensor(storage_, dtype_, sh, st, offset_ + start * strides_[d]);
 }
 
-Tensor Tensor::expand(const Shape& shape) const {
-  MG_CHECK(shape.size() >= shape_.size(), ShapeError,
-           "expand: cannot expand shape {} to fewer dims {}", shape_str(shape_), shape_str(shape));
-  const size_t lead = shape.size() - shape_.size();
+Tensor Tensor::expand(const Shape& shape0) const {
+  MG_CHECK(shape0.size() >= shape_.size(), ShapeError,
+           "expand: cannot expand shape {} to fewer dims {}", shape_str(shape_), shape_str(shape0));
+  const size_t lead = shape0.size() - shape_.size();
+  Shape shape = shape0;  // -1 keeps a dim's size, as in PyTorch
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && i >= lead) shape[i] = shape_[i - lead];
+    MG_CHECK(shape[i] >= 0, ShapeError, "expand: invalid size {} at dim {} in {} (sizes must be >= 0, or -1 to keep a dim)",
+             shape0[i], i, shape_str(shape0));
+  }
   for (size_t i = 0; i < shape_.size(); ++i)
     MG_CHECK(shape_[i] == shape[lead + i] || shape_[i] == 1, ShapeError,
              "expand: cannot expand shape {} to {} (dim {}: {} vs {})", shape_str(shape_),
@@ -221,6 +227,8 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  MG_CHECK(d >= -(dim() + 1) && d <= dim(), IndexError,
+           "unsqueeze: position {} is out of range for a tensor with {} dims (expected {} to {})", d, dim(), -(dim() + 1), dim());
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape sh = shape_;
   Strides st = strides_;
@@ -331,16 +339,12 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 // ---------------------------------------------------------------- creation
 
 Tensor empty(const Shape& shape, DType dtype) {
-  for (int64_t s : shape)
-    MG_CHECK(s >= 0, ValueError, "empty: negative size in shape {}", shape_str(shape));
-  auto storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype));
+  auto storage = std::make_shared<Storage>(checked_numel(shape, "empty") * itemsize(dtype));
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
 Tensor zeros(const Shape& shape, DType dtype) {
-  for (int64_t s : shape)
-    MG_CHECK(s >= 0, ValueError, "zeros: negative size in shape {}", shape_str(shape));
-  auto storage = std::make_shared<Storage>(numel_of(shape) * itemsize(dtype), /*zero=*/true);
+  auto storage = std::make_shared<Storage>(checked_numel(shape, "zeros") * itemsize(dtype), /*zero=*/true);
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
@@ -355,8 +359,10 @@ Tensor full(const Shape& shape, double value, DType dtype) {
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
 
 Tensor arange(double start, double end, double step, DType dtype) {
-  MG_CHECK(step != 0, ValueError, "arange: step must be non-zero");
+  MG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ValueError,
+           "arange: start, end and step must be finite and step non-zero, got [{}, {}) step {}", start, end, step);
   const double count = std::ceil((end - start) / step);
+  MG_CHECK(count < 4.6e18, ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end, step, count);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Tensor t = empty({n}, dtype);
   visit_all(dtype, [&]<class T>() {

@@ -76,7 +76,7 @@ class Tensor {
   /// Elements start, start+step, ... < end of dim `d` (Python slicing; negative start/end count
   /// from the end and are clamped).
   Tensor slice(int64_t d, int64_t start, int64_t end, int64_t step = 1) const;
-  /// Broadcast to `shape` by giving size-1 (or missing leading) dims stride 0.
+  /// Broadcast to `shape` by giving size-1 (or missing leading) dims stride 0; -1 keeps a size.
   Tensor expand(const Shape& shape) const;
   /// Remove dim `d`, which must have size 1.
   Tensor squeeze(int64_t d) const;

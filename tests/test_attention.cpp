@@ -246,4 +246,6 @@ TEST(FusedAttention, Errors) {
   Variable q(ones({2, 3, 4, 5})), k(ones({2, 3, 4, 6}));
   EXPECT_THROW(scaled_dot_product_attention(q, k, k), ShapeError);
   EXPECT_THROW(scaled_dot_product_attention(Variable(ones({3, 4, 5})), q, q), ShapeError);
+  Variable no_keys(ones({2, 3, 0, 5}));  // softmax over nothing: refused rather than made up
+  EXPECT_THROW(scaled_dot_product_attention(q, no_keys, no_keys), ShapeError);
 }

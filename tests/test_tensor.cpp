@@ -87,6 +87,15 @@ TEST(Tensor, ViewErrorsNameShapes) {
   EXPECT_THROW(zeros({2, 3}).transpose(0, 2), IndexError);
   EXPECT_THROW(zeros({2, 3}).narrow(1, 2, 2), IndexError);
   EXPECT_THROW(zeros({2, 3}).expand({2, 4}), ShapeError);
+  EXPECT_EQ(zeros({1, 3}).expand({4, -1}).shape(), (Shape{4, 3}));  // -1 keeps a size
+  EXPECT_THROW(zeros({3}).expand({-1, 3}), ShapeError);             // ...but a new dim has none to keep
+  EXPECT_THROW(zeros({1, 3}).expand({-5, 3}), ShapeError);
+  try {
+    zeros({2}).unsqueeze(3);
+    FAIL();
+  } catch (const IndexError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("unsqueeze: position 3 is out of range for a tensor with 1 dims (expected -2 to 1)"));
+  }
   EXPECT_THROW(zeros({2}).permute({0, 0}), ShapeError);
 }
 
@@ -150,4 +159,13 @@ TEST(Tensor, ItemAndDataChecks) {
   EXPECT_THROW(zeros({2}).data<double>(), DTypeError);
   EXPECT_THROW(Tensor().clone(), StateError);
   EXPECT_THROW(empty({-1}), ValueError);
+  // a count that would overflow 64 bits is refused, not wrapped round to a tiny allocation
+  try {
+    zeros({int64_t{1} << 40, int64_t{1} << 40});
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has too many elements to allocate"));
+  }
+  EXPECT_THROW(arange(0.0, 1e30, 1.0), ValueError);
+  EXPECT_THROW(arange(0.0, INFINITY, 1.0), ValueError);
 }

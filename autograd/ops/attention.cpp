@@ -146,6 +146,8 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
            "scaled_dot_product_attention: q {}, k {} and v {} must share batch, heads and head_dim, and k and v their shape",
            shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
   MG_CHECK(q.dtype() == k.dtype() && k.dtype() == v.dtype(), DTypeError, "scaled_dot_product_attention: dtype mismatch");
+  MG_CHECK(k.size(2) > 0 && q.size(3) > 0, ShapeError,
+           "scaled_dot_product_attention: need at least one key and head_dim >= 1, got k {}", shape_str(k.shape()));
   const Heads hq(q.data()), hk(k.data()), hv(v.data());
   auto [out, lse] = attention_forward(hq, hk, hv, is_causal);
   return record("scaled_dot_product_attention", out, {q, k, v},
@@ -161,7 +163,7 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
 // with the three products computed by one GEMM). Its gradient is one (B, T, 3E) tensor with
 // dQ, dK, dV written into their column blocks: nothing to split or add up.
 Variable self_attention_qkv(const Variable& qkv, int64_t num_heads, bool is_causal) {
-  MG_CHECK(qkv.dim() == 3 && qkv.size(2) % (3 * num_heads) == 0, ShapeError,
+  MG_CHECK(num_heads > 0 && qkv.dim() == 3 && qkv.size(1) > 0 && qkv.size(2) > 0 && qkv.size(2) % (3 * num_heads) == 0, ShapeError,
            "self_attention_qkv: expected (batch, seq, 3 * embed_dim) with embed_dim divisible by {} heads, got {}", num_heads,
            shape_str(qkv.shape()));
   const int64_t E = qkv.size(2) / 3;
