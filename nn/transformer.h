@@ -5,6 +5,8 @@
 // post-LN (norm_first=false, the 2017 paper):  x = norm(x + sublayer(x))
 // pre-LN  (norm_first=true, GPT-2 and later):  x = x + sublayer(norm(x))
 #include "nn/attention.h"
+#include "nn/container.h"
+#include "nn/embedding.h"
 
 namespace mg::nn {
 
@@ -75,6 +77,35 @@ class GPTBlock : public Module {
   MultiheadAttention attn;
   Linear fc, proj;  // the MLP: d -> 4d -> d
   Dropout resid_dropout;
+};
+
+/// Hyper-parameters of GPT.
+struct GPTOptions {
+  int64_t vocab = 65;    // tokens
+  int64_t context = 64;  // longest sequence (rows of the position embedding)
+  int64_t dim = 128;     // model width
+  int64_t heads = 4;
+  int64_t layers = 4;
+  double dropout = 0.0;
+};
+
+/// A decoder-only Transformer, GPT-2's layout: token + position embeddings, `layers` GPTBlocks,
+/// a final LayerNorm and an untied linear head. The model of examples/char_gpt and bench/gpt
+/// (the same as ../shared/bench/torch_gpt_ref.py).
+class GPT : public Module {
+ public:
+  explicit GPT(GPTOptions options, Generator& gen = default_generator());
+  /// ids (B, T) int64, T <= context -> logits (B, T, vocab).
+  Variable forward(const Tensor& ids) const;
+
+  std::string type_name() const override { return "GPT"; }
+  std::string extra_repr() const override;
+
+  const GPTOptions options;
+  Embedding tok, pos;
+  ModuleList blocks;  // GPTBlock x layers
+  LayerNorm ln_f;
+  Linear head;
 };
 
 }  // namespace mg::nn

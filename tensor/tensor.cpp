@@ -358,6 +358,12 @@ Tensor full(const Shape& shape, double value, DType dtype) {
 
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
 
+Tensor eye(int64_t n, DType dtype) {
+  Tensor t = zeros({n, n}, dtype);
+  Tensor(t.storage(), dtype, {n}, {n + 1}, 0).fill_(1);  // the diagonal: a view with stride n + 1
+  return t;
+}
+
 Tensor arange(double start, double end, double step, DType dtype) {
   MG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ValueError,
            "arange: start, end and step must be finite and step non-zero, got [{}, {}) step {}", start, end, step);

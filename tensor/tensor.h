@@ -127,6 +127,8 @@ Tensor ones(const Shape& shape, DType dtype = DType::Float32);
 Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
 /// A 0-dim tensor holding `value`.
 Tensor scalar_tensor(double value, DType dtype = DType::Float32);
+/// The n x n identity matrix.
+Tensor eye(int64_t n, DType dtype = DType::Float32);
 /// start, start+step, ... < end (like torch.arange).
 Tensor arange(double start, double end, double step = 1, DType dtype = DType::Int64);
 /// 0, 1, ..., n-1.

@@ -171,8 +171,6 @@ TEST(Sequential, RunsInOrderAndNamesChildren) {
   s.emplace_back<nn::Linear>(5, 2);
   EXPECT_EQ(s.named_parameters()[2].first, "2.weight");
   Variable x(rnd({4, 3}, 2).to(DType::Float32));
-  auto& l0 = s.named_children()[0].second;
-  (void)l0;
   Variable expect = linear(gelu(linear(x, s.parameter("0.weight"), s.parameter("0.bias"))), s.parameter("2.weight"),
                            s.parameter("2.bias"));
   expect_close(s.forward(x).data(), expect.data(), 0, 0);

@@ -23,6 +23,7 @@ TEST(Tensor, CreationValues) {
   expect_values(ones({3}, DType::Float64), {3}, {1, 1, 1});
   EXPECT_EQ(scalar_tensor(2.5).item(), 2.5);
   EXPECT_EQ(scalar_tensor(2.5).dim(), 0);
+  expect_values(eye(3), {3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1});
 }
 
 TEST(Tensor, TransposeIsAViewSharingStorage) {

@@ -1,5 +1,5 @@
 // bench/gpt: training-step time of the GPT in ../shared/bench/torch_gpt_ref.py, built from
-// minigrad's nn modules: token + position embeddings, pre-LN blocks (causal multi-head
+// minigrad's nn modules (nn::GPT): token + position embeddings, pre-LN blocks (causal multi-head
 // attention, GELU MLP 4x), final LayerNorm, untied head, AdamW(lr 3e-4), random tokens.
 //
 //   bench_gpt --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2
@@ -21,25 +21,6 @@
 
 using namespace mg;
 
-struct GPT : nn::Module {
-  nn::Embedding tok, pos;
-  nn::ModuleList blocks;
-  nn::LayerNorm ln;
-  nn::Linear head;
-  GPT(int64_t vocab, int64_t ctx, int64_t d, int64_t h, int64_t L, Generator& g)
-      : tok(vocab, d, g), pos(ctx, d, g), ln({d}), head(d, vocab, true, g) {
-    register_module("tok", tok), register_module("pos", pos), register_module("blocks", blocks);
-    register_module("ln", ln), register_module("head", head);
-    for (int64_t i = 0; i < L; ++i) blocks.emplace_back<nn::GPTBlock>(d, h, 0.0, g);
-  }
-  Variable forward(const Tensor& idx) const {
-    Variable x = tok.forward(idx) + pos.forward(arange(idx.size(1)));
-    for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<nn::GPTBlock>(i).forward(x);
-    return head.forward(ln.forward(x));
-  }
-  std::string type_name() const override { return "GPT"; }
-};
-
 int main(int argc, char** argv) {
   int64_t vocab = 65, ctx = 64, d = 128, heads = 4, layers = 4, batch = 32;
   int steps = 20, warmup = 3, threads = 2;
@@ -57,7 +38,7 @@ int main(int argc, char** argv) {
 
   set_num_threads(threads);
   Generator g(0);
-  GPT m(vocab, ctx, d, heads, layers, g);
+  nn::GPT m({.vocab = vocab, .context = ctx, .dim = d, .heads = heads, .layers = layers}, g);
   optim::AdamWOptions o;
   o.lr = 3e-4;
   optim::AdamW opt(m.parameters(), o);
@@ -77,7 +58,7 @@ int main(int argc, char** argv) {
   const double ms = times.empty() ? 0 : times[times.size() / 2];
   int64_t linear_params = 0;
   for (auto& [name, p] : m.named_parameters())
-    if (p.dim() == 2 && name.rfind("tok.", 0) != 0 && name.rfind("pos.", 0) != 0) linear_params += p.numel();
+    if (p.dim() == 2 && name.rfind("tok.", 0) != 0 && name.rfind("pos.", 0) != 0) linear_params += p.numel();  // matrices
   const double tokens = static_cast<double>(batch * ctx);
   const double flops = 3 * tokens * (2.0 * linear_params + 4.0 * layers * ctx * d);
   // Peak resident memory of this process image: VmHWM (ru_maxrss would also count the parent's

@@ -84,25 +84,11 @@ struct Vocab {
   int64_t size() const { return static_cast<int64_t>(chars.size()); }
 };
 
-struct GPT : nn::Module {
-  nn::Embedding tok, pos;
-  nn::ModuleList blocks;
-  nn::LayerNorm ln_f;
-  nn::Linear head;
-  GPT(int64_t vocab, const Config& c, Generator& g)
-      : tok(vocab, c.dim, g), pos(c.context, c.dim, g), ln_f({c.dim}), head(c.dim, vocab, true, g) {
-    register_module("tok", tok), register_module("pos", pos), register_module("blocks", blocks);
-    register_module("ln_f", ln_f), register_module("head", head);
-    for (int64_t i = 0; i < c.layers; ++i) blocks.emplace_back<nn::GPTBlock>(c.dim, c.heads, 0.0, g);
-  }
-  // ids (B, T) -> logits (B, T, vocab)
-  Variable forward(const Tensor& ids) const {
-    Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
-    for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<nn::GPTBlock>(i).forward(x);
-    return head.forward(ln_f.forward(x));
-  }
-  std::string type_name() const override { return "GPT"; }
-};
+// The model is nn::GPT (nn/transformer.h): token + position embeddings, GPTBlocks (causal
+// multi-head attention + GELU MLP, pre-LN), a final LayerNorm and a linear head.
+nn::GPTOptions gpt_options(int64_t vocab, const Config& c) {
+  return {.vocab = vocab, .context = c.context, .dim = c.dim, .heads = c.heads, .layers = c.layers};
+}
 
 // B random windows of context+1 characters from `ids`: inputs and next-character targets.
 std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, const Config& c, Generator& g) {
@@ -117,11 +103,11 @@ std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, const Config
   return {x, y};
 }
 
-Variable loss_on(const GPT& m, const Tensor& x, const Tensor& y) {
+Variable loss_on(const nn::GPT& m, const Tensor& x, const Tensor& y) {
   return cross_entropy(reshape(m.forward(x), {-1, m.head.out_features}), y.reshape({-1}));
 }
 
-double val_loss(const GPT& m, const std::vector<int64_t>& val, const Config& c) {
+double val_loss(const nn::GPT& m, const std::vector<int64_t>& val, const Config& c) {
   NoGradGuard no_grad;
   Generator g(c.seed + 7);  // the same validation windows every time
   double s = 0;
@@ -133,7 +119,7 @@ double val_loss(const GPT& m, const std::vector<int64_t>& val, const Config& c) 
 }
 
 // Continue `prompt` by sampling: logits / temperature, keep the top_k, softmax, draw.
-std::string sample(const GPT& m, const Vocab& v, const Config& c, Generator& g) {
+std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator& g) {
   NoGradGuard no_grad;
   std::vector<int64_t> ids;
   for (unsigned char ch : c.prompt) ids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0);
@@ -192,7 +178,7 @@ int main(int argc, char** argv) {
     const size_t split = ids.size() * 9 / 10;
     const std::vector<int64_t> train(ids.begin(), ids.begin() + split), val(ids.begin() + split, ids.end());
     Generator g(c.seed);
-    GPT m(v.size(), c, g);
+    nn::GPT m(gpt_options(v.size(), c), g);
     optim::AdamWOptions o;
     o.lr = c.lr;
     optim::AdamW opt(m.parameters(), o);

@@ -75,7 +75,8 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdi
                   std::string_view op) {
   MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
   MG_CHECK(x.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be summed; convert first", op);
-  if (mean) visit_float(x.dtype(), op, [] <class T>() {});
+  MG_CHECK(!mean || is_floating(x.dtype()), DTypeError, "{}: expected a floating tensor (float32 or float64), got {}", op,
+           dtype_name(x.dtype()));
   Plan p = plan_reduction(x, dims, keepdim, op);
   Tensor out = empty(p.out_shape, x.dtype());
   visit_all(x.dtype(), [&]<class T>() {
