@@ -1,12 +1,14 @@
 # The two promises of the README:
 #   make test  -- install what is missing, build (Release), run every test; then the same suite
-#                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder.
+#                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder;
+#                 then build the library with clang++ too (the tests keep using g++).
 #   make demo  -- install what is missing, build, run the tour of examples (scripts/demo).
 JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+CLANG_BUILD ?= build-clang
 
-.PHONY: deps demo-deps bench-deps build build-asan test test-release test-asan demo bench clean
+.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan demo bench clean
 
 deps:
 	@scripts/install-deps
@@ -25,6 +27,11 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMG_SANITIZE=ON -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
+# The library alone, compiled by clang++: a second compiler keeps the code standard C++.
+build-clang: deps
+	cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
+	cmake --build $(CLANG_BUILD) -j$(JOBS)
+
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
@@ -33,7 +40,7 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
-test: test-release test-asan
+test: test-release test-asan build-clang
 
 demo: demo-deps build
 	@BUILD=$(BUILD) scripts/demo
@@ -43,4 +50,4 @@ bench: bench-deps build
 	BUILD=$(BUILD) /usr/bin/python3 bench/run.py
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD)

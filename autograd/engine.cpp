@@ -9,7 +9,7 @@
 //    StateError, as in PyTorch.
 #include <unordered_map>
 
-#include "autograd/variable.h"
+#include "autograd/engine.h"
 #include "tensor/ops.h"
 
 namespace mg {

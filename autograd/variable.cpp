@@ -1,14 +1,9 @@
 #include "autograd/variable.h"
 
+#include "autograd/engine.h"
 #include "tensor/ops.h"
 
 namespace mg {
-
-namespace {
-thread_local bool grad_enabled = true;
-}
-bool GradMode::is_enabled() { return grad_enabled; }
-void GradMode::set_enabled(bool enabled) { grad_enabled = enabled; }
 
 Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
   MG_CHECK(data.defined(), StateError, "Variable: cannot wrap an undefined tensor");

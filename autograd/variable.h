@@ -3,6 +3,8 @@
 // the Node that produced it. Copies of a Variable share all of that (like a PyTorch tensor).
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
@@ -68,6 +70,66 @@ class Variable {
   /// The value of a one-element variable.
   double item() const { return data().item(); }
 
+  // ---- method forms, as a PyTorch user writes them: x.transpose(-2, -1).pow(2).sum() ----
+  // Each calls the free function of the same name (autograd/ops/), so both spellings record the
+  // same op. Defined in autograd/variable_methods.cpp.
+  /// reshape(*this, shape)
+  Variable reshape(const Shape& shape) const;
+  /// view(*this, shape)
+  Variable view(const Shape& shape) const;
+  /// flatten(*this, start_dim, end_dim)
+  Variable flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// transpose(*this, d0, d1)
+  Variable transpose(int64_t d0, int64_t d1) const;
+  /// permute(*this, dims)
+  Variable permute(const std::vector<int64_t>& dims) const;
+  /// narrow(*this, dim, start, length)
+  Variable narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// slice(*this, dim, start, end, step)
+  Variable slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  /// expand(*this, shape)
+  Variable expand(const Shape& shape) const;
+  /// squeeze(*this): every size-1 dim removed
+  Variable squeeze() const;
+  /// squeeze(*this, dim)
+  Variable squeeze(int64_t dim) const;
+  /// unsqueeze(*this, dim)
+  Variable unsqueeze(int64_t dim) const;
+  /// sum(*this, dims, keepdim)
+  Variable sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// mean(*this, dims, keepdim)
+  Variable mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// max(*this, dim, keepdim): values and int64 indices
+  std::pair<Variable, Tensor> max(int64_t dim, bool keepdim = false) const;
+  /// max(*this): the largest element
+  Variable max() const;
+  /// matmul(*this, other)
+  Variable matmul(const Variable& other) const;
+  /// pow(*this, exponent)
+  Variable pow(double exponent) const;
+  /// exp(*this)
+  Variable exp() const;
+  /// log(*this)
+  Variable log() const;
+  /// sqrt(*this)
+  Variable sqrt() const;
+  /// abs(*this)
+  Variable abs() const;
+  /// neg(*this)
+  Variable neg() const;
+  /// tanh(*this)
+  Variable tanh() const;
+  /// sigmoid(*this)
+  Variable sigmoid() const;
+  /// relu(*this)
+  Variable relu() const;
+  /// softmax(*this, dim)
+  Variable softmax(int64_t dim) const;
+  /// log_softmax(*this, dim)
+  Variable log_softmax(int64_t dim) const;
+  /// masked_fill(*this, mask, value)
+  Variable masked_fill(const Tensor& mask, double value) const;
+
   /// Shared state (for the engine and to_dot).
   const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
   /// A non-leaf variable produced by `grad_fn`.
@@ -85,8 +147,5 @@ class Variable {
 /// input requires grad. Used by every op in autograd/ops/.
 Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs,
                 LambdaNode::Backward backward);
-
-/// Backpropagate from `roots` with the given output gradients (the engine behind backward()).
-void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph);
 
 }  // namespace mg

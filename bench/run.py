@@ -3,7 +3,7 @@
 
 Runs, for the auto-detected OpenBLAS kernel (OPENBLAS_CORETYPE unset, the headline) and, if the
 environment sets OPENBLAS_CORETYPE, for that one too:
-  * the GPT of ../shared/bench/torch_gpt_ref.py, small and large, minigrad with 1 and 2 threads,
+  * the GPT of bench/torch_gpt_ref.py, small and large, minigrad with 1 and 2 threads,
     PyTorch with --threads 1 and with --threads 2 OMP_WAIT_POLICY=PASSIVE (the faster is compared);
   * context scaling T = 64 ... 1024 (d 128, 4 heads, 4 layers, batch 8): step time and peak RSS;
   * the kernel micro-benchmarks (bench/micro, Google Benchmark) and their PyTorch twins.
@@ -20,7 +20,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
-REF = os.environ.get("TORCH_GPT_REF", os.path.join(ROOT, "..", "shared", "bench", "torch_gpt_ref.py"))
+REF = os.environ.get("TORCH_GPT_REF", os.path.join(ROOT, "bench", "torch_gpt_ref.py"))
 PY = "/usr/bin/python3"
 QUICK = os.environ.get("BENCH_QUICK") == "1"
 SMALL = dict(vocab=65, ctx=64, d=128, heads=4, layers=4, batch=32)
@@ -160,7 +160,7 @@ def main():
            "in the same sitting and environment. Do not edit by hand; run `make bench` again.", "",
            "## Machine", "",
            f"- CPU: {info['cpu']}, {info['cores']} cores; Linux {info['kernel']}",
-           f"- PyTorch {info['torch']} (Debian's python3-torch); the reference is ../shared/bench/torch_gpt_ref.py",
+           f"- PyTorch {info['torch']} (Debian's python3-torch); the reference is bench/torch_gpt_ref.py",
            "- Threads: minigrad runs one oneTBB pool (OpenBLAS kept single-threaded, handed blocks of rows); "
            "PyTorch is run with --threads 1 (its matmuls still use OpenBLAS threads) and with --threads 2 under "
            "OMP_WAIT_POLICY=PASSIVE, and the faster of the two is the comparison.",

@@ -11,11 +11,11 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionO
       num_heads(h),
       head_dim(h > 0 ? e / h : 0),
       options(o),
-      w_q(e, e, o.bias, gen),
-      w_k(e, e, o.bias, gen),
-      w_v(e, e, o.bias, gen),
-      w_o(e, e, o.bias, gen),
-      attn_dropout(o.dropout, gen) {
+      w_q(e, e, {.bias = o.bias}, gen),
+      w_k(e, e, {.bias = o.bias}, gen),
+      w_v(e, e, {.bias = o.bias}, gen),
+      w_o(e, e, {.bias = o.bias}, gen),
+      attn_dropout({.p = o.dropout}, gen) {
   MG_CHECK(h > 0 && e > 0 && e % h == 0, ValueError,
            "MultiheadAttention: embed_dim {} must be positive and divisible by num_heads {}", e, h);
   register_module("w_q", w_q);
@@ -36,24 +36,8 @@ std::string MultiheadAttention::extra_repr() const {
   return fmt::format("embed_dim={}, num_heads={}, head_dim={}", embed_dim, num_heads, head_dim);
 }
 
-Variable split_heads(const Variable& x, int64_t h) {
-  const int64_t B = x.size(0), T = x.size(1), E = x.size(2);
-  return transpose(reshape(x, {B, T, h, E / h}), 1, 2);
-}
-
-Variable merge_heads(const Variable& x) {
-  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), d = x.size(3);
-  return reshape(transpose(x, 1, 2), {B, T, H * d});
-}
-
-Tensor MultiheadAttention::head_scale(const Tensor& head_mask, DType dtype) const {
-  MG_CHECK(head_mask.numel() == num_heads, ShapeError, "MultiheadAttention: head_mask needs {} entries, got shape {}", num_heads,
-           shape_str(head_mask.shape()));
-  return head_mask.to(dtype).reshape({1, num_heads, 1, 1});
-}
-
-AttentionOutput MultiheadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
-                                            const AttentionMask& mask) const {
+namespace {
+void check_inputs(const Variable& query, const Variable& key, const Variable& value, int64_t embed_dim) {
   auto check3 = [&](const Variable& v, const char* what) {
     MG_CHECK(v.dim() == 3 && v.size(2) == embed_dim, ShapeError,
              "MultiheadAttention: {} must be (batch, seq, {}), got {} (hint: inputs are batch-first; "
@@ -62,55 +46,79 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
   check3(query, "query");
   check3(key, "key");
   check3(value, "value");
-  const int64_t B = query.size(0), Tq = query.size(1), Tk = key.size(1);
-  MG_CHECK(key.size(0) == B && value.size(0) == B && value.size(1) == Tk, ShapeError,
+  MG_CHECK(key.size(0) == query.size(0) && value.size(0) == query.size(0) && value.size(1) == key.size(1), ShapeError,
            "MultiheadAttention: query {}, key {} and value {} must share the batch size, and key and "
            "value the sequence length", shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape()));
+}
+}  // namespace
 
-  const bool fused = options.fused && !mask.need_weights && !hook_ && !mask.attn_mask.defined() &&
-                     !mask.key_padding_mask.defined() && (attn_dropout.p == 0 || !attn_dropout.is_training());
-  if (fused && query.impl() == key.impl() && key.impl() == value.impl()) {
-    // Self-attention, fast path. x [W_Q; W_K; W_V]^T = [x W_Q^T | x W_K^T | x W_V^T]: the three
-    // products in one GEMM over the stacked weights (the parameters are still the three Linear
-    // layers' own; the stacking is recorded, so each gets its own gradient), then the fused kernel
-    // reads Q, K, V in place from the result.
-    const Variable w = concat({w_q.weight, w_k.weight, w_v.weight}, 0);  // (3E, E)
-    const Variable b = w_q.bias.defined() ? concat({w_q.bias, w_k.bias, w_v.bias}, 0) : Variable();
-    Variable mixed = self_attention_qkv(linear(query, w, b), num_heads, mask.is_causal);  // (B, H, T, d)
-    if (mask.head_mask.defined()) mixed = mixed * Variable(head_scale(mask.head_mask, mixed.dtype()));
-    return {w_o.forward(merge_heads(mixed)), Variable(), Variable()};
-  }
+AttentionOutput MultiheadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
+                                            const AttentionForwardOptions& opt) const {
+  check_inputs(query, key, value, embed_dim);
+  // The same numbers without the (B, H, Tq, Tk) tensors, when nothing asks for them (nn/attention_fused.cpp;
+  // tests/test_attention.cpp, FusedAttention.MultiheadAttentionFusedEqualsComposed, checks outputs and gradients).
+  if (can_fuse(query, key, value, opt)) return forward_fused(query, key, value, opt);
 
-  // Project, then view each projection as num_heads slices of head_dim features.
-  const Variable q = split_heads(w_q.forward(query), num_heads);  // (B, H, Tq, d)
-  const Variable k = split_heads(w_k.forward(key), num_heads);    // (B, H, Tk, d)
-  const Variable v = split_heads(w_v.forward(value), num_heads);  // (B, H, Tk, d)
-
-  if (fused) {  // the same numbers without building (B, H, Tq, Tk) tensors: autograd/ops/attention.cpp
-    Variable mixed = scaled_dot_product_attention(q, k, v, mask.is_causal);  // (B, H, Tq, d)
-    if (mask.head_mask.defined()) mixed = mixed * Variable(head_scale(mask.head_mask, mixed.dtype()));
-    return {w_o.forward(merge_heads(mixed)), Variable(), Variable()};
-  }
-
-  // The composed reference path, op by op.
-  Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, Tk)
-  if (mask.attn_mask.defined()) {
-    if (mask.attn_mask.dtype() == DType::Bool) scores = masked_fill(scores, mask.attn_mask, -INFINITY);
-    else scores = scores + Variable(mask.attn_mask.to(scores.dtype()));
-  }
-  if (mask.is_causal) scores = masked_fill(scores, triu(ones({Tq, Tk}, DType::Bool), 1), -INFINITY);
-  if (mask.key_padding_mask.defined()) {
-    MG_CHECK(mask.key_padding_mask.dtype() == DType::Bool && mask.key_padding_mask.shape() == Shape({B, Tk}),
-             ShapeError, "MultiheadAttention: key_padding_mask must be Bool (batch, key_len) = ({}, {}), got {} {}",
-             B, Tk, dtype_name(mask.key_padding_mask.dtype()), shape_str(mask.key_padding_mask.shape()));
-    scores = masked_fill(scores, mask.key_padding_mask.view({B, 1, 1, Tk}), -INFINITY);
-  }
-  const Variable weights = softmax(scores, -1);                          // (B, H, Tq, Tk)
-  Variable mixed = matmul(attn_dropout.forward(weights), v);             // (B, H, Tq, d)
-  if (mask.head_mask.defined()) mixed = mixed * Variable(head_scale(mask.head_mask, mixed.dtype()));
-  AttentionOutput out{w_o.forward(merge_heads(mixed)), weights, scores};
+  // 1. Project every token with W_Q, W_K, W_V: three ordinary Linear layers.
+  const Variable Q = w_q.forward(query);  // (B, Tq, E)
+  const Variable K = w_k.forward(key);    // (B, Tk, E)
+  const Variable V = w_v.forward(value);  // (B, Tk, E)
+  // 2. Split heads: head h takes features [h d_k, (h+1) d_k) of each projection (a view).
+  const Variable q = split_heads(Q, num_heads);  // (B, H, Tq, d_k)
+  const Variable k = split_heads(K, num_heads);  // (B, H, Tk, d_k)
+  const Variable v = split_heads(V, num_heads);  // (B, H, Tk, d_k)
+  // 3, 4. Scores q k^T / sqrt(d_k) of every query against every key, masked (attention_scores below).
+  const Variable scores = attention_scores(q, k, opt);  // (B, H, Tq, Tk)
+  // 5. Softmax over the keys: each query's weights are positive and sum to 1.
+  const Variable weights = softmax(scores, -1);  // (B, H, Tq, Tk)
+  // 6. Mix: each query's output is the weighted average of the values.
+  const Variable mixed = matmul(attn_dropout.forward(weights), v);  // (B, H, Tq, d_k)
+  // 7, 8. Merge the heads side by side again and project with W_O.
+  AttentionOutput out{merge_and_project(mixed, opt.head_mask), weights, scores};
   if (hook_) hook_(out);
   return out;
+}
+
+Variable MultiheadAttention::merge_and_project(const Variable& heads, const Tensor& head_mask) const {
+  Variable h = heads;  // (B, H, Tq, d_k)
+  if (head_mask.defined()) {
+    MG_CHECK(head_mask.numel() == num_heads, ShapeError, "MultiheadAttention: head_mask needs {} entries, got shape {}",
+             num_heads, shape_str(head_mask.shape()));
+    h = h * Variable(head_mask.to(h.dtype()).reshape({1, num_heads, 1, 1}));
+  }
+  return w_o.forward(merge_heads(h));  // (B, Tq, E)
+}
+
+Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& opt) {
+  MG_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
+           ShapeError, "attention_scores: q {} and k {} must be (batch, heads, seq, head_dim) with equal batch, heads, head_dim",
+           shape_str(q.shape()), shape_str(k.shape()));
+  const int64_t B = q.size(0), Tq = q.size(2), Tk = k.size(2);
+  // Scores: how well each query matches each key, scaled so their spread does not grow with d_k.
+  Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(q.size(3)));  // (B, H, Tq, Tk)
+  // Masks: -inf where a query may not look, which softmax turns into weight 0.
+  if (opt.attn_mask.defined()) {
+    if (opt.attn_mask.dtype() == DType::Bool) scores = masked_fill(scores, opt.attn_mask, -INFINITY);
+    else scores = scores + Variable(opt.attn_mask.to(scores.dtype()));
+  }
+  if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, Tk}, DType::Bool), 1), -INFINITY);
+  if (opt.key_padding_mask.defined()) {
+    MG_CHECK(opt.key_padding_mask.dtype() == DType::Bool && opt.key_padding_mask.shape() == Shape({B, Tk}), ShapeError,
+             "MultiheadAttention: key_padding_mask must be Bool (batch, key_len) = ({}, {}), got {} {}", B, Tk,
+             dtype_name(opt.key_padding_mask.dtype()), shape_str(opt.key_padding_mask.shape()));
+    scores = masked_fill(scores, opt.key_padding_mask.view({B, 1, 1, Tk}), -INFINITY);
+  }
+  return scores;
+}
+
+Variable split_heads(const Variable& x, int64_t h) {
+  const int64_t B = x.size(0), T = x.size(1), E = x.size(2);
+  return transpose(reshape(x, {B, T, h, E / h}), 1, 2);
+}
+
+Variable merge_heads(const Variable& x) {
+  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), d = x.size(3);
+  return reshape(transpose(x, 1, 2), {B, T, H * d});
 }
 
 }  // namespace mg::nn

@@ -9,11 +9,18 @@
 // self-attention (all three the same sequence) and cross-attention (queries from the decoder,
 // keys and values from the encoder).
 //
-//   Q = w_q(query)  K = w_k(key)  V = w_v(value)              (B, T, E)
-//   split heads:    Q_h, K_h, V_h                              (B, H, T, d_k)
-//   scores  = Q_h K_h^T / sqrt(d_k)   (+ masks as -inf)        (B, H, Tq, Tk)
-//   weights = softmax(scores, over keys)                       (B, H, Tq, Tk)
-//   out     = w_o(concat_h(weights V_h))                       (B, Tq, E)
+//   1. project:      Q = w_q(query)  K = w_k(key)  V = w_v(value)        (B, T, E)
+//   2. split heads:  Q_h, K_h, V_h                                        (B, H, T, d_k)
+//   3. scores:       Q_h K_h^T / sqrt(d_k)                                (B, H, Tq, Tk)
+//   4. mask:         -inf where a query may not look
+//   5. softmax:      weights = softmax(scores, over keys)                 (B, H, Tq, Tk)
+//   6. mix:          weights V_h                                          (B, H, Tq, d_k)
+//   7. merge heads:  side by side again                                   (B, Tq, E)
+//   8. W_O:          out = w_o(merged)                                    (B, Tq, E)
+//
+// MultiheadAttention::forward (nn/attention.cpp) is written in exactly these steps. When nothing
+// needs the (Tq, Tk) weights it takes a fused path (nn/attention_fused.cpp) that computes the
+// same numbers without building them.
 #include "nn/layers.h"
 #include "nn/linear.h"
 
@@ -28,8 +35,8 @@ struct MultiheadAttentionOptions {
   bool fused = true;
 };
 
-/// Per-call options.
-struct AttentionMask {
+/// Options of one forward call, with the names of torch.nn.MultiheadAttention.forward's arguments.
+struct AttentionForwardOptions {
   /// (Tq, Tk) or (B, H, Tq, Tk) or anything broadcastable to (B, H, Tq, Tk): Bool (true = may NOT
   /// attend, as in PyTorch) or floating (added to the scores).
   Tensor attn_mask;
@@ -60,9 +67,11 @@ class MultiheadAttention : public Module {
                      Generator& gen = default_generator());
   /// query (B, Tq, E), key and value (B, Tk, E); batch first.
   AttentionOutput forward(const Variable& query, const Variable& key, const Variable& value,
-                          const AttentionMask& mask = {}) const;
-  /// Self-attention: forward(x, x, x, mask).
-  AttentionOutput forward(const Variable& x, const AttentionMask& mask = {}) const { return forward(x, x, x, mask); }
+                          const AttentionForwardOptions& options = {}) const;
+  /// Self-attention: forward(x, x, x, options).
+  AttentionOutput forward(const Variable& x, const AttentionForwardOptions& options = {}) const {
+    return forward(x, x, x, options);
+  }
 
   /// Called with every AttentionOutput this module produces (nullptr to remove). A way to look
   /// at the attention inside any model without changing the model's code.
@@ -77,10 +86,19 @@ class MultiheadAttention : public Module {
   Dropout attn_dropout;
 
  private:
-  Tensor head_scale(const Tensor& head_mask, DType dtype) const;  // (H) -> (1, H, 1, 1)
+  // Steps 7 and 8: the head mask (if any), heads merged back to (B, Tq, E), then W_O.
+  Variable merge_and_project(const Variable& heads, const Tensor& head_mask) const;
+  // The fused path (nn/attention_fused.cpp): whether it applies, and the forward through it.
+  bool can_fuse(const Variable& query, const Variable& key, const Variable& value,
+                const AttentionForwardOptions& options) const;
+  AttentionOutput forward_fused(const Variable& query, const Variable& key, const Variable& value,
+                                const AttentionForwardOptions& options) const;
   std::function<void(const AttentionOutput&)> hook_;
 };
 
+/// Steps 3 and 4 for any q (B, H, Tq, d) and k (B, H, Tk, d): q k^T / sqrt(d), with the masks of
+/// `options` applied (-inf where a query may not look; a floating attn_mask is added).
+Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& options = {});
 /// (B, T, E) -> (B, H, T, E/H): head h takes features [h*d, (h+1)*d). A view, no copy.
 Variable split_heads(const Variable& x, int64_t num_heads);
 /// (B, H, T, d) -> (B, T, H*d): the inverse of split_heads.

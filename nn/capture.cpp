@@ -3,9 +3,10 @@
 namespace mg::nn {
 
 AttentionCapture::AttentionCapture(Module& model) {
-  for (auto& [name, m] : model.named_modules()) {
-    auto* mha = dynamic_cast<MultiheadAttention*>(m);
+  for (auto& entry : model.named_modules()) {
+    auto* mha = dynamic_cast<MultiheadAttention*>(entry.second);
     if (!mha) continue;
+    const std::string name = entry.first;
     names_.push_back(name);
     modules_.push_back(mha);
     mha->set_hook([this, name](const AttentionOutput& o) {

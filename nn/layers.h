@@ -4,10 +4,16 @@
 
 namespace mg::nn {
 
+/// LayerNorm's optional settings (PyTorch's defaults).
+struct LayerNormOptions {
+  double eps = 1e-5;               // added to the variance
+  bool elementwise_affine = true;  // learn a weight and a bias
+};
+
 /// Layer norm over the trailing dims `normalized_shape`; weight ones, bias zeros (PyTorch's init).
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
   /// x: (..., *normalized_shape) -> same shape.
   Variable forward(const Variable& x) const { return layer_norm(x, normalized_shape, weight, bias, eps); }
   std::string type_name() const override { return "LayerNorm"; }
@@ -18,11 +24,16 @@ class LayerNorm : public Module {
   Variable weight, bias;  // normalized_shape each; undefined without affine
 };
 
+/// Dropout's settings (PyTorch's default).
+struct DropoutOptions {
+  double p = 0.5;  // probability of zeroing an element
+};
+
 /// Zeroes elements with probability p in training mode (scaling the rest by 1/(1-p)); identity in
-/// eval mode. Masks come from `gen`, so a seeded run is reproducible.
+/// eval mode. Masks come from `gen`, so a seeded run is reproducible: Dropout({.p = 0.1}).
 class Dropout : public Module {
  public:
-  explicit Dropout(double p = 0.5, Generator& gen = default_generator());
+  explicit Dropout(DropoutOptions options = {}, Generator& gen = default_generator());
   Variable forward(const Variable& x) const { return dropout(x, p, is_training(), *gen_); }
   std::string type_name() const override { return "Dropout"; }
   std::string extra_repr() const override { return fmt::format("p={}", p); }
@@ -38,9 +49,13 @@ struct ReLU : Module {
   Variable forward(const Variable& x) const { return relu(x); }
   std::string type_name() const override { return "ReLU"; }
 };
-/// GELU, erf form ("none") or tanh approximation ("tanh").
+/// GELU's settings (PyTorch's default).
+struct GELUOptions {
+  std::string approximate = "none";  // "none": the erf form; "tanh": the tanh approximation
+};
+/// GELU, erf form ("none") or tanh approximation ("tanh"): GELU({.approximate = "tanh"}).
 struct GELU : Module {
-  explicit GELU(std::string approximate = "none") : approximate(std::move(approximate)) {}
+  explicit GELU(GELUOptions options = {}) : approximate(std::move(options.approximate)) {}
   Variable forward(const Variable& x) const { return gelu(x, approximate); }
   std::string type_name() const override { return "GELU"; }
   std::string extra_repr() const override { return "approximate=" + approximate; }

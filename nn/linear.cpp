@@ -6,10 +6,10 @@
 
 namespace mg::nn {
 
-Linear::Linear(int64_t in, int64_t out, bool has_bias, Generator& gen) : in_features(in), out_features(out) {
+Linear::Linear(int64_t in, int64_t out, LinearOptions o, Generator& gen) : in_features(in), out_features(out) {
   MG_CHECK(in > 0 && out > 0, ValueError, "Linear: sizes must be positive, got in={} out={}", in, out);
   weight = register_parameter("weight", empty({out, in}));
-  if (has_bias) bias = register_parameter("bias", empty({out}));
+  if (o.bias) bias = register_parameter("bias", empty({out}));
   reset_parameters(gen);
 }
 

@@ -4,11 +4,16 @@
 
 namespace mg::nn {
 
+/// Linear's optional settings (PyTorch's defaults).
+struct LinearOptions {
+  bool bias = true;  // learn an additive bias
+};
+
 class Linear : public Module {
  public:
   /// weight (out_features, in_features) and bias (out_features), initialised like PyTorch:
-  /// both U(-1/sqrt(in), 1/sqrt(in)) from `gen`.
-  Linear(int64_t in_features, int64_t out_features, bool bias = true, Generator& gen = default_generator());
+  /// both U(-1/sqrt(in), 1/sqrt(in)) from `gen`. Linear(4, 8, {.bias = false}) has no bias.
+  Linear(int64_t in_features, int64_t out_features, LinearOptions options = {}, Generator& gen = default_generator());
   /// x: (..., in_features) -> (..., out_features).
   Variable forward(const Variable& x) const { return linear(x, weight, bias); }
   /// Draw new initial values.

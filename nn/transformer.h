@@ -1,12 +1,10 @@
 #pragma once
 // Transformer layers built from the pieces above, with PyTorch's structure and member names
-// (torch.nn.TransformerEncoderLayer / TransformerDecoderLayer), and the decoder-only GPT block.
+// (torch.nn.TransformerEncoderLayer / TransformerDecoderLayer). The decoder-only GPT is nn/gpt.h.
 //
 // post-LN (norm_first=false, the 2017 paper):  x = norm(x + sublayer(x))
 // pre-LN  (norm_first=true, GPT-2 and later):  x = x + sublayer(norm(x))
 #include "nn/attention.h"
-#include "nn/container.h"
-#include "nn/embedding.h"
 
 namespace mg::nn {
 
@@ -25,7 +23,7 @@ class TransformerEncoderLayer : public Module {
   TransformerEncoderLayer(int64_t d_model, int64_t nhead, TransformerLayerOptions options = {},
                           Generator& gen = default_generator());
   /// src (B, T, d_model) -> (B, T, d_model). The mask applies to the self-attention.
-  Variable forward(const Variable& src, const AttentionMask& mask = {}) const;
+  Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }
   std::string extra_repr() const override;
@@ -47,8 +45,8 @@ class TransformerDecoderLayer : public Module {
                           Generator& gen = default_generator());
   /// tgt (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model). In the cross-attention,
   /// queries come from the decoder and keys and values from `memory`.
-  Variable forward(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask = {},
-                   const AttentionMask& memory_mask = {}) const;
+  Variable forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
+                   const AttentionForwardOptions& memory_mask = {}) const;
 
   std::string type_name() const override { return "TransformerDecoderLayer"; }
   std::string extra_repr() const override;
@@ -61,51 +59,6 @@ class TransformerDecoderLayer : public Module {
 
  private:
   Variable feed_forward(const Variable& x) const;
-};
-
-/// The decoder-only block of GPT-2 (pre-LN, causal self-attention, GELU MLP 4x):
-///   x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
-class GPTBlock : public Module {
- public:
-  GPTBlock(int64_t d_model, int64_t nhead, double dropout = 0.0, Generator& gen = default_generator());
-  /// x (B, T, d_model) -> (B, T, d_model), causal.
-  Variable forward(const Variable& x) const;
-
-  std::string type_name() const override { return "GPTBlock"; }
-
-  LayerNorm ln_1, ln_2;
-  MultiheadAttention attn;
-  Linear fc, proj;  // the MLP: d -> 4d -> d
-  Dropout resid_dropout;
-};
-
-/// Hyper-parameters of GPT.
-struct GPTOptions {
-  int64_t vocab = 65;    // tokens
-  int64_t context = 64;  // longest sequence (rows of the position embedding)
-  int64_t dim = 128;     // model width
-  int64_t heads = 4;
-  int64_t layers = 4;
-  double dropout = 0.0;
-};
-
-/// A decoder-only Transformer, GPT-2's layout: token + position embeddings, `layers` GPTBlocks,
-/// a final LayerNorm and an untied linear head. The model of examples/char_gpt and bench/gpt
-/// (the same as ../shared/bench/torch_gpt_ref.py).
-class GPT : public Module {
- public:
-  explicit GPT(GPTOptions options, Generator& gen = default_generator());
-  /// ids (B, T) int64, T <= context -> logits (B, T, vocab).
-  Variable forward(const Tensor& ids) const;
-
-  std::string type_name() const override { return "GPT"; }
-  std::string extra_repr() const override;
-
-  const GPTOptions options;
-  Embedding tok, pos;
-  ModuleList blocks;  // GPTBlock x layers
-  LayerNorm ln_f;
-  Linear head;
 };
 
 }  // namespace mg::nn

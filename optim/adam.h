@@ -36,15 +36,22 @@ class Adam : public Optimizer {
   bool decoupled_;
 };
 
-/// AdamW hyper-parameters: as Adam, but weight decay defaults to 0.01.
-struct AdamWOptions : AdamOptions {
-  AdamWOptions() { weight_decay = 1e-2; }
+/// AdamW hyper-parameters: as Adam, but weight decay defaults to 0.01 (PyTorch's defaults).
+/// A plain struct, so designated initializers work: AdamW opt(params, {.lr = 3e-4}).
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
 };
 
 /// AdamW (Loshchilov & Hutter 2019): weight decay shrinks the weights directly.
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {}) : Adam(std::move(groups), options, true) {}
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {})
+      : Adam(std::move(groups), {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay},
+             true) {}
   AdamW(const std::vector<Variable>& params, AdamWOptions options = {}) : AdamW(single_group(params), options) {}
 };
 

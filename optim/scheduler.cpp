@@ -49,21 +49,4 @@ double WarmupCosineLR::lr_at(double base, int64_t t) const {
   return min_lr + (base - min_lr) * 0.5 * (1 + std::cos(std::numbers::pi * progress));
 }
 
-double clip_grad_norm(const std::vector<Variable>& params, double max_norm, double norm_type) {
-  MG_CHECK(norm_type == 2.0 || std::isinf(norm_type), ValueError,
-           "clip_grad_norm: norm_type must be 2 or infinity, got {}", norm_type);
-  double total = 0;
-  for (const Variable& p : params) {
-    if (!p.grad().defined()) continue;
-    if (std::isinf(norm_type)) total = std::max(total, max(abs(p.grad())).item());
-    else total += sum(p.grad().to(DType::Float64) * p.grad().to(DType::Float64)).item();
-  }
-  if (!std::isinf(norm_type)) total = std::sqrt(total);
-  const double coef = max_norm / (total + 1e-6);
-  if (coef < 1)
-    for (const Variable& p : params)
-      if (p.grad().defined()) p.grad().copy_(p.grad() * coef);
-  return total;
-}
-
 }  // namespace mg::optim

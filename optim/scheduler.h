@@ -61,9 +61,4 @@ class WarmupCosineLR : public LRScheduler {
   double min_ratio_;
 };
 
-/// Scale all gradients so that their joint norm is at most max_norm (torch.nn.utils.
-/// clip_grad_norm_): coef = max_norm / (total + 1e-6), applied when coef < 1. norm_type 2 or
-/// infinity. Returns the total norm before clipping. Parameters without a gradient are skipped.
-double clip_grad_norm(const std::vector<Variable>& params, double max_norm, double norm_type = 2.0);
-
 }  // namespace mg::optim

@@ -1,7 +1,12 @@
 #pragma once
-// Row-major GEMM on raw pointers, for fused kernels that work on blocks of a tensor:
-//   C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C,   op(X) = X or X^T (flag).
-// Single-threaded: callers run it inside their own parallel_for (tensor/parallel.h).
+// The one door to BLAS. Every matrix product in minigrad ends in blas::gemm, which calls
+// OpenBLAS's cblas_sgemm / cblas_dgemm on row-major matrices:
+//
+//   C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C,     op(X) = X, or X^T when flagged
+//
+// A is stored with leading dimension lda (the distance between its stored rows), likewise B and C.
+// BLAS runs single-threaded: minigrad splits the work over its one oneTBB pool (tensor/parallel.h)
+// and calls gemm on each piece, so two thread pools never compete for the cores.
 #include <cstdint>
 
 namespace mg::blas {
@@ -12,5 +17,10 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 /// float64 GEMM (cblas_dgemm, row-major).
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+/// Switch BLAS's own threading off (minigrad hands it one block of work per thread).
+void use_one_thread();
+/// The CPU kernel OpenBLAS picked ("Haswell", "SkylakeX", ...), for benchmark reports.
+const char* core_name();
 
 }  // namespace mg::blas

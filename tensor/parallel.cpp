@@ -3,9 +3,9 @@
 #include <memory>
 #include <thread>
 
-#include <cblas.h>
 #include <tbb/global_control.h>
 
+#include "tensor/blas.h"
 #include "tensor/error.h"
 
 namespace mg {
@@ -17,7 +17,7 @@ std::unique_ptr<tbb::global_control>& control() {
 int& thread_count() {
   // OpenBLAS runs single-threaded: minigrad hands it blocks of work from the one TBB pool
   // (tensor/ops/matmul.cpp), so its own threads would only spin against ours.
-  static int n = (openblas_set_num_threads(1), static_cast<int>(tbb::global_control::active_value(
+  static int n = (blas::use_one_thread(), static_cast<int>(tbb::global_control::active_value(
                                                    tbb::global_control::max_allowed_parallelism)));
   return n;
 }

@@ -208,6 +208,18 @@ Tensor Tensor::expand(const Shape& shape0) const {
   return Tensor(storage_, dtype_, shape, broadcast_strides(shape_, strides_, shape), offset_);
 }
 
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (dim() == 0) return reshape({1});
+  start_dim = wrap_dim(start_dim, dim(), "flatten");
+  end_dim = wrap_dim(end_dim, dim(), "flatten");
+  MG_CHECK(start_dim <= end_dim, IndexError, "flatten: start_dim {} comes after end_dim {} (shape {})", start_dim, end_dim,
+           shape_str(shape_));
+  Shape sh(shape_.begin(), shape_.begin() + start_dim);
+  sh.push_back(numel_of(Shape(shape_.begin() + start_dim, shape_.begin() + end_dim + 1)));
+  sh.insert(sh.end(), shape_.begin() + end_dim + 1, shape_.end());
+  return reshape(sh);
+}
+
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim(), "squeeze");
   if (shape_[d] != 1) return *this;  // like torch: squeezing a non-1 dim does nothing
@@ -364,12 +376,14 @@ Tensor eye(int64_t n, DType dtype) {
   return t;
 }
 
-Tensor arange(double start, double end, double step, DType dtype) {
+Tensor arange(double start, double end, double step, std::optional<DType> dtype_opt) {
   MG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ValueError,
            "arange: start, end and step must be finite and step non-zero, got [{}, {}) step {}", start, end, step);
   const double count = std::ceil((end - start) / step);
   MG_CHECK(count < 4.6e18, ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end, step, count);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  auto whole = [](double v) { return std::floor(v) == v; };
+  const DType dtype = dtype_opt.value_or(whole(start) && whole(end) && whole(step) ? DType::Int64 : DType::Float32);
   Tensor t = empty({n}, dtype);
   visit_all(dtype, [&]<class T>() {
     T* p = t.data<T>();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -84,8 +85,9 @@ class Tensor {
   Tensor squeeze() const;
   /// Insert a size-1 dim at position `d`.
   Tensor unsqueeze(int64_t d) const;
-  /// Flatten to 1-D (a view when contiguous).
-  Tensor flatten() const { return reshape({-1}); }
+  /// Merge dims start_dim..end_dim into one (all dims by default: 1-D); a view when the layout
+  /// allows it, like torch.flatten.
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
 
   // ---- copies ----
   /// A contiguous tensor with the same values (itself when already contiguous).
@@ -129,8 +131,10 @@ Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
 Tensor scalar_tensor(double value, DType dtype = DType::Float32);
 /// The n x n identity matrix.
 Tensor eye(int64_t n, DType dtype = DType::Float32);
-/// start, start+step, ... < end (like torch.arange).
-Tensor arange(double start, double end, double step = 1, DType dtype = DType::Int64);
+/// start, start+step, ... < end, like torch.arange: int64 when start, end and step are all whole
+/// numbers, float32 otherwise (arange(0, 1, 0.1) is ten float32 values 0, 0.1, ..., 0.9), unless
+/// `dtype` says otherwise.
+Tensor arange(double start, double end, double step = 1, std::optional<DType> dtype = std::nullopt);
 /// 0, 1, ..., n-1.
 Tensor arange(int64_t n, DType dtype = DType::Int64);
 /// Copy `values` into a new tensor of `shape` (numel must match); dtype from T.

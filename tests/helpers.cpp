@@ -124,4 +124,25 @@ void expect_golden(const std::string& name, const Fn& fn) {
   }
 }
 
+void check_module(mg::nn::Module& m, const std::string& name,
+                  const std::function<std::pair<Variable, Variable>(const std::vector<Variable>&)>& fn) {
+  SCOPED_TRACE(name);
+  constexpr double kTol = 1e-9;
+  const GoldenCase& c = golden(name);
+  m.to(mg::DType::Float64);
+  load_golden_params(m, c);
+  std::vector<Variable> in;
+  for (int i = 0; c.count("in" + std::to_string(i)); ++i) {
+    const Tensor& t = c.at("in" + std::to_string(i));
+    in.emplace_back(t, mg::is_floating(t.dtype()));
+  }
+  auto [out, weights] = fn(in);
+  expect_close(out.data(), c.at("out"), kTol, kTol);
+  if (c.count("weights") && weights.defined()) expect_close(weights.data(), c.at("weights"), kTol, kTol);
+  sum(out * Variable(c.at("gout"))).backward();
+  for (size_t i = 0; i < in.size(); ++i)
+    if (c.count("grad" + std::to_string(i))) expect_close(in[i].grad(), c.at("grad" + std::to_string(i)), kTol, kTol);
+  expect_param_grads(m, c, kTol);
+}
+
 }  // namespace mgtest

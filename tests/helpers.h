@@ -38,5 +38,10 @@ void expect_golden(const std::string& name, const Fn& fn);
 void load_golden_params(mg::nn::Module& m, const GoldenCase& c);
 /// Compare each parameter's gradient with the case's "grad:<name>".
 void expect_param_grads(const mg::nn::Module& m, const GoldenCase& c, double tol);
+/// A module's golden case (tests/golden/nn.txt): set m's parameters from it in float64, run fn on
+/// its inputs, and compare the output (and the attention weights fn returns second, if the case
+/// has them), every input gradient and every parameter gradient, to 1e-9.
+void check_module(mg::nn::Module& m, const std::string& name,
+                  const std::function<std::pair<Variable, Variable>(const std::vector<Variable>&)>& fn);
 
 }  // namespace mgtest

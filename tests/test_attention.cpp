@@ -1,5 +1,6 @@
-// MultiheadAttention and the Transformer layers: PyTorch golden values (outputs, per-head
-// attention weights, every parameter's gradient), masks, heads as slices, gradient checks.
+// Attention: the fused scaled_dot_product_attention ops, and nn::MultiheadAttention (PyTorch golden
+// values of outputs, per-head weights and every parameter's gradient; masks; heads as slices;
+// the fused path against the composed one). The Transformer layers and GPT: test_transformer.cpp.
 #include <cmath>
 
 #include "helpers.h"
@@ -12,28 +13,7 @@ using testing::HasSubstr;
 
 namespace {
 constexpr double kTol = 1e-9;
-
-// Run `fn` on the golden case's inputs with `m`'s parameters set from it, in float64; compare
-// the output (and attention weights), the input gradients and every parameter gradient.
-void check_module(nn::Module& m, const std::string& name,
-                  const std::function<std::pair<Variable, Variable>(const std::vector<Variable>&)>& fn) {
-  SCOPED_TRACE(name);
-  const auto& c = mgtest::golden(name);
-  m.to(DType::Float64);
-  mgtest::load_golden_params(m, c);
-  std::vector<Variable> in;
-  for (int i = 0; c.count("in" + std::to_string(i)); ++i) {
-    const Tensor& t = c.at("in" + std::to_string(i));
-    in.emplace_back(t, is_floating(t.dtype()));
-  }
-  auto [out, weights] = fn(in);
-  expect_close(out.data(), c.at("out"), kTol, kTol);
-  if (c.count("weights") && weights.defined()) expect_close(weights.data(), c.at("weights"), kTol, kTol);
-  sum(out * Variable(c.at("gout"))).backward();
-  for (size_t i = 0; i < in.size(); ++i)
-    if (c.count("grad" + std::to_string(i))) expect_close(in[i].grad(), c.at("grad" + std::to_string(i)), kTol, kTol);
-  mgtest::expect_param_grads(m, c, kTol);
-}
+using mgtest::check_module;
 }  // namespace
 
 TEST(MultiheadAttention, FourOrdinaryLinearLayers) {
@@ -60,7 +40,7 @@ TEST(MultiheadAttention, GoldenSelfAttentionWithCausalMask) {
 
 TEST(MultiheadAttention, GoldenSelfAttentionFusedPath) {
   // The same case through the fast path: is_causal instead of an explicit mask, no weights asked
-  // for, so Q, K, V come from one GEMM and the fused kernel (autograd/ops/attention.cpp).
+  // for, so Q, K, V come from one GEMM and the fused kernel (tensor/ops/attention.cpp).
   nn::MultiheadAttention mha(8, 2);
   check_module(mha, "mha_self_causal", [&](const std::vector<Variable>& v) {
     nn::AttentionOutput o = mha.forward(v[0], {.is_causal = true});
@@ -72,7 +52,7 @@ TEST(MultiheadAttention, GoldenSelfAttentionFusedPath) {
 TEST(MultiheadAttention, GoldenCrossAttentionWithKeyPadding) {
   nn::MultiheadAttention mha(8, 4);
   check_module(mha, "mha_cross_padding", [&](const std::vector<Variable>& v) {
-    nn::AttentionMask mask;
+    nn::AttentionForwardOptions mask;
     mask.key_padding_mask = v[3].data();
     nn::AttentionOutput o = mha.forward(v[0], v[1], v[2], mask);
     return std::pair{o.output, o.weights};
@@ -82,7 +62,7 @@ TEST(MultiheadAttention, GoldenCrossAttentionWithKeyPadding) {
 TEST(MultiheadAttention, CausalFlagEqualsExplicitMaskAndHidesTheFuture) {
   nn::MultiheadAttention mha(6, 3);
   Variable x(rnd({2, 4, 6}, 1).to(DType::Float32));
-  nn::AttentionMask causal;
+  nn::AttentionForwardOptions causal;
   causal.is_causal = true;
   causal.need_weights = true;
   nn::AttentionOutput a = mha.forward(x, causal), b = mha.forward(x, {triu(ones({4, 4}, DType::Bool), 1)});
@@ -137,75 +117,9 @@ TEST(MultiheadAttention, ErrorsNameShapes) {
     EXPECT_THAT(e.what(), HasSubstr("MultiheadAttention: query must be (batch, seq, 8), got (5, 8)"));
   }
   EXPECT_THROW(mha.forward(Variable(ones({2, 3, 8})), Variable(ones({3, 4, 8})), Variable(ones({3, 4, 8}))), ShapeError);
-  nn::AttentionMask bad;
+  nn::AttentionForwardOptions bad;
   bad.key_padding_mask = ones({2, 3}, DType::Bool);
   EXPECT_THROW(mha.forward(Variable(ones({2, 5, 8})), bad), ShapeError);
-}
-
-TEST(Transformer, GoldenEncoderLayers) {
-  nn::TransformerEncoderLayer post(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
-  check_module(post, "encoder_post_ln_relu", [&](const std::vector<Variable>& v) { return std::pair{post.forward(v[0]), Variable()}; });
-  nn::TransformerEncoderLayer pre(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
-  check_module(pre, "encoder_pre_ln_gelu", [&](const std::vector<Variable>& v) {
-    return std::pair{pre.forward(v[0], {triu(ones({4, 4}, DType::Bool), 1)}), Variable()};
-  });
-}
-
-TEST(Transformer, GoldenDecoderLayers) {
-  const nn::AttentionMask causal{triu(ones({3, 3}, DType::Bool), 1)};
-  nn::TransformerDecoderLayer post(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
-  check_module(post, "decoder_post_ln", [&](const std::vector<Variable>& v) { return std::pair{post.forward(v[0], v[1], causal), Variable()}; });
-  nn::TransformerDecoderLayer pre(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
-  check_module(pre, "decoder_pre_ln_gelu", [&](const std::vector<Variable>& v) { return std::pair{pre.forward(v[0], v[1], causal), Variable()}; });
-}
-
-TEST(Transformer, GradcheckOfWholeLayers) {
-  nn::TransformerDecoderLayer dec(4, 2, {.dim_feedforward = 8, .dropout = 0.0});
-  dec.to(DType::Float64);
-  Variable tgt(rnd({1, 3, 4}, 3), true), mem(rnd({1, 2, 4}, 4), true);
-  std::vector<Variable> leaves = dec.parameters();
-  leaves.push_back(tgt);
-  leaves.push_back(mem);
-  GradcheckResult r = gradcheck([&] { return dec.forward(tgt, mem, {.is_causal = true}); }, leaves);
-  EXPECT_TRUE(r.ok) << r.message;
-  nn::GPTBlock block(4, 2);
-  block.to(DType::Float64);
-  Variable x(rnd({2, 3, 4}, 5), true);
-  leaves = block.parameters();
-  leaves.push_back(x);
-  r = gradcheck([&] { return block.forward(x); }, leaves);
-  EXPECT_TRUE(r.ok) << r.message;
-}
-
-TEST(Transformer, GPTModel) {
-  Generator g(1);
-  nn::GPT gpt({.vocab = 11, .context = 6, .dim = 8, .heads = 2, .layers = 2}, g);
-  EXPECT_EQ(gpt.named_parameters()[2].first, "blocks.0.ln_1.weight");
-  Tensor ids = randint(0, 11, {3, 6}, g);
-  EXPECT_EQ(gpt.forward(ids).shape(), (Shape{3, 6, 11}));
-  // causal end to end: changing the last token leaves the first five positions' logits alone
-  Tensor ids2 = ids.clone();
-  ids2.narrow(1, 5, 1).fill_(0);
-  ids.narrow(1, 5, 1).fill_(1);
-  expect_close(gpt.forward(ids2).data().narrow(1, 0, 5), gpt.forward(ids).data().narrow(1, 0, 5), 0, 0);
-  try {
-    gpt.forward(zeros({1, 7}, DType::Int64));
-    FAIL();
-  } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("GPT: ids must be (batch, seq) with 1 <= seq <= context 6, got shape (1, 7)"));
-  }
-}
-
-TEST(Transformer, GPTBlockIsCausal) {
-  // Changing a later token must not change an earlier position's output.
-  nn::GPTBlock block(8, 2);
-  Tensor x = rnd({1, 4, 8}, 6).to(DType::Float32);
-  Tensor y = block.forward(Variable(x)).data();
-  Tensor x2 = x.clone();
-  x2.narrow(1, 3, 1).fill_(5);
-  Tensor y2 = block.forward(Variable(x2)).data();
-  expect_close(y2.narrow(1, 0, 3), y.narrow(1, 0, 3), 0, 0);
-  EXPECT_GT(max(abs(y2.narrow(1, 3, 1) - y.narrow(1, 3, 1))).item(), 1e-3);
 }
 
 namespace {
@@ -255,21 +169,39 @@ TEST(FusedAttention, Gradcheck) {
   EXPECT_THROW(self_attention_qkv(Variable(ones({2, 3, 10})), 2), ShapeError);
 }
 
+TEST(FusedAttention, GoldenPyTorch) {
+  auto sdpa = [](bool causal) {
+    return [causal](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); };
+  };
+  mgtest::expect_golden("sdpa_causal", sdpa(true));
+  mgtest::expect_golden("sdpa_cross", sdpa(false));
+  mgtest::expect_golden("self_attention_qkv_causal", [](const std::vector<Variable>& v) { return self_attention_qkv(v[0], 2, true); });
+}
+
 TEST(FusedAttention, MultiheadAttentionFusedEqualsComposed) {
-  Generator g1(3), g2(3);
-  nn::MultiheadAttention fused(8, 2, {}, g1), composed(8, 2, {.fused = false}, g2);
-  for (nn::MultiheadAttention* m : {&fused, &composed}) m->to(DType::Float64);
-  Variable x(rnd({2, 6, 8}, 11), true), x2(rnd({2, 6, 8}, 11), true);
-  nn::AttentionMask causal;
-  causal.is_causal = true;
-  Variable a = fused.forward(x, causal).output, b = composed.forward(x2, causal).output;
-  EXPECT_FALSE(fused.forward(x, causal).weights.defined());  // the fused kernel builds no (T, T) weights
-  expect_close(a.data(), b.data(), 1e-12, 1e-12);
-  sum(a * a).backward();
-  sum(b * b).backward();
-  expect_close(x.grad(), x2.grad(), 1e-12, 1e-12);
-  for (size_t i = 0; i < fused.parameters().size(); ++i)
-    expect_close(fused.parameters()[i].grad(), composed.parameters()[i].grad(), 1e-12, 1e-12);
+  // Self-attention (the one-GEMM Q, K, V path) and cross-attention (separate projections), with
+  // and without the causal mask and a head mask: the fast path gives the textbook path's numbers.
+  for (bool cross : {false, true})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(fmt::format("cross {} causal {}", cross, causal));
+      Generator g1(3), g2(3);
+      nn::MultiheadAttention fused(8, 2, {}, g1), composed(8, 2, {.fused = false}, g2);
+      for (nn::MultiheadAttention* m : {&fused, &composed}) m->to(DType::Float64);
+      Variable x(rnd({2, 6, 8}, 11), true), x2(rnd({2, 6, 8}, 11), true);
+      Variable mem(rnd({2, 4, 8}, 12), true), mem2(rnd({2, 4, 8}, 12), true);
+      const nn::AttentionForwardOptions opt{.is_causal = causal, .head_mask = tensor({1, 0.5}, {2})};
+      nn::AttentionOutput fo = cross ? fused.forward(x, mem, mem, opt) : fused.forward(x, opt);
+      nn::AttentionOutput co = cross ? composed.forward(x2, mem2, mem2, opt) : composed.forward(x2, opt);
+      EXPECT_FALSE(fo.weights.defined());  // the fused kernel builds no (T, T) weights
+      EXPECT_TRUE(co.weights.defined());
+      expect_close(fo.output.data(), co.output.data(), 1e-12, 1e-12);
+      sum(fo.output * fo.output).backward();
+      sum(co.output * co.output).backward();
+      expect_close(x.grad(), x2.grad(), 1e-12, 1e-12);
+      if (cross) expect_close(mem.grad(), mem2.grad(), 1e-12, 1e-12);
+      for (size_t i = 0; i < fused.parameters().size(); ++i)
+        expect_close(fused.parameters()[i].grad(), composed.parameters()[i].grad(), 1e-12, 1e-12);
+    }
 }
 
 TEST(FusedAttention, Errors) {

@@ -46,6 +46,9 @@ TEST(Elementwise, Gradcheck) {
   expect_gradcheck([](const V& v) { return gelu(v[0]); }, {a * 3.0});
   expect_gradcheck([](const V& v) { return gelu(v[0], "tanh"); }, {a * 3.0});
   expect_gradcheck([](const V& v) { return 2.0 - v[0] * 3.0 + 1.0 / v[1]; }, {a, b});
+  const Tensor mask = from_vector<bool>({true, false, false, true}, {1, 4});
+  expect_gradcheck([mask](const V& v) { return masked_fill(v[0], mask, -7.5); }, {a});
+  expect_gradcheck([mask](const V& v) { return where(mask, v[0], v[1]); }, {a, rnd({4}, 4)});
 }
 
 TEST(Elementwise, GradcheckBroadcastAndNonContiguous) {

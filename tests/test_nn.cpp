@@ -15,7 +15,7 @@ using V = std::vector<Variable>;
 namespace {
 struct Net : nn::Module {
   nn::Linear fc1{2, 8}, fc2{8, 3};
-  nn::Dropout drop{0.5};
+  nn::Dropout drop{{.p = 0.5}};
   Net() {
     register_module("fc1", fc1);
     register_module("drop", drop);
@@ -93,14 +93,14 @@ TEST(Module, RegistrationErrors) {
 TEST(Linear, DefaultInitFollowsPyTorch) {
   // weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)): check the range and the variance b^2/3.
   Generator g(1);
-  nn::Linear l(400, 300, true, g);
+  nn::Linear l(400, 300, {}, g);
   const double b = 1 / std::sqrt(400.0);
   EXPECT_LE(max(abs(l.weight.data())).item(), b);
   EXPECT_NEAR(mean(l.weight.data() * l.weight.data()).item(), b * b / 3, b * b * 0.02);
   EXPECT_LE(max(abs(l.bias.data())).item(), b);
   // same seed, same weights
   Generator g2(1);
-  nn::Linear l2(400, 300, true, g2);
+  nn::Linear l2(400, 300, {}, g2);
   EXPECT_EQ(l.weight.data().to_vector<float>(), l2.weight.data().to_vector<float>());
 }
 
@@ -121,7 +121,7 @@ TEST(Linear, GoldenAndGradcheck) {
 
 TEST(Embedding, IsALinearLayerOnOneHotRows) {
   Generator g(3);
-  nn::Embedding emb(6, 4, g);
+  nn::Embedding emb(6, 4, {}, g);
   Tensor ids = from_vector<int64_t>({2, 5, 2, 0}, {2, 2});
   Variable a = emb.forward(ids);  // (2, 2, 4)
   Variable oh(one_hot(ids, 6));   // (2, 2, 6)

@@ -30,7 +30,7 @@ std::vector<double> run(Problem& p, optim::Optimizer& opt, int steps = 5, double
     Variable l = p.loss();
     opt.zero_grad();
     l.backward();
-    if (clip > 0) norms.push_back(optim::clip_grad_norm({p.w, p.b}, clip));
+    if (clip > 0) norms.push_back(optim::clip_grad_norm_({p.w, p.b}, clip));
     opt.step();
   }
   return norms;
@@ -65,23 +65,24 @@ TEST(Optim, AdamAndAdamWMatchTorch) {
   optim::Adam adam_wd({b.w, b.b}, {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 0.1});
   run(b, adam_wd);
   expect_matches(b, "adam_wd");
-  optim::AdamWOptions o;
-  o.lr = 0.01;
-  o.weight_decay = 0.1;
-  optim::AdamW adamw({c.w, c.b}, o);
+  optim::AdamW adamw({c.w, c.b}, {.lr = 0.01, .weight_decay = 0.1});  // designated initializers, as documented
   EXPECT_EQ(adamw.name(), "AdamW");
   run(c, adamw);
   expect_matches(c, "adamw");
   EXPECT_EQ(adamw.state(c.w).at("step").item(), 5);
 }
 
+TEST(Optim, AdamWDefaultsFollowPyTorch) {
+  optim::AdamW opt({Variable(zeros({1}), true)});
+  EXPECT_EQ(opt.options.lr, 1e-3);
+  EXPECT_EQ(opt.options.weight_decay, 1e-2);  // AdamW's default; Adam's is 0
+  EXPECT_EQ(optim::Adam({Variable(zeros({1}), true)}).options.weight_decay, 0);
+}
+
 TEST(Optim, ParamGroupsMatchTorch) {
   // Weight decay on the matrix only; the bias in its own group with its own lr.
   Problem p;
-  optim::AdamWOptions o;
-  o.lr = 0.01;
-  o.weight_decay = 0.1;
-  optim::AdamW opt({{{p.w}, {}}, {{p.b}, {.lr = 0.02, .weight_decay = 0.0}}}, o);
+  optim::AdamW opt({{{p.w}, {}}, {{p.b}, {.lr = 0.02, .weight_decay = 0.0}}}, {.lr = 0.01, .weight_decay = 0.1});
   EXPECT_EQ(opt.groups()[1].lr, 0.02);
   run(p, opt);
   expect_matches(p, "adamw_groups");
@@ -101,12 +102,12 @@ TEST(Optim, ClipGradNormHandValues) {
   Variable a(zeros({2}), true), b(zeros({1}), true);
   a.set_grad(tensor({3, 0}, {2}));
   b.set_grad(tensor({4}, {1}));
-  EXPECT_NEAR(optim::clip_grad_norm({a, b}, 1.0), 5.0, 1e-6);  // sqrt(9 + 16)
+  EXPECT_NEAR(optim::clip_grad_norm_({a, b}, 1.0), 5.0, 1e-6);  // sqrt(9 + 16)
   mgtest::expect_values(a.grad(), {2}, {0.6, 0}, 1e-6);
   mgtest::expect_values(b.grad(), {1}, {0.8}, 1e-6);
-  EXPECT_NEAR(optim::clip_grad_norm({a, b}, 10.0), 1.0, 1e-5);  // below the limit: unchanged
+  EXPECT_NEAR(optim::clip_grad_norm_({a, b}, 10.0), 1.0, 1e-5);  // below the limit: unchanged
   mgtest::expect_values(b.grad(), {1}, {0.8}, 1e-6);
-  EXPECT_NEAR(optim::clip_grad_norm({a, b}, 10.0, INFINITY), 0.8, 1e-6);
+  EXPECT_NEAR(optim::clip_grad_norm_({a, b}, 10.0, INFINITY), 0.8, 1e-6);
 }
 
 TEST(Optim, StepLRByHand) {

@@ -46,6 +46,12 @@ TEST(Reduce, GoldenPyTorch) {
 TEST(Reduce, Errors) {
   Variable x(zeros({2, 3}), true);
   EXPECT_THROW(sum(x, {2}), IndexError);
+  try {
+    mean(x, {5});  // the message names mean, not the sum it is computed with
+    FAIL();
+  } catch (const IndexError& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("mean: dimension 5 is out of range for a tensor with 2 dims"));
+  }
   EXPECT_THROW(max(Variable(zeros({0})), 0), ValueError);
   EXPECT_THROW(max(Variable(zeros({0}))), ValueError);
 }

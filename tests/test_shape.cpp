@@ -34,6 +34,10 @@ TEST(Shape, Gradcheck) {
   expect_gradcheck([](const V& v) { return narrow(v[0], 1, 1, 2) * 1.0; }, {x});
   expect_gradcheck([](const V& v) { return expand(v[0], {3, 4, 2}) * 1.0; }, {rnd({4, 1}, 2)});
   expect_gradcheck([](const V& v) { return unsqueeze(squeeze(v[0], 1), 0) * 1.0; }, {rnd({3, 1, 2}, 3)});
+  expect_gradcheck([](const V& v) { return squeeze(v[0]) * 1.0; }, {rnd({1, 3, 1, 2}, 3)});
+  expect_gradcheck([](const V& v) { return view(v[0], {6, 4}) * 1.0; }, {x});
+  expect_gradcheck([](const V& v) { return flatten(v[0], 1) * 1.0; }, {x});
+  expect_gradcheck([](const V& v) { return flatten(v[0]) * 1.0; }, {x.transpose(0, 2)});
   expect_gradcheck([](const V& v) { return concat({v[0], v[1], v[0]}, 1); }, {rnd({2, 3}, 4), rnd({2, 1}, 5)});
   expect_gradcheck([](const V& v) {
     auto p = split(v[0], std::vector<int64_t>{1, 3}, 1);
@@ -53,10 +57,44 @@ TEST(Shape, GoldenPyTorch) {
     return concat(p, 0);
   });
   expect_golden("expand", [](const V& v) { return expand(v[0], {3, 4, 2}); });
+  expect_golden("view", [](const V& v) { return view(v[0], {6, 4}); });
+  expect_golden("flatten_1_2", [](const V& v) { return flatten(v[0], 1, 2); });
+  expect_golden("narrow", [](const V& v) { return narrow(v[0], 1, 1, 3); });
+  expect_golden("squeeze_dim", [](const V& v) { return squeeze(v[0], 1); });
+  expect_golden("squeeze_all", [](const V& v) { return squeeze(v[0]); });
+  expect_golden("unsqueeze", [](const V& v) { return unsqueeze(v[0], 1); });
+}
+
+TEST(Shape, MethodFormsRecordTheSameOps) {
+  // x.transpose(-2, -1) is transpose(x, -2, -1), and so on: same values, same gradients.
+  Variable a(rnd({2, 3, 4}, 7), true), b(rnd({2, 3, 4}, 7), true);
+  Variable ya = a.transpose(-2, -1).reshape({2, 12}).view({24}).pow(2).sum();
+  Variable yb = sum(pow(view(reshape(transpose(b, -2, -1), {2, 12}), {24}), 2));
+  EXPECT_EQ(ya.item(), yb.item());
+  EXPECT_EQ(ya.grad_fn()->name, "sum");
+  ya.backward();
+  yb.backward();
+  mgtest::expect_close(a.grad(), b.grad(), 0, 0);
+  Variable c(rnd({1, 3, 1}, 8), true);
+  EXPECT_EQ(c.squeeze().shape(), (Shape{3}));
+  EXPECT_EQ(c.squeeze(0).unsqueeze(-1).shape(), (Shape{3, 1, 1}));
+  EXPECT_EQ(c.flatten().shape(), (Shape{3}));
+  EXPECT_EQ(c.mean({1}, true).shape(), (Shape{1, 1, 1}));
+  EXPECT_EQ(c.permute({2, 0, 1}).narrow(2, 1, 2).expand({4, 1, 2}).shape(), (Shape{4, 1, 2}));
+  mgtest::expect_close(c.abs().neg().exp().log().data(), neg(abs(c)).data(), 1e-15, 0);
+  EXPECT_EQ(c.max().item(), max(c).item());
+  EXPECT_EQ(c.softmax(1).shape(), c.log_softmax(1).shape());
 }
 
 TEST(Shape, Errors) {
   Variable x(zeros({2, 3}), true);
+  try {
+    view(transpose(x, 0, 1), {6});  // a transposed matrix cannot be flattened without a copy
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("view: cannot view shape (3, 2)"));
+  }
+  EXPECT_THROW(flatten(x, 1, 0), IndexError);
   EXPECT_THROW(reshape(x, {4}), ShapeError);
   EXPECT_THROW(transpose(x, 0, 2), IndexError);
   EXPECT_THROW(narrow(x, 1, 2, 5), IndexError);

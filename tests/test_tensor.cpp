@@ -19,6 +19,13 @@ TEST(Tensor, ContiguousStridesAndShape) {
 TEST(Tensor, CreationValues) {
   expect_values(arange(5), {5}, {0, 1, 2, 3, 4});
   expect_values(arange(1.0, 2.0, 0.25, DType::Float32), {4}, {1, 1.25, 1.5, 1.75});
+  // the dtype follows the arguments, as in torch.arange: whole numbers give int64, else float32
+  EXPECT_EQ(arange(0, 5).dtype(), DType::Int64);
+  Tensor tenths = arange(0, 1, 0.1);
+  EXPECT_EQ(tenths.dtype(), DType::Float32);
+  expect_values(tenths, {10}, {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9});
+  EXPECT_EQ(arange(0.5, 3).dtype(), DType::Float32);
+  EXPECT_EQ(arange(0, 1, 0.5, DType::Float64).dtype(), DType::Float64);
   expect_values(full({2, 2}, 3.5), {2, 2}, {3.5, 3.5, 3.5, 3.5});
   expect_values(ones({3}, DType::Float64), {3}, {1, 1, 1});
   EXPECT_EQ(scalar_tensor(2.5).item(), 2.5);

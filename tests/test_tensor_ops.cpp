@@ -144,15 +144,14 @@ TEST(TensorOps, SoftmaxAndLogSoftmax) {
 TEST(TensorOps, LayerNormHandValues) {
   // row (1, 2, 3): mean 2, var 2/3 -> xhat = (-1, 0, 1) / sqrt(2/3 + eps)
   Tensor x = tensor({1, 2, 3, 10, 10, 10}, {2, 3});
-  Tensor mean_r, rstd_r;
-  Tensor y = layer_norm(x, 1, Tensor(), Tensor(), 1e-5, &mean_r, &rstd_r);
+  auto [y, mean_r, rstd_r] = layer_norm_forward(x, {3}, Tensor(), Tensor(), 1e-5);
   const double r = 1 / std::sqrt(2.0 / 3 + 1e-5);
   expect_values(y, {2, 3}, {-r, 0, r, 0, 0, 0}, 1e-5);
   expect_values(mean_r, {2}, {2, 10}, 1e-6);
   expect_values(rstd_r, {2}, {r, 1 / std::sqrt(1e-5)}, 1e-2);
   Tensor w = tensor({1, 2, 3}, {3}), b = tensor({0, 1, 0}, {3});
-  expect_values(layer_norm(x, 1, w, b, 1e-5), {2, 3}, {-r, 1, 3 * r, 0, 1, 0}, 1e-5);
-  EXPECT_THROW(layer_norm(x, 1, zeros({4}), Tensor(), 1e-5), ShapeError);
+  expect_values(layer_norm(x, {3}, w, b, 1e-5), {2, 3}, {-r, 1, 3 * r, 0, 1, 0}, 1e-5);
+  EXPECT_THROW(layer_norm(x, {3}, zeros({4}), Tensor(), 1e-5), ShapeError);
 }
 
 TEST(TensorOps, IndexSelectGatherScatter) {
@@ -201,7 +200,7 @@ TEST(TensorOps, SameBitsForAnyThreadCount) {
   Tensor x = randn({512, 1024}, g), w = randn({1024, 256}, g);
   auto run = [&] {
     return std::vector<Tensor>{sum(x), sum(x, {0}), mean(x, {1}), softmax(x, 1),
-                               layer_norm(x, 1, Tensor(), Tensor(), 1e-5), gelu(x) * x};
+                               layer_norm(x, {1024}, Tensor(), Tensor(), 1e-5), gelu(x) * x};
   };
   set_num_threads(1);
   std::vector<Tensor> one = run();

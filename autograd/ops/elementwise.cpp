@@ -1,11 +1,8 @@
 // Elementwise ops. Binary ops return gradients in the broadcast output shape; the engine sums
 // them back down to each input's shape (autograd/engine.cpp), so no op here undoes broadcasting.
-#include <cmath>
-#include <numbers>
+#include "autograd/ops/elementwise.h"
 
-#include "autograd/ops.h"
-#include "tensor/fastmath.h"
-#include "tensor/loops.h"
+#include "tensor/ops/elementwise.h"
 
 namespace mg {
 
@@ -79,55 +76,30 @@ Variable abs(const Variable& x) {
 // y = tanh x           dx = dy * (1 - y^2)
 Variable tanh(const Variable& x) {
   Tensor y = mg::tanh(x.data());
-  return record("tanh", y, {x}, [y](const Tensor& dy, const Node&) -> TensorList {
-    return {visit_float(y.dtype(), "tanh backward", [&]<class T>() {
-      return detail::map_binary<T, T>(dy, y, [](T g, T t) { return g * (T(1) - t * t); }, "tanh backward");
-    })};
-  });
+  return record("tanh", y, {x}, [y](const Tensor& dy, const Node&) -> TensorList { return {tanh_backward(dy, y)}; });
 }
 
 // y = sigmoid x        dx = dy * y * (1 - y)
 Variable sigmoid(const Variable& x) {
   Tensor y = mg::sigmoid(x.data());
-  return record("sigmoid", y, {x}, [y](const Tensor& dy, const Node&) -> TensorList {
-    return {visit_float(y.dtype(), "sigmoid backward", [&]<class T>() {
-      return detail::map_binary<T, T>(dy, y, [](T g, T s) { return g * s * (T(1) - s); }, "sigmoid backward");
-    })};
-  });
+  return record("sigmoid", y, {x}, [y](const Tensor& dy, const Node&) -> TensorList { return {sigmoid_backward(dy, y)}; });
 }
 
 // y = max(x, 0)        dx = dy where x > 0, else 0
 Variable relu(const Variable& x) {
   return record("relu", mg::relu(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList {
-    return {visit_float(x.dtype(), "relu backward", [&]<class T>() {
-      return detail::map_binary<T, T>(dy, x, [](T g, T v) { return v > 0 ? g : T(0); }, "relu backward");
-    })};
+    return {relu_backward(dy, x)};
   });
 }
 
-// erf form:  y = x Phi(x)                      dx = dy * (Phi(x) + x phi(x))
-// tanh form: y = x/2 (1 + tanh u), u = c (x + 0.044715 x^3), c = sqrt(2/pi)
-//            dx = dy * (1/2 (1 + tanh u) + x/2 (1 - tanh^2 u) c (1 + 3 * 0.044715 x^2))
+// erf form:  y = x Phi(x)                  dx = dy * (Phi(x) + x phi(x)),   phi = Phi' the normal density
+// tanh form: y = x/2 (1 + tanh u),  u = c (x + 0.044715 x^3),  c = sqrt(2/pi)
+//            dx = dy * ((1 + tanh u) / 2 + x/2 (1 - tanh^2 u) c (1 + 3 * 0.044715 x^2))
 Variable gelu(const Variable& x, const std::string& approximate) {
-  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
-           "gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
-  const bool tanh_form = approximate == "tanh";
-  Tensor y = tanh_form ? gelu_tanh(x.data()) : mg::gelu(x.data());
-  return record(tanh_form ? "gelu_tanh" : "gelu", y, {x},
-                [x = x.data(), tanh_form](const Tensor& dy, const Node&) -> TensorList {
-                  return {visit_float(x.dtype(), "gelu backward", [&]<class T>() {
-                    if (tanh_form)
-                      return detail::map_binary<T, T>(dy, x, [](T g, T v) {
-                        const T c = T(0.7978845608028654), k = T(0.044715);
-                        const T t = std::tanh(c * (v + k * v * v * v));
-                        return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * k * v * v));
-                      }, "gelu backward");
-                    return detail::map_binary<T, T>(dy, x, [](T g, T v) {
-                      const T cdf = T(0.5) * (T(1) + fast::erf(v * T(std::numbers::sqrt2 / 2)));
-                      const T pdf = fast::exp(T(-0.5) * v * v) * T(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-                      return g * (cdf + v * pdf);
-                    }, "gelu backward");
-                  })};
+  Tensor y = mg::gelu(x.data(), approximate);
+  return record(approximate == "tanh" ? "gelu_tanh" : "gelu", y, {x},
+                [x = x.data(), approximate](const Tensor& dy, const Node&) -> TensorList {
+                  return {gelu_backward(dy, x, approximate)};
                 });
 }
 

@@ -1,6 +1,9 @@
 // Matrix products. The transposes in the backward are views; BLAS reads them through its
 // transpose flags, so no matrix is copied to compute a gradient.
-#include "autograd/ops.h"
+#include "autograd/ops/matmul.h"
+
+#include "autograd/ops/shape.h"
+#include "tensor/ops.h"
 
 namespace mg {
 

@@ -1,14 +1,17 @@
 // Reductions. Their backward spreads the output gradient back over the reduced elements.
-#include "autograd/ops.h"
+#include "autograd/ops/reduce.h"
+
+#include "autograd/ops/shape.h"
+#include "tensor/ops.h"
 
 namespace mg {
 namespace {
 // The shape of a reduction's output with the reduced dims kept as 1 (dims empty: all).
-Shape keepdim_shape(const Shape& in, std::vector<int64_t> dims) {
+Shape keepdim_shape(const Shape& in, const std::vector<int64_t>& dims, std::string_view op) {
   Shape s = in;
   if (dims.empty())
     for (auto& d : s) d = 1;
-  for (int64_t d : dims) s[wrap_dim(d, static_cast<int64_t>(in.size()), "sum")] = 1;
+  for (int64_t d : dims) s[wrap_dim(d, static_cast<int64_t>(in.size()), op)] = 1;
   return s;
 }
 }  // namespace
@@ -16,7 +19,7 @@ Shape keepdim_shape(const Shape& in, std::vector<int64_t> dims) {
 // y = sum_{dims} x     x: (..., n, ...)  y: (..., [1], ...)
 // dx = dy broadcast back over the summed dims
 Variable sum(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
-  const Shape in = x.shape(), kept = keepdim_shape(in, dims);
+  const Shape in = x.shape(), kept = keepdim_shape(in, dims, "sum");
   return record("sum", mg::sum(x.data(), dims, keepdim), {x}, [in, kept](const Tensor& dy, const Node&) -> TensorList {
     return {dy.reshape(kept).expand(in)};
   });
@@ -24,7 +27,7 @@ Variable sum(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) 
 
 // y = sum_{dims} x / n             dx = dy / n broadcast back
 Variable mean(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
-  const Shape in = x.shape(), kept = keepdim_shape(in, dims);
+  const Shape in = x.shape(), kept = keepdim_shape(in, dims, "mean");
   const double n = static_cast<double>(numel_of(in)) / static_cast<double>(std::max<int64_t>(1, numel_of(kept)));
   return record("mean", mg::mean(x.data(), dims, keepdim), {x}, [in, kept, n](const Tensor& dy, const Node&) -> TensorList {
     return {(dy / n).reshape(kept).expand(in)};
@@ -36,7 +39,7 @@ std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim) {
   auto [values, indices] = mg::max(x.data(), dim, keepdim);
   const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), "max");
   const Shape in = x.shape();
-  Tensor idx_kept = x.dim() == 0 ? indices : indices.reshape(keepdim_shape(in, {d}));
+  Tensor idx_kept = x.dim() == 0 ? indices : indices.reshape(keepdim_shape(in, {d}, "max"));
   Variable y = record("max", values, {x}, [in, d, idx_kept](const Tensor& dy, const Node&) -> TensorList {
     if (in.empty()) return {dy};
     return {scatter_add(zeros(in, dy.dtype()), d, idx_kept, dy.reshape(idx_kept.shape()))};

@@ -1,8 +1,8 @@
 // Shape ops: the forward is a view (or a copy for concat); the backward puts the gradient back
 // into the input's layout.
-#include <numeric>
+#include "autograd/ops/shape.h"
 
-#include "autograd/ops.h"
+#include "tensor/ops.h"
 
 namespace mg {
 
@@ -11,6 +11,17 @@ Variable reshape(const Variable& x, const Shape& shape) {
   const Shape in = x.shape();
   return record("reshape", x.data().reshape(shape), {x},
                 [in](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(in)}; });
+}
+
+// y = x viewed as `shape` (no copy)    dx = dy viewed as x's shape
+Variable view(const Variable& x, const Shape& shape) {
+  const Shape in = x.shape();
+  return record("view", x.data().view(shape), {x},
+                [in](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(in)}; });
+}
+
+Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
+  return reshape(x, x.data().flatten(start_dim, end_dim).shape());
 }
 
 // y = x with dims d0, d1 swapped        dx = dy with them swapped back
@@ -50,6 +61,7 @@ Variable expand(const Variable& x, const Shape& shape) {
 }
 
 Variable squeeze(const Variable& x, int64_t dim) { return reshape(x, x.data().squeeze(dim).shape()); }
+Variable squeeze(const Variable& x) { return reshape(x, x.data().squeeze().shape()); }
 Variable unsqueeze(const Variable& x, int64_t dim) { return reshape(x, x.data().unsqueeze(dim).shape()); }
 
 // y = [x0, x1, ...] joined along dim   dx_i = the matching slice of dy

@@ -1,4 +1,4 @@
-// bench/gpt: training-step time of the GPT in ../shared/bench/torch_gpt_ref.py, built from
+// bench/gpt: training-step time of the GPT in bench/torch_gpt_ref.py (PyTorch), built from
 // minigrad's nn modules (nn::GPT): token + position embeddings, pre-LN blocks (causal multi-head
 // attention, GELU MLP 4x), final LayerNorm, untied head, AdamW(lr 3e-4), random tokens.
 //
@@ -14,10 +14,10 @@
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
-#include <cblas.h>
 #include <fstream>
 
 #include "minigrad.h"
+#include "tensor/blas.h"
 
 using namespace mg;
 
@@ -39,9 +39,7 @@ int main(int argc, char** argv) {
   set_num_threads(threads);
   Generator g(0);
   nn::GPT m({.vocab = vocab, .context = ctx, .dim = d, .heads = heads, .layers = layers}, g);
-  optim::AdamWOptions o;
-  o.lr = 3e-4;
-  optim::AdamW opt(m.parameters(), o);
+  optim::AdamW opt(m.parameters(), {.lr = 3e-4});
   const Tensor x = randint(0, vocab, {batch, ctx}, g), y = randint(0, vocab, {batch, ctx}, g);
   std::vector<double> times;
   double loss = 0;
@@ -76,6 +74,6 @@ int main(int argc, char** argv) {
   }
   std::printf("minigrad threads=%d params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
               threads, static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
-              peak_mb, loss, openblas_get_corename());
+              peak_mb, loss, blas::core_name());
   return 0;
 }

@@ -100,10 +100,9 @@ void attention(benchmark::State& st, bool fused) {
   const int64_t dh = s.d / s.H;
   Variable q(randn({s.B, s.H, s.T, dh}), true), k(randn({s.B, s.H, s.T, dh}), true), v(randn({s.B, s.H, s.T, dh}), true);
   Tensor g = randn({s.B, s.H, s.T, dh});
-  const Tensor causal = triu(ones({s.T, s.T}, DType::Bool), 1);
   for (auto _ : st) {
     Variable y = fused ? scaled_dot_product_attention(q, k, v, true)
-                       : matmul(softmax(masked_fill(matmul(q, transpose(k, -2, -1)) / std::sqrt(double(dh)), causal, -INFINITY), -1), v);
+                       : matmul(softmax(nn::attention_scores(q, k, {.is_causal = true}), -1), v);
     y.backward(g);
   }
 }

@@ -118,6 +118,54 @@ double val_loss(const nn::GPT& m, const std::vector<int64_t>& val, const Config&
   return s / 8;
 }
 
+// The text split 90/10 into training and validation ids.
+struct Data {
+  std::string text;
+  Vocab vocab;
+  std::vector<int64_t> train, val;
+};
+
+Data load_data(const Config& c) {
+  std::string text = read_corpus(c);
+  Vocab v(text);
+  std::vector<int64_t> ids;
+  for (unsigned char ch : text) ids.push_back(v.id[ch]);
+  const size_t split = ids.size() * 9 / 10;
+  return {std::move(text), v, std::vector<int64_t>(ids.begin(), ids.begin() + split), std::vector<int64_t>(ids.begin() + split, ids.end())};
+}
+
+// Loss curves: training loss every step, validation loss every eval_every steps.
+struct History {
+  std::vector<double> steps, losses, val_steps, val_losses;
+};
+
+// AdamW steps start+1 ... last, with gradient clipping and the schedule; a checkpoint every
+// ckpt_every steps and at the end. Each step's batch depends only on (seed, step), so a resumed
+// run sees exactly the batches the uninterrupted one would have.
+History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c, int64_t start,
+              const std::string& ckpt) {
+  History h;
+  const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
+  viz::ProgressBar bar(last - start, "train");
+  for (int64_t step = start + 1; step <= last; ++step) {
+    Generator bg(c.seed * 1000003 + static_cast<uint64_t>(step));
+    auto [x, y] = batch_of(d.train, c, bg);
+    Variable loss = loss_on(m, x, y);
+    opt.zero_grad();
+    loss.backward();
+    optim::clip_grad_norm_(m.parameters(), 1.0);
+    opt.step();
+    sched.step();
+    h.steps.push_back(static_cast<double>(step)), h.losses.push_back(loss.item());
+    bar.update(step - start, loss.item(), -1, c.batch * c.context);
+    if (step % c.eval_every == 0 || step == c.steps)
+      h.val_steps.push_back(static_cast<double>(step)), h.val_losses.push_back(val_loss(m, d.val, c));
+    if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step);
+  }
+  bar.finish();
+  return h;
+}
+
 // Continue `prompt` by sampling: logits / temperature, keep the top_k, softmax, draw.
 std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator& g) {
   NoGradGuard no_grad;
@@ -141,6 +189,36 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
     out += v.chars[next];
   }
   return out;
+}
+
+// runs/char_gpt/index.html: the loss curves, the sample, and every head's attention on the
+// sample's first characters (at most 24, and no more than the context).
+std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const History& h, const std::string& sampled) {
+  viz::Report rep(c.out, "char_gpt: a character-level GPT", "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
+  rep.add_svg("loss.svg",
+              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss", "step", "cross-entropy"),
+              "Training and validation loss (nats per character).");
+  rep.add_note("Sample:\n" + sampled, true);
+  nn::AttentionCapture cap(const_cast<nn::GPT&>(m));
+  const std::string shown = sampled.substr(0, std::min<size_t>({24, sampled.size(), static_cast<size_t>(c.context)}));
+  std::vector<int64_t> pids;
+  std::vector<std::string> labels;
+  for (unsigned char ch : shown)
+    pids.push_back(d.vocab.id[ch] >= 0 ? d.vocab.id[ch] : 0), labels.push_back(ch == '\n' ? "\\n" : ch == ' ' ? "_" : std::string(1, ch));
+  {
+    NoGradGuard no_grad;
+    m.forward(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
+  }
+  for (const std::string& name : cap.names()) {
+    const Tensor w = cap.at(name).weights;  // (1, H, T, T)
+    for (int64_t head = 0; head < c.heads; ++head)
+      rep.add_svg(fmt::format("attn_{}_head{}.svg", name, head),
+                  viz::heatmap_svg(w.narrow(1, head, 1).reshape({w.size(2), w.size(3)}),
+                                   {.title = fmt::format("{} head {}", name, head), .row_labels = labels, .col_labels = labels,
+                                    .row_title = "query", .col_title = "key", .annotate = 0, .cell = 16}),
+                  fmt::format("{}, head {}: causal attention over the text.", name, head));
+  }
+  return rep.write_index();
 }
 
 }  // namespace char_gpt
@@ -171,17 +249,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const std::string text = read_corpus(c);
-    const Vocab v(text);
-    std::vector<int64_t> ids;
-    for (unsigned char ch : text) ids.push_back(v.id[ch]);
-    const size_t split = ids.size() * 9 / 10;
-    const std::vector<int64_t> train(ids.begin(), ids.begin() + split), val(ids.begin() + split, ids.end());
+    const Data d = load_data(c);
     Generator g(c.seed);
-    nn::GPT m(gpt_options(v.size(), c), g);
-    optim::AdamWOptions o;
-    o.lr = c.lr;
-    optim::AdamW opt(m.parameters(), o);
+    nn::GPT m(gpt_options(d.vocab.size(), c), g);
+    optim::AdamW opt(m.parameters(), {.lr = c.lr});
     optim::WarmupCosineLR sched(opt, std::max(1, c.steps / 20), c.steps, 0.1);
     std::filesystem::create_directories(c.out);
     const std::string ckpt = c.out + "/checkpoint.safetensors";
@@ -191,55 +262,15 @@ int main(int argc, char** argv) {
       sched.set_step(start);
       std::printf("resumed from %s at step %lld\n", ckpt.c_str(), static_cast<long long>(start));
     }
-    std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters\n", text.size(),
-                static_cast<long long>(v.size()), train.size(), static_cast<long long>(m.num_parameters()));
-    std::vector<double> xs, losses, vx, vlosses;
-    const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
-    viz::ProgressBar bar(last - start, "train");
-    for (int64_t step = start + 1; step <= last; ++step) {
-      Generator bg(c.seed * 1000003 + static_cast<uint64_t>(step));  // the batch depends only on (seed, step)
-      auto [x, y] = batch_of(train, c, bg);
-      Variable loss = loss_on(m, x, y);
-      opt.zero_grad();
-      loss.backward();
-      optim::clip_grad_norm(m.parameters(), 1.0);
-      opt.step();
-      sched.step();
-      xs.push_back(static_cast<double>(step)), losses.push_back(loss.item());
-      bar.update(step - start, loss.item(), -1, c.batch * c.context);
-      if (step % c.eval_every == 0 || step == c.steps) vx.push_back(static_cast<double>(step)), vlosses.push_back(val_loss(m, val, c));
-      if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step);
-    }
-    bar.finish();
-    if (!vlosses.empty()) std::printf("validation loss %.4f (uniform guessing: %.4f)\n", vlosses.back(), std::log(static_cast<double>(v.size())));
+    std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters\n", d.text.size(),
+                static_cast<long long>(d.vocab.size()), d.train.size(), static_cast<long long>(m.num_parameters()));
+    const History h = train(m, opt, sched, d, c, start, ckpt);
+    if (!h.val_losses.empty())
+      std::printf("validation loss %.4f (uniform guessing: %.4f)\n", h.val_losses.back(), std::log(static_cast<double>(d.vocab.size())));
     Generator sg(c.seed + 1);
-    const std::string s = sample(m, v, c, sg);
-    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature, static_cast<long long>(c.top_k), s.c_str());
-
-    viz::Report rep(c.out, "char_gpt: a character-level GPT", "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
-    rep.add_svg("loss.svg", viz::line_chart_svg({{"train", xs, losses}, {"validation", vx, vlosses}}, "Loss", "step", "cross-entropy"),
-                "Training and validation loss (nats per character).");
-    rep.add_note("Sample:\n" + s, true);
-    // Attention of every head on the prompt's first characters.
-    nn::AttentionCapture cap(m);
-    std::string shown = s.substr(0, std::min<size_t>(24, s.size()));
-    std::vector<int64_t> pids;
-    std::vector<std::string> labels;
-    for (unsigned char ch : shown) pids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0), labels.push_back(ch == '\n' ? "\\n" : ch == ' ' ? "_" : std::string(1, ch));
-    {
-      NoGradGuard no_grad;
-      m.forward(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
-    }
-    for (const std::string& name : cap.names()) {
-      const Tensor w = cap.at(name).weights;  // (1, H, T, T)
-      for (int64_t h = 0; h < c.heads; ++h)
-        rep.add_svg(fmt::format("attn_{}_head{}.svg", name, h),
-                    viz::heatmap_svg(w.narrow(1, h, 1).reshape({w.size(2), w.size(3)}),
-                                     {.title = fmt::format("{} head {}", name, h), .row_labels = labels, .col_labels = labels,
-                                      .row_title = "query", .col_title = "key", .annotate = 0, .cell = 16}),
-                    fmt::format("{}, head {}: causal attention over the text.", name, h));
-    }
-    std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), rep.write_index().c_str());
+    const std::string sampled = sample(m, d.vocab, c, sg);
+    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature, static_cast<long long>(c.top_k), sampled.c_str());
+    std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled).c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

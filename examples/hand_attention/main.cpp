@@ -58,7 +58,7 @@ HandResult hand_set() {
 // (one-hot), so row t of the attention *is* position t's answer to "where is the B?".
 struct Head : nn::Module {
   nn::Linear w_q, w_k;  // (2, 2) each, no bias: weight = W^T in the row-vector convention
-  explicit Head(Generator& g) : w_q(kDim, kDim, false, g), w_k(kDim, kDim, false, g) {
+  explicit Head(Generator& g) : w_q(kDim, kDim, {.bias = false}, g), w_k(kDim, kDim, {.bias = false}, g) {
     register_module("w_q", w_q);
     register_module("w_k", w_k);
   }

@@ -36,8 +36,8 @@ struct Model : nn::Module {
   nn::MultiheadAttention attn;
   nn::Linear fc, out;
   Model(const Config& c, Generator& g)
-      : tok(c.vocab, c.dim, g), pos(c.seq_len, c.dim, g), attn(c.dim, 2, {}, g), fc(c.dim, c.hidden, true, g),
-        out(c.hidden, c.vocab * c.vocab, true, g) {
+      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, 2, {}, g), fc(c.dim, c.hidden, {}, g),
+        out(c.hidden, c.vocab * c.vocab, {}, g) {
     register_module("tok", tok);
     register_module("pos", pos);
     register_module("attn", attn);
@@ -46,7 +46,7 @@ struct Model : nn::Module {
   }
   Variable forward(const Tensor& ids, const Tensor& head_mask = Tensor()) const {
     Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
-    nn::AttentionMask m;
+    nn::AttentionForwardOptions m;
     m.is_causal = true;
     m.head_mask = head_mask;
     Variable h = attn.forward(x, m).output;  // only what the heads gathered: no residual shortcut
@@ -109,9 +109,7 @@ HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
 }
 
 std::vector<double> train(Model& m, const Config& c, Generator& g) {
-  optim::AdamWOptions o;
-  o.lr = c.lr;
-  optim::AdamW opt(m.parameters(), o);
+  optim::AdamW opt(m.parameters(), {.lr = c.lr});
   viz::ProgressBar bar(c.steps, "train");
   std::vector<double> losses;
   for (int step = 1; step <= c.steps; ++step) {

@@ -3,7 +3,7 @@
 // the weights are ordinary Variables, the loss is cross-entropy, and "training" is
 // a momentum SGD step on each weight after every backward().
 //
-//   make demo            (or: build/examples/mlp/mlp)
+//   build/examples/mlp/mlp            (after make demo or make test has built it)
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -15,14 +15,19 @@
 #include "viz/svg.h"
 #include "viz/terminal.h"
 
+namespace mlp {
 using namespace mg;
 
 constexpr int64_t kPointsPerClass = 200;  // two spirals of this many points each
 constexpr int64_t kHidden = 64;           // width of the hidden layer
 constexpr double kMomentum = 0.9;         // SGD momentum: v = m v + g;  w -= lr v
-int kSteps = 3000;                        // full-batch gradient steps (--steps)
-double kLearningRate = 0.2;               // SGD step size (--lr)
-uint64_t kSeed = 0;                       // same seed, same run, bit for bit (--seed)
+
+struct Config {
+  int steps = 3000;       // full-batch gradient steps
+  double lr = 0.2;        // SGD step size
+  uint64_t seed = 0;      // same seed, same run, bit for bit
+  std::string out = "runs/mlp";
+};
 
 struct Data {
   Tensor x;  // (N, 2) float32 points
@@ -67,12 +72,12 @@ double accuracy(const MLP& model, const Data& d) {
   return mean(eq(pred, d.y).to(DType::Float32)).item();
 }
 
-std::vector<double> train(MLP& model, const Data& d) {
+std::vector<double> train(MLP& model, const Data& d, const Config& c) {
   std::vector<Tensor> velocity;  // one running gradient average per parameter
   for (auto& p : model.parameters()) velocity.push_back(zeros(p.shape()));
-  viz::ProgressBar bar(kSteps, "train");
+  viz::ProgressBar bar(c.steps, "train");
   std::vector<double> losses;
-  for (int step = 1; step <= kSteps; ++step) {
+  for (int step = 1; step <= c.steps; ++step) {
     Variable loss = cross_entropy(model.forward(Variable(d.x)), d.y);
     for (auto& p : model.parameters()) p.zero_grad();
     loss.backward();
@@ -81,11 +86,11 @@ std::vector<double> train(MLP& model, const Data& d) {
       std::vector<Variable> params = model.parameters();
       for (size_t i = 0; i < params.size(); ++i) {
         velocity[i].copy_(velocity[i] * kMomentum + params[i].grad());
-        params[i].data().copy_(params[i].data() - velocity[i] * kLearningRate);
+        params[i].data().copy_(params[i].data() - velocity[i] * c.lr);
       }
     }
     losses.push_back(loss.item());
-    bar.update(step, loss.item(), step % 100 == 0 || step == kSteps ? accuracy(model, d) : -1, d.x.size(0));
+    bar.update(step, loss.item(), step % 100 == 0 || step == c.steps ? accuracy(model, d) : -1, d.x.size(0));
   }
   bar.finish();
   return losses;
@@ -119,29 +124,32 @@ void draw(const MLP& model, const Data& d) {
   for (auto& row : rows) std::printf("  %s\n", row.c_str());
 }
 
+}  // namespace mlp
+
 int main(int argc, char** argv) {
-  std::string out = "runs/mlp";
+  using namespace mlp;
+  Config c;
   CLI::App app{"mlp: a two-layer perceptron learns two spirals with autograd and momentum SGD"};
-  app.add_option("--steps", kSteps, "full-batch SGD steps");
-  app.add_option("--lr", kLearningRate, "learning rate");
-  app.add_option("--seed", kSeed, "random seed");
-  app.add_option("--out", out, "output folder");
+  app.add_option("--steps", c.steps, "full-batch SGD steps");
+  app.add_option("--lr", c.lr, "learning rate");
+  app.add_option("--seed", c.seed, "random seed");
+  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
-  Generator gen(kSeed);
+  Generator gen(c.seed);
   const Data data = make_spirals(gen);
   MLP model(gen);
   std::printf("minigrad mlp: 2 -> %lld -> 2 on two spirals (%lld points), full-batch SGD with momentum, %d threads\n",
               static_cast<long long>(kHidden), static_cast<long long>(2 * kPointsPerClass), get_num_threads());
-  const std::vector<double> losses = train(model, data);
+  const std::vector<double> losses = train(model, data, c);
   draw(model, data);
   const double acc = accuracy(model, data);
   std::printf("\nfinal training accuracy: %.1f%%\n", 100 * acc);
 
-  viz::Report rep(out, "mlp: two spirals", "A 2 -> 64 -> 2 perceptron trained with autograd and momentum SGD.");
+  viz::Report rep(c.out, "mlp: two spirals", "A 2 -> 64 -> 2 perceptron trained with autograd and momentum SGD.");
   rep.add_svg("decision_boundary.svg",
               viz::decision_boundary_svg(probability_grid(model, 96, 96), data.x, data.y,
-                                         fmt::format("Decision boundary after {} steps ({:.1f}% accuracy)", kSteps, 100 * acc)),
+                                         fmt::format("Decision boundary after {} steps ({:.1f}% accuracy)", c.steps, 100 * acc)),
               "Background: the model's P(class 1) over the plane; dots: the training points.");
   rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true),
               "Full-batch cross-entropy.");

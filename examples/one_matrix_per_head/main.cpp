@@ -37,11 +37,11 @@ struct OverParamAttention : nn::Module {
   nn::Linear w_q, w_k, w_v, w_o;
   nn::ModuleList a_q, a_k, a_v;  // heads x Linear(head_dim, head_dim, no bias)
   OverParamAttention(int64_t dim, int64_t h, Generator& g)
-      : heads(h), head_dim(dim / h), w_q(dim, dim, true, g), w_k(dim, dim, true, g), w_v(dim, dim, true, g), w_o(dim, dim, true, g) {
+      : heads(h), head_dim(dim / h), w_q(dim, dim, {}, g), w_k(dim, dim, {}, g), w_v(dim, dim, {}, g), w_o(dim, dim, {}, g) {
     for (auto [name, l] : {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"w_o", &w_o}}) register_module(name, *l);
     for (auto [name, list] : {std::pair{"a_q", &a_q}, {"a_k", &a_k}, {"a_v", &a_v}}) {
       register_module(name, *list);
-      for (int64_t i = 0; i < h; ++i) list->emplace_back<nn::Linear>(head_dim, head_dim, false, g);
+      for (int64_t i = 0; i < h; ++i) list->emplace_back<nn::Linear>(head_dim, head_dim, nn::LinearOptions{.bias = false}, g);
     }
   }
   // (B, T, dim) -> (B, H, T, d): split heads, then each head through its own extra matrix.
@@ -53,7 +53,7 @@ struct OverParamAttention : nn::Module {
   }
   Variable forward(const Variable& x) const {
     Variable q = project(w_q, a_q, x), k = project(w_k, a_k, x), v = project(w_v, a_v, x);
-    Variable att = softmax(matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim)), -1);
+    Variable att = softmax(nn::attention_scores(q, k), -1);  // softmax(q k^T / sqrt(d_k)), as in MultiheadAttention
     return w_o.forward(nn::merge_heads(matmul(att, v)));
   }
   std::string type_name() const override { return "OverParamAttention"; }
@@ -85,7 +85,7 @@ struct TaskModel : nn::Module {
   Attention attn;
   nn::Linear readout;
   TaskModel(const Config& c, Generator& g, Attention* /*tag*/ = nullptr)
-      : tok(c.vocab, c.dim, g), pos(c.seq_len, c.dim, g), attn(make(c, g)), readout(c.dim, c.vocab, true, g) {
+      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(make(c, g)), readout(c.dim, c.vocab, {}, g) {
     register_module("tok", tok), register_module("pos", pos), register_module("attn", attn), register_module("readout", readout);
   }
   static Attention make(const Config& c, Generator& g) {
@@ -106,10 +106,7 @@ struct TaskModel : nn::Module {
 template <class M>
 std::vector<double> train(M& m, const Config& c, uint64_t data_seed, const std::string& label) {
   Generator g(data_seed);  // both models see the same batches
-  optim::AdamWOptions o;
-  o.lr = c.lr;
-  o.weight_decay = 0;
-  optim::AdamW opt(m.parameters(), o);
+  optim::AdamW opt(m.parameters(), {.lr = c.lr, .weight_decay = 0});
   viz::ProgressBar bar(c.steps, label);
   std::vector<double> losses;
   for (int step = 1; step <= c.steps; ++step) {

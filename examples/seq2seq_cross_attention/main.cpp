@@ -43,8 +43,8 @@ struct Model : nn::Module {
     return {.dim_feedforward = c.ff, .dropout = 0.0, .activation = "gelu", .norm_first = true};
   }
   Model(const Config& c, Generator& g)
-      : src_tok(kDigits, c.dim, g), tgt_tok(kDigits + 1, c.dim, g), pos(c.length, c.dim, g), enc(c.dim, c.heads, layer(c), g),
-        dec(c.dim, c.heads, layer(c), g), norm({c.dim}), out(c.dim, kDigits, true, g) {
+      : src_tok(kDigits, c.dim, {}, g), tgt_tok(kDigits + 1, c.dim, {}, g), pos(c.length, c.dim, {}, g), enc(c.dim, c.heads, layer(c), g),
+        dec(c.dim, c.heads, layer(c), g), norm({c.dim}), out(c.dim, kDigits, {}, g) {
     register_module("src_tok", src_tok), register_module("tgt_tok", tgt_tok), register_module("pos", pos);
     register_module("enc", enc), register_module("dec", dec), register_module("norm", norm), register_module("out", out);
   }
@@ -86,9 +86,7 @@ Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
 }
 
 std::vector<double> train(Model& m, const Config& c, Generator& g) {
-  optim::AdamWOptions o;
-  o.lr = c.lr;
-  optim::AdamW opt(m.parameters(), o);
+  optim::AdamW opt(m.parameters(), {.lr = c.lr});
   optim::WarmupCosineLR sched(opt, c.steps / 20, c.steps, 0.05);
   viz::ProgressBar bar(c.steps, "train");
   std::vector<double> losses;
@@ -98,7 +96,7 @@ std::vector<double> train(Model& m, const Config& c, Generator& g) {
     Variable loss = cross_entropy(reshape(logits, {-1, kDigits}), b.tgt_out.reshape({-1}));
     opt.zero_grad();
     loss.backward();
-    optim::clip_grad_norm(m.parameters(), 1.0);
+    optim::clip_grad_norm_(m.parameters(), 1.0);
     opt.step();
     sched.step();
     losses.push_back(loss.item());

@@ -46,7 +46,7 @@ struct Model : nn::Module {
   nn::MultiheadAttention attn;
   nn::Linear readout;
   Model(const Config& c, Generator& g)
-      : tok(c.vocab, c.dim, g), pos(c.seq_len, c.dim, g), attn(c.dim, 1, {}, g), readout(c.dim, c.vocab, true, g) {
+      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, 1, {}, g), readout(c.dim, c.vocab, {}, g) {
     register_module("tok", tok);
     register_module("pos", pos);
     register_module("attn", attn);
@@ -106,7 +106,7 @@ RunResult train(Model& m, const Config& c, Variant v, Generator& g) {
   std::vector<Variable> trainable;
   for (auto& p : m.parameters())
     if (p.requires_grad()) trainable.push_back(p);
-  optim::AdamW opt(trainable, [&] { optim::AdamWOptions o; o.lr = c.lr; o.weight_decay = 0; return o; }());
+  optim::AdamW opt(trainable, {.lr = c.lr, .weight_decay = 0});
   viz::ProgressBar bar(c.steps, fmt::format("{:<30}", variant_name(v)));
   for (int step = 1; step <= c.steps; ++step) {
     Batch b = make_batch(c, g, c.batch);

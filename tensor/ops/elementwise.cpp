@@ -4,7 +4,7 @@
 
 #include "tensor/fastmath.h"
 #include "tensor/loops.h"
-#include "tensor/ops.h"
+#include "tensor/ops/elementwise.h"
 
 namespace mg {
 namespace {
@@ -39,7 +39,10 @@ Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, F f) {
   });
 }
 
-constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi)
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi), GELU's tanh form
+constexpr double kGeluCubic = 0.044715;              // the x^3 coefficient of the tanh form
+constexpr double kInvSqrt2 = std::numbers::sqrt2 / 2;  // 1/sqrt(2): Phi(x) = (1 + erf(x/sqrt 2)) / 2
+constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // 1/sqrt(2 pi): phi(0)
 }  // namespace
 
 Tensor neg(const Tensor& x) { return unary_float(x, "neg", [](auto v) { return -v; }); }
@@ -57,18 +60,28 @@ Tensor sigmoid(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   return unary_float(x, "relu", [](auto v) { return v > 0 ? v : decltype(v)(0); });
 }
-Tensor gelu(const Tensor& x) {
+namespace {
+void check_approximate(const std::string& approximate, std::string_view op) {
+  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
+           "{}: approximate must be \"none\" or \"tanh\", got \"{}\"", op, approximate);
+}
+}  // namespace
+
+// GELU, erf form:   y = x Phi(x),  Phi(x) = (1 + erf(x / sqrt 2)) / 2
+//       tanh form:  y = x/2 (1 + tanh u),  u = c (x + k x^3),  c = sqrt(2/pi),  k = 0.044715
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  check_approximate(approximate, "gelu");
+  if (approximate == "tanh")
+    return unary_float(x, "gelu", [](auto v) {
+      using T = decltype(v);
+      return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v)));
+    });
   return unary_float(x, "gelu", [](auto v) {
     using T = decltype(v);
-    return T(0.5) * v * (T(1) + fast::erf(v * T(std::numbers::sqrt2 / 2)));
+    return T(0.5) * v * (T(1) + fast::erf(v * T(kInvSqrt2)));
   });
 }
-Tensor gelu_tanh(const Tensor& x) {
-  return unary_float(x, "gelu_tanh", [](auto v) {
-    using T = decltype(v);
-    return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v)));
-  });
-}
+
 Tensor pow(const Tensor& x, double e) {
   if (e == 2.0) return unary_float(x, "pow", [](auto v) { return v * v; });
   return unary_float(x, "pow", [e](auto v) { return static_cast<decltype(v)>(std::pow(v, e)); });
@@ -114,6 +127,50 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   MG_CHECK(b == x.shape(), ShapeError, "masked_fill: mask of shape {} cannot be broadcast to {}",
            shape_str(mask.shape()), shape_str(x.shape()));
   return where(mask, scalar_tensor(value, x.dtype()), x);
+}
+
+// ---------------------------------------------------------------- derivatives
+
+namespace {
+// out = f(dy, s) elementwise, for a saved tensor s of dy's shape.
+template <class F>
+Tensor backward_map(const Tensor& dy, const Tensor& s, std::string_view op, F f) {
+  check_same_dtype(dy, s, op);
+  return visit_float(dy.dtype(), op, [&]<class T>() {
+    return detail::map_binary<T, T>(dy, s, [&](T g, T v) { return f(g, v); }, op);
+  });
+}
+}  // namespace
+
+Tensor tanh_backward(const Tensor& dy, const Tensor& y) {
+  return backward_map(dy, y, "tanh_backward", [](auto g, auto t) { return g * (decltype(t)(1) - t * t); });
+}
+
+Tensor sigmoid_backward(const Tensor& dy, const Tensor& y) {
+  return backward_map(dy, y, "sigmoid_backward", [](auto g, auto s) { return g * s * (decltype(s)(1) - s); });
+}
+
+Tensor relu_backward(const Tensor& dy, const Tensor& x) {
+  return backward_map(dy, x, "relu_backward", [](auto g, auto v) { return v > 0 ? g : decltype(v)(0); });
+}
+
+// erf form:  GELU'(x) = Phi(x) + x phi(x),  phi(x) = e^(-x^2/2) / sqrt(2 pi)
+// tanh form: GELU'(x) = (1 + tanh u) / 2 + x/2 (1 - tanh^2 u) c (1 + 3 k x^2)
+Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate) {
+  check_approximate(approximate, "gelu_backward");
+  if (approximate == "tanh")
+    return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
+      using T = decltype(v);
+      const T c = T(kSqrt2OverPi), k = T(kGeluCubic);
+      const T t = std::tanh(c * (v + k * v * v * v));
+      return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * k * v * v));
+    });
+  return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
+    using T = decltype(v);
+    const T cdf = T(0.5) * (T(1) + fast::erf(v * T(kInvSqrt2)));
+    const T pdf = fast::exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
+    return g * (cdf + v * pdf);
+  });
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

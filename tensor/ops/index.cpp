@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "tensor/loops.h"
-#include "tensor/ops.h"
+#include "tensor/ops/index.h"
 
 namespace mg {
 namespace {
@@ -186,6 +186,39 @@ Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype) {
     for (int64_t i = 0; i < c.numel(); ++i) o[i * num_classes + p[i]] = static_cast<T>(1);
   });
   return out;
+}
+
+// y[..., :] = W[ids[...], :]       ids: (...) int64   W: (V, D)   y: (..., D)
+Tensor embedding(const Tensor& ids, const Tensor& weight) {
+  MG_CHECK(weight.defined() && weight.dim() == 2, ShapeError,
+           "embedding: weight must be 2-D (num_embeddings, embedding_dim), got {}",
+           weight.defined() ? shape_str(weight.shape()) : "undefined");
+  check_index_tensor(ids, "embedding");
+  const int64_t V = weight.size(0), D = weight.size(1);
+  const Tensor flat = ids.reshape({-1}).contiguous();
+  const int64_t* p = flat.data<int64_t>();
+  for (int64_t i = 0; i < flat.numel(); ++i)
+    MG_CHECK(p[i] >= 0 && p[i] < V, IndexError,
+             "embedding: id {} at position {} is out of range for {} embeddings (expected 0 to {})", p[i], i, V, V - 1);
+  Shape out_shape = ids.shape();
+  out_shape.push_back(D);
+  return index_select(weight, 0, flat).reshape(out_shape);
+}
+
+// dW (V, D) = zeros, with each row of dy (..., D) added into row ids[...]; row padding_idx zero
+Tensor embedding_backward(const Tensor& dy, const Tensor& ids, int64_t num_embeddings, std::optional<int64_t> padding_idx) {
+  check_index_tensor(ids, "embedding_backward");
+  MG_CHECK(dy.defined() && dy.dim() >= 1 && dy.numel() == ids.numel() * dy.size(-1), ShapeError,
+           "embedding_backward: dy {} does not fit ids {}", dy.defined() ? shape_str(dy.shape()) : "undefined",
+           shape_str(ids.shape()));
+  const int64_t D = dy.size(-1);
+  Tensor dw = index_add(zeros({num_embeddings, D}, dy.dtype()), 0, ids.reshape({-1}), dy.reshape({-1, D}));
+  if (padding_idx) {
+    MG_CHECK(*padding_idx >= -num_embeddings && *padding_idx < num_embeddings, IndexError,
+             "embedding: padding_idx {} is out of range for {} embeddings", *padding_idx, num_embeddings);
+    dw.narrow(0, *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx, 1).fill_(0);
+  }
+  return dw;
 }
 
 }  // namespace mg

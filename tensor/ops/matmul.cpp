@@ -1,14 +1,14 @@
-// Matrix products on OpenBLAS. Each 2-D operand is handed to cblas_?gemm as it lies in memory:
-// a row-major matrix, or a transposed view of one (flag CblasTrans), so .transpose(-2, -1) costs
-// no copy. Only layouts BLAS cannot describe (e.g. a column slice with two strides != 1) are copied.
+// Matrix products on OpenBLAS (through tensor/blas.h). Each 2-D operand is handed to the GEMM as it
+// lies in memory: a row-major matrix, or a transposed view of one (the transpose flag), so
+// .transpose(-2, -1) costs no copy. Only layouts BLAS cannot describe (e.g. a column slice with two strides != 1) are copied.
 //
 // Threads: OpenBLAS itself runs single-threaded (tensor/parallel.cpp) and minigrad splits the
 // work over its one oneTBB pool: a batch of products is shared out by batch entry, a single large
 // product by blocks of rows of the output. Two pools never compete for the cores, and the split
 // is fixed for a given thread count, so the bits are too.
-#include <cblas.h>
+#include "tensor/ops/matmul.h"
 
-#include "tensor/ops.h"
+#include "tensor/blas.h"
 #include "tensor/parallel.h"
 
 namespace mg {
@@ -16,17 +16,17 @@ namespace {
 
 // How BLAS should read one (rows, cols) matrix at some offset with strides (s0, s1).
 struct BlasMat {
-  CBLAS_TRANSPOSE trans;
+  bool trans;  // stored as the transpose: element (i, j) at j * ld + i
   int64_t ld;
 };
 
 bool blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, BlasMat& m) {
   if ((s1 == 1 || cols == 1) && s0 >= std::max<int64_t>(1, cols)) {
-    m = {CblasNoTrans, s0};
+    m = {false, s0};
     return true;
   }
   if ((s0 == 1 || rows == 1) && s1 >= std::max<int64_t>(1, rows)) {
-    m = {CblasTrans, s1};
+    m = {true, s1};
     return true;
   }
   return false;
@@ -36,10 +36,7 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, BlasMat& m)
 // dim m. beta = 1 adds the product to what C holds (a bias already written there).
 template <class T>
 void gemm1(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc, T beta = 0) {
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0f, pa, a.ld, pb, b.ld, beta, pc, m);
-  else
-    cblas_dgemm(CblasRowMajor, a.trans, b.trans, n, m, k, 1.0, pa, a.ld, pb, b.ld, beta, pc, m);
+  blas::gemm(a.trans, b.trans, n, m, k, T(1), pa, a.ld, pb, b.ld, beta, pc, m);
 }
 
 // Below this many multiply-adds a product stays on one thread.
@@ -58,25 +55,12 @@ void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, co
   tbb::parallel_for(int64_t{0}, threads, [&](int64_t t) {
     const int64_t r0 = t * rows, r1 = std::min(n, r0 + rows);
     if (r0 >= r1) return;
-    const T* a0 = a.trans == CblasNoTrans ? pa + r0 * a.ld : pa + r0;
+    const T* a0 = !a.trans ? pa + r0 * a.ld : pa + r0;
     gemm1<T>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m, beta);
   }, tbb::static_partitioner());
 }
 
 }  // namespace
-
-namespace blas {
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
-              beta, c, ldc);
-}
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
-              beta, c, ldc);
-}
-}  // namespace blas
 
 Tensor linear(const Tensor& x0, const Tensor& w, const Tensor& bias) {
   MG_CHECK(x0.defined() && w.defined(), StateError, "linear: an operand is undefined");
@@ -104,9 +88,9 @@ Tensor linear(const Tensor& x0, const Tensor& w, const Tensor& bias) {
     }
     Tensor X = x, W = w;
     BlasMat lx, lw;
-    if (!blas_layout(rows, in, X.strides()[0], X.strides()[1], lx)) X = X.contiguous(), lx = {CblasNoTrans, in};
+    if (!blas_layout(rows, in, X.strides()[0], X.strides()[1], lx)) X = X.contiguous(), lx = {false, in};
     // y = x W^T: W (out, in) row-major read as its transpose
-    if (!blas_layout(in, out, W.strides()[1], W.strides()[0], lw)) W = W.contiguous(), lw = {CblasTrans, in};
+    if (!blas_layout(in, out, W.strides()[1], W.strides()[0], lw)) W = W.contiguous(), lw = {true, in};
     gemm<T>(lx, lw, rows, out, in, X.data<T>(), W.data<T>(), y.data<T>(), bias.defined() ? T(1) : T(0));
     return y;
   });
@@ -142,9 +126,9 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
     Tensor A = a, B = b;
     BlasMat la, lb;
     if (!blas_layout(n, k, A.strides()[A.dim() - 2], A.strides()[A.dim() - 1], la))
-      A = A.contiguous(), la = {CblasNoTrans, k};
+      A = A.contiguous(), la = {false, k};
     if (!blas_layout(k, m, B.strides()[B.dim() - 2], B.strides()[B.dim() - 1], lb))
-      B = B.contiguous(), lb = {CblasNoTrans, m};
+      B = B.contiguous(), lb = {false, m};
     const Strides ast2 = A.is_contiguous() && !a.is_contiguous()
         ? broadcast_strides(abatch, Strides(A.strides().begin(), A.strides().end() - 2), batch) : ast;
     const Strides bst2 = B.is_contiguous() && !b.is_contiguous()
@@ -155,7 +139,7 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
     const int64_t nb = numel_of(batch);
 
     // (B..., n, k) @ (k, m) with a row-major A: one GEMM over all B*n rows.
-    bool b_shared = true, a_flat = la.trans == CblasNoTrans;
+    bool b_shared = true, a_flat = !la.trans;
     for (size_t d = 0; d < batch.size(); ++d) b_shared = b_shared && bst2[d] == 0;
     int64_t expect = n * la.ld;
     for (size_t d = batch.size(); d-- > 0;) {

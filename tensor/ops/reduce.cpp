@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "tensor/loops.h"
-#include "tensor/ops.h"
+#include "tensor/ops/reduce.h"
 
 namespace mg {
 namespace {
@@ -163,11 +163,14 @@ Tensor max(const Tensor& x) {
   return max(x.reshape({-1}), 0, false).first;
 }
 
-Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
+Tensor sum_to_shape(const Tensor& x, const Shape& shape, std::string_view op) {
   if (x.shape() == shape) return x;
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
-  MG_CHECK(lead >= 0 && broadcast_shapes(shape, x.shape(), "sum_to_shape") == x.shape(), ShapeError,
-           "sum_to_shape: shape {} does not broadcast to {}", shape_str(shape), shape_str(x.shape()));
+  bool fits = lead >= 0;
+  for (int64_t d = 0; fits && d < static_cast<int64_t>(shape.size()); ++d)
+    fits = shape[d] == x.shape()[lead + d] || shape[d] == 1;
+  MG_CHECK(fits, ShapeError, "{}: a gradient of shape {} cannot be summed down to shape {}", op, shape_str(x.shape()),
+           shape_str(shape));
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < x.dim(); ++d)
     if (d < lead || (shape[d - lead] == 1 && x.shape()[d] != 1)) dims.push_back(d);

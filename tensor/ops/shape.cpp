@@ -1,6 +1,7 @@
 // Joining, splitting and triangular masks.
 #include "tensor/loops.h"
-#include "tensor/ops.h"
+#include "tensor/ops/shape.h"
+#include "tensor/ops/elementwise.h"
 
 namespace mg {
 

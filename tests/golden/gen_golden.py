@@ -11,6 +11,8 @@ and for each floating input i, `grad<i>` = d sum(out * gout) / d in<i>.
 File format, one tensor per line:  <key> <dtype> <ndim> <dims...> <values...>
 framed by `case <name>` and `end` lines.
 """
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -118,6 +120,32 @@ def main():
     case("gather_dim1", lambda a, i: torch.gather(a, 1, i), r(3, 4), gidx)
     sidx = torch.tensor([2, 0, 2])
     case("index_select_dim0", lambda a, i: torch.index_select(a, 0, i), r(4, 3), sidx)
+
+    # added with the ops table (docs/03-writing-an-op.md); appended so the cases above keep their values
+    case("view", lambda a: a.view(6, 4) * 1.0, r(2, 3, 4))
+    case("flatten_1_2", lambda a: torch.flatten(a, 1, 2) * 1.0, r(2, 3, 4))
+    case("narrow", lambda a: torch.narrow(a, 1, 1, 3) * 1.0, r(2, 5))
+    case("squeeze_dim", lambda a: a.squeeze(1) * 1.0, r(3, 1, 4))
+    case("squeeze_all", lambda a: a.squeeze() * 1.0, r(1, 3, 1, 2))
+    case("unsqueeze", lambda a: a.unsqueeze(1) * 1.0, r(3, 4))
+    case("embedding_padding", lambda i, w: F.embedding(i, w, padding_idx=3), ids, r(6, 4))
+    case("sdpa_causal", lambda q, k, v: attention(q, k, v, True), r(2, 2, 5, 3), r(2, 2, 5, 3), r(2, 2, 5, 3))
+    case("sdpa_cross", lambda q, k, v: attention(q, k, v, False), r(1, 2, 3, 4), r(1, 2, 6, 4), r(1, 2, 6, 4))
+    case("self_attention_qkv_causal", lambda x: attention(*split_qkv(x, 2), True), r(2, 4, 12))
+
+
+def attention(q, k, v, causal):
+    """softmax(q k^T / sqrt(d) [+ causal mask]) v, composed (PyTorch 1.13 has no fused op)."""
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        s = s.masked_fill(torch.ones(s.shape[-2], s.shape[-1], dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, dim=-1) @ v
+
+
+def split_qkv(x, heads):
+    """(B, T, 3E) -> q, k, v as (B, H, T, E/H), the layout of minigrad's self_attention_qkv."""
+    B, T, E3 = x.shape
+    return [p.view(B, T, heads, E3 // 3 // heads).transpose(1, 2) for p in x.split(E3 // 3, dim=2)]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+#pragma once
+// Differentiable elementwise ops (autograd/ops/elementwise.cpp). Binary ops broadcast; their
+// gradients come back in the broadcast shape and the engine sums them down to each input's shape.
+#include <string>
+
+#include "autograd/variable.h"
+
+namespace mg {
+
+/// a + b, broadcast.
+Variable add(const Variable& a, const Variable& b);
+/// a - b, broadcast.
+Variable sub(const Variable& a, const Variable& b);
+/// a * b, broadcast.
+Variable mul(const Variable& a, const Variable& b);
+/// a / b, broadcast.
+Variable div(const Variable& a, const Variable& b);
+/// -x
+Variable neg(const Variable& x);
+/// x^exponent for a constant exponent.
+Variable pow(const Variable& x, double exponent);
+/// e^x
+Variable exp(const Variable& x);
+/// natural log
+Variable log(const Variable& x);
+/// square root
+Variable sqrt(const Variable& x);
+/// |x| (gradient 0 at 0, like PyTorch)
+Variable abs(const Variable& x);
+/// tanh(x)
+Variable tanh(const Variable& x);
+/// 1 / (1 + e^-x)
+Variable sigmoid(const Variable& x);
+/// max(x, 0) (gradient 0 at 0)
+Variable relu(const Variable& x);
+/// GELU; approximate = "none" (erf form, PyTorch's default) or "tanh".
+Variable gelu(const Variable& x, const std::string& approximate = "none");
+/// x with `value` where mask (Bool, broadcastable to x) is true; no gradient flows there.
+Variable masked_fill(const Variable& x, const Tensor& mask, double value);
+/// cond ? a : b, broadcast.
+Variable where(const Tensor& cond, const Variable& a, const Variable& b);
+
+Variable operator+(const Variable& a, const Variable& b);
+Variable operator-(const Variable& a, const Variable& b);
+Variable operator*(const Variable& a, const Variable& b);
+Variable operator/(const Variable& a, const Variable& b);
+Variable operator-(const Variable& x);
+/// With a constant: the constant takes the variable's dtype.
+Variable operator+(const Variable& a, double b);
+Variable operator-(const Variable& a, double b);
+Variable operator*(const Variable& a, double b);
+Variable operator/(const Variable& a, double b);
+Variable operator+(double a, const Variable& b);
+Variable operator-(double a, const Variable& b);
+Variable operator*(double a, const Variable& b);
+Variable operator/(double a, const Variable& b);
+
+}  // namespace mg
