@@ -13,6 +13,23 @@
 #include "tensor/ops.h"
 
 namespace mg {
+namespace {
+// Input i's gradient as node n returned it, summed down to the input's shape (undoing a
+// broadcast). A gradient of another dtype, or of a shape that does not broadcast to the input's,
+// is the node's mistake (a custom Function's, usually): the error names it.
+Tensor fit_gradient(const Tensor& g, const Node& n, size_t i) {
+  const Shape& want = n.input_shapes[i];
+  MG_CHECK(i >= n.input_dtypes.size() || g.dtype() == n.input_dtypes[i], DTypeError,
+           "backward: '{}' returned a {} gradient for input {}, which is {}", n.name, dtype_name(g.dtype()), i,
+           dtype_name(n.input_dtypes[i]));
+  bool fits = g.dim() >= static_cast<int64_t>(want.size());
+  for (size_t d = 0; fits && d < want.size(); ++d)
+    fits = want[d] == 1 || want[d] == g.shape()[g.dim() - want.size() + d];
+  MG_CHECK(fits, ShapeError, "backward: '{}' returned a gradient of shape {} for input {} of shape {}", n.name,
+           shape_str(g.shape()), i, shape_str(want));
+  return sum_to_shape(g, want, n.name);
+}
+}  // namespace
 
 void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph) {
   MG_CHECK(roots.size() == grads.size(), ValueError, "backward: {} roots but {} gradients",
@@ -32,9 +49,10 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
                shape_str(r.shape()));
       g = ones(r.shape(), r.dtype());
     }
-    MG_CHECK(g.shape() == r.shape() && g.dtype() == r.dtype(), ShapeError,
-             "backward: gradient {} {} does not match the output {} {}", dtype_name(g.dtype()),
-             shape_str(g.shape()), dtype_name(r.dtype()), shape_str(r.shape()));
+    MG_CHECK(g.dtype() == r.dtype(), DTypeError, "backward: the gradient is {} but the output is {}",
+             dtype_name(g.dtype()), dtype_name(r.dtype()));
+    MG_CHECK(g.shape() == r.shape(), ShapeError, "backward: a gradient of shape {} does not match the output's shape {}",
+             shape_str(g.shape()), shape_str(r.shape()));
     std::shared_ptr<Node> n = r.gradient_edge();
     if (pending.count(n.get())) add_(pending[n.get()], g);
     else pending[n.get()] = g.clone(), starts.push_back(n);
@@ -56,44 +74,43 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
     }
   }
 
-  // 2-4. Run nodes whose consumers have all reported.
+  // 2-4. Run nodes whose consumers have all reported. A node that received no gradient at all
+  // (every path through it was cut: no input needed one, or a backward returned an undefined
+  // gradient, which counts as zero) does not run, but still reports to the nodes below it, so a
+  // node reached by another path with a gradient still runs.
   std::vector<Node*> ready;
   for (auto& s : starts)
     if (consumers[s.get()] == 0) ready.push_back(s.get());
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
-    Tensor g = std::move(pending[n]);
-    pending.erase(n);
-    MG_CHECK(!n->released, StateError,
-             "backward: trying to backward through the graph a second time (at '{}'); its saved "
-             "tensors were freed after the first backward. Pass retain_graph=true to the first "
-             "backward if you need to run it twice",
-             n->name);
-    TensorList in_grads = n->apply(g);
+    TensorList in_grads;
+    if (auto it = pending.find(n); it != pending.end()) {
+      const Tensor g = std::move(it->second);
+      pending.erase(it);
+      MG_CHECK(!n->released, StateError,
+               "backward: trying to backward through the graph a second time (at '{}'); its saved "
+               "tensors were freed after the first backward. Pass retain_graph=true to the first "
+               "backward if you need to run it twice",
+               n->name);
+      in_grads = n->apply(g);
+    }
     if (!retain_graph) n->release();
     for (size_t i = 0; i < n->next.size(); ++i) {
       Node* nx = n->next[i].get();
       if (!nx) continue;
       if (i < in_grads.size() && in_grads[i].defined()) {
-        Tensor gi = sum_to_shape(in_grads[i], n->input_shapes[i]);
-        MG_CHECK(gi.shape() == n->input_shapes[i], ShapeError,
-                 "backward: '{}' returned a gradient of shape {} for input {} of shape {}", n->name,
-                 shape_str(in_grads[i].shape()), i, shape_str(n->input_shapes[i]));
+        const Tensor gi = fit_gradient(in_grads[i], *n, i);
         auto it = pending.find(nx);
-        if (it == pending.end() || !it->second.defined()) {
+        if (it == pending.end()) {
           pending[nx] = gi;
         } else {
           // Sum into a buffer we own: gi may alias another node's gradient.
-          if (it->second.storage().use_count() > 1 || !it->second.is_contiguous())
-            it->second = it->second.clone();
+          if (it->second.storage().use_count() > 1 || !it->second.is_contiguous()) it->second = it->second.clone();
           add_(it->second, gi);
         }
       }
-      if (--consumers[nx] == 0) {
-        if (pending.count(nx)) ready.push_back(nx);
-        else if (!retain_graph) nx->release();  // nothing flowed here; still free it
-      }
+      if (--consumers[nx] == 0) ready.push_back(nx);
     }
   }
 }

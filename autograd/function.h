@@ -97,6 +97,7 @@ Variable apply_function(const std::vector<Variable>& inputs, Args&&... args) {
   for (const Variable& v : inputs) {
     node->next.push_back(GradMode::is_enabled() ? v.gradient_edge() : nullptr);
     node->input_shapes.push_back(v.shape());
+    node->input_dtypes.push_back(v.dtype());
   }
   node->out_shape = out.shape();
   return Variable::from_node(out, node);

@@ -26,9 +26,17 @@ GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variabl
 
 GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector<Variable>& leaves,
                           const GradcheckOptions& opt) {
+  MG_CHECK(opt.eps > 0 && opt.atol >= 0 && opt.rtol >= 0 && std::isfinite(opt.eps) && std::isfinite(opt.atol) &&
+               std::isfinite(opt.rtol),
+           ValueError, "gradcheck: eps must be > 0 and atol, rtol >= 0, got eps {}, atol {}, rtol {}", opt.eps, opt.atol,
+           opt.rtol);
   for (size_t i = 0; i < leaves.size(); ++i) {
     MG_CHECK(leaves[i].defined() && leaves[i].is_leaf() && leaves[i].requires_grad(), StateError,
              "gradcheck: input {} must be a leaf that requires grad", i);
+    // Perturbing one element of an expanded view would move every element that shares its memory.
+    MG_CHECK(!has_internal_overlap(leaves[i].data()), ValueError,
+             "gradcheck: input {} (shape {}, strides {}) has elements that share memory (an expanded view); pass a "
+             "contiguous copy", i, shape_str(leaves[i].shape()), shape_str(leaves[i].data().strides()));
     MG_CHECK(leaves[i].dtype() == DType::Float64, DTypeError,
              "gradcheck: input {} is {}; gradcheck needs float64 (hint: module.to(DType::Float64))", i,
              dtype_name(leaves[i].dtype()));

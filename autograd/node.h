@@ -38,6 +38,8 @@ struct Node {
   /// For each input: its shape. The engine sums each returned gradient down to it, so ops that
   /// broadcast need not undo broadcasting themselves.
   std::vector<Shape> input_shapes;
+  /// For each input: its dtype, which its gradient must have.
+  std::vector<DType> input_dtypes;
   /// Shape of this op's output.
   Shape out_shape;
   /// True once backward has freed what the op saved (after a backward without retain_graph).

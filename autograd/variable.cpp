@@ -42,10 +42,12 @@ const Tensor& Variable::grad() const {
 }
 void Variable::set_grad(Tensor grad) const {
   MG_CHECK_DEFINED("set_grad");
-  if (grad.defined())
-    MG_CHECK(grad.shape() == impl_->data.shape() && grad.dtype() == impl_->data.dtype(), ShapeError,
-             "set_grad: gradient {} {} does not match the variable's {} {}", dtype_name(grad.dtype()),
-             shape_str(grad.shape()), dtype_name(impl_->data.dtype()), shape_str(impl_->data.shape()));
+  if (grad.defined()) {
+    MG_CHECK(grad.dtype() == impl_->data.dtype(), DTypeError, "set_grad: the gradient is {} but the variable is {}",
+             dtype_name(grad.dtype()), dtype_name(impl_->data.dtype()));
+    MG_CHECK(grad.shape() == impl_->data.shape(), ShapeError, "set_grad: a gradient of shape {} does not match the variable's shape {}",
+             shape_str(grad.shape()), shape_str(impl_->data.shape()));
+  }
   impl_->grad = std::move(grad);
 }
 bool Variable::requires_grad() const { return impl_ && impl_->requires_grad; }
@@ -125,6 +127,7 @@ Variable record(std::string name, Tensor out, const std::vector<Variable>& input
   for (const Variable& v : inputs) {
     node->next.push_back(v.gradient_edge());
     node->input_shapes.push_back(v.shape());
+    node->input_dtypes.push_back(v.dtype());
   }
   node->out_shape = out.shape();
   node->backward = std::move(backward);

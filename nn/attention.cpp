@@ -6,8 +6,17 @@
 
 namespace mg::nn {
 
+namespace {
+// embed_dim, once checked: before any member layer is built, so the error names this module.
+int64_t checked_embed_dim(int64_t e, int64_t h) {
+  MG_CHECK(h > 0 && e > 0 && e % h == 0, ValueError,
+           "MultiheadAttention: embed_dim {} must be positive and divisible by num_heads {}", e, h);
+  return e;
+}
+}  // namespace
+
 MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionOptions o, Generator& gen)
-    : embed_dim(e),
+    : embed_dim(checked_embed_dim(e, h)),
       num_heads(h),
       head_dim(h > 0 ? e / h : 0),
       options(o),
@@ -16,8 +25,6 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionO
       w_v(e, e, {.bias = o.bias}, gen),
       w_o(e, e, {.bias = o.bias}, gen),
       attn_dropout({.p = o.dropout}, gen) {
-  MG_CHECK(h > 0 && e > 0 && e % h == 0, ValueError,
-           "MultiheadAttention: embed_dim {} must be positive and divisible by num_heads {}", e, h);
   register_module("w_q", w_q);
   register_module("w_k", w_k);
   register_module("w_v", w_v);
@@ -49,6 +56,9 @@ void check_inputs(const Variable& query, const Variable& key, const Variable& va
   MG_CHECK(key.size(0) == query.size(0) && value.size(0) == query.size(0) && value.size(1) == key.size(1), ShapeError,
            "MultiheadAttention: query {}, key {} and value {} must share the batch size, and key and "
            "value the sequence length", shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape()));
+  MG_CHECK(key.size(1) > 0 || query.size(1) == 0, ShapeError,
+           "MultiheadAttention: key and value have no tokens (shape {}), so the {} queries have nothing to attend to",
+           shape_str(key.shape()), query.size(1));
 }
 }  // namespace
 
@@ -56,7 +66,7 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
                                             const AttentionForwardOptions& opt) const {
   check_inputs(query, key, value, embed_dim);
   // The same numbers without the (B, H, Tq, Tk) tensors, when nothing asks for them (nn/attention_fused.cpp;
-  // tests/test_attention.cpp, FusedAttention.MultiheadAttentionFusedEqualsComposed, checks outputs and gradients).
+  // tests/test_attention.cpp:FusedAttention.MultiheadAttentionFusedEqualsComposed checks outputs and gradients).
   if (can_fuse(query, key, value, opt)) return forward_fused(query, key, value, opt);
 
   // 1. Project every token with W_Q, W_K, W_V: three ordinary Linear layers.
@@ -93,7 +103,18 @@ Variable attention_scores(const Variable& q, const Variable& k, const AttentionF
   MG_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
            ShapeError, "attention_scores: q {} and k {} must be (batch, heads, seq, head_dim) with equal batch, heads, head_dim",
            shape_str(q.shape()), shape_str(k.shape()));
-  const int64_t B = q.size(0), Tq = q.size(2), Tk = k.size(2);
+  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
+  if (opt.attn_mask.defined()) {
+    const Tensor& m = opt.attn_mask;
+    MG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
+             "MultiheadAttention: attn_mask must be Bool (true = may not attend) or floating (added to the scores), got {}",
+             dtype_name(m.dtype()));
+    bool fits = m.dim() <= 4;  // it must broadcast to the scores' shape without changing it
+    const Shape want{B, H, Tq, Tk};
+    for (int64_t d = 0; fits && d < m.dim(); ++d) fits = m.size(d) == 1 || m.size(d) == want[4 - m.dim() + d];
+    MG_CHECK(fits, ShapeError, "MultiheadAttention: attn_mask of shape {} does not broadcast to the scores' shape {} (batch, heads, "
+             "queries, keys)", shape_str(m.shape()), shape_str(want));
+  }
   // Scores: how well each query matches each key, scaled so their spread does not grow with d_k.
   Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(q.size(3)));  // (B, H, Tq, Tk)
   // Masks: -inf where a query may not look, which softmax turns into weight 0.
@@ -112,11 +133,14 @@ Variable attention_scores(const Variable& q, const Variable& k, const AttentionF
 }
 
 Variable split_heads(const Variable& x, int64_t h) {
+  MG_CHECK(x.dim() == 3 && h > 0 && x.size(2) % h == 0, ShapeError,
+           "split_heads: expected (batch, seq, embed) with embed divisible by {} heads, got {}", h, shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1), E = x.size(2);
   return transpose(reshape(x, {B, T, h, E / h}), 1, 2);
 }
 
 Variable merge_heads(const Variable& x) {
+  MG_CHECK(x.dim() == 4, ShapeError, "merge_heads: expected (batch, heads, seq, head_dim), got {}", shape_str(x.shape()));
   const int64_t B = x.size(0), H = x.size(1), T = x.size(2), d = x.size(3);
   return reshape(transpose(x, 1, 2), {B, T, H * d});
 }

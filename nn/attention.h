@@ -76,6 +76,8 @@ class MultiheadAttention : public Module {
   /// Called with every AttentionOutput this module produces (nullptr to remove). A way to look
   /// at the attention inside any model without changing the model's code.
   void set_hook(std::function<void(const AttentionOutput&)> hook) { hook_ = std::move(hook); }
+  /// Whether a hook is set.
+  bool has_hook() const { return static_cast<bool>(hook_); }
 
   std::string type_name() const override { return "MultiheadAttention"; }
   std::string extra_repr() const override;

@@ -1,9 +1,9 @@
 // MultiheadAttention's fast path. It computes the same numbers as the textbook forward in
 // nn/attention.cpp (steps 1 to 8), without building the (B, H, Tq, Tk) scores and weights: the
 // fused kernel (autograd/ops/attention.cpp, loops in tensor/ops/attention.cpp) goes from q, k, v
-// straight to the mixed values. tests/test_attention.cpp checks the two paths against each other
-// (FusedEqualsComposed, outputs and every gradient to 1e-12 in float64) and the fused one against
-// PyTorch (FusedPathMatchesPyTorch).
+// straight to the mixed values. The two paths agree to 1e-12 in float64, outputs and every gradient
+// (tests/test_attention.cpp:FusedAttention.MultiheadAttentionFusedEqualsComposed), and the fused
+// one matches PyTorch (tests/test_attention.cpp:MultiheadAttention.GoldenSelfAttentionFusedPath).
 #include "nn/attention.h"
 
 namespace mg::nn {

@@ -7,8 +7,13 @@ AttentionCapture::AttentionCapture(Module& model) {
     auto* mha = dynamic_cast<MultiheadAttention*>(entry.second);
     if (!mha) continue;
     const std::string name = entry.first;
+    if (mha->has_hook()) {
+      for (auto& [m, life] : modules_) m->set_hook(nullptr);  // undo what this capture did so far
+      throw StateError(fmt::format("AttentionCapture: {} already has a hook (another AttentionCapture of this model?)",
+                                   name.empty() ? std::string("the model") : name));
+    }
     names_.push_back(name);
-    modules_.push_back(mha);
+    modules_.emplace_back(mha, mha->lifetime());
     mha->set_hook([this, name](const AttentionOutput& o) {
       records_[name] = Record{o.scores.data().clone(), o.weights.data().clone()};
     });
@@ -16,7 +21,8 @@ AttentionCapture::AttentionCapture(Module& model) {
 }
 
 AttentionCapture::~AttentionCapture() {
-  for (MultiheadAttention* m : modules_) m->set_hook(nullptr);
+  for (auto& [m, life] : modules_)
+    if (!life.expired()) m->set_hook(nullptr);  // a module destroyed before the capture has no hook to remove
 }
 
 const AttentionCapture::Record& AttentionCapture::at(const std::string& name) const {

@@ -7,7 +7,8 @@
 //
 // Every MultiheadAttention found under `model` gets a hook (MultiheadAttention::set_hook) that
 // copies its per-head scores and weights out of the graph. The hooks are removed when the
-// capture goes out of scope.
+// capture goes out of scope (if the model is still there). One capture per model at a time: a
+// second one is a StateError.
 #include <map>
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ class AttentionCapture {
 
  private:
   std::vector<std::string> names_;
-  std::vector<MultiheadAttention*> modules_;
+  std::vector<std::pair<MultiheadAttention*, std::weak_ptr<void>>> modules_;  // with each one's lifetime
   std::map<std::string, Record> records_;
 };
 

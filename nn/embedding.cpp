@@ -3,17 +3,8 @@
 #include "nn/init.h"
 
 namespace mg::nn {
-namespace {
-std::optional<int64_t> wrap_padding(std::optional<int64_t> idx, int64_t n) {
-  if (!idx) return idx;
-  MG_CHECK(*idx >= -n && *idx < n, IndexError, "Embedding: padding_idx {} is out of range for {} embeddings (expected {} to {})",
-           *idx, n, -n, n - 1);
-  return *idx < 0 ? *idx + n : *idx;
-}
-}  // namespace
-
 Embedding::Embedding(int64_t n, int64_t d, EmbeddingOptions o, Generator& gen)
-    : num_embeddings(n), embedding_dim(d), padding_idx(n > 0 ? wrap_padding(o.padding_idx, n) : std::nullopt) {
+    : num_embeddings(n), embedding_dim(d), padding_idx(n > 0 ? padding_row(o.padding_idx, n, "Embedding") : std::nullopt) {
   MG_CHECK(n > 0 && d > 0, ValueError, "Embedding: sizes must be positive, got {} x {}", n, d);
   weight = register_parameter("weight", empty({n, d}));
   init::normal_(weight, 0, 1, gen);

@@ -23,27 +23,28 @@ Variable GPTBlock::forward(const Variable& x0) const {
 
 // ---------------------------------------------------------------- GPT
 
-GPT::GPT(GPTOptions o, Generator& gen)
-    : options(o), tok(o.vocab, o.dim, {}, gen), pos(o.context, o.dim, {}, gen), ln_f({o.dim}), head(o.dim, o.vocab, {}, gen) {
+GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
+    : vocab_size(vocab), context(ctx), options(o), tok(vocab, o.d_model, {}, gen), pos(ctx, o.d_model, {}, gen),
+      ln_f({o.d_model}), head(o.d_model, vocab, {}, gen) {
   register_module("tok", tok);
   register_module("pos", pos);
   register_module("blocks", blocks);
   register_module("ln_f", ln_f);
   register_module("head", head);
-  for (int64_t i = 0; i < o.layers; ++i) blocks.emplace_back<GPTBlock>(o.dim, o.heads, GPTBlockOptions{.dropout = o.dropout}, gen);
+  for (int64_t i = 0; i < o.num_layers; ++i) blocks.emplace_back<GPTBlock>(o.d_model, o.nhead, GPTBlockOptions{.dropout = o.dropout}, gen);
 }
 
 Variable GPT::forward(const Tensor& ids) const {
-  MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= options.context, ShapeError,
-           "GPT: ids must be (batch, seq) with 1 <= seq <= context {}, got shape {}", options.context, shape_str(ids.shape()));
+  MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= context, ShapeError,
+           "GPT: ids must be (batch, seq) with 1 <= seq <= context {}, got shape {}", context, shape_str(ids.shape()));
   Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));  // (B, T, dim)
   for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i).forward(x);
   return head.forward(ln_f.forward(x));  // (B, T, vocab)
 }
 
 std::string GPT::extra_repr() const {
-  return fmt::format("vocab={}, context={}, dim={}, heads={}, layers={}", options.vocab, options.context, options.dim,
-                     options.heads, options.layers);
+  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}", vocab_size, context, options.d_model,
+                     options.nhead, options.num_layers);
 }
 
 }  // namespace mg::nn

@@ -27,31 +27,31 @@ class GPTBlock : public Module {
   Dropout resid_dropout;
 };
 
-/// Hyper-parameters of GPT.
+/// GPT's optional settings (the names of torch.nn.Transformer's arguments).
 struct GPTOptions {
-  int64_t vocab = 65;    // tokens
-  int64_t context = 64;  // longest sequence (rows of the position embedding)
-  int64_t dim = 128;     // model width
-  int64_t heads = 4;
-  int64_t layers = 4;
-  double dropout = 0.0;
+  int64_t d_model = 128;   // model width: every token's vector
+  int64_t nhead = 4;       // attention heads per block (d_model / nhead features each)
+  int64_t num_layers = 4;  // GPT blocks
+  double dropout = 0.0;    // in every block (training only)
 };
 
-/// A decoder-only Transformer, GPT-2's layout: token + position embeddings, `layers` GPTBlocks,
+/// A decoder-only Transformer, GPT-2's layout: token + position embeddings, num_layers GPTBlocks,
 /// a final LayerNorm and an untied linear head. The model of examples/char_gpt and bench/gpt
 /// (the same as the PyTorch reference bench/torch_gpt_ref.py).
 class GPT : public Module {
  public:
-  explicit GPT(GPTOptions options, Generator& gen = default_generator());
+  /// vocab_size tokens; sequences of at most `context` tokens (rows of the position embedding).
+  GPT(int64_t vocab_size, int64_t context, GPTOptions options = {}, Generator& gen = default_generator());
   /// ids (B, T) int64, T <= context -> logits (B, T, vocab).
   Variable forward(const Tensor& ids) const;
 
   std::string type_name() const override { return "GPT"; }
   std::string extra_repr() const override;
 
+  const int64_t vocab_size, context;
   const GPTOptions options;
   Embedding tok, pos;
-  ModuleList blocks;  // GPTBlock x layers
+  ModuleList blocks;  // GPTBlock x num_layers
   LayerNorm ln_f;
   Linear head;
 };

@@ -10,6 +10,8 @@ void uniform_(const Variable& p, double low, double high, Generator& gen) {
   p.data().copy_(uniform(p.shape(), low, high, gen, p.dtype()));
 }
 void normal_(const Variable& p, double mean, double std, Generator& gen) {
+  MG_CHECK(std >= 0 && std::isfinite(std) && std::isfinite(mean), ValueError,
+           "normal_: mean must be finite and std finite and >= 0, got mean {} and std {}", mean, std);
   p.data().copy_(randn(p.shape(), gen, p.dtype()) * std + mean);
 }
 void zeros_(const Variable& p) { p.data().fill_(0); }

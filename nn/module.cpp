@@ -1,5 +1,7 @@
 #include "nn/module.h"
 
+#include <set>
+
 #include <fmt/format.h>
 
 namespace mg::nn {
@@ -10,10 +12,23 @@ void check_name(const std::string& name, const char* what) {
 }
 }  // namespace
 
+// A name may be used once in a module, by a parameter, a buffer or a submodule.
+void Module::check_unused(const std::string& name, const char* what) const {
+  auto clash = [&](const char* kind) {
+    return ValueError(fmt::format("register_{}: \"{}\" is already a {} of {}", what, name, kind, type_name()));
+  };
+  for (auto& [n, p] : params_)
+    if (n == name) throw clash("parameter");
+  for (auto& [n, b] : buffers_)
+    if (n == name) throw clash("buffer");
+  for (auto& [n, c] : children_)
+    if (n == name) throw clash("submodule");
+}
+
 Variable Module::register_parameter(const std::string& name, Tensor data, bool requires_grad) {
   check_name(name, "parameter");
-  for (auto& [n, p] : params_)
-    MG_CHECK(n != name, ValueError, "register_parameter: \"{}\" is already registered in {}", name, type_name());
+  check_unused(name, "parameter");
+  MG_CHECK(data.defined(), StateError, "register_parameter: \"{}\" is an undefined tensor", name);
   Variable v(std::move(data), requires_grad);
   v.set_name(name);
   params_.emplace_back(name, v);
@@ -22,22 +37,34 @@ Variable Module::register_parameter(const std::string& name, Tensor data, bool r
 
 Tensor Module::register_buffer(const std::string& name, Tensor data) {
   check_name(name, "buffer");
+  check_unused(name, "buffer");
+  MG_CHECK(data.defined(), StateError, "register_buffer: \"{}\" is an undefined tensor", name);
   buffers_.emplace_back(name, data);
   return data;
 }
 
 void Module::add_child(const std::string& name, Module* child) {
   check_name(name, "module");
-  for (auto& [n, c] : children_)
-    MG_CHECK(n != name, ValueError, "register_module: \"{}\" is already registered in {}", name, type_name());
+  check_unused(name, "module");
+  MG_CHECK(child != nullptr, ValueError, "register_module: \"{}\" is a null module", name);
+  // A module inside itself would make every walk of the tree endless.
+  for (auto& [path, m] : child->named_modules())
+    MG_CHECK(m != this, ValueError, "register_module: registering \"{}\" ({}) in {} would put {} inside itself", name,
+             child->type_name(), type_name(), type_name());
   children_.emplace_back(name, child);
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters(bool recurse) const {
-  std::vector<std::pair<std::string, Variable>> out = params_;
+  std::vector<std::pair<std::string, Variable>> all = params_;
   if (recurse)
     for (auto& [cname, child] : children_)
-      for (auto& [pname, p] : child->named_parameters(true)) out.emplace_back(cname + "." + pname, p);
+      for (auto& [pname, p] : child->named_parameters(true)) all.emplace_back(cname + "." + pname, p);
+  // A parameter reached twice (a submodule registered under two names) is listed once, under
+  // the first name, as in PyTorch: an optimizer must not step it twice.
+  std::vector<std::pair<std::string, Variable>> out;
+  std::set<VariableImpl*> seen;
+  for (auto& [n, p] : all)
+    if (seen.insert(p.impl().get()).second) out.emplace_back(n, p);
   return out;
 }
 
@@ -63,8 +90,10 @@ std::vector<Module*> Module::children() const {
 
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
   std::vector<std::pair<std::string, Module*>> out{{"", this}};
+  std::set<Module*> seen{this};
   for (auto& [cname, child] : children_)
-    for (auto& [sub, m] : child->named_modules()) out.emplace_back(sub.empty() ? cname : cname + "." + sub, m);
+    for (auto& [sub, m] : child->named_modules())
+      if (seen.insert(m).second) out.emplace_back(sub.empty() ? cname : cname + "." + sub, m);  // each module once
   return out;
 }
 

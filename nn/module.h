@@ -81,16 +81,21 @@ class Module {
   virtual std::string extra_repr() const { return ""; }
   /// The module tree with parameter shapes and counts, like printing a PyTorch model.
   std::string summary() const;
+  /// Expires when this module is destroyed: whatever keeps a pointer to a module (a capture)
+  /// checks it before touching the module again.
+  std::weak_ptr<void> lifetime() const { return life_; }
 
  protected:
   void add_child(const std::string& name, Module* child);
 
  private:
+  void check_unused(const std::string& name, const char* what) const;
   void summary_into(std::string& out, int indent) const;
   std::vector<std::pair<std::string, Variable>> params_;
   std::vector<std::pair<std::string, Tensor>> buffers_;
   std::vector<std::pair<std::string, Module*>> children_;
   bool training_ = true;
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);
 };
 
 /// Prints module.summary().

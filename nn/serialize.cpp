@@ -42,7 +42,9 @@ void load_from(Module& module, const SafeTensors& file, const std::string& path,
       continue;
     }
     const Tensor& f = it->second;
-    if (f.shape() != t.shape())
+    if (has_internal_overlap(t))
+      problems.push_back(fmt::format("{}: the model's tensor is an expanded view that cannot be written", n));
+    else if (f.shape() != t.shape())
       problems.push_back(fmt::format("{}: shape {} in the file, {} in the model", n, shape_str(f.shape()), shape_str(t.shape())));
     else if (f.dtype() != t.dtype() && !(is_floating(f.dtype()) && is_floating(t.dtype())))
       problems.push_back(fmt::format("{}: dtype {} in the file, {} in the model", n, dtype_name(f.dtype()), dtype_name(t.dtype())));

@@ -26,6 +26,7 @@ class Adam : public Optimizer {
   Adam(const std::vector<Variable>& params, AdamOptions options = {}) : Adam(single_group(params), options) {}
   void step() override;
   std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq", "step"}; }
 
   const AdamOptions options;
 

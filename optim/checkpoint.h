@@ -10,6 +10,7 @@
 
 #include "nn/module.h"
 #include "optim/optimizer.h"
+#include "tensor/safetensors.h"
 
 namespace mg::optim {
 
@@ -20,5 +21,9 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 /// (file format, parameter names and shapes, optimizer type, state names and shapes); on any
 /// error a FileError explains it and neither the model nor the optimizer is changed.
 int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer);
+
+/// load_checkpoint on a file already read (parse_safetensors, for bytes in memory); `name` names it
+/// in errors.
+int64_t load_checkpoint_from(const SafeTensors& file, const std::string& name, nn::Module& model, Optimizer& optimizer);
 
 }  // namespace mg::optim

@@ -44,12 +44,15 @@ class Optimizer {
   virtual void step() = 0;
   /// The class name ("AdamW"), saved in checkpoints.
   virtual std::string name() const = 0;
+  /// The names of the state tensors a parameter has once it has been stepped ("step", "exp_avg",
+  /// "exp_avg_sq" for Adam): a checkpoint's state must have exactly these.
+  virtual std::vector<std::string> state_names() const = 0;
   /// Clear every parameter's gradient.
   void zero_grad();
   /// The groups, with their current learning rates (schedulers change them).
   std::vector<Group>& groups() { return groups_; }
   const std::vector<Group>& groups() const { return groups_; }
-  /// Set the learning rate of every group.
+  /// Set the learning rate of every group (finite and >= 0).
   void set_lr(double lr);
   /// The state of parameter p (empty until its first step).
   ParamState& state(const Variable& p) { return state_[p.impl().get()]; }
@@ -58,6 +61,14 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay, const char* who);
+  /// "parameter 'weight' (group 0, #3)": how errors name parameter `index` of group `group`.
+  std::string describe(size_t group, size_t index) const;
+  /// Its gradient must have its shape and dtype: a ShapeError or DTypeError naming the optimizer
+  /// and the parameter otherwise.
+  void check_gradient(size_t group, size_t index) const;
+  /// Its state tensors `names` must have its shape and dtype (they do not after set_data with
+  /// another shape, or Module::to with another dtype, once the optimizer has stepped).
+  void check_state(size_t group, size_t index, std::initializer_list<const char*> names);
 
  private:
   std::vector<Group> groups_;

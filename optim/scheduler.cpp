@@ -1,6 +1,7 @@
 #include "optim/scheduler.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "tensor/ops.h"
@@ -16,6 +17,7 @@ void LRScheduler::apply() {
 }
 
 void LRScheduler::step() {
+  MG_CHECK(step_ < std::numeric_limits<int64_t>::max(), StateError, "LRScheduler: the step count {} cannot go on", step_);
   ++step_;
   apply();
 }
@@ -28,6 +30,7 @@ void LRScheduler::set_step(int64_t s) {
 
 StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma) : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {
   MG_CHECK(step_size > 0, ValueError, "StepLR: step_size must be positive, got {}", step_size);
+  MG_CHECK(gamma >= 0 && std::isfinite(gamma), ValueError, "StepLR: gamma must be finite and >= 0, got {}", gamma);
   apply();
 }
 

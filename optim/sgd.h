@@ -28,6 +28,9 @@ class SGD : public Optimizer {
   SGD(const std::vector<Variable>& params, SGDOptions options = {}) : SGD(single_group(params), options) {}
   void step() override;
   std::string name() const override { return "SGD"; }
+  std::vector<std::string> state_names() const override {
+    return options.momentum != 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
+  }
 
   const SGDOptions options;
 };

@@ -2,6 +2,7 @@
 // The element types a Tensor can hold.
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 
 #include "tensor/error.h"
 
@@ -42,6 +43,21 @@ template <> constexpr DType dtype_of<float>() { return DType::Float32; }
 template <> constexpr DType dtype_of<double>() { return DType::Float64; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
 template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+
+/// `value` as an element of type T. Into int64 and bool only values they hold exactly are taken
+/// (2.5, NaN or 1e30 into int64, 2 into bool are a ValueError naming `op`): minigrad never rounds a
+/// value silently, and casting NaN to an integer would be undefined behaviour.
+template <class T>
+T checked_cast(double value, std::string_view op) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    MG_CHECK(value == value && value >= -0x1p63 && value < 0x1p63 && static_cast<double>(static_cast<int64_t>(value)) == value,
+             ValueError, "{}: {} is not an int64 value (minigrad does not round or promote; convert the tensor with "
+             ".to(DType::Float32) first)", op, value);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    MG_CHECK(value == 0 || value == 1, ValueError, "{}: {} is not a bool value (0 or 1)", op, value);
+  }
+  return static_cast<T>(value);
+}
 
 /// Call `f.template operator()<T>()` with T = float or double matching `t`; any other dtype is a
 /// DTypeError naming `op`. Used as: visit_float(x.dtype(), "exp", [&]<class T>() { ... });

@@ -33,6 +33,17 @@ uint64_t Generator::next_u64() {
   return result;
 }
 
+uint64_t Generator::next_below(uint64_t n) {
+  // u % n favours small results when 2^64 is not a multiple of n; drawing again for the few u
+  // below 2^64 mod n (t below) makes every result equally likely.
+  if (n == 0) return next_u64();  // n = 0 stands for the whole 2^64
+  const uint64_t t = (0 - n) % n;
+  for (;;) {
+    const uint64_t u = next_u64();
+    if (u >= t) return u % n;
+  }
+}
+
 double Generator::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 double Generator::next_normal() {

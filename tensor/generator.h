@@ -17,6 +17,8 @@ class Generator {
   void manual_seed(uint64_t seed);
   /// 64 random bits.
   uint64_t next_u64();
+  /// Uniform on {0, ..., n - 1}, without modulo bias (n = 0: all 2^64 values).
+  uint64_t next_below(uint64_t n);
   /// Uniform on [0, 1), 53 bits of precision.
   double next_double();
   /// Standard normal N(0, 1).

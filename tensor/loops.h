@@ -57,7 +57,7 @@ void for_each_run(const Shape& shape, const std::array<Strides, K>& strides, Bod
   std::array<int64_t, K> steps;
   for (size_t k = 0; k < K; ++k) steps[k] = L.strides[k][nd - 1];
   const int64_t rows = numel_of(L.shape) / inner;
-  parallel_for(0, rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t r0, int64_t r1) {
+  parallel_for(0, rows, grain_for(inner), [&](int64_t r0, int64_t r1) {
     // Multi-index of row r0 over the outer dims, and each operand's offset there.
     std::vector<int64_t> idx(nd - 1);
     std::array<int64_t, K> off{};

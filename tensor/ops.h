@@ -8,5 +8,6 @@
 #include "tensor/ops/loss.h"
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/nn_functional.h"
+#include "tensor/ops/optim.h"
 #include "tensor/ops/reduce.h"
 #include "tensor/ops/shape.h"

@@ -21,6 +21,10 @@ int get_num_threads();
 /// more than it saves.
 inline constexpr int64_t kGrain = 32768;
 
+/// The grain for a loop whose every index does `work` elements of work: about kGrain elements per
+/// chunk, and never less than one index (work may be 0, for a zero-size dim).
+constexpr int64_t grain_for(int64_t work) { return work > 0 && work < kGrain ? kGrain / work : 1; }
+
 /// Run f(begin, end) over [begin, end) in chunks of at least `grain` indices, in parallel when
 /// there is more than one chunk.
 template <class F>

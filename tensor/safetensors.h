@@ -32,6 +32,10 @@ struct SafeTensors {
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+/// Parse and validate the bytes of a safetensors file held in memory; `name` names it in errors.
+/// The checks and errors of load_safetensors.
+SafeTensors parse_safetensors(const void* bytes, size_t size, const std::string& name = "(bytes in memory)");
+
 /// Read and validate a safetensors file. A FileError names the problem: missing file, truncated
 /// header, bad JSON, unknown dtype, offsets outside the data, sizes that do not match the shape.
 SafeTensors load_safetensors(const std::string& path);

@@ -76,6 +76,8 @@ void release(void* p, size_t cls) {
 
 Storage::Storage(size_t nbytes, bool zero) : ptr_(nullptr), nbytes_(nbytes) {
   if (nbytes == 0) return;
+  // Far beyond any machine's memory (and where the size classes below would overflow).
+  MG_CHECK(nbytes <= (size_t{1} << 62), MemoryError, "out of memory: cannot allocate {} bytes for a tensor", nbytes);
   ptr_ = allocate(size_class(nbytes));
   if (zero) std::memset(ptr_, 0, nbytes);
 }

@@ -14,9 +14,24 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strid
       dtype_(dtype),
       shape_(std::move(shape)),
       strides_(std::move(strides)),
-      offset_(offset) {}
+      offset_(offset) {
+  if (!storage_) return;
+  MG_CHECK(shape_.size() == strides_.size(), ShapeError, "Tensor: shape {} and strides {} differ in length",
+           shape_str(shape_), shape_str(strides_));
+  int64_t lo = offset_, hi = offset_;
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    MG_CHECK(shape_[d] >= 0, ShapeError, "Tensor: negative size in shape {}", shape_str(shape_));
+    if (shape_[d] == 0) return;  // no elements: nothing to reach
+    const int64_t reach = checked_mul(shape_[d] - 1, strides_[d], "Tensor");
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const int64_t capacity = static_cast<int64_t>(storage_->nbytes() / itemsize(dtype_));
+  MG_CHECK(lo >= 0 && hi < capacity, IndexError,
+           "Tensor: a view with shape {}, strides {} and offset {} reaches elements [{}, {}] of a storage of {}", shape_str(shape_),
+           shape_str(strides_), offset_, lo, hi, capacity);
+}
 
-int64_t Tensor::size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::size(int64_t d) const { return shape_[checked_dim(d, dim(), "size")]; }
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -35,6 +50,7 @@ void Tensor::check_dtype(DType expected, std::string_view op) const {
 }
 
 double Tensor::at(const std::vector<int64_t>& index) const {
+  MG_CHECK(defined(), StateError, "at: the tensor is undefined");
   MG_CHECK(static_cast<int64_t>(index.size()) == dim(), IndexError,
            "at: {} indices given for a tensor with {} dims", index.size(), dim());
   int64_t off = offset_;
@@ -49,7 +65,8 @@ double Tensor::at(const std::vector<int64_t>& index) const {
 }
 
 double Tensor::item() const {
-  MG_CHECK(defined() && numel() == 1, ValueError,
+  MG_CHECK(defined(), StateError, "item: the tensor is undefined");
+  MG_CHECK(numel() == 1, ValueError,
            "item: expected a tensor with one element, got shape {}", shape_str(shape_));
   return at(std::vector<int64_t>(dim(), 0));
 }
@@ -81,7 +98,8 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from, std::string_vie
     } else {
       MG_CHECK(shape[i] >= 0, ShapeError, "{}: invalid size {} in shape {}", op, shape[i],
                shape_str(shape));
-      known *= shape[i];
+      MG_CHECK(!__builtin_mul_overflow(known, shape[i], &known), ShapeError,
+               "{}: shape {} is invalid for input of size {} (shape {})", op, shape_str(shape), numel, shape_str(from));
     }
   }
   if (infer >= 0) {
@@ -144,6 +162,7 @@ Tensor Tensor::reshape(Shape shape) const {
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   d0 = wrap_dim(d0, dim(), "transpose");
   d1 = wrap_dim(d1, dim(), "transpose");
+  if (dim() == 0) return *this;  // a scalar transposed (dims 0 or -1, as in PyTorch) is itself
   Shape sh = shape_;
   Strides st = strides_;
   std::swap(sh[d0], sh[d1]);
@@ -168,17 +187,17 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
-  d = wrap_dim(d, dim(), "narrow");
-  MG_CHECK(start >= 0 && length >= 0 && start + length <= shape_[d], IndexError,
-           "narrow: range [{}, {}) is out of bounds for dim {} of size {} (shape {})", start,
-           start + length, d, shape_[d], shape_str(shape_));
+  d = checked_dim(d, dim(), "narrow");
+  MG_CHECK(start >= 0 && length >= 0 && start <= shape_[d] && length <= shape_[d] - start, IndexError,
+           "narrow: start {} and length {} are out of bounds for dim {} of size {} (shape {})", start, length, d,
+           shape_[d], shape_str(shape_));
   Shape sh = shape_;
   sh[d] = length;
   return Tensor(storage_, dtype_, sh, strides_, offset_ + start * strides_[d]);
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
-  d = wrap_dim(d, dim(), "slice");
+  d = checked_dim(d, dim(), "slice");
   MG_CHECK(step > 0, ValueError, "slice: step must be positive, got {}", step);
   const int64_t n = shape_[d];
   auto clampi = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
@@ -186,7 +205,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   end = std::max(clampi(end), start);
   Shape sh = shape_;
   Strides st = strides_;
-  sh[d] = (end - start + step - 1) / step;
+  sh[d] = end > start ? (end - start - 1) / step + 1 : 0;
   st[d] = strides_[d] * step;
   return Tensor(storage_, dtype_, sh, st, offset_ + start * strides_[d]);
 }
@@ -205,11 +224,15 @@ Tensor Tensor::expand(const Shape& shape0) const {
     MG_CHECK(shape_[i] == shape[lead + i] || shape_[i] == 1, ShapeError,
              "expand: cannot expand shape {} to {} (dim {}: {} vs {})", shape_str(shape_),
              shape_str(shape), lead + i, shape_[i], shape[lead + i]);
+  checked_numel(shape, "expand");  // the view's element count must fit, like any tensor's
   return Tensor(storage_, dtype_, shape, broadcast_strides(shape_, strides_, shape), offset_);
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
-  if (dim() == 0) return reshape({1});
+  if (dim() == 0) {  // a scalar flattens to one element, for dims 0 or -1 (as in PyTorch)
+    wrap_dim(start_dim, 0, "flatten"), wrap_dim(end_dim, 0, "flatten");
+    return reshape({1});
+  }
   start_dim = wrap_dim(start_dim, dim(), "flatten");
   end_dim = wrap_dim(end_dim, dim(), "flatten");
   MG_CHECK(start_dim <= end_dim, IndexError, "flatten: start_dim {} comes after end_dim {} (shape {})", start_dim, end_dim,
@@ -222,6 +245,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim(), "squeeze");
+  if (dim() == 0) return *this;  // as in PyTorch: squeezing dim 0 or -1 of a scalar leaves it
   if (shape_[d] != 1) return *this;  // like torch: squeezing a non-1 dim does nothing
   Shape sh = shape_;
   Strides st = strides_;
@@ -250,6 +274,37 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   return Tensor(storage_, dtype_, sh, st, offset_);
 }
 
+// ---------------------------------------------------------------- overlap
+
+bool has_internal_overlap(const Tensor& t) {
+  // Non-overlapping when, visiting dims by increasing stride, each stride steps past everything
+  // the smaller dims can reach.
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of the dims with size > 1
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.shape()[d] == 0) return false;
+    if (t.shape()[d] > 1) dims.emplace_back(std::abs(t.strides()[d]), t.shape()[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;  // the farthest element offset the dims so far can step to
+  for (auto [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += stride * (size - 1);
+  }
+  return false;
+}
+
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
+  auto range = [](const Tensor& t) {
+    int64_t lo = t.offset(), hi = t.offset();
+    for (int64_t d = 0; d < t.dim(); ++d) (t.strides()[d] < 0 ? lo : hi) += (t.shape()[d] - 1) * t.strides()[d];
+    return std::pair{lo, hi};
+  };
+  auto [alo, ahi] = range(a);
+  auto [blo, bhi] = range(b);
+  return alo <= bhi && blo <= ahi;
+}
+
 // ---------------------------------------------------------------- copies
 
 Tensor Tensor::contiguous() const {
@@ -269,7 +324,13 @@ Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   return visit_all(dtype_, [&]<class S>() {
     return visit_all(dtype, [&]<class D>() {
-      return detail::map_unary<D, S>(*this, [](S v) { return static_cast<D>(v); });
+      return detail::map_unary<D, S>(*this, [](S v) {
+        if constexpr (std::is_floating_point_v<S> && std::is_same_v<D, int64_t>) {
+          // truncation toward zero, as PyTorch's; NaN, inf and values past int64 have no int64 to become
+          MG_CHECK(v == v && v >= S(-0x1p63) && v < S(0x1p63), ValueError, "to: {} does not fit in int64", v);
+        }
+        return static_cast<D>(v);
+      });
     });
   });
 }
@@ -281,11 +342,16 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
   const Shape b = broadcast_shapes(shape_, src.shape(), "copy_");
   MG_CHECK(b == shape_, ShapeError, "copy_: source shape {} cannot be broadcast to {}",
            shape_str(src.shape()), shape_str(shape_));
+  MG_CHECK(!has_internal_overlap(*this), ValueError,
+           "copy_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?); "
+           "copy into a tensor of its own, e.g. .contiguous()", shape_str(shape_), shape_str(strides_));
+  // Reading and writing overlapping memory would read values this copy already overwrote.
+  const Tensor from = may_overlap(*this, src) ? src.clone() : src;
   visit_all(dtype_, [&]<class T>() {
     T* o = data<T>();
-    const T* s = src.data<T>();
+    const T* s = from.data<T>();
     detail::for_each_run<2>(
-        shape_, {strides_, broadcast_strides(src.shape(), src.strides(), shape_)},
+        shape_, {strides_, broadcast_strides(from.shape(), from.strides(), shape_)},
         [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
           for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = s[off[1] + j * st[1]];
         });
@@ -297,7 +363,7 @@ const Tensor& Tensor::fill_(double value) const {
   MG_CHECK(defined(), StateError, "fill_: the tensor is undefined");
   visit_all(dtype_, [&]<class T>() {
     T* o = data<T>();
-    const T v = static_cast<T>(value);
+    const T v = checked_cast<T>(value, "fill_");
     detail::for_each_run<1>(shape_, {strides_},
                             [&](const std::array<int64_t, 1>& off, int64_t n,
                                 const std::array<int64_t, 1>& st) {
@@ -312,18 +378,19 @@ const Tensor& Tensor::fill_(double value) const {
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
   std::ostringstream os;
-  std::vector<double> v = to_vector<double>();
-  const bool is_int = dtype_ == DType::Int64 || dtype_ == DType::Bool;
-  auto put = [&](double x) {
-    if (dtype_ == DType::Bool) os << (x != 0 ? "True" : "False");
-    else if (is_int) os << static_cast<int64_t>(x);
-    else os << fmt::format("{:.4f}", x);
+  // int64 elements are printed from int64s: a double holds only 53 bits of them
+  const std::vector<double> v = dtype_ == DType::Int64 ? std::vector<double>() : to_vector<double>();
+  const std::vector<int64_t> iv = dtype_ == DType::Int64 ? to_vector<int64_t>() : std::vector<int64_t>();
+  auto put = [&](int64_t i) {
+    if (dtype_ == DType::Int64) os << iv[i];
+    else if (dtype_ == DType::Bool) os << (v[i] != 0 ? "True" : "False");
+    else os << fmt::format("{:.4f}", v[i]);
   };
   int64_t pos = 0;
   // Recursive printer over dims; long dims are shown with "..." after 6 elements.
   auto rec = [&](auto&& self, int64_t d) -> void {
     if (d == dim()) {
-      put(v[pos++]);
+      put(pos++);
       return;
     }
     os << "[";
@@ -351,12 +418,14 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 // ---------------------------------------------------------------- creation
 
 Tensor empty(const Shape& shape, DType dtype) {
-  auto storage = std::make_shared<Storage>(checked_numel(shape, "empty") * itemsize(dtype));
+  const int64_t item = static_cast<int64_t>(itemsize(dtype));
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(checked_numel(shape, "empty", item) * item));
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
 Tensor zeros(const Shape& shape, DType dtype) {
-  auto storage = std::make_shared<Storage>(checked_numel(shape, "zeros") * itemsize(dtype), /*zero=*/true);
+  const int64_t item = static_cast<int64_t>(itemsize(dtype));
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(checked_numel(shape, "zeros", item) * item), /*zero=*/true);
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
@@ -371,19 +440,20 @@ Tensor full(const Shape& shape, double value, DType dtype) {
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
 
 Tensor eye(int64_t n, DType dtype) {
+  MG_CHECK(n >= 0, ValueError, "eye: n must be >= 0, got {}", n);
   Tensor t = zeros({n, n}, dtype);
   Tensor(t.storage(), dtype, {n}, {n + 1}, 0).fill_(1);  // the diagonal: a view with stride n + 1
   return t;
 }
 
-Tensor arange(double start, double end, double step, std::optional<DType> dtype_opt) {
+Tensor arange_float(double start, double end, double step, DType dtype) {
   MG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ValueError,
            "arange: start, end and step must be finite and step non-zero, got [{}, {}) step {}", start, end, step);
+  MG_CHECK(step > 0 ? end >= start : end <= start, ValueError,
+           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end, step);
   const double count = std::ceil((end - start) / step);
   MG_CHECK(count < 4.6e18, ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end, step, count);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-  auto whole = [](double v) { return std::floor(v) == v; };
-  const DType dtype = dtype_opt.value_or(whole(start) && whole(end) && whole(step) ? DType::Int64 : DType::Float32);
   Tensor t = empty({n}, dtype);
   visit_all(dtype, [&]<class T>() {
     T* p = t.data<T>();
@@ -392,7 +462,23 @@ Tensor arange(double start, double end, double step, std::optional<DType> dtype_
   return t;
 }
 
-Tensor arange(int64_t n, DType dtype) { return arange(0.0, static_cast<double>(n), 1.0, dtype); }
+Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype) {
+  MG_CHECK(step != 0, ValueError, "arange: step must be non-zero, got [{}, {}) step {}", start, end, step);
+  MG_CHECK(step > 0 ? end >= start : end <= start, ValueError,
+           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end, step);
+  const __int128 span = static_cast<__int128>(end) - start;  // int128: no overflow for any int64 bounds
+  const __int128 count = span == 0 ? 0 : (span + step + (step > 0 ? -1 : 1)) / step;
+  MG_CHECK(count < (__int128{1} << 62), ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end,
+           step, static_cast<double>(count));
+  Tensor t = empty({static_cast<int64_t>(count)}, dtype);
+  visit_all(dtype, [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(static_cast<int64_t>(start + static_cast<__int128>(i) * step));
+  });
+  return t;
+}
+
+Tensor arange(int64_t n, DType dtype) { return arange_int(0, n, 1, dtype); }
 
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
@@ -439,7 +525,8 @@ Tensor randn(const Shape& shape, Generator& gen, DType dtype) {
 }
 
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {
-  MG_CHECK(low <= high, ValueError, "uniform: expected low <= high, got [{}, {})", low, high);
+  MG_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high && std::isfinite(high - low), ValueError,
+           "uniform: expected finite low <= high, got [{}, {})", low, high);
   return sample(shape, dtype, "uniform", [&] { return low + (high - low) * gen.next_double(); });
 }
 
@@ -452,8 +539,8 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen) {
   MG_CHECK(low < high, ValueError, "randint: expected low < high, got [{}, {})", low, high);
   Tensor t = empty(shape, DType::Int64);
   int64_t* p = t.data<int64_t>();
-  const uint64_t range = static_cast<uint64_t>(high - low);
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = low + static_cast<int64_t>(gen.next_u64() % range);
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);  // up to 2^64 - 1: no overflow
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<int64_t>(static_cast<uint64_t>(low) + gen.next_below(range));
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,7 +26,8 @@ class Tensor {
  public:
   /// An undefined tensor (no storage); `defined()` is false.
   Tensor() = default;
-  /// A view of `storage` with the given layout. Normally made by the factories below.
+  /// A view of `storage` with the given layout. Normally made by the factories below; a view that
+  /// would reach outside the storage is an IndexError.
   Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset);
 
   // ---- what it is ----
@@ -79,7 +81,7 @@ class Tensor {
   Tensor slice(int64_t d, int64_t start, int64_t end, int64_t step = 1) const;
   /// Broadcast to `shape` by giving size-1 (or missing leading) dims stride 0; -1 keeps a size.
   Tensor expand(const Shape& shape) const;
-  /// Remove dim `d`, which must have size 1.
+  /// Remove dim `d` if it has size 1 (any other size leaves the tensor as it is, as in PyTorch).
   Tensor squeeze(int64_t d) const;
   /// Remove every size-1 dim.
   Tensor squeeze() const;
@@ -118,6 +120,13 @@ class Tensor {
 /// Prints t.str().
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
+/// True when two elements of `t` may share one memory location (an expanded view, with stride 0):
+/// writing through such a view would write one place several times, so in-place ops refuse it.
+bool has_internal_overlap(const Tensor& t);
+/// True when `a` and `b` may share memory: the same storage and overlapping element ranges
+/// (x and x.transpose(0, 1) do). In-place ops copy such a source first.
+bool may_overlap(const Tensor& a, const Tensor& b);
+
 // ---- creation ----
 /// Uninitialised contiguous tensor.
 Tensor empty(const Shape& shape, DType dtype = DType::Float32);
@@ -131,10 +140,22 @@ Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
 Tensor scalar_tensor(double value, DType dtype = DType::Float32);
 /// The n x n identity matrix.
 Tensor eye(int64_t n, DType dtype = DType::Float32);
-/// start, start+step, ... < end, like torch.arange: int64 when start, end and step are all whole
-/// numbers, float32 otherwise (arange(0, 1, 0.1) is ten float32 values 0, 0.1, ..., 0.9), unless
-/// `dtype` says otherwise.
-Tensor arange(double start, double end, double step = 1, std::optional<DType> dtype = std::nullopt);
+/// start, start+step, ... < end in integer steps (the arange below for integer arguments).
+Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype);
+/// start, start+step, ... < end computed in double (the arange below for floating arguments).
+Tensor arange_float(double start, double end, double step, DType dtype);
+/// start, start+step, ... < end, like torch.arange: int64 when start, end and step are all
+/// integers, float32 when any is a floating-point number (arange(0, 1, 0.1) is ten float32 values
+/// 0, 0.1, ..., 0.9; arange(0.0, 3.0) is float32 too), unless `dtype` says otherwise.
+template <class A, class B, class C = int64_t>
+  requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>
+Tensor arange(A start, B end, C step = 1, std::optional<DType> dtype = std::nullopt) {
+  if constexpr (std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>)
+    return arange_int(start, end, step, dtype.value_or(DType::Int64));
+  else
+    return arange_float(static_cast<double>(start), static_cast<double>(end), static_cast<double>(step),
+                        dtype.value_or(DType::Float32));
+}
 /// 0, 1, ..., n-1.
 Tensor arange(int64_t n, DType dtype = DType::Int64);
 /// Copy `values` into a new tensor of `shape` (numel must match); dtype from T.

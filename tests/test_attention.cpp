@@ -211,3 +211,65 @@ TEST(FusedAttention, Errors) {
   Variable no_keys(ones({2, 3, 0, 5}));  // softmax over nothing: refused rather than made up
   EXPECT_THROW(scaled_dot_product_attention(q, no_keys, no_keys), ShapeError);
 }
+
+TEST(FusedAttention, AnyLayoutGivesTheSameNumbers) {
+  // BLAS reads each head's (T, d) rows in place only when they are at least d apart; an expanded
+  // (stride-0) or squeezed view once went to BLAS as it was, which skipped the product with only a
+  // warning: v.grad came back all 0, or the output a constant.
+  Variable q0(rnd({2, 2, 5, 3}, 30), true), k0(rnd({2, 2, 5, 3}, 31), true);
+  Variable row(rnd({2, 2, 1, 3}, 32), true);
+  Variable col(rnd({2, 2, 3, 1}, 33), true);
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal);
+    for (bool one_query : {false, true}) {
+      // v: the same row repeated along T (stride 0); q1: one query per head made by a transpose
+      // (strides (6, 3, 1, 1): a row stride of 1 < d)
+      auto v_of = [&] { return expand(row, {2, 2, 5, 3}); };
+      auto q_of = [&] { return one_query ? transpose(col, 2, 3) : q0; };
+      const Variable& q = one_query ? col : q0;  // the leaf whose gradient is compared
+      Variable v = v_of();
+      Variable a = scaled_dot_product_attention(q_of(), k0, v, causal);
+      // dout with stride 0 along T: the backward of a mean over the queries
+      Variable loss = sum(mean(a, {2}) * Variable(rnd({2, 2, 3}, 34)));
+      loss.backward();
+      const Tensor gq = q.grad().clone(), gk = k0.grad().clone(), gr = row.grad().clone();
+      q.zero_grad(), k0.zero_grad(), row.zero_grad(), col.zero_grad();
+      Variable b = composed_attention(q_of(), k0, v_of(), causal);
+      sum(mean(b, {2}) * Variable(rnd({2, 2, 3}, 34))).backward();
+      expect_close(a.data(), b.data(), 1e-12, 1e-12);
+      expect_close(gq, q.grad(), 1e-12, 1e-12);
+      expect_close(gk, k0.grad(), 1e-12, 1e-12);
+      expect_close(gr, row.grad(), 1e-12, 1e-12);
+      EXPECT_GT(max(abs(gr)).item(), 0.01);  // v's gradient is not the zeros BLAS left behind
+      q.zero_grad(), k0.zero_grad(), row.zero_grad(), col.zero_grad();
+    }
+  }
+}
+
+TEST(MultiheadAttention, MasksMustFitTheScores) {
+  nn::MultiheadAttention mha(8, 2);
+  Variable x(ones({1, 3, 8}));
+  // a mask with batch 4 would broadcast the output of a batch of 1 to 4: refused
+  try {
+    mha.forward(x, {.attn_mask = zeros({4, 1, 3, 3}, DType::Bool)});
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("MultiheadAttention: attn_mask of shape (4, 1, 3, 3) does not broadcast to the scores' shape (1, 2, 3, 3)"));
+  }
+  EXPECT_THROW(mha.forward(x, {.attn_mask = zeros({3, 3}, DType::Int64)}), DTypeError);  // neither Bool nor additive
+  EXPECT_NO_THROW(mha.forward(x, {.attn_mask = zeros({3, 3})}));                        // additive float is fine
+  // no keys: an error on both paths (the fused one once named its kernel, the other returned zeros)
+  for (bool need_weights : {false, true}) {
+    try {
+      mha.forward(x, Variable(zeros({1, 0, 8})), Variable(zeros({1, 0, 8})), {.need_weights = need_weights});
+      FAIL();
+    } catch (const ShapeError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("MultiheadAttention: key and value have no tokens"));
+    }
+  }
+  // no queries: an empty output, as in PyTorch
+  EXPECT_EQ(mha.forward(Variable(zeros({1, 0, 8}))).output.shape(), (Shape{1, 0, 8}));
+  EXPECT_EQ(mha.forward(Variable(zeros({1, 0, 8})), x, x).output.shape(), (Shape{1, 0, 8}));
+  EXPECT_THROW(nn::split_heads(x, 0), ShapeError);  // once a division by zero
+  EXPECT_THROW(nn::MultiheadAttention(0, 1), ValueError);
+}

@@ -156,6 +156,61 @@ TEST(Autograd, CustomFunction) {
   EXPECT_THROW(sum(y).backward(), StateError);  // its saved tensors were freed
 }
 
+namespace {
+// An op whose backward gives no gradient (an undefined tensor, which counts as zero).
+struct NoGradient : Function {
+  std::string name() const override { return "no_gradient"; }
+  Tensor forward(FunctionCtx&, const std::vector<Tensor>& in) override { return in[0] * 1.0; }
+  std::vector<Tensor> backward(FunctionCtx&, const Tensor&) override { return {Tensor()}; }
+};
+// Backwards that return what they should not: a gradient of another shape, or of another dtype.
+struct WrongShape : Function {
+  std::string name() const override { return "wrong_shape"; }
+  Tensor forward(FunctionCtx&, const std::vector<Tensor>& in) override { return in[0] * 1.0; }
+  std::vector<Tensor> backward(FunctionCtx&, const Tensor&) override { return {zeros({3})}; }
+};
+struct WrongDtype : Function {
+  std::string name() const override { return "wrong_dtype"; }
+  Tensor forward(FunctionCtx&, const std::vector<Tensor>& in) override { return in[0] * 1.0; }
+  std::vector<Tensor> backward(FunctionCtx&, const Tensor& dy) override { return {dy.to(DType::Float64)}; }
+};
+}  // namespace
+
+TEST(Autograd, AnUndefinedGradientCountsAsZeroAndOtherPathsStillFlow) {
+  // y = no_gradient(x) + 2x: the first path sends nothing back, the second 2.
+  Variable x(tensor({1, 2}, {2}), true);
+  sum(apply_function<NoGradient>({x}) + x * 2.0).backward();
+  ASSERT_TRUE(x.grad().defined());
+  expect_values(x.grad(), {2}, {2, 2});
+  // y = no_gradient(h * h) + h, h = w: the node h * h receives no gradient at all. The engine once
+  // released such a node without counting down its inputs, so h's node, which the "+ h" path
+  // does reach, never ran, and w ended with no gradient instead of 1.
+  Variable w(tensor({3}, {1}), true);
+  Variable h = w * 1.0;
+  sum(apply_function<NoGradient>({h * h}) + h).backward();
+  expect_values(w.grad(), {1}, {1});
+}
+
+TEST(Autograd, AWrongGradientIsNamedByItsOp) {
+  Variable x(tensor({1, 2}, {2}), true);
+  try {
+    sum(apply_function<WrongShape>({x})).backward();
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("backward: 'wrong_shape' returned a gradient of shape (3,) for input 0 of shape (2,)"));
+  }
+  try {
+    sum(apply_function<WrongDtype>({x})).backward();
+    FAIL();
+  } catch (const DTypeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("backward: 'wrong_dtype' returned a float64 gradient for input 0, which is float32"));
+  }
+  // a gradient of the wrong dtype given by the user is a DTypeError too, not a ShapeError
+  EXPECT_THROW(sum(x * 2.0).backward(scalar_tensor(1, DType::Float64)), DTypeError);
+  EXPECT_THROW(x.set_grad(zeros({2}, DType::Float64)), DTypeError);
+  EXPECT_THROW(x.set_grad(zeros({3})), ShapeError);
+}
+
 TEST(Autograd, GradcheckCatchesAWrongBackward) {
   GradcheckResult r = gradcheck([](const V& v) { return apply_function<BadCube>({v[0]}); }, {rnd({2, 3}, 2, 0.5, 1)});
   EXPECT_FALSE(r.ok);

@@ -36,6 +36,20 @@ std::string read(const fs::path& p) {
   return ss.str();
 }
 
+// Every file of code or build script in the repository (not build output, not data).
+std::vector<fs::path> code_files() {
+  std::vector<fs::path> out;
+  for (const char* f : {"minigrad.h", "Makefile", "CMakeLists.txt"}) out.push_back(kRoot / f);
+  for (const std::string& dir : kTopDirs)
+    for (auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
+      const std::string ext = e.path().extension().string(), name = e.path().filename().string();
+      if (e.is_regular_file() && (ext == ".h" || ext == ".cpp" || ext == ".py" || name == "CMakeLists.txt" ||
+                                  e.path().parent_path().filename() == "scripts" || name == "run"))
+        out.push_back(e.path());
+    }
+  return out;
+}
+
 std::vector<fs::path> markdown_files() {
   std::vector<fs::path> out{kRoot / "README.md"};
   for (const char* dir : {"docs", "examples"})
@@ -70,9 +84,13 @@ bool file_has(const fs::path& file, const std::string& name) {
     const std::regex test_re("TEST(_F)?\\(\\s*" + name.substr(0, dot) + "\\s*,\\s*" + name.substr(dot + 1) + "\\s*\\)");
     return std::regex_search(text, test_re);
   }
+  // A definition or declaration, not a mere call: the name follows a type at the start of a line
+  // ("Tensor Tensor::reshape(", "Variable tanh(", "bool file_has("), or is a constructor
+  // ("Linear::Linear("), a struct, a class, an enum.
   const std::string last = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
-  const std::regex fn_re("\\b" + last + "\\s*[({<]|(struct|class|enum class)\\s+" + last + "\\b");
-  return std::regex_search(text, fn_re);
+  const std::regex def_re("(^|\\n)[ \\t]*(?!return\\b)(?:[\\w:<>,*&~]+[ \\t]+)+(?:\\w+::)*" + last + "[ \\t]*\\(|\\b" + last +
+                          "::" + last + "\\s*\\(|(struct|class|enum class)\\s+" + last + "\\b");
+  return std::regex_search(text, def_re);
 }
 
 // All of the library's code (tensor/, autograd/, nn/, optim/, viz/), as one text.
@@ -105,10 +123,13 @@ std::vector<std::string> check_cpp_name(const std::string& where, const std::str
   return out;
 }
 
-// Whether some tests/*.cpp names the golden case (expect_golden("name", ...), check_module(m, "name", ...)).
+// Whether some test compares with the golden case: expect_golden("name", ...), check_module(m, "name",
+// ...) or golden("name").
 bool golden_case_is_tested(const std::string& name) {
+  const std::regex use_re("(expect_golden|golden)\\(\\s*\"" + name + "\"|check_module\\([^,]*,\\s*\"" + name + "\"");
   for (auto& e : fs::directory_iterator(kRoot / "tests"))
-    if (e.path().extension() == ".cpp" && read(e.path()).find("\"" + name + "\"") != std::string::npos) return true;
+    if (e.path().extension() == ".cpp" && e.path().filename() != "test_docs.cpp" && std::regex_search(read(e.path()), use_re))
+      return true;
   return false;
 }
 
@@ -207,6 +228,7 @@ TEST(Docs, TheCheckCatchesStaleReferences) {
   EXPECT_EQ(check_markdown(md, "See `tests/golden/gen_golden.py:no_such_case`.").size(), 1u);
   EXPECT_EQ(check_markdown(md, "See [the file](../nn/nope.h) and `../shared/x.py`.").size(), 2u);
   EXPECT_EQ(check_markdown(md, "Set `nn::AttentionMask::head_mask`.").size(), 1u);  // a renamed struct
+  EXPECT_EQ(check_markdown(md, "See `tests/test_shape.cpp:expect_gradcheck`.").size(), 1u);  // called there, defined elsewhere
   EXPECT_EQ(check_markdown(md, "The layers are in nn/transformers.h, (see autograd/nope.cpp).").size(), 2u);  // plain prose
   EXPECT_TRUE(check_markdown(md, "See `tensor/ops/reduce.cpp:sum`, `tests/test_shape.cpp:Shape.Gradcheck`, "
                                  "`tests/golden/gen_golden.py:view`, [chapter 1](01-tensors.md), `nn::Linear`, "
@@ -224,13 +246,34 @@ TEST(Docs, OpsTableListsEveryDifferentiableOp) {
                                     << "`, which no autograd/ops/*.h declares";
 }
 
-TEST(Docs, NothingPointsOutsideTheRepository) {
-  // Code and scripts too: the benchmark's PyTorch reference once lived outside the repository.
-  for (const std::string& dir : kTopDirs)
-    for (auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
-      const std::string ext = e.path().extension().string();
-      if (!e.is_regular_file() || (ext != ".h" && ext != ".cpp" && ext != ".py" && ext != ".md" && ext != ".txt")) continue;
-      if (e.path().filename() == "test_docs.cpp") continue;  // this file spells the pattern out
-      EXPECT_EQ(read(e.path()).find("../shared"), std::string::npos) << fs::relative(e.path(), kRoot) << " points outside the repository";
+TEST(Docs, CodeCommentsReferenceWhatExists) {
+  // The same checks on the paths and path:name references written in code and scripts: a comment
+  // that sends the reader to a file, function or test that is not there is a stale map too.
+  static const std::regex ref_re(R"((?:^|[\s(`'"])((?:tensor|autograd|nn|optim|viz|tests|examples|bench|docs|scripts)/[\w./-]*\.(?:h|cpp|py|md|txt|safetensors)(?::[A-Za-z_][\w.:]*)?))");
+  int refs = 0;
+  for (const fs::path& file : code_files()) {
+    if (file.filename() == "test_docs.cpp") continue;  // its own test strings name files that do not exist, on purpose
+    const std::string text = read(file);
+    for (std::sregex_iterator it(text.begin(), text.end(), ref_re), end; it != end; ++it, ++refs) {
+      std::string ref = (*it)[1];
+      while (!ref.empty() && (ref.back() == '.' || ref.back() == ':')) ref.pop_back();  // sentence punctuation
+      for (const std::string& problem : check_reference(file, ref, false)) ADD_FAILURE() << problem;
     }
+  }
+  EXPECT_GT(refs, 100);
+}
+
+TEST(Docs, NothingPointsOutsideTheRepository) {
+  // Code, scripts and docs: the benchmark's PyTorch reference once lived in ../shared, outside.
+  static const std::regex up_re(R"(\.\./[\w.-]+(?:/[\w.-]+)*)");
+  std::vector<fs::path> files = code_files();
+  for (const fs::path& md : markdown_files()) files.push_back(md);
+  for (const fs::path& file : files) {
+    if (file.filename() == "test_docs.cpp") continue;  // this file spells the pattern out
+    const std::string text = read(file);
+    for (std::sregex_iterator it(text.begin(), text.end(), up_re), end; it != end; ++it) {
+      const std::string rel = fs::relative(fs::weakly_canonical(file.parent_path() / (*it)[0].str()), kRoot).string();
+      EXPECT_NE(rel.rfind("..", 0), 0u) << fs::relative(file, kRoot) << " points outside the repository: " << (*it)[0];
+    }
+  }
 }

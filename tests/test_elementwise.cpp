@@ -1,5 +1,7 @@
 // Differentiable elementwise ops: hand-computed gradients, gradcheck (with broadcast and
 // non-contiguous inputs) and PyTorch golden values.
+#include <limits>
+
 #include "helpers.h"
 
 using namespace mg;
@@ -98,4 +100,45 @@ TEST(Elementwise, Errors) {
   EXPECT_THROW(x * Variable(zeros({2, 3}, DType::Float64)), DTypeError);
   EXPECT_THROW(gelu(x, "fast"), ValueError);
   EXPECT_THROW(masked_fill(x, zeros({3}), 0), DTypeError);
+}
+
+TEST(Elementwise, NaNPropagatesAsInPyTorch) {
+  const Tensor x = tensor({NAN, -1, 2}, {3});
+  const std::vector<float> r = relu(x).to_vector<float>();  // relu once turned NaN into 0
+  EXPECT_TRUE(std::isnan(r[0]));
+  EXPECT_EQ(r[1], 0);
+  EXPECT_EQ(r[2], 2);
+  // maximum: NaN wins from either side (it once won only from the right)
+  EXPECT_TRUE(std::isnan(maximum(tensor({NAN}, {1}), tensor({0}, {1})).item()));
+  EXPECT_TRUE(std::isnan(maximum(tensor({0}, {1}), tensor({NAN}, {1})).item()));
+}
+
+TEST(Elementwise, PowZeroHasZeroGradientEverywhere) {
+  // d/dx x^0 = 0, also at x = 0, where the rule p x^(p-1) once gave 0 * inf = NaN
+  Variable x(tensor({0, 2}, {2}), true);
+  sum(pow(x, 0.0)).backward();
+  expect_values(x.grad(), {2}, {0, 0});
+}
+
+TEST(Elementwise, Int64ArithmeticWrapsAndScalarsMustFit) {
+  // int64 overflow wraps around (two's complement), as in PyTorch, instead of undefined behaviour
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ((from_vector<int64_t>({big}, {1}) + from_vector<int64_t>({1}, {1})).to_vector<int64_t>()[0],
+            std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(sum(from_vector<int64_t>({big, 2}, {2})).to_vector<int64_t>()[0], std::numeric_limits<int64_t>::min() + 1);
+  // a number an int64 tensor cannot hold is refused, not truncated (t + 0.5 once returned t)
+  const Tensor t = arange(3);
+  try {
+    (void)(t + 0.5);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("add: 0.5 is not an int64 value"));
+  }
+  EXPECT_THROW((void)(t * 1e30), ValueError);
+  EXPECT_THROW(masked_fill(t, from_vector<bool>({true, false, false}, {3}), 2.7), ValueError);
+  EXPECT_THROW(masked_fill(t, from_vector<bool>({true, false, false}, {3}), NAN), ValueError);
+  expect_values(t * 2.0, {3}, {0, 2, 4});  // whole numbers are fine
+  EXPECT_THROW(full({2}, 2.5, DType::Int64), ValueError);
+  EXPECT_THROW(tensor({NAN}, {1}).to(DType::Int64), ValueError);  // no int64 is NaN
+  expect_values(tensor({2.7f, -2.7f}, {2}).to(DType::Int64), {2}, {2, -2});  // truncation, as torch's
 }

@@ -1,13 +1,17 @@
-// Small, fast versions of examples 1-5: they assert what was learned (accuracy, where the
+// Small, fast versions of the examples: they assert what was learned (accuracy, where the
 // attention mass sits, equal outputs after folding, equal losses), not just that a program ran.
 // Each example's main.cpp is compiled here without its main().
 #define MG_EXAMPLE_NO_MAIN
+#include "examples/char_gpt/main.cpp"
 #include "examples/hand_attention/main.cpp"
 #include "examples/heads_specialise/main.cpp"
 #include "examples/one_matrix_per_head/main.cpp"
 #include "examples/seq2seq_cross_attention/main.cpp"
 #include "examples/where_weights_come_from/main.cpp"
 #include "helpers.h"
+
+#include <filesystem>
+#include <fstream>
 
 using namespace mg;
 
@@ -113,4 +117,34 @@ TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   const seq2seq::Evaluation e = seq2seq::evaluate(m, c, g);
   EXPECT_GE(e.exact_match, 0.99);
   EXPECT_GT(e.anti_diagonal, 0.8);
+}
+
+TEST_F(Examples, CharGptRunsWithAShortContext) {
+  // A context shorter than the 24 characters the attention pictures show once made char_gpt train
+  // and then exit 1. A tiny run on a text of its own, from loading to the report.
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "minigrad_test_char_gpt";
+  fs::create_directories(dir);
+  {
+    std::ofstream text(dir / "text.txt");
+    for (int i = 0; i < 80; ++i) text << "the cat sat on the mat. ";
+  }
+  char_gpt::Config c;
+  c.data = (dir / "text.txt").string();
+  c.context = 16, c.dim = 16, c.heads = 2, c.layers = 1, c.batch = 4, c.steps = 40, c.eval_every = 20, c.ckpt_every = 40;
+  c.sample_len = 30, c.out = (dir / "run").string();
+  const char_gpt::Data d = char_gpt::load_data(c);
+  Generator g(c.seed);
+  nn::GPT m(d.vocab.size(), c.context, char_gpt::gpt_options(c), g);
+  optim::AdamW opt(m.parameters(), {.lr = c.lr});
+  optim::WarmupCosineLR sched(opt, 2, c.steps, 0.1);
+  fs::create_directories(c.out);
+  const char_gpt::History h = char_gpt::train(m, opt, sched, d, c, 0, c.out + "/checkpoint.safetensors");
+  ASSERT_EQ(h.val_losses.size(), 2u);
+  EXPECT_LT(h.val_losses.back(), std::log(static_cast<double>(d.vocab.size())) - 0.5);  // it learns
+  Generator sg(1);
+  const std::string sampled = char_gpt::sample(m, d.vocab, c, sg);
+  EXPECT_EQ(sampled.size(), c.prompt.size() + 30);
+  EXPECT_TRUE(fs::exists(char_gpt::write_report(m, d, c, h, sampled)));
+  EXPECT_TRUE(fs::exists(dir / "run" / "attn_blocks.0.attn_head1.svg"));
 }

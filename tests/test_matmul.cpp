@@ -1,5 +1,6 @@
 // Differentiable matmul and linear.
 #include "helpers.h"
+#include "tensor/blas.h"
 
 using namespace mg;
 using mgtest::expect_golden;
@@ -52,4 +53,47 @@ TEST(Matmul, ErrorsNameBothShapes) {
   } catch (const ShapeError& e) {
     EXPECT_THAT(e.what(), HasSubstr("linear: input of shape (2, 3) does not fit weight of shape (4, 5)"));
   }
+}
+
+TEST(Matmul, VectorsAndEmptySumsFollowTorch) {
+  // A dot product of two vectors is a 0-dim tensor, and differentiable (it once was an IndexError).
+  Variable a(tensor({1, 2, 3}, {3}), true), b(tensor({4, 5, 6}, {3}), true);
+  Variable d = matmul(a, b);
+  EXPECT_EQ(d.dim(), 0);
+  EXPECT_EQ(d.item(), 32);
+  d.backward();
+  expect_values(a.grad(), {3}, {4, 5, 6});
+  expect_values(b.grad(), {3}, {1, 2, 3});
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({4}, 20), rnd({4}, 21)});
+  // with k = 0 the products are sums over nothing, and the vector dims still go
+  EXPECT_EQ(matmul(zeros({0}), zeros({0})).shape(), (Shape{}));
+  EXPECT_EQ(matmul(zeros({0}), zeros({0})).item(), 0);
+  expect_values(matmul(zeros({2, 0}), zeros({0})), {2}, {0, 0});
+  EXPECT_EQ(matmul(zeros({0, 3}), ones({3})).shape(), (Shape{0}));
+  // linear with in_features = 0: the bias alone, as in PyTorch (once a reshape error)
+  Variable w(zeros({2, 0}), true), bias(tensor({1, 2}, {2}), true), x(zeros({3, 0}), true);
+  Variable y = linear(x, w, bias);
+  expect_values(y.data(), {3, 2}, {1, 2, 1, 2, 1, 2});
+  sum(y).backward();
+  expect_values(bias.grad(), {2}, {3, 3});
+  EXPECT_EQ(w.grad().shape(), (Shape{2, 0}));
+}
+
+TEST(Matmul, BatchMismatchNamesBothShapes) {
+  try {
+    matmul(zeros({2, 3, 4}), zeros({3, 4, 5}));
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("matmul: shapes (2, 3, 4) and (3, 4, 5) cannot be multiplied: their batch dims (2,) and (3,)"));
+  }
+}
+
+TEST(Matmul, BlasRefusesIllegalArguments) {
+  // cblas only prints a warning and skips the product on a bad leading dimension; blas::gemm
+  // checks every call first (no caller of minigrad's should ever see this error).
+  float a[4] = {1, 2, 3, 4}, c[4] = {0, 0, 0, 0};
+  EXPECT_THROW(blas::gemm(false, false, 2, 2, 2, 1.f, a, 1, a, 2, 0.f, c, 2), ValueError);   // lda < k
+  EXPECT_THROW(blas::gemm(false, true, 2, 2, 2, 1.f, a, 2, a, 0, 0.f, c, 2), ValueError);    // ldb 0
+  EXPECT_NO_THROW(blas::gemm(false, false, 2, 2, 2, 1.f, a, 2, a, 2, 0.f, c, 2));
+  EXPECT_EQ(c[0], 7);  // 1*1 + 2*3
 }

@@ -188,3 +188,59 @@ TEST(Module, GradcheckOfAWholeModelThroughItsParameters) {
   Net net32;
   EXPECT_THROW(gradcheck([&] { return net32.forward(Variable(ones({1, 2}))); }, net32.parameters()), DTypeError);
 }
+
+TEST(Module, TheTreeHasNoCyclesAndSharedModulesCountOnce) {
+  struct Holder : nn::Module {
+    std::string type_name() const override { return "Holder"; }
+    void add(const std::string& n, nn::Module& m) { register_module(n, m); }
+  };
+  Holder a, b;
+  EXPECT_THROW(a.add("me", a), ValueError);  // once endless recursion in named_parameters
+  a.add("b", b);
+  EXPECT_THROW(b.add("a", a), ValueError);   // a cycle through a child
+  // the same Linear registered twice: its parameters are listed once, so an optimizer takes them
+  Holder h;
+  nn::Linear shared(2, 2);
+  h.add("first", shared);
+  h.add("second", shared);
+  EXPECT_EQ(h.parameters().size(), 2u);
+  EXPECT_EQ(h.named_parameters()[0].first, "first.weight");
+  EXPECT_NO_THROW(optim::AdamW(h.parameters()));  // once "appears in groups 0 and 0"
+  EXPECT_EQ(h.num_parameters(), 6);
+  EXPECT_EQ(h.named_modules().size(), 2u);
+}
+
+TEST(Module, NamesAreUniqueAcrossParametersBuffersAndModules) {
+  struct M : nn::Module {
+    std::string type_name() const override { return "M"; }
+    using Module::register_buffer;
+    using Module::register_parameter;
+  } m;
+  m.register_parameter("w", zeros({2}));
+  try {
+    m.register_buffer("w", zeros({2}));
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("register_buffer: \"w\" is already a parameter of M"));
+  }
+  m.register_buffer("running", zeros({2}));
+  EXPECT_THROW(m.register_buffer("running", zeros({2})), ValueError);
+  EXPECT_THROW(m.register_buffer("empty", Tensor()), StateError);
+}
+
+TEST(AttentionCapture, OneCaptureAtATimeAndTheModelMayGoFirst) {
+  nn::MultiheadAttention mha(4, 2);
+  {
+    nn::AttentionCapture first(mha);
+    // a second capture would replace the first's hook, and its destructor remove both
+    EXPECT_THROW(nn::AttentionCapture second(mha), StateError);
+    mha.forward(Variable(ones({1, 3, 4})));
+    EXPECT_EQ(first.at("").weights.shape(), (Shape{1, 2, 3, 3}));
+  }
+  EXPECT_FALSE(mha.has_hook());
+  // a capture that outlives its model: its destructor once wrote into the freed module
+  auto model = std::make_unique<nn::MultiheadAttention>(4, 2);
+  auto capture = std::make_unique<nn::AttentionCapture>(*model);
+  model.reset();
+  EXPECT_NO_THROW(capture.reset());
+}

@@ -81,3 +81,12 @@ TEST(NNFunctional, ErrorsNameTheProblem) {
   EXPECT_THROW(softmax(x, 2), IndexError);
   EXPECT_THROW(dropout(x, -0.1, true), ValueError);
 }
+
+TEST(NNFunctional, LayerNormOfHugeFloat32Values) {
+  // float32 row sums of values near FLT_MAX overflow: the row is then summed in double, so
+  // (3e38, 3e38) normalises to (0, 0) as in PyTorch (it once gave NaN).
+  expect_values(layer_norm(tensor({3e38f, 3e38f}, {1, 2}), {2}, Tensor(), Tensor()), {1, 2}, {0, 0});
+  const std::vector<float> y = layer_norm(tensor({3e38f, -3e38f}, {1, 2}), {2}, Tensor(), Tensor()).to_vector<float>();
+  EXPECT_NEAR(y[0], 1, 1e-5);
+  EXPECT_NEAR(y[1], -1, 1e-5);
+}

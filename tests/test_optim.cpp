@@ -1,6 +1,7 @@
 // Optimizers against torch.optim (5 steps on a fixed problem, to 1e-5), schedules by hand,
 // gradient clipping, parameter groups.
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "helpers.h"
@@ -154,4 +155,81 @@ TEST(Optim, SkipsParametersWithoutGradients) {
   EXPECT_LT(a.data().at({0}), 1.0);
   EXPECT_EQ(b.data().at({0}), 1.0);
   EXPECT_FALSE(opt.has_state(b));
+}
+
+TEST(Optim, StateThatNoLongerFitsItsParameterIsNamed) {
+  // Adam once read and wrote past its state when a parameter's data changed shape between steps.
+  Variable w(ones({2, 3}), true);
+  w.set_name("w");
+  optim::AdamW opt({w});
+  sum(w * w).backward();
+  opt.step();
+  w.set_data(ones({4, 3}));
+  sum(w * w).backward();
+  try {
+    opt.step();
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("AdamW: parameter 'w' (group 0, #0) has shape (4, 3) but its exp_avg has (2, 3)"));
+  }
+  // after Module::to(Float64)-like conversion: the state is float32, the parameter float64
+  Variable v(ones({2}), true);
+  v.set_name("v");
+  optim::SGD sgd({v}, {.lr = 0.1, .momentum = 0.9});
+  sum(v * v).backward();
+  sgd.step();
+  v.set_data(v.data().to(DType::Float64));
+  sum(v * v).backward();
+  try {
+    sgd.step();
+    FAIL();
+  } catch (const DTypeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("SGD: parameter 'v' (group 0, #0) is float64 but its momentum_buffer is float32"));
+  }
+}
+
+TEST(Optim, NonContiguousParametersStepLikeContiguousOnes) {
+  Variable a(tensor({1, 2, 3, 4, 5, 6}, {2, 3}), true), b(tensor({1, 4, 2, 5, 3, 6}, {3, 2}).transpose(0, 1), true);
+  optim::AdamW oa({a}, {.lr = 0.1}), ob({b}, {.lr = 0.1});
+  for (int i = 0; i < 3; ++i) {
+    for (auto [p, o] : {std::pair{&a, &oa}, {&b, &ob}}) {
+      o->zero_grad();
+      sum(*p * *p * *p).backward();
+      o->step();
+    }
+  }
+  expect_close(b.data(), a.data(), 0, 0);
+  EXPECT_FALSE(b.data().is_contiguous());  // updated in place, through its own layout
+}
+
+TEST(Optim, BadSettingsAreRefused) {
+  EXPECT_THROW(optim::SGD(std::vector<Variable>{}), ValueError);  // an empty parameter list
+  Variable w(ones({2}), true);
+  optim::SGD sgd({w});
+  EXPECT_THROW(sgd.set_lr(NAN), ValueError);
+  EXPECT_THROW(sgd.set_lr(-5), ValueError);
+  EXPECT_THROW(optim::SGD({w}, {.lr = INFINITY}), ValueError);
+  EXPECT_THROW(optim::StepLR(sgd, 2, -1.0), ValueError);
+  optim::StepLR sched(sgd, 2);
+  sched.set_step(std::numeric_limits<int64_t>::max());
+  EXPECT_THROW(sched.step(), StateError);  // the count cannot go on (once a signed overflow)
+  // an Adam step counter at its end
+  optim::Adam adam({w});
+  sum(w * w).backward();
+  adam.step();
+  adam.state(w)["step"].data<int64_t>()[0] = std::numeric_limits<int64_t>::max();
+  EXPECT_THROW(adam.step(), StateError);
+}
+
+TEST(Optim, ClipGradNormPropagatesNaNAsTorchDoes) {
+  Variable a(ones({2}), true), b(ones({2}), true);
+  a.set_grad(tensor({NAN, 1}, {2}));
+  b.set_grad(tensor({3, 4}, {2}));
+  EXPECT_TRUE(std::isnan(optim::clip_grad_norm_({a, b}, 1.0, INFINITY)));  // once 0: NaN lost in a max
+  EXPECT_TRUE(std::isnan(b.grad().to_vector<float>()[0]));                  // scaled by NaN, as in torch
+  Variable c(zeros({0}), true);
+  c.set_grad(zeros({0}));
+  EXPECT_EQ(optim::clip_grad_norm_({c}, 1.0, INFINITY), 0);  // an empty gradient adds nothing
+  EXPECT_THROW(optim::clip_grad_norm_({c}, 1.0, -INFINITY), ValueError);
+  EXPECT_THROW(optim::clip_grad_norm_({c}, -1.0), ValueError);
 }

@@ -55,3 +55,13 @@ TEST(Reduce, Errors) {
   EXPECT_THROW(max(Variable(zeros({0})), 0), ValueError);
   EXPECT_THROW(max(Variable(zeros({0}))), ValueError);
 }
+
+TEST(Reduce, MaxOverTheFirstDimOfAnyRank) {
+  // max over dim 0 of a contiguous 3-D tensor once failed in a permute (ShapeError)
+  Tensor x = arange(24, DType::Float32).view({2, 3, 4});
+  auto [v, i] = max(x, 0);
+  expect_values(v, {3, 4}, {12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23});
+  expect_values(i.to(DType::Float32), {3, 4}, std::vector<double>(12, 1));
+  expect_values(argmax(x, 0, true).to(DType::Float32), {1, 3, 4}, std::vector<double>(12, 1));
+  expect_gradcheck([](const V& v) { return max(v[0], 0).first; }, {rnd({2, 3, 4}, 9)});
+}

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include "helpers.h"
 
 using namespace mg;
@@ -257,4 +259,114 @@ TEST(Checkpoint, MismatchedCheckpointsChangeNothing) {
   optim::AdamW opt_b(b.parameters());
   EXPECT_THROW(optim::load_checkpoint(path, b, opt_b), FileError);
   EXPECT_EQ(snapshot(b), before);
+}
+
+TEST(Serialize, HeadersMustTileTheDataAndStayShallow) {
+  TinyMLP m;
+  const auto before = snapshot(m);
+  const std::string bad = temp_path("tiling.safetensors");
+  auto refused = [&](const std::string& content, const std::string& text) {
+    SCOPED_TRACE(text);
+    write_bytes(bad, content);
+    try {
+      nn::load(m, bad);
+      ADD_FAILURE() << "loaded a bad file";
+    } catch (const FileError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(text));
+    }
+    EXPECT_EQ(snapshot(m), before);
+  };
+  // two tensors sharing bytes, a hole before a tensor, bytes after the last one
+  refused(with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+                      std::string(12, '\0')), "the tensor before it ends");
+  refused(with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", std::string(12, '\0')),
+          "nothing is stored before");
+  refused(with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", std::string(12, '\0')),
+          "holds 12 data bytes but its tensors cover 8");
+  // a header nested a million deep is refused while parsing, not by overflowing the stack
+  refused(with_header(std::string(1000000, '[') + std::string(1000000, ']'), ""), "nests deeper");
+  refused(with_header(R"({"a": {"dtype": [[[1]]], "shape": [], "data_offsets": [0, 4]}})", std::string(4, '\0')), "nests deeper");
+  // a folder is not a file: a FileError, not std::ios_base::failure
+  try {
+    load_safetensors(fs::temp_directory_path().string());
+    FAIL();
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("is not a file"));
+  }
+  // names must be UTF-8 to be JSON: a ValueError, not nlohmann's exception
+  EXPECT_THROW(save_safetensors(bad, {{std::string("w\xff"), zeros({1})}}), ValueError);
+  // the same checks on bytes in memory
+  EXPECT_THROW(parse_safetensors("12345678", 8), FileError);
+  const std::string ok = read_bytes(temp_path("good.safetensors"));
+  EXPECT_EQ(parse_safetensors(ok.data(), ok.size()).tensors.size(), 4u);
+}
+
+TEST(Serialize, SavesCleanUpAndRespectTheUmask) {
+  TinyMLP m;
+  const std::string path = temp_path("mode.safetensors");
+  fs::remove(path);
+  // what a save killed half way leaves: a temporary of a process that is gone (pid 0x7ffffffe)
+  const std::string stale = path + ".tmp-2147483646-abcdef";
+  write_bytes(stale, "half a file");
+  const mode_t old_mask = ::umask(027);
+  nn::save(m, path);
+  ::umask(old_mask);
+  EXPECT_FALSE(fs::exists(stale));  // removed by the next save of the same file
+  // a new file gets what the umask leaves of rw-rw-rw- (it was always 0600 before)
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  // a file that exists keeps its mode
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  nn::save(m, path);
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+}
+
+TEST(Checkpoint, TamperedCheckpointsChangeNothing) {
+  const std::string path = temp_path("tamper.safetensors"), bad = temp_path("tampered.safetensors");
+  TinyMLP a;
+  optim::AdamW opt_a(a.parameters());
+  optim::WarmupCosineLR sched(opt_a, 1, 5);
+  train(a, opt_a, sched, 2);
+  optim::save_checkpoint(path, a, opt_a, 2);
+  const SafeTensors good = load_safetensors(path);
+  TinyMLP b;
+  optim::AdamW opt_b(b.parameters(), {.lr = 0.5});
+  const auto before = snapshot(b);
+  auto refused = [&](std::vector<std::pair<std::string, Tensor>> tensors, std::map<std::string, std::string> meta,
+                     const std::string& text) {
+    SCOPED_TRACE(text);
+    save_safetensors(bad, tensors, meta);
+    try {
+      optim::load_checkpoint(bad, b, opt_b);
+      ADD_FAILURE() << "loaded a tampered checkpoint";
+    } catch (const FileError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(text));
+    }
+    EXPECT_EQ(snapshot(b), before);
+    EXPECT_FALSE(opt_b.has_state(b.fc1.weight));
+    EXPECT_EQ(opt_b.groups()[0].lr, 0.5);
+  };
+  auto meta_with = [&](const std::string& k, const std::string& v) {
+    auto m = good.metadata;
+    m[k] = v;
+    return m;
+  };
+  refused(good.tensors, meta_with("step", "-3"), "step \"-3\"");
+  refused(good.tensors, meta_with("step", "12abc"), "step \"12abc\"");
+  refused(good.tensors, meta_with("lr.0", "nan"), "lr.0 \"nan\"");
+  refused(good.tensors, meta_with("lr.0", "1e-3garbage"), "lr.0 \"1e-3garbage\"");
+  refused(good.tensors, meta_with("lr.1", "0.1"), "saved by an optimizer with 2 parameter group(s); this AdamW has 1");
+  auto without = [&](const std::string& name) {
+    std::vector<std::pair<std::string, Tensor>> out;
+    for (auto& [n, t] : good.tensors)
+      if (n != name) out.emplace_back(n, t);
+    return out;
+  };
+  refused(without("optimizer.fc1.weight.exp_avg_sq"), good.metadata, "no \"optimizer.fc1.weight.exp_avg_sq\"");
+  auto with = [&](const std::string& name, const Tensor& t) {
+    auto out = without(name);
+    out.emplace_back(name, t);
+    return out;
+  };
+  refused(with("optimizer.fc1.weight.step", from_vector<int64_t>({-1}, {})), good.metadata, "= -1");
+  refused(with("optimizer.fc1.weight.bogus", zeros({4, 3})), good.metadata, "which AdamW does not keep");
 }

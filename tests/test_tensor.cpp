@@ -1,4 +1,6 @@
 // mg::Tensor: storage, shapes, strides, views, creation, the generator.
+#include <limits>
+
 #include "helpers.h"
 
 using namespace mg;
@@ -176,4 +178,80 @@ TEST(Tensor, ItemAndDataChecks) {
   }
   EXPECT_THROW(arange(0.0, 1e30, 1.0), ValueError);
   EXPECT_THROW(arange(0.0, INFINITY, 1.0), ValueError);
+}
+
+TEST(Tensor, OverlappingCopiesGiveTheRightValues) {
+  // A copy between two views of one storage reads every value before writing any: shifting a
+  // row by one once spread its first value everywhere, and u.copy_(u^T) once gave [0, 2, 2, 3].
+  Tensor t = arange(6, DType::Float32);
+  t.narrow(0, 1, 5).copy_(t.narrow(0, 0, 5));
+  expect_values(t, {6}, {0, 0, 1, 2, 3, 4});
+  Tensor u = arange(4, DType::Float32).view({2, 2});
+  u.copy_(u.transpose(0, 1));
+  expect_values(u, {2, 2}, {0, 2, 1, 3});
+  Tensor a = arange(6, DType::Float32);
+  Tensor a1 = a.narrow(0, 1, 5);
+  add_(a1, a.narrow(0, 0, 5));  // once a running sum
+  expect_values(a, {6}, {0, 1, 3, 5, 7, 9});
+  // writing through an expanded view would write one place several times: refused
+  Tensor e = zeros({1, 3}).expand({2, 3});
+  EXPECT_THROW(e.copy_(ones({2, 3})), ValueError);
+  EXPECT_THROW(add_(e, ones({2, 3})), ValueError);
+  EXPECT_FALSE(has_internal_overlap(zeros({2, 3}).transpose(0, 1)));
+  EXPECT_TRUE(may_overlap(u, u.transpose(0, 1)));
+  EXPECT_FALSE(may_overlap(t.narrow(0, 0, 3), t.narrow(0, 3, 3)));
+}
+
+TEST(Tensor, ViewsMustStayInsideTheirStorage) {
+  Tensor t = zeros({4});
+  EXPECT_THROW(Tensor(t.storage(), DType::Float32, {100}, {1}, 0), IndexError);
+  EXPECT_THROW(Tensor(t.storage(), DType::Float32, {2}, {-1}, 0), IndexError);
+  EXPECT_THROW(Tensor(t.storage(), DType::Float64, {3}, {1}, 0), IndexError);  // 16 bytes hold two float64s
+  EXPECT_NO_THROW(Tensor(t.storage(), DType::Float32, {2, 2}, {1, 2}, 0));
+  // views near int64's end are refused with a clear error, not wrapped round
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  EXPECT_THROW(t.narrow(0, 2, big), IndexError);
+  EXPECT_EQ(t.slice(0, 1, big, big).shape(), (Shape{1}));
+  EXPECT_THROW(t.reshape({big, 2, -1}), ShapeError);
+  EXPECT_THROW(t.expand({big, big, 4}), ValueError);
+  EXPECT_THROW(zeros({big / 2}), ValueError);  // 4 bytes each: more than 2^62 bytes
+}
+
+TEST(Tensor, ZeroDimTensorsHaveNoDimToIndex) {
+  const Tensor s = scalar_tensor(3);
+  EXPECT_THROW(s.size(0), IndexError);
+  EXPECT_THROW(s.narrow(0, 0, 1), IndexError);
+  EXPECT_THROW(s.slice(0, 0, 1), IndexError);
+  EXPECT_THROW(index_select(s, 0, from_vector<int64_t>({0}, {1})), IndexError);
+  EXPECT_THROW(gather(s, 0, from_vector<int64_t>({0}, {})), IndexError);
+  EXPECT_THROW(concat({s, s}, 0), ShapeError);
+  EXPECT_THROW(split(s, 1, 0), IndexError);
+  // as in PyTorch, a scalar's dim 0 (or -1) is accepted where it leaves the scalar as it is
+  EXPECT_EQ(s.squeeze(0).dim(), 0);
+  EXPECT_EQ(s.transpose(0, -1).dim(), 0);
+  EXPECT_EQ(s.flatten().shape(), (Shape{1}));
+  EXPECT_EQ(sum(Variable(s, false), {0}).item(), 3);
+  EXPECT_THROW(softmax(s, 1), IndexError);
+  EXPECT_THROW(concat({Tensor(), s}, 0), StateError);
+}
+
+TEST(Tensor, RandintCoversTheWholeInt64Range) {
+  Generator g(1);
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> v = randint(lo, hi, {1000}, g).to_vector<int64_t>();
+  int negative = 0;
+  for (int64_t x : v) negative += x < 0;
+  EXPECT_NEAR(negative, 500, 60);  // both halves of the range are drawn
+  // small ranges are exact and unbiased enough to see: each of 0..2 about a third of the time
+  const std::vector<int64_t> w = randint(0, 3, {3000}, g).to_vector<int64_t>();
+  int counts[3] = {0, 0, 0};
+  for (int64_t x : w) ++counts[x];
+  for (int c : counts) EXPECT_NEAR(c, 1000, 90);
+  EXPECT_THROW(uniform({2}, 0, INFINITY, g), ValueError);
+}
+
+TEST(Tensor, PrintsInt64Exactly) {
+  // printing went through double, which holds 53 bits: INT64_MAX came out as INT64_MIN
+  EXPECT_EQ(from_vector<int64_t>({std::numeric_limits<int64_t>::max(), (int64_t{1} << 53) + 1}, {2}).str(),
+            "tensor([9223372036854775807, 9007199254740993], dtype=int64)");
 }

@@ -47,7 +47,7 @@ TEST(Transformer, GradcheckOfWholeLayers) {
 
 TEST(Transformer, GPTModel) {
   Generator g(1);
-  nn::GPT gpt({.vocab = 11, .context = 6, .dim = 8, .heads = 2, .layers = 2}, g);
+  nn::GPT gpt(11, 6, {.d_model = 8, .nhead = 2, .num_layers = 2}, g);
   EXPECT_EQ(gpt.named_parameters()[2].first, "blocks.0.ln_1.weight");
   Tensor ids = randint(0, 11, {3, 6}, g);
   EXPECT_EQ(gpt.forward(ids).shape(), (Shape{3, 6, 11}));

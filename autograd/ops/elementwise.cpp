@@ -40,9 +40,10 @@ Variable neg(const Variable& x) {
   return record("neg", mg::neg(x.data()), {x}, [](const Tensor& dy, const Node&) -> TensorList { return {neg(dy)}; });
 }
 
-// y = x^p              dx = dy * p * x^(p-1)
+// y = x^p              dx = dy * p * x^(p-1)      (p = 0: dx = 0, also at x = 0 where x^-1 is inf)
 Variable pow(const Variable& x, double p) {
   return record("pow", mg::pow(x.data(), p), {x}, [x = x.data(), p](const Tensor& dy, const Node&) -> TensorList {
+    if (p == 0) return {zeros(dy.shape(), dy.dtype())};
     return {dy * mg::pow(x, p - 1) * p};
   });
 }
@@ -120,7 +121,11 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
 }
 
 namespace {
-Variable constant(double v, const Variable& like) { return Variable(scalar_tensor(v, like.dtype())); }
+// A number beside a variable: a 0-dim constant of its dtype, if that dtype holds the number exactly.
+Variable constant(double v, const Variable& like, std::string_view op) {
+  visit_all(like.dtype(), [&]<class T>() { checked_cast<T>(v, op); });
+  return Variable(scalar_tensor(v, like.dtype()));
+}
 }  // namespace
 
 Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
@@ -128,13 +133,13 @@ Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }
 Variable operator*(const Variable& a, const Variable& b) { return mul(a, b); }
 Variable operator/(const Variable& a, const Variable& b) { return div(a, b); }
 Variable operator-(const Variable& x) { return neg(x); }
-Variable operator+(const Variable& a, double b) { return add(a, constant(b, a)); }
-Variable operator-(const Variable& a, double b) { return sub(a, constant(b, a)); }
-Variable operator*(const Variable& a, double b) { return mul(a, constant(b, a)); }
-Variable operator/(const Variable& a, double b) { return div(a, constant(b, a)); }
-Variable operator+(double a, const Variable& b) { return add(constant(a, b), b); }
-Variable operator-(double a, const Variable& b) { return sub(constant(a, b), b); }
-Variable operator*(double a, const Variable& b) { return mul(constant(a, b), b); }
-Variable operator/(double a, const Variable& b) { return div(constant(a, b), b); }
+Variable operator+(const Variable& a, double b) { return add(a, constant(b, a, "add")); }
+Variable operator-(const Variable& a, double b) { return sub(a, constant(b, a, "sub")); }
+Variable operator*(const Variable& a, double b) { return mul(a, constant(b, a, "mul")); }
+Variable operator/(const Variable& a, double b) { return div(a, constant(b, a, "div")); }
+Variable operator+(double a, const Variable& b) { return add(constant(a, b, "add"), b); }
+Variable operator-(double a, const Variable& b) { return sub(constant(a, b, "sub"), b); }
+Variable operator*(double a, const Variable& b) { return mul(constant(a, b, "mul"), b); }
+Variable operator/(double a, const Variable& b) { return div(constant(a, b, "div"), b); }
 
 }  // namespace mg

@@ -29,9 +29,7 @@ Variable index_select(const Variable& x, int64_t dim, const Tensor& index) {
 Variable embedding(const Tensor& ids, const Variable& weight, std::optional<int64_t> padding_idx) {
   Tensor y = mg::embedding(ids, weight.data());
   const int64_t V = weight.size(0);
-  MG_CHECK(!padding_idx || (*padding_idx >= -V && *padding_idx < V), IndexError,
-           "embedding: padding_idx {} is out of range for {} embeddings (expected {} to {})", padding_idx.value_or(0), V, -V,
-           V - 1);
+  padding_row(padding_idx, V, "embedding");  // checked now, not at the backward
   return record("embedding", y, {weight}, [ids, V, padding_idx](const Tensor& dy, const Node&) -> TensorList {
     return {embedding_backward(dy, ids, V, padding_idx)};
   });

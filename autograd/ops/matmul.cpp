@@ -10,7 +10,10 @@ namespace mg {
 // y = a @ b            a: (..., n, k)  b: (..., k, m)  y: (..., n, m)
 // da = dy @ b^T        db = a^T @ dy   (summed over broadcast batch dims by the engine)
 Variable matmul(const Variable& a, const Variable& b) {
-  // Vectors are promoted to matrices by differentiable reshapes, so the core only sees >= 2-D.
+  // Vectors are promoted to matrices by differentiable reshapes, so the core only sees >= 2-D:
+  // a left vector is a (1, k) row, a right one a (k, 1) column, and that dim goes again after.
+  MG_CHECK(a.defined() && b.defined(), StateError, "matmul: an operand is undefined");
+  if (a.dim() == 1 && b.dim() == 1) return reshape(matmul(unsqueeze(a, 0), unsqueeze(b, 1)), {});  // a dot product
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
   return record("matmul", mg::matmul(a.data(), b.data()), {a, b},
@@ -31,10 +34,11 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   return record("linear", mg::linear(x.data(), weight.data(), b), inputs,
                 [x = x.data(), w = weight.data()](const Tensor& dy, const Node& n) -> TensorList {
                   const int64_t in = w.size(1), out = w.size(0);
-                  const Tensor dy2 = dy.reshape({-1, out});
+                  const int64_t rows = numel_of(Shape(x.shape().begin(), x.shape().end() - 1));  // N
+                  const Tensor dy2 = dy.reshape({rows, out});
                   TensorList g(n.next.size());
                   if (n.needs(0)) g[0] = mg::matmul(dy, w);
-                  if (n.needs(1)) g[1] = mg::matmul(dy2.transpose(0, 1), x.reshape({-1, in}));
+                  if (n.needs(1)) g[1] = mg::matmul(dy2.transpose(0, 1), x.reshape({rows, in}));
                   if (n.needs(2)) g[2] = mg::sum(dy2, {0});
                   return g;
                 });

@@ -11,7 +11,10 @@ Shape keepdim_shape(const Shape& in, const std::vector<int64_t>& dims, std::stri
   Shape s = in;
   if (dims.empty())
     for (auto& d : s) d = 1;
-  for (int64_t d : dims) s[wrap_dim(d, static_cast<int64_t>(in.size()), op)] = 1;
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, static_cast<int64_t>(in.size()), op);
+    if (!in.empty()) s[w] = 1;  // a scalar's dim 0 (allowed, as in PyTorch) has no size to set
+  }
   return s;
 }
 }  // namespace

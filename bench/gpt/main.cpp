@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
 
   set_num_threads(threads);
   Generator g(0);
-  nn::GPT m({.vocab = vocab, .context = ctx, .dim = d, .heads = heads, .layers = layers}, g);
+  nn::GPT m(vocab, ctx, {.d_model = d, .nhead = heads, .num_layers = layers}, g);
   optim::AdamW opt(m.parameters(), {.lr = 3e-4});
   const Tensor x = randint(0, vocab, {batch, ctx}, g), y = randint(0, vocab, {batch, ctx}, g);
   std::vector<double> times;

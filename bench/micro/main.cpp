@@ -4,12 +4,11 @@
 //   large: B 8, T 256, d 384, 6 heads  -> N = 2048 rows
 // Each forward+backward benchmark times one forward and one backward through the tape. The plain
 // sgemm benchmarks measure the machine's BLAS rate. bench/torch_micro.py times the same things in
-// PyTorch; bench/report.py puts them side by side in docs/BENCHMARKS.md.
-#include <cblas.h>
-
+// PyTorch; bench/run.py puts them side by side in docs/BENCHMARKS.md.
 #include <benchmark/benchmark.h>
 
 #include "minigrad.h"
+#include "tensor/blas.h"
 
 using namespace mg;
 
@@ -30,7 +29,7 @@ void BM_sgemm_openblas_1thread(benchmark::State& st) {
   const int64_t n = st.range(0);
   Tensor a = randn({n, n}), b = randn({n, n}), c = empty({n, n});
   for (auto _ : st)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n);
+    blas::gemm(false, false, n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n);
   flops(st, 2.0 * n * n * n);
 }
 BENCHMARK(BM_sgemm_openblas_1thread)->Arg(1024)->Unit(benchmark::kMillisecond);

@@ -22,27 +22,27 @@
 namespace char_gpt {
 using namespace mg;
 
-const char* kFortunes = "/usr/share/games/fortunes";
+constexpr const char* kFortunes = "/usr/share/games/fortunes";  // Debian's fortunes package
 
 struct Config {
   std::string data;          // text file; empty: the fortunes corpus
   int64_t context = 64;      // characters of context
   int64_t dim = 128;         // model width
-  int64_t heads = 4;
-  int64_t layers = 4;
-  int64_t batch = 32;
+  int64_t heads = 4;         // attention heads per block (dim / heads features each)
+  int64_t layers = 4;        // GPT blocks
+  int64_t batch = 32;        // windows of context + 1 characters per step
   int steps = 600;           // AdamW steps in total
   double lr = 3e-3;          // peak learning rate
   int eval_every = 100;      // validation loss every N steps
   int ckpt_every = 200;      // checkpoint every N steps
   bool resume = false;       // continue from the checkpoint in --out
   int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
-  std::string prompt = "A ";
+  std::string prompt = "A ";  // the sample continues this text
   int sample_len = 300;      // characters to sample
-  double temperature = 0.8;
-  int64_t top_k = 20;
-  uint64_t seed = 0;
-  std::string out = "runs/char_gpt";
+  double temperature = 0.8;  // logits are divided by it: < 1 sharper, > 1 flatter
+  int64_t top_k = 20;        // sample among the k most likely characters
+  uint64_t seed = 0;         // initial weights, batches and sampling
+  std::string out = "runs/char_gpt";  // checkpoint and pictures
 };
 
 // Every plain-text fortune file, sorted by name, with the "%" separator lines dropped.
@@ -84,10 +84,10 @@ struct Vocab {
   int64_t size() const { return static_cast<int64_t>(chars.size()); }
 };
 
-// The model is nn::GPT (nn/transformer.h): token + position embeddings, GPTBlocks (causal
+// The model is nn::GPT (nn/gpt.h): token + position embeddings, GPTBlocks (causal
 // multi-head attention + GELU MLP, pre-LN), a final LayerNorm and a linear head.
-nn::GPTOptions gpt_options(int64_t vocab, const Config& c) {
-  return {.vocab = vocab, .context = c.context, .dim = c.dim, .heads = c.heads, .layers = c.layers};
+nn::GPTOptions gpt_options(const Config& c) {
+  return {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers};
 }
 
 // B random windows of context+1 characters from `ids`: inputs and next-character targets.
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
   try {
     const Data d = load_data(c);
     Generator g(c.seed);
-    nn::GPT m(gpt_options(d.vocab.size(), c), g);
+    nn::GPT m(d.vocab.size(), c.context, gpt_options(c), g);
     optim::AdamW opt(m.parameters(), {.lr = c.lr});
     optim::WarmupCosineLR sched(opt, std::max(1, c.steps / 20), c.steps, 0.1);
     std::filesystem::create_directories(c.out);

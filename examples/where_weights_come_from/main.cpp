@@ -163,68 +163,51 @@ double embedding_vs_onehot(const Model& m, const Config& c, Generator& g) {
   return max(abs(m.tok.forward(ids).data() - matmul(one_hot(ids, c.vocab), m.tok.weight.data()))).item();
 }
 
-}  // namespace where_weights
-
-#ifndef MG_EXAMPLE_NO_MAIN
-int main(int argc, char** argv) {
-  using namespace where_weights;
-  Config c;
-  CLI::App app{"where_weights_come_from: W_Q, W_K, W_V are ordinary parameters trained by backpropagation"};
-  app.add_option("--steps", c.steps, "training steps per model");
-  app.add_option("--lr", c.lr, "AdamW learning rate");
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
-  CLI11_PARSE(app, argc, argv);
-
-  viz::Report rep(c.out, "where_weights_come_from: W_Q, W_K, W_V are ordinary parameters",
-                  "An embedding + one self-attention layer, trained end to end to name each sequence's first token.");
-  std::vector<std::vector<double>> curves;
-  std::vector<RunResult> results;
-  for (Variant v : {Variant::Learned, Variant::Identity, Variant::FrozenRandom}) {
-    Generator g(c.seed);  // every variant starts from the same initial weights and sees the same data
-    Model m(c, g);
-    results.push_back(train(m, c, v, g));
-    if (v != Variant::Learned) continue;
-    auto heat = [&](const Tensor& t, const std::string& title) {
-      return viz::heatmap_svg(t, {.title = title, .row_title = "output feature", .col_title = "input feature",
-                                  .diverging = true, .annotate = 0, .cell = 18});
-    };
-    const RunResult& r = results.back();
-    for (auto [name, w0, l] : {std::tuple{"W_Q", r.w_q0, &m.attn.w_q}, {"W_K", r.w_k0, &m.attn.w_k}, {"W_V", r.w_v0, &m.attn.w_v}}) {
-      rep.add_svg(fmt::format("{}_init.svg", name), heat(w0, fmt::format("{} at initialisation", name)),
-                  fmt::format("{} before training: Xavier-uniform random numbers.", name));
-      rep.add_svg(fmt::format("{}_trained.svg", name), heat(l->weight.data(), fmt::format("{} after training", name)),
-                  fmt::format("{} after {} AdamW steps: the same matrix, moved by its gradients.", name, c.steps));
-    }
-    rep.add_text("graph.dot", r.graph_dot,
-                 "The recorded graph of the first loss (Graphviz DOT): the embeddings and attn.w_q/w_k/w_v/w_o.weight are "
-                 "leaves (blue boxes) that receive a gradient, like every other parameter.");
-    if (std::system("command -v dot > /dev/null 2>&1") == 0 &&
-        std::system(("dot -Tsvg " + rep.path("graph.dot") + " -o " + rep.path("graph.svg")).c_str()) == 0)
-      rep.add_image("graph.svg", "The same graph rendered by Graphviz: follow any parameter box up to the loss.");
-    std::string table = "Gradient norms after the first backward pass: one backward reaches every weight.\n";
-    for (auto& [name, n] : r.first_grad_norms) table += fmt::format("  {:<22} {:.3e}\n", name, n);
-    table += "(attn.w_k.bias gets ~0, and always will: a key bias adds the same q.b_k to every score of a\n"
-             " query's row, and softmax ignores a constant added to a row.)\n";
-    std::printf("\n%s", table.c_str());
-    rep.add_note(table, true);
-    const double diff = embedding_vs_onehot(m, c, g);
-    const ContextResult ctx = static_vs_contextual(m, c);
-    const std::string facts = fmt::format(
-        "The embedding is a Linear layer on one-hot rows: max |embedding(ids) - one_hot(ids) @ W| = {}\n"
-        "Static vs contextual, token 3 at position 4 in two sequences with different first tokens:\n"
-        "  cosine of its embedding rows          {:.4f}  (a table lookup: always the same row)\n"
-        "  cosine of its vectors after attention {:.4f}  (they carry what attention gathered)\n",
-        diff, ctx.embedding_cosine, ctx.contextual_cosine);
-    std::printf("%s", facts.c_str());
-    rep.add_note(facts, true);
-    nn::AttentionCapture cap(m);
-    m.forward(make_batch(c, g, 1).ids);
-    rep.add_svg("attention.svg",
-                viz::heatmap_svg(cap.at("attn").weights.reshape({c.seq_len, c.seq_len}),
-                                 {.title = "Learned attention on one sequence", .row_title = "query position", .col_title = "key position"}),
-                "Every query has learned to look at position 0, where the answer is.");
+// The learned run's pictures and facts: W_Q/W_K/W_V before and after, the graph, the first
+// gradient norms, embedding == one-hot @ W, static vs contextual vectors, the attention map.
+void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config& c, Generator& g) {
+  auto heat = [&](const Tensor& t, const std::string& title) {
+    return viz::heatmap_svg(t, {.title = title, .row_title = "output feature", .col_title = "input feature",
+                                .diverging = true, .annotate = 0, .cell = 18});
+  };
+  for (auto [name, w0, l] : {std::tuple{"W_Q", r.w_q0, &m.attn.w_q}, {"W_K", r.w_k0, &m.attn.w_k}, {"W_V", r.w_v0, &m.attn.w_v}}) {
+    rep.add_svg(fmt::format("{}_init.svg", name), heat(w0, fmt::format("{} at initialisation", name)),
+                fmt::format("{} before training: Xavier-uniform random numbers.", name));
+    rep.add_svg(fmt::format("{}_trained.svg", name), heat(l->weight.data(), fmt::format("{} after training", name)),
+                fmt::format("{} after {} AdamW steps: the same matrix, moved by its gradients.", name, c.steps));
   }
+  rep.add_text("graph.dot", r.graph_dot,
+               "The recorded graph of the first loss (Graphviz DOT): the embeddings and attn.w_q/w_k/w_v/w_o.weight are "
+               "leaves (blue boxes) that receive a gradient, like every other parameter.");
+  if (std::system("command -v dot > /dev/null 2>&1") == 0 &&
+      std::system(("dot -Tsvg " + rep.path("graph.dot") + " -o " + rep.path("graph.svg")).c_str()) == 0)
+    rep.add_image("graph.svg", "The same graph rendered by Graphviz: follow any parameter box up to the loss.");
+  std::string table = "Gradient norms after the first backward pass: one backward reaches every weight.\n";
+  for (auto& [name, n] : r.first_grad_norms) table += fmt::format("  {:<22} {:.3e}\n", name, n);
+  table += "(attn.w_k.bias gets ~0, and always will: a key bias adds the same q.b_k to every score of a\n"
+           " query's row, and softmax ignores a constant added to a row.)\n";
+  std::printf("\n%s", table.c_str());
+  rep.add_note(table, true);
+  const double diff = embedding_vs_onehot(m, c, g);
+  const ContextResult ctx = static_vs_contextual(m, c);
+  const std::string facts = fmt::format(
+      "The embedding is a Linear layer on one-hot rows: max |embedding(ids) - one_hot(ids) @ W| = {}\n"
+      "Static vs contextual, token 3 at position 4 in two sequences with different first tokens:\n"
+      "  cosine of its embedding rows          {:.4f}  (a table lookup: always the same row)\n"
+      "  cosine of its vectors after attention {:.4f}  (they carry what attention gathered)\n",
+      diff, ctx.embedding_cosine, ctx.contextual_cosine);
+  std::printf("%s", facts.c_str());
+  rep.add_note(facts, true);
+  nn::AttentionCapture cap(m);
+  m.forward(make_batch(c, g, 1).ids);
+  rep.add_svg("attention.svg",
+              viz::heatmap_svg(cap.at("attn").weights.reshape({c.seq_len, c.seq_len}),
+                               {.title = "Learned attention on one sequence", .row_title = "query position", .col_title = "key position"}),
+              "Every query has learned to look at position 0, where the answer is.");
+}
+
+// The three variants side by side: final and test loss, test accuracy, loss curves.
+void report_ablation(viz::Report& rep, const std::vector<RunResult>& results, const Config& c) {
   std::string table = fmt::format("{:<32} {:>12} {:>12} {:>10}\n", "W_Q, W_K, W_V", "final loss", "test loss", "test acc");
   std::vector<viz::Series> series;
   int k = 0;
@@ -241,6 +224,31 @@ int main(int argc, char** argv) {
   rep.add_note(table, true);
   rep.add_svg("ablation_loss.svg", viz::line_chart_svg(series, "Training loss by variant", "step", "cross-entropy", true),
               "Loss curves of the three variants.");
+}
+
+}  // namespace where_weights
+
+#ifndef MG_EXAMPLE_NO_MAIN
+int main(int argc, char** argv) {
+  using namespace where_weights;
+  Config c;
+  CLI::App app{"where_weights_come_from: W_Q, W_K, W_V are ordinary parameters trained by backpropagation"};
+  app.add_option("--steps", c.steps, "training steps per model");
+  app.add_option("--lr", c.lr, "AdamW learning rate");
+  app.add_option("--seed", c.seed, "random seed");
+  app.add_option("--out", c.out, "output folder");
+  CLI11_PARSE(app, argc, argv);
+
+  viz::Report rep(c.out, "where_weights_come_from: W_Q, W_K, W_V are ordinary parameters",
+                  "An embedding + one self-attention layer, trained end to end to name each sequence's first token.");
+  std::vector<RunResult> results;
+  for (Variant v : {Variant::Learned, Variant::Identity, Variant::FrozenRandom}) {
+    Generator g(c.seed);  // every variant starts from the same initial weights and sees the same data
+    Model m(c, g);
+    results.push_back(train(m, c, v, g));
+    if (v == Variant::Learned) report_learned(rep, m, results.back(), c, g);
+  }
+  report_ablation(rep, results, c);
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return 0;
 }

@@ -28,13 +28,21 @@ namespace {
 
 constexpr int64_t kBlock = 64;  // query rows per block
 
-// A (B, H, T, d) operand with unit last stride, addressed per (batch, head).
+// Whether BLAS can read each (batch, head)'s (T, d) matrix of x in place: unit steps along d and
+// rows at least d apart (BLAS requires ld >= d; an expanded or squeezed view may have a row stride
+// of 0 or 1). The batch and head strides may be anything, 0 included: they only move the pointer.
+bool rows_readable(const Tensor& x) {
+  return (x.strides()[3] == 1 || x.size(3) == 1) && (x.size(2) <= 1 || x.strides()[2] >= x.size(3));
+}
+
+// A (B, H, T, d) operand whose rows BLAS can read, addressed per (batch, head).
 struct Heads {
   Tensor t;
   int64_t B, H, T, d, sb, sh, ld;
-  explicit Heads(const Tensor& x) : t(x.strides()[3] == 1 ? x : x.contiguous()) {
+  explicit Heads(const Tensor& x) : t(rows_readable(x) ? x : x.contiguous()) {
     B = t.size(0), H = t.size(1), T = t.size(2), d = t.size(3);
     sb = t.strides()[0], sh = t.strides()[1], ld = t.strides()[2];
+    if (T <= 1 || d == 1) ld = std::max(ld, d);  // a single row (or column) is read the same with any ld >= d
   }
   template <class T> T* at(int64_t bh) const { return t.data<T>() + (bh / H) * sb + (bh % H) * sh; }
 };
@@ -118,8 +126,23 @@ void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, std::string_vi
            shape_str(k.shape()), shape_str(v.shape()));
   MG_CHECK(q.dtype() == k.dtype() && k.dtype() == v.dtype(), DTypeError, "{}: dtype mismatch, q {}, k {}, v {}", op,
            dtype_name(q.dtype()), dtype_name(k.dtype()), dtype_name(v.dtype()));
-  MG_CHECK(k.size(2) > 0 && q.size(3) > 0, ShapeError, "{}: need at least one key and head_dim >= 1, got k {}", op,
-           shape_str(k.shape()));
+  MG_CHECK((k.size(2) > 0 || q.size(2) == 0) && q.size(3) > 0, ShapeError,
+           "{}: need at least one key (unless there are no queries) and head_dim >= 1, got q {} and k {}", op,
+           shape_str(q.shape()), shape_str(k.shape()));
+}
+
+// The backward's inputs must be what the forward of these q (its shape `qshape`) made: dout and
+// fwd.out of q's shape, fwd.lse (B, H, Tq), all of q's dtype.
+void check_backward(const Tensor& dout, const Shape& qshape, DType dt, const AttentionForward& fwd, std::string_view op) {
+  MG_CHECK(dout.defined() && fwd.out.defined() && fwd.lse.defined(), StateError, "{}: an operand is undefined", op);
+  const Shape lse_shape(qshape.begin(), qshape.end() - 1);
+  MG_CHECK(dout.shape() == qshape && fwd.out.shape() == qshape && fwd.lse.shape() == lse_shape, ShapeError,
+           "{}: dout {}, out {} and lse {} do not come from a forward with q of shape {}", op, shape_str(dout.shape()),
+           shape_str(fwd.out.shape()), shape_str(fwd.lse.shape()), shape_str(qshape));
+  MG_CHECK(dout.dtype() == dt && fwd.out.dtype() == dt && fwd.lse.dtype() == dt, DTypeError,
+           "{}: dout {}, out {} and lse {} must all be {}", op, dtype_name(dout.dtype()), dtype_name(fwd.out.dtype()),
+           dtype_name(fwd.lse.dtype()), dtype_name(dt));
+  MG_CHECK(fwd.lse.is_contiguous(), ValueError, "{}: lse must be contiguous, as the forward made it", op);
 }
 
 // The fused forward over views q, k, v.
@@ -164,6 +187,8 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
 // dq, dk, dv: the shapes of q, k, v, stored with the heads interleaved like `out`
 std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                          const AttentionForward& fwd, bool is_causal) {
+  check_qkv(q, k, v, "scaled_dot_product_attention backward");
+  check_backward(dout, q.shape(), q.dtype(), fwd, "scaled_dot_product_attention backward");
   const Heads hq(q), hk(k), hv(v);
   Tensor dq = empty_heads(hq.B, hq.H, hq.T, hq.d, dout.dtype()), dk = empty_heads(hk.B, hk.H, hk.T, hk.d, dout.dtype()),
          dv = empty_heads(hv.B, hv.H, hv.T, hv.d, dout.dtype());
@@ -179,7 +204,8 @@ Heads qkv_heads(const Tensor& qkv, int64_t num_heads, int64_t i) {
 }
 void check_qkv_projection(const Tensor& qkv, int64_t num_heads) {
   MG_CHECK(qkv.defined(), StateError, "self_attention_qkv: the input is undefined");
-  MG_CHECK(num_heads > 0 && qkv.dim() == 3 && qkv.size(1) > 0 && qkv.size(2) > 0 && qkv.size(2) % (3 * num_heads) == 0,
+  MG_CHECK(num_heads > 0 && qkv.dim() == 3 && qkv.size(2) > 0 && qkv.size(2) % 3 == 0 &&
+               (qkv.size(2) / 3) % num_heads == 0,
            ShapeError, "self_attention_qkv: expected (batch, seq, 3 * embed_dim) with embed_dim divisible by {} heads, got {}",
            num_heads, shape_str(qkv.shape()));
 }
@@ -196,6 +222,8 @@ AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bo
 Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv0, int64_t num_heads, const AttentionForward& fwd,
                               bool is_causal) {
   check_qkv_projection(qkv0, num_heads);
+  const int64_t B = qkv0.size(0), T = qkv0.size(1), E = qkv0.size(2) / 3;
+  check_backward(dout, {B, num_heads, T, E / num_heads}, qkv0.dtype(), fwd, "self_attention_qkv backward");
   const Tensor qkv = qkv0.contiguous();
   Tensor dqkv = empty(qkv.shape(), dout.dtype());
   backward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), Heads(fwd.out),

@@ -21,13 +21,43 @@ void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
            dtype_name(a.dtype()), dtype_name(b.dtype()));
 }
 
+// out = f(dy, s) elementwise, for a saved tensor s of dy's shape.
+template <class F>
+Tensor backward_map(const Tensor& dy, const Tensor& s, std::string_view op, F f) {
+  check_same_dtype(dy, s, op);
+  return visit_float(dy.dtype(), op, [&]<class T>() {
+    return detail::map_binary<T, T>(dy, s, [&](T g, T v) { return f(g, v); }, op);
+  });
+}
+
+void check_approximate(const std::string& approximate, std::string_view op) {
+  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
+           "{}: approximate must be \"none\" or \"tanh\", got \"{}\"", op, approximate);
+}
+
+// x + y, x - y, x * y. int64 arithmetic wraps around on overflow, as PyTorch's does (two's
+// complement), where signed overflow would be undefined behaviour.
+template <class T> T plus(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+  else return x + y;
+}
+template <class T> T minus(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+  else return x - y;
+}
+template <class T> T times(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+  else return x * y;
+}
+
 // Arithmetic on float32, float64 and int64 (not bool).
 template <class F>
 Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f) {
   check_same_dtype(a, b, op);
   MG_CHECK(a.dtype() != DType::Bool, DTypeError, "{}: arithmetic on bool tensors is not supported", op);
   return visit_all(a.dtype(), [&]<class T>() {
-    return detail::map_binary<T, T>(a, b, [&](T x, T y) { return static_cast<T>(f(x, y)); }, op);
+    if constexpr (std::is_same_v<T, bool>) return Tensor();  // refused above
+    else return detail::map_binary<T, T>(a, b, [&](T x, T y) { return static_cast<T>(f(x, y)); }, op);
   });
 }
 
@@ -53,19 +83,29 @@ Tensor abs(const Tensor& x) { return unary_float(x, "abs", [](auto v) { return s
 Tensor sign(const Tensor& x) {
   return unary_float(x, "sign", [](auto v) { return static_cast<decltype(v)>((v > 0) - (v < 0)); });
 }
+
+// Each unary op that has a backward kernel of its own: the forward, then its derivative.
 Tensor tanh(const Tensor& x) { return unary_float(x, "tanh", [](auto v) { return std::tanh(v); }); }
+// dx = dy * (1 - y^2), y = tanh x
+Tensor tanh_backward(const Tensor& dy, const Tensor& y) {
+  return backward_map(dy, y, "tanh_backward", [](auto g, auto t) { return g * (decltype(t)(1) - t * t); });
+}
+
 Tensor sigmoid(const Tensor& x) {
   return unary_float(x, "sigmoid", [](auto v) { return decltype(v)(1) / (decltype(v)(1) + fast::exp(-v)); });
 }
+// dx = dy * y * (1 - y), y = sigmoid x
+Tensor sigmoid_backward(const Tensor& dy, const Tensor& y) {
+  return backward_map(dy, y, "sigmoid_backward", [](auto g, auto s) { return g * s * (decltype(s)(1) - s); });
+}
+
 Tensor relu(const Tensor& x) {
-  return unary_float(x, "relu", [](auto v) { return v > 0 ? v : decltype(v)(0); });
+  return unary_float(x, "relu", [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });  // relu(NaN) = NaN
 }
-namespace {
-void check_approximate(const std::string& approximate, std::string_view op) {
-  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
-           "{}: approximate must be \"none\" or \"tanh\", got \"{}\"", op, approximate);
+// dx = dy where x > 0, else 0
+Tensor relu_backward(const Tensor& dy, const Tensor& x) {
+  return backward_map(dy, x, "relu_backward", [](auto g, auto v) { return v > 0 ? g : decltype(v)(0); });
 }
-}  // namespace
 
 // GELU, erf form:   y = x Phi(x),  Phi(x) = (1 + erf(x / sqrt 2)) / 2
 //       tanh form:  y = x/2 (1 + tanh u),  u = c (x + k x^3),  c = sqrt(2/pi),  k = 0.044715
@@ -82,14 +122,33 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
   });
 }
 
+// erf form:  GELU'(x) = Phi(x) + x phi(x),  phi(x) = e^(-x^2/2) / sqrt(2 pi)
+// tanh form: GELU'(x) = (1 + tanh u) / 2 + x/2 (1 - tanh^2 u) c (1 + 3 k x^2)
+Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate) {
+  check_approximate(approximate, "gelu_backward");
+  if (approximate == "tanh")
+    return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
+      using T = decltype(v);
+      const T c = T(kSqrt2OverPi), k = T(kGeluCubic);
+      const T t = std::tanh(c * (v + k * v * v * v));
+      return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * k * v * v));
+    });
+  return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
+    using T = decltype(v);
+    const T cdf = T(0.5) * (T(1) + fast::erf(v * T(kInvSqrt2)));
+    const T pdf = fast::exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
+    return g * (cdf + v * pdf);
+  });
+}
+
 Tensor pow(const Tensor& x, double e) {
   if (e == 2.0) return unary_float(x, "pow", [](auto v) { return v * v; });
   return unary_float(x, "pow", [e](auto v) { return static_cast<decltype(v)>(std::pow(v, e)); });
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "add", [](auto x, auto y) { return x + y; }); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "sub", [](auto x, auto y) { return x - y; }); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "mul", [](auto x, auto y) { return x * y; }); }
+Tensor add(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "add", [](auto x, auto y) { return plus(x, y); }); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "sub", [](auto x, auto y) { return minus(x, y); }); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "mul", [](auto x, auto y) { return times(x, y); }); }
 Tensor div(const Tensor& a, const Tensor& b) {
   if (a.defined() && a.dtype() == DType::Int64)
     MG_CHECK(!b.defined() || b.dtype() != DType::Int64, DTypeError,
@@ -97,7 +156,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return binary_arith(a, b, "div", [](auto x, auto y) { return x / y; });
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
-  return binary_arith(a, b, "maximum", [](auto x, auto y) { return x > y ? x : y; });
+  // NaN wins, from either side, as in torch.maximum
+  return binary_arith(a, b, "maximum", [](auto x, auto y) { return x > y || x != x ? x : y; });
 }
 
 Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", [](auto x, auto y) { return x == y; }); }
@@ -122,55 +182,13 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  MG_CHECK(x.defined(), StateError, "masked_fill: the tensor is undefined");
   mask.check_dtype(DType::Bool, "masked_fill (mask)");
   const Shape b = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
   MG_CHECK(b == x.shape(), ShapeError, "masked_fill: mask of shape {} cannot be broadcast to {}",
            shape_str(mask.shape()), shape_str(x.shape()));
+  visit_all(x.dtype(), [&]<class T>() { checked_cast<T>(value, "masked_fill"); });
   return where(mask, scalar_tensor(value, x.dtype()), x);
-}
-
-// ---------------------------------------------------------------- derivatives
-
-namespace {
-// out = f(dy, s) elementwise, for a saved tensor s of dy's shape.
-template <class F>
-Tensor backward_map(const Tensor& dy, const Tensor& s, std::string_view op, F f) {
-  check_same_dtype(dy, s, op);
-  return visit_float(dy.dtype(), op, [&]<class T>() {
-    return detail::map_binary<T, T>(dy, s, [&](T g, T v) { return f(g, v); }, op);
-  });
-}
-}  // namespace
-
-Tensor tanh_backward(const Tensor& dy, const Tensor& y) {
-  return backward_map(dy, y, "tanh_backward", [](auto g, auto t) { return g * (decltype(t)(1) - t * t); });
-}
-
-Tensor sigmoid_backward(const Tensor& dy, const Tensor& y) {
-  return backward_map(dy, y, "sigmoid_backward", [](auto g, auto s) { return g * s * (decltype(s)(1) - s); });
-}
-
-Tensor relu_backward(const Tensor& dy, const Tensor& x) {
-  return backward_map(dy, x, "relu_backward", [](auto g, auto v) { return v > 0 ? g : decltype(v)(0); });
-}
-
-// erf form:  GELU'(x) = Phi(x) + x phi(x),  phi(x) = e^(-x^2/2) / sqrt(2 pi)
-// tanh form: GELU'(x) = (1 + tanh u) / 2 + x/2 (1 - tanh^2 u) c (1 + 3 k x^2)
-Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate) {
-  check_approximate(approximate, "gelu_backward");
-  if (approximate == "tanh")
-    return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
-      using T = decltype(v);
-      const T c = T(kSqrt2OverPi), k = T(kGeluCubic);
-      const T t = std::tanh(c * (v + k * v * v * v));
-      return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * k * v * v));
-    });
-  return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
-    using T = decltype(v);
-    const T cdf = T(0.5) * (T(1) + fast::erf(v * T(kInvSqrt2)));
-    const T pdf = fast::exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
-    return g * (cdf + v * pdf);
-  });
 }
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
@@ -178,10 +196,19 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar_tensor(b, a.dtype())); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_tensor(b, a.dtype())); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_tensor(b, a.dtype())); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar_tensor(b, a.dtype())); }
+namespace {
+// A number beside a tensor becomes a 0-dim tensor of its dtype, if that dtype holds it exactly.
+Tensor scalar_for(const Tensor& like, double v, std::string_view op) {
+  MG_CHECK(like.defined(), StateError, "{}: the tensor is undefined", op);
+  visit_all(like.dtype(), [&]<class T>() { checked_cast<T>(v, op); });
+  return scalar_tensor(v, like.dtype());
+}
+}  // namespace
+
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_for(a, b, "add")); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_for(a, b, "sub")); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_for(a, b, "mul")); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar_for(a, b, "div")); }
 Tensor operator*(double a, const Tensor& b) { return b * a; }
 
 Tensor& add_(Tensor& a, const Tensor& b) {
@@ -189,19 +216,23 @@ Tensor& add_(Tensor& a, const Tensor& b) {
   const Shape s = broadcast_shapes(a.shape(), b.shape(), "add_");
   MG_CHECK(s == a.shape(), ShapeError, "add_: shape {} cannot be broadcast to {}",
            shape_str(b.shape()), shape_str(a.shape()));
+  MG_CHECK(!has_internal_overlap(a), ValueError,
+           "add_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?)",
+           shape_str(a.shape()), shape_str(a.strides()));
+  const Tensor from = may_overlap(a, b) ? b.clone() : b;
   visit_all(a.dtype(), [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw DTypeError("add_: arithmetic on bool tensors is not supported");
     } else {
       T* o = a.data<T>();
-      const T* p = b.data<T>();
+      const T* p = from.data<T>();
       detail::for_each_run<2>(
-          s, {a.strides(), broadcast_strides(b.shape(), b.strides(), s)},
+          s, {a.strides(), broadcast_strides(from.shape(), from.strides(), s)},
           [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
             if (st[0] == 1 && st[1] == 1) {
-              for (int64_t j = 0; j < n; ++j) o[off[0] + j] += p[off[1] + j];
+              for (int64_t j = 0; j < n; ++j) o[off[0] + j] = plus(o[off[0] + j], p[off[1] + j]);
             } else {
-              for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] += p[off[1] + j * st[1]];
+              for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = plus(o[off[0] + j * st[0]], p[off[1] + j * st[1]]);
             }
           });
     }

@@ -40,7 +40,7 @@ Tensor index_select(const Tensor& x0, int64_t dim, const Tensor& index) {
   check_index_tensor(index, "index_select");
   MG_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 1-D, got shape {}",
            shape_str(index.shape()));
-  dim = wrap_dim(dim, x0.dim(), "index_select");
+  dim = checked_dim(dim, x0.dim(), "index_select");
   check_range(index, x0.shape()[dim], dim, "index_select");
   const Tensor x = x0.contiguous();
   const Tensor idx = index.contiguous();
@@ -49,10 +49,11 @@ Tensor index_select(const Tensor& x0, int64_t dim, const Tensor& index) {
   Tensor out = empty(out_shape, x.dtype());
   const Around a = around(x.shape(), dim);
   const int64_t k = idx.numel(), bytes = a.inner * static_cast<int64_t>(itemsize(x.dtype()));
+  if (out.numel() == 0) return out;  // nothing to copy (and a zero-size storage has no data pointer)
   const int64_t* pi = idx.data<int64_t>();
   const char* src = static_cast<const char*>(x.storage()->data()) + x.offset() * itemsize(x.dtype());
   char* dst = static_cast<char*>(out.storage()->data());
-  parallel_for(0, a.outer * k, std::max<int64_t>(1, kGrain / std::max<int64_t>(a.inner, 1)), [&](int64_t r0, int64_t r1) {
+  parallel_for(0, a.outer * k, grain_for(a.inner), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t o = r / k, i = r % k;
       std::memcpy(dst + r * bytes, src + (o * a.n + pi[i]) * bytes, bytes);
@@ -64,7 +65,7 @@ Tensor index_select(const Tensor& x0, int64_t dim, const Tensor& index) {
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   MG_CHECK(x.defined(), StateError, "gather: the input is undefined");
   check_index_tensor(index, "gather");
-  dim = wrap_dim(dim, x.dim(), "gather");
+  dim = checked_dim(dim, x.dim(), "gather");
   MG_CHECK(index.dim() == x.dim(), ShapeError,
            "gather: index has {} dims but the input has {} (index {}, input {})", index.dim(), x.dim(),
            shape_str(index.shape()), shape_str(x.shape()));
@@ -93,7 +94,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
   MG_CHECK(base.defined() && src.defined(), StateError, "scatter_add: an operand is undefined");
   check_index_tensor(index, "scatter_add");
-  dim = wrap_dim(dim, base.dim(), "scatter_add");
+  dim = checked_dim(dim, base.dim(), "scatter_add");
   MG_CHECK(base.dtype() == src.dtype(), DTypeError, "scatter_add: dtype mismatch, {} and {}",
            dtype_name(base.dtype()), dtype_name(src.dtype()));
   MG_CHECK(index.dim() == base.dim() && src.dim() == base.dim(), ShapeError,
@@ -138,7 +139,7 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
   MG_CHECK(base.defined() && src0.defined(), StateError, "index_add: an operand is undefined");
   check_index_tensor(index, "index_add");
   MG_CHECK(index.dim() <= 1, ShapeError, "index_add: index must be 1-D, got shape {}", shape_str(index.shape()));
-  dim = wrap_dim(dim, base.dim(), "index_add");
+  dim = checked_dim(dim, base.dim(), "index_add");
   Shape expect = base.shape();
   expect[dim] = index.numel();
   MG_CHECK(src0.shape() == expect, ShapeError,
@@ -158,7 +159,7 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
     // Split the work over (outer, column block): each task owns its output elements and adds the
     // k source slices in order, so no two threads touch the same element.
     const int64_t block = 256, nblk = (a.inner + block - 1) / block;
-    parallel_for(0, a.outer * nblk, std::max<int64_t>(1, kGrain / std::max<int64_t>(k * block, 1)), [&](int64_t t0, int64_t t1) {
+    parallel_for(0, a.outer * nblk, grain_for(k * block), [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t ob = t / nblk, c0 = (t % nblk) * block, c1 = std::min(a.inner, c0 + block);
         for (int64_t i = 0; i < k; ++i) {
@@ -188,6 +189,13 @@ Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype) {
   return out;
 }
 
+std::optional<int64_t> padding_row(std::optional<int64_t> idx, int64_t n, std::string_view op) {
+  if (!idx) return idx;
+  MG_CHECK(*idx >= -n && *idx < n, IndexError, "{}: padding_idx {} is out of range for {} embeddings (expected {} to {})", op,
+           *idx, n, -n, n - 1);
+  return *idx < 0 ? *idx + n : *idx;
+}
+
 // y[..., :] = W[ids[...], :]       ids: (...) int64   W: (V, D)   y: (..., D)
 Tensor embedding(const Tensor& ids, const Tensor& weight) {
   MG_CHECK(weight.defined() && weight.dim() == 2, ShapeError,
@@ -208,16 +216,15 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
 // dW (V, D) = zeros, with each row of dy (..., D) added into row ids[...]; row padding_idx zero
 Tensor embedding_backward(const Tensor& dy, const Tensor& ids, int64_t num_embeddings, std::optional<int64_t> padding_idx) {
   check_index_tensor(ids, "embedding_backward");
-  MG_CHECK(dy.defined() && dy.dim() >= 1 && dy.numel() == ids.numel() * dy.size(-1), ShapeError,
-           "embedding_backward: dy {} does not fit ids {}", dy.defined() ? shape_str(dy.shape()) : "undefined",
-           shape_str(ids.shape()));
+  MG_CHECK(num_embeddings >= 0, ValueError, "embedding_backward: num_embeddings must be >= 0, got {}", num_embeddings);
+  MG_CHECK(dy.defined() && dy.dim() == ids.dim() + 1 && Shape(dy.shape().begin(), dy.shape().end() - 1) == ids.shape(),
+           ShapeError, "embedding_backward: dy {} should be ids' shape {} plus the embedding dim",
+           dy.defined() ? shape_str(dy.shape()) : "undefined", shape_str(ids.shape()));
+  MG_CHECK(is_floating(dy.dtype()), DTypeError, "embedding_backward: dy must be floating, got {}", dtype_name(dy.dtype()));
+  check_range(ids, num_embeddings, 0, "embedding_backward");
   const int64_t D = dy.size(-1);
-  Tensor dw = index_add(zeros({num_embeddings, D}, dy.dtype()), 0, ids.reshape({-1}), dy.reshape({-1, D}));
-  if (padding_idx) {
-    MG_CHECK(*padding_idx >= -num_embeddings && *padding_idx < num_embeddings, IndexError,
-             "embedding: padding_idx {} is out of range for {} embeddings", *padding_idx, num_embeddings);
-    dw.narrow(0, *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx, 1).fill_(0);
-  }
+  Tensor dw = index_add(zeros({num_embeddings, D}, dy.dtype()), 0, ids.reshape({-1}), dy.reshape({ids.numel(), D}));
+  if (const auto row = padding_row(padding_idx, num_embeddings, "embedding_backward")) dw.narrow(0, *row, 1).fill_(0);
   return dw;
 }
 

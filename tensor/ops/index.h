@@ -18,6 +18,9 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
 /// One-hot rows: (...,) int64 ids -> (..., num_classes).
 Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype = DType::Float32);
 
+/// padding_idx (negative counts from the end) as a row of a table of num_embeddings rows; an
+/// IndexError naming `op` outside [-num_embeddings, num_embeddings). None stays none.
+std::optional<int64_t> padding_row(std::optional<int64_t> padding_idx, int64_t num_embeddings, std::string_view op);
 /// Rows of `weight` (V, D) picked by int64 ids of any shape: (...) -> (..., D).
 Tensor embedding(const Tensor& ids, const Tensor& weight);
 /// The gradient of embedding: a (num_embeddings, D) tensor of zeros with each row of dy (..., D)

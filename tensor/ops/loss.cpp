@@ -14,6 +14,8 @@ namespace mg {
 CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& targets, Reduction reduction,
                                           int64_t ignore_index) {
   MG_CHECK(logits.defined(), StateError, "cross_entropy: the logits are undefined");
+  MG_CHECK(is_floating(logits.dtype()), DTypeError, "cross_entropy: logits must be floating (float32 or float64), got {}",
+           dtype_name(logits.dtype()));
   MG_CHECK(targets.defined() && targets.dtype() == DType::Int64, DTypeError,
            "cross_entropy: targets must be an int64 tensor of class indices, got {}",
            targets.defined() ? dtype_name(targets.dtype()) : "undefined");
@@ -51,17 +53,34 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& ta
 // dloss: () or (N)   log_probs, dx: (N, C)   t: (N)
 Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& log_probs, const Tensor& targets, Reduction reduction,
                               int64_t ignore_index, int64_t count) {
+  MG_CHECK(dloss.defined() && log_probs.defined() && targets.defined(), StateError,
+           "cross_entropy_backward: an operand is undefined");
   MG_CHECK(log_probs.dim() == 2 && targets.dim() == 1 && targets.size(0) == log_probs.size(0), ShapeError,
            "cross_entropy_backward: expected log_probs (N, C) and targets (N,), got {} and {}",
            shape_str(log_probs.shape()), shape_str(targets.shape()));
   const int64_t N = log_probs.size(0), C = log_probs.size(1);
+  const Shape want = reduction == Reduction::None ? Shape{N} : Shape{};
+  MG_CHECK(dloss.shape() == want, ShapeError, "cross_entropy_backward: dloss has shape {} but this reduction needs {}",
+           shape_str(dloss.shape()), shape_str(want));
+  MG_CHECK(dloss.dtype() == log_probs.dtype() && is_floating(dloss.dtype()), DTypeError,
+           "cross_entropy_backward: dloss is {} and log_probs {}; both must be the same floating dtype",
+           dtype_name(dloss.dtype()), dtype_name(log_probs.dtype()));
+  MG_CHECK(targets.dtype() == DType::Int64, DTypeError, "cross_entropy_backward: targets must be int64, got {}",
+           dtype_name(targets.dtype()));
+  {
+    const Tensor t = targets.contiguous();
+    const int64_t* pt = t.data<int64_t>();
+    for (int64_t i = 0; i < N; ++i)
+      MG_CHECK(pt[i] == ignore_index || (pt[i] >= 0 && pt[i] < C), IndexError,
+               "cross_entropy_backward: target {} at position {} is out of range for {} classes", pt[i], i, C);
+  }
   Tensor dx = exp(log_probs);  // softmax
   const Tensor g = dloss.contiguous(), t = targets.contiguous();
   visit_float(dx.dtype(), "cross_entropy_backward", [&]<class T>() {
     T* d = dx.data<T>();
     const T* pg = g.data<T>();
     const int64_t* pt = t.data<int64_t>();
-    parallel_for(0, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(C, 1)), [&](int64_t i0, int64_t i1) {
+    parallel_for(0, N, grain_for(C), [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         T* row = d + i * C;
         if (pt[i] == ignore_index) {

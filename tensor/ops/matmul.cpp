@@ -47,7 +47,7 @@ constexpr int64_t kParallelGemmWork = 1 << 18;
 template <class T>
 void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc, T beta = 0) {
   const int64_t threads = get_num_threads();
-  if (threads == 1 || n * m * k < kParallelGemmWork || n < 2 * threads) {
+  if (threads == 1 || static_cast<double>(n) * m * k < kParallelGemmWork || n < 2 * threads) {
     gemm1<T>(a, b, n, m, k, pa, pb, pc, beta);
     return;
   }
@@ -74,8 +74,8 @@ Tensor linear(const Tensor& x0, const Tensor& w, const Tensor& bias) {
   const int64_t in = w.size(1), out = w.size(0);
   MG_CHECK(!bias.defined() || bias.shape() == Shape{out}, ShapeError, "linear: bias has shape {} but weight {} needs ({},)",
            shape_str(bias.shape()), shape_str(w.shape()), out);
-  const Tensor x = x0.reshape({-1, in});  // all leading dims are rows of one GEMM
-  const int64_t rows = x.size(0);
+  const int64_t rows = numel_of(Shape(x0.shape().begin(), x0.shape().end() - 1));
+  const Tensor x = x0.reshape({rows, in});  // all leading dims are rows of one GEMM
   Shape out_shape = x0.shape();
   out_shape.back() = out;
   Tensor y = empty(out_shape, x0.dtype());
@@ -112,16 +112,22 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
 
   const Shape abatch(a.shape().begin(), a.shape().end() - 2);
   const Shape bbatch(b.shape().begin(), b.shape().end() - 2);
-  const Shape batch = broadcast_shapes(abatch, bbatch, "matmul");
+  Shape batch;
+  try {
+    batch = broadcast_shapes(abatch, bbatch, "matmul");
+  } catch (const ShapeError&) {
+    throw ShapeError(fmt::format("matmul: shapes {} and {} cannot be multiplied: their batch dims {} and {} do not broadcast",
+                                 shape_str(a0.shape()), shape_str(b0.shape()), shape_str(abatch), shape_str(bbatch)));
+  }
   const Strides ast = broadcast_strides(abatch, Strides(a.strides().begin(), a.strides().end() - 2), batch);
   const Strides bst = broadcast_strides(bbatch, Strides(b.strides().begin(), b.strides().end() - 2), batch);
   Shape out_shape = batch;
   out_shape.push_back(n);
   out_shape.push_back(m);
 
-  return visit_float(a.dtype(), "matmul", [&]<class T>() {
+  Tensor out = visit_float(a.dtype(), "matmul", [&]<class T>() {
     Tensor out = empty(out_shape, a.dtype());
-    if (out.numel() > 0 && k == 0) out.fill_(0);
+    if (out.numel() > 0 && k == 0) out.fill_(0);  // a sum over nothing
     if (out.numel() == 0 || k == 0) return out;
     Tensor A = a, B = b;
     BlasMat la, lb;
@@ -162,7 +168,8 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
           oa += id * ast2[d], ob += id * bst2[d];
         }
       };
-      parallel_for(0, nb, std::max<int64_t>(1, kParallelGemmWork / std::max<int64_t>(1, n * m * k)), [&](int64_t i0, int64_t i1) {
+      const double work = static_cast<double>(n) * m * k;  // per product; a double cannot overflow here
+      parallel_for(0, nb, work >= kParallelGemmWork ? 1 : kParallelGemmWork / static_cast<int64_t>(work), [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
           int64_t oa, ob;
           offsets(i, oa, ob);
@@ -170,10 +177,12 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
         }
       });
     }
-    if (a0.dim() == 1) out = out.squeeze(-2);
-    if (b0.dim() == 1) out = out.squeeze(-1);
     return out;
   });
+  // The vector dims go again: (..., 1, m) for a left vector, (..., n, 1) for a right one.
+  if (a0.dim() == 1) out = out.squeeze(-2);
+  if (b0.dim() == 1) out = out.squeeze(-1);
+  return out;
 }
 
 }  // namespace mg

@@ -21,7 +21,7 @@ void for_each_line(const Tensor& x, int64_t dim, F f) {
   const int64_t n = x.dim() == 0 ? 1 : x.shape()[dim];
   const int64_t inner = x.dim() == 0 ? 1 : numel_of(Shape(x.shape().begin() + dim + 1, x.shape().end()));
   const int64_t lines = n == 0 ? 0 : x.numel() / n;
-  parallel_for(0, lines, std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1)), [&](int64_t l0, int64_t l1) {
+  parallel_for(0, lines, grain_for(n), [&](int64_t l0, int64_t l1) {
     for (int64_t l = l0; l < l1; ++l) {
       const int64_t outer = l / inner, in = l % inner;
       f(outer * n * inner + in, n, inner);
@@ -32,7 +32,7 @@ void for_each_line(const Tensor& x, int64_t dim, F f) {
 template <bool kLog>
 Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
   MG_CHECK(x0.defined(), StateError, "{}: the tensor is undefined", op);
-  dim = x0.dim() == 0 ? 0 : wrap_dim(dim, x0.dim(), op);
+  dim = wrap_dim(dim, x0.dim(), op);  // a scalar takes dim 0 or -1, as in PyTorch
   const Tensor x = x0.contiguous();
   Tensor out = empty(x.shape(), x.dtype());
   visit_float(x.dtype(), op, [&]<class T>() {
@@ -113,14 +113,16 @@ LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, c
     const T* pw = w.defined() ? w.data<T>() : nullptr;
     const T* pb = b.defined() ? b.data<T>() : nullptr;
     T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
-    parallel_for(0, M, std::max<int64_t>(1, kGrain / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
+    parallel_for(0, M, grain_for(N), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* a = px + r * N;
-        double mu, var;
+        double mu = 0, var = 0;
         if constexpr (std::is_same_v<T, float>) {  // eight float lanes: vectorised, fixed order
           mu = fast::sum8(a, N) / static_cast<float>(N);
           var = fast::sum8_sq(a, N, static_cast<float>(mu)) / static_cast<float>(N);
-        } else {
+        }
+        // float64 rows, and float32 rows whose float sums overflowed (values near 3e38), in double
+        if (!std::is_same_v<T, float> || !std::isfinite(mu) || !std::isfinite(var)) {
           double s = 0, ss = 0;
           for (int64_t i = 0; i < N; ++i) s += a[i];
           mu = s / static_cast<double>(N);
@@ -174,7 +176,7 @@ LayerNormGrads layer_norm_backward(const Tensor& dy0, const Tensor& x0, const Te
     const T *px = x.data<T>(), *pg = dy.data<T>(), *pm = m_r.data<T>(), *pr = rs_r.data<T>();
     const T* pw = w.defined() ? w.data<T>() : nullptr;
     T *pdx = dx.data<T>(), *ph = xhat.data<T>();
-    parallel_for(0, M, std::max<int64_t>(1, kGrain / std::max<int64_t>(N, 1)), [&](int64_t r0, int64_t r1) {
+    parallel_for(0, M, grain_for(N), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T *a = px + r * N, *g = pg + r * N;
         T *h = ph + r * N, *o = pdx + r * N;

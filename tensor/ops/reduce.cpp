@@ -13,7 +13,9 @@
 namespace mg {
 namespace {
 
-template <class T> using acc_t = std::conditional_t<std::is_same_v<T, int64_t>, int64_t, double>;
+// Sums accumulate in double, and int64 sums in uint64: they wrap around on overflow, as PyTorch's
+// do, where a signed overflow would be undefined behaviour.
+template <class T> using acc_t = std::conditional_t<std::is_same_v<T, int64_t>, uint64_t, double>;
 
 // Sum of n contiguous elements. Long runs are cut into fixed blocks whose partial sums are added in
 // order: parallel, yet the same bits for any thread count.
@@ -91,7 +93,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdi
         if (p.M == 1) {
           o[0] = finish(sum_run(a, p.R));
         } else {
-          parallel_for(0, p.M, std::max<int64_t>(1, kGrain / std::max<int64_t>(p.R, 1)),
+          parallel_for(0, p.M, grain_for(p.R),
                        [&](int64_t m0, int64_t m1) {
                          for (int64_t m = m0; m < m1; ++m) o[m] = finish(sum_run(a + m * p.R, p.R));
                        });
@@ -129,13 +131,13 @@ std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
   MG_CHECK(x.dim() == 0 || x.shape()[dim] > 0, ValueError,
            "max: cannot reduce over dim {} of size 0 (shape {})", dim, shape_str(x.shape()));
   Plan p = plan_reduction(x, {dim}, keepdim, "max");
-  Tensor rows = p.rows.defined() ? p.rows : p.cols.permute({1, 0}).contiguous();
+  Tensor rows = p.rows.defined() ? p.rows : p.cols.reshape({p.R, p.M}).permute({1, 0}).contiguous();
   Tensor values = empty(p.out_shape, x.dtype()), indices = empty(p.out_shape, DType::Int64);
   visit_all(x.dtype(), [&]<class T>() {
     const T* a = rows.data<T>();
     T* v = values.data<T>();
     int64_t* ix = indices.data<int64_t>();
-    parallel_for(0, p.M, std::max<int64_t>(1, kGrain / std::max<int64_t>(p.R, 1)), [&](int64_t m0, int64_t m1) {
+    parallel_for(0, p.M, grain_for(p.R), [&](int64_t m0, int64_t m1) {
       for (int64_t m = m0; m < m1; ++m) {
         const T* row = a + m * p.R;
         int64_t best = 0;

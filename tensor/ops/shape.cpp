@@ -7,8 +7,10 @@ namespace mg {
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
   MG_CHECK(!xs.empty(), ValueError, "concat: expected at least one tensor");
+  for (size_t i = 0; i < xs.size(); ++i) MG_CHECK(xs[i].defined(), StateError, "concat: tensor {} is undefined", i);
   const Tensor& first = xs.front();
-  dim = wrap_dim(dim, first.dim(), "concat");
+  MG_CHECK(first.dim() > 0, ShapeError, "concat: tensor 0 is 0-dim; a scalar has no dim to join along (unsqueeze it, or use stack)");
+  dim = checked_dim(dim, first.dim(), "concat");
   Shape shape = first.shape();
   shape[dim] = 0;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -19,7 +21,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
     for (int64_t d = 0; ok && d < x.dim(); ++d) ok = d == dim || x.shape()[d] == first.shape()[d];
     MG_CHECK(ok, ShapeError, "concat: tensor {} has shape {} but tensor 0 has {}; only dim {} may differ",
              i, shape_str(x.shape()), shape_str(first.shape()), dim);
-    shape[dim] += x.shape()[dim];
+    shape[dim] = checked_add(shape[dim], x.shape()[dim], "concat");
   }
   Tensor out = empty(shape, first.dtype());
   int64_t at = 0;
@@ -32,6 +34,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
 
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   MG_CHECK(!xs.empty(), ValueError, "stack: expected at least one tensor");
+  for (size_t i = 0; i < xs.size(); ++i) MG_CHECK(xs[i].defined(), StateError, "stack: tensor {} is undefined", i);
   dim = wrap_dim(dim, xs.front().dim() + 1, "stack");
   std::vector<Tensor> u;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -44,11 +47,12 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim) {
-  dim = wrap_dim(dim, x.dim(), "split");
+  MG_CHECK(x.defined(), StateError, "split: the tensor is undefined");
+  dim = checked_dim(dim, x.dim(), "split");
   int64_t total = 0;
   for (int64_t s : sizes) {
     MG_CHECK(s >= 0, ValueError, "split: negative size {}", s);
-    total += s;
+    MG_CHECK(!__builtin_add_overflow(total, s, &total), ShapeError, "split: sizes add up to more than 64 bits hold");
   }
   MG_CHECK(total == x.shape()[dim], ShapeError,
            "split: sizes add up to {} but dim {} of shape {} has size {}", total, dim,
@@ -64,7 +68,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
 
 std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
   MG_CHECK(size > 0, ValueError, "split: size must be positive, got {}", size);
-  dim = wrap_dim(dim, x.dim(), "split");
+  MG_CHECK(x.defined(), StateError, "split: the tensor is undefined");
+  dim = checked_dim(dim, x.dim(), "split");
   std::vector<int64_t> sizes;
   for (int64_t at = 0; at < x.shape()[dim]; at += size) sizes.push_back(std::min(size, x.shape()[dim] - at));
   return split(x, sizes, dim);
