@@ -1,14 +1,17 @@
 # The two promises of the README:
 #   make test  -- install what is missing, build (Release), run every test; then the same suite
 #                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder;
-#                 then build the library with clang++ too (the tests keep using g++).
+#                 then build the library, tests and examples with clang++ too (built, not run),
+#                 and fuzz the file readers for 60 s (make fuzz).
 #   make demo  -- install what is missing, build, run the tour of examples (scripts/demo).
 JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 CLANG_BUILD ?= build-clang
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
-.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan demo bench clean
+.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench clean
 
 deps:
 	@scripts/install-deps
@@ -27,10 +30,21 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMG_SANITIZE=ON -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
-# The library alone, compiled by clang++: a second compiler keeps the code standard C++.
+# The library, its tests and the examples compiled by clang++ too (built, not run): a second
+# compiler keeps the code standard C++.
 build-clang: deps
-	cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
+	cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DMG_BUILD_BENCH=OFF
 	cmake --build $(CLANG_BUILD) -j$(JOBS)
+
+# libFuzzer over the safetensors reader, nn::load and optim::load_checkpoint (fuzz/), under ASan
+# and UBSan, for FUZZ_SECONDS (make test runs 60). New inputs go to $(FUZZ_BUILD)/corpus; the
+# committed seeds in fuzz/corpus are only read.
+fuzz: deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DMG_FUZZ=ON -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_safetensors
+	mkdir -p $(FUZZ_BUILD)/corpus
+	ASAN_OPTIONS=detect_leaks=0 $(FUZZ_BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	  -dict=fuzz/safetensors.dict -print_final_stats=1 $(FUZZ_BUILD)/corpus fuzz/corpus
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
@@ -40,7 +54,7 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
-test: test-release test-asan build-clang
+test: test-release test-asan build-clang fuzz
 
 demo: demo-deps build
 	@BUILD=$(BUILD) scripts/demo
@@ -50,4 +64,4 @@ bench: bench-deps build
 	BUILD=$(BUILD) /usr/bin/python3 bench/run.py
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD) $(FUZZ_BUILD)

@@ -7,6 +7,8 @@ namespace mg {
 
 Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
   MG_CHECK(data.defined(), StateError, "Variable: cannot wrap an undefined tensor");
+  MG_CHECK(!requires_grad || is_floating(data.dtype()), DTypeError,
+           "Variable: only floating tensors can require gradients, got {}", dtype_name(data.dtype()));
   impl_->data = std::move(data);
   set_requires_grad(requires_grad);
 }

@@ -124,9 +124,12 @@ Variable attention_scores(const Variable& q, const Variable& k, const AttentionF
   }
   if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, Tk}, DType::Bool), 1), -INFINITY);
   if (opt.key_padding_mask.defined()) {
-    MG_CHECK(opt.key_padding_mask.dtype() == DType::Bool && opt.key_padding_mask.shape() == Shape({B, Tk}), ShapeError,
-             "MultiheadAttention: key_padding_mask must be Bool (batch, key_len) = ({}, {}), got {} {}", B, Tk,
-             dtype_name(opt.key_padding_mask.dtype()), shape_str(opt.key_padding_mask.shape()));
+    MG_CHECK(opt.key_padding_mask.dtype() == DType::Bool, DTypeError,
+             "MultiheadAttention: key_padding_mask must be Bool (true marks a padding key), got {}",
+             dtype_name(opt.key_padding_mask.dtype()));
+    MG_CHECK(opt.key_padding_mask.shape() == Shape({B, Tk}), ShapeError,
+             "MultiheadAttention: key_padding_mask must be (batch, key_len) = ({}, {}), got {}", B, Tk,
+             shape_str(opt.key_padding_mask.shape()));
     scores = masked_fill(scores, opt.key_padding_mask.view({B, 1, 1, Tk}), -INFINITY);
   }
   return scores;

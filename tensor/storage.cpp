@@ -12,8 +12,14 @@
 namespace mg {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__)  // GCC's name
 constexpr bool kCache = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang's
+constexpr bool kCache = false;
+#else
+constexpr bool kCache = true;
+#endif
 #else
 constexpr bool kCache = true;
 #endif

@@ -34,6 +34,7 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strid
 int64_t Tensor::size(int64_t d) const { return shape_[checked_dim(d, dim(), "size")]; }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no elements: any strides describe them, as in PyTorch
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (shape_[d] == 1) continue;
@@ -432,6 +433,7 @@ Tensor zeros(const Shape& shape, DType dtype) {
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Tensor full(const Shape& shape, double value, DType dtype) {
+  visit_all(dtype, [&]<class T>() { checked_cast<T>(value, "full"); });
   Tensor t = empty(shape, dtype);
   t.fill_(value);
   return t;
@@ -511,6 +513,7 @@ Tensor tensor(std::initializer_list<float> values, const Shape& shape) {
 namespace {
 template <class Draw>
 Tensor sample(const Shape& shape, DType dtype, std::string_view op, Draw draw) {
+  checked_numel(shape, op, static_cast<int64_t>(itemsize(dtype)));  // errors name the sampler, not empty
   Tensor t = empty(shape, dtype);
   visit_float(dtype, op, [&]<class T>() {
     T* p = t.data<T>();
@@ -537,6 +540,7 @@ Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype) {
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen) {
   MG_CHECK(low < high, ValueError, "randint: expected low < high, got [{}, {})", low, high);
+  checked_numel(shape, "randint", 8);
   Tensor t = empty(shape, DType::Int64);
   int64_t* p = t.data<int64_t>();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);  // up to 2^64 - 1: no overflow
