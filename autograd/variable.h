@@ -2,6 +2,7 @@
 // mg::Variable: a Tensor plus what autograd needs -- requires_grad, the accumulated gradient, and
 // the Node that produced it. Copies of a Variable share all of that (like a PyTorch tensor).
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,10 @@ class Variable {
   Variable view(const Shape& shape) const;
   /// flatten(*this, start_dim, end_dim)
   Variable flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// unflatten(*this, dim, sizes)
+  Variable unflatten(int64_t dim, const Shape& sizes) const;
+  /// chunk(*this, chunks, dim)
+  std::vector<Variable> chunk(int64_t chunks, int64_t dim = 0) const;
   /// transpose(*this, d0, d1)
   Variable transpose(int64_t d0, int64_t d1) const;
   /// permute(*this, dims)
@@ -103,6 +108,24 @@ class Variable {
   std::pair<Variable, Tensor> max(int64_t dim, bool keepdim = false) const;
   /// max(*this): the largest element
   Variable max() const;
+  /// min(*this, dim, keepdim): values and int64 indices
+  std::pair<Variable, Tensor> min(int64_t dim, bool keepdim = false) const;
+  /// min(*this): the smallest element
+  Variable min() const;
+  /// var(*this, dims, correction, keepdim)
+  Variable var(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// std(*this, dims, correction, keepdim)
+  Variable std(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// prod(*this, dim, keepdim)
+  Variable prod(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// cumsum(*this, dim)
+  Variable cumsum(int64_t dim) const;
+  /// logsumexp(*this, dims, keepdim)
+  Variable logsumexp(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  /// topk(*this, k, dim, largest, sorted): values and int64 indices
+  std::pair<Variable, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  /// sort(*this, dim, descending): values and int64 indices
+  std::pair<Variable, Tensor> sort(int64_t dim = -1, bool descending = false) const;
   /// matmul(*this, other)
   Variable matmul(const Variable& other) const;
   /// pow(*this, exponent)
@@ -123,6 +146,16 @@ class Variable {
   Variable sigmoid() const;
   /// relu(*this)
   Variable relu() const;
+  /// sin(*this)
+  Variable sin() const;
+  /// cos(*this)
+  Variable cos() const;
+  /// log1p(*this)
+  Variable log1p() const;
+  /// expm1(*this)
+  Variable expm1() const;
+  /// clamp(*this, min, max)
+  Variable clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
   /// softmax(*this, dim)
   Variable softmax(int64_t dim) const;
   /// log_softmax(*this, dim)

@@ -146,4 +146,49 @@ Tensor map_ternary(const Tensor& x, const Tensor& y, const Tensor& z, F f, std::
   return out;
 }
 
+/// x's elements along `dim` as the rows of a contiguous (M, n) tensor, and the way back: a result
+/// computed row by row goes back to x's layout with from_rows. (cumsum, prod, sort, topk.)
+struct Rows {
+  Tensor rows;                // (M, n) contiguous
+  Shape permuted;             // x's shape with `dim` moved last
+  std::vector<int64_t> back;  // the permutation that undoes that move
+  Tensor from_rows(const Tensor& r) const { return r.reshape(permuted).permute(back).contiguous(); }
+};
+inline Rows rows_along(const Tensor& x, int64_t dim) {
+  std::vector<int64_t> perm, back(x.dim());
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  for (int64_t i = 0; i < x.dim(); ++i) back[perm[i]] = i;
+  const Tensor moved = x.permute(perm).contiguous();
+  int64_t m = 1;  // the other dims' product, which a zero-size dim does not hide
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) m *= x.size(d);
+  return {moved.reshape({m, x.size(dim)}), moved.shape(), back};
+}
+/// f(x) elementwise for a float32 or float64 x (a DTypeError naming `op` otherwise); f is
+/// generic: [](auto v) { return ...; }.
+template <class F>
+Tensor unary_float(const Tensor& x, std::string_view op, F f) {
+  MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
+  return visit_float(x.dtype(), op, [&]<class T>() { return map_unary<T, T>(x, [&](T v) { return f(v); }); });
+}
+
+/// A StateError if a or b is undefined, a DTypeError naming `op` unless their dtypes match.
+inline void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
+  MG_CHECK(a.defined() && b.defined(), StateError, "{}: an operand is undefined", op);
+  MG_CHECK(a.dtype() == b.dtype(), DTypeError, "{}: dtype mismatch, {} and {}", op, dtype_name(a.dtype()),
+           dtype_name(b.dtype()));
+}
+
+/// out = f(dy, s) elementwise, for a saved tensor s (x or y of the forward) of dy's shape: the
+/// shape of every unary op's backward kernel.
+template <class F>
+Tensor backward_map(const Tensor& dy, const Tensor& s, std::string_view op, F f) {
+  check_same_dtype(dy, s, op);
+  MG_CHECK(dy.shape() == s.shape(), ShapeError, "{}: dy has shape {} but the saved tensor {}; they must be equal", op,
+           shape_str(dy.shape()), shape_str(s.shape()));
+  return visit_float(dy.dtype(), op, [&]<class T>() { return map_binary<T, T>(dy, s, [&](T g, T v) { return f(g, v); }, op); });
+}
+
 }  // namespace mg::detail

@@ -244,6 +244,30 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   return reshape(sh);
 }
 
+Tensor Tensor::unflatten(int64_t d, const Shape& sizes) const {
+  d = checked_dim(d, dim(), "unflatten");
+  MG_CHECK(!sizes.empty(), ShapeError, "unflatten: sizes must not be empty");
+  // the sizes must multiply to dim d's size; one -1 stands for whatever makes them do so
+  Shape resolved = sizes;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    MG_CHECK(sizes[i] >= -1, ShapeError, "unflatten: sizes {} has a negative size", shape_str(sizes));
+    if (sizes[i] == -1) {
+      MG_CHECK(infer < 0, ShapeError, "unflatten: sizes {} has more than one -1", shape_str(sizes));
+      infer = static_cast<int64_t>(i);
+    } else {
+      known = checked_mul(known, sizes[i], "unflatten");
+    }
+  }
+  if (infer >= 0 && known != 0 && shape_[d] % known == 0) resolved[infer] = shape_[d] / known;
+  MG_CHECK((infer < 0 || resolved[infer] != -1) && numel_of(resolved) == shape_[d], ShapeError,
+           "unflatten: sizes {} do not multiply to the size {} of dim {} (shape {})", shape_str(sizes), shape_[d], d, shape_str(shape_));
+  Shape sh(shape_.begin(), shape_.begin() + d);
+  sh.insert(sh.end(), resolved.begin(), resolved.end());
+  sh.insert(sh.end(), shape_.begin() + d + 1, shape_.end());
+  return reshape(sh);
+}
+
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim(), "squeeze");
   if (dim() == 0) return *this;  // as in PyTorch: squeezing dim 0 or -1 of a scalar leaves it
@@ -482,6 +506,36 @@ Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype) {
 
 Tensor arange(int64_t n, DType dtype) { return arange_int(0, n, 1, dtype); }
 
+// x_i = start + i step for the first half, end - (steps - 1 - i) step for the second, as
+// torch.linspace does: both ends come out exactly
+Tensor linspace(double start, double end, int64_t steps, DType dtype) {
+  MG_CHECK(steps >= 0, ValueError, "linspace: steps must be >= 0, got {}", steps);
+  MG_CHECK(std::isfinite(start) && std::isfinite(end), ValueError, "linspace: start and end must be finite, got {} and {}", start,
+           end);
+  MG_CHECK(is_floating(dtype), DTypeError, "linspace: expected a floating dtype, got {}", dtype_name(dtype));
+  Tensor t = empty({steps}, dtype);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
+  visit_float(dtype, "linspace", [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < steps; ++i)
+      p[i] = static_cast<T>(steps == 1 || i < steps / 2 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i));
+  });
+  return t;
+}
+
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "zeros_like: the tensor is undefined");
+  return zeros(x.shape(), dtype.value_or(x.dtype()));
+}
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "ones_like: the tensor is undefined");
+  return ones(x.shape(), dtype.value_or(x.dtype()));
+}
+Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "full_like: the tensor is undefined");
+  return full(x.shape(), value, dtype.value_or(x.dtype()));
+}
+
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   MG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError,
@@ -525,6 +579,11 @@ Tensor sample(const Shape& shape, DType dtype, std::string_view op, Draw draw) {
 
 Tensor randn(const Shape& shape, Generator& gen, DType dtype) {
   return sample(shape, dtype, "randn", [&] { return gen.next_normal(); });
+}
+
+Tensor randn_like(const Tensor& x, Generator& gen, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "randn_like: the tensor is undefined");
+  return randn(x.shape(), gen, dtype.value_or(x.dtype()));
 }
 
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {

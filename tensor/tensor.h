@@ -90,6 +90,9 @@ class Tensor {
   /// Merge dims start_dim..end_dim into one (all dims by default: 1-D); a view when the layout
   /// allows it, like torch.flatten.
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// Split dim `d` into `sizes` (one may be -1), the inverse of flatten: (2, 12).unflatten(1, {3, 4})
+  /// is (2, 3, 4).
+  Tensor unflatten(int64_t d, const Shape& sizes) const;
 
   // ---- copies ----
   /// A contiguous tensor with the same values (itself when already contiguous).
@@ -162,6 +165,14 @@ Tensor arange(int64_t n, DType dtype = DType::Int64);
 template <class T> Tensor from_vector(const std::vector<T>& values, const Shape& shape);
 /// Float32 tensor from a list: tensor({1, 2, 3, 4}, {2, 2}).
 Tensor tensor(std::initializer_list<float> values, const Shape& shape);
+/// `steps` values evenly spaced from start to end, both ends included (torch.linspace).
+Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
+/// Zeros of x's shape, and x's dtype unless `dtype` is given; likewise ones_like, full_like.
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+/// Ones of x's shape (and dtype).
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+/// `value` everywhere, in x's shape (and dtype).
+Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype = std::nullopt);
 /// Normal(0, 1) samples.
 Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32);
 /// Uniform samples on [low, high).
@@ -170,6 +181,8 @@ Tensor uniform(const Shape& shape, double low, double high, Generator& gen = def
 /// 1 with probability p, else 0.
 Tensor bernoulli(const Shape& shape, double p, Generator& gen = default_generator(),
                  DType dtype = DType::Float32);
+/// Normal(0, 1) samples of x's shape, and x's dtype unless `dtype` is given (floating).
+Tensor randn_like(const Tensor& x, Generator& gen = default_generator(), std::optional<DType> dtype = std::nullopt);
 /// Integers uniform on [low, high).
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
 

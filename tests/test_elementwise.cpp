@@ -44,9 +44,13 @@ TEST(Elementwise, Gradcheck) {
   expect_gradcheck([](const V& v) { return abs(v[0]); }, {a});
   expect_gradcheck([](const V& v) { return tanh(v[0]); }, {a});
   expect_gradcheck([](const V& v) { return sigmoid(v[0]); }, {a});
-  expect_gradcheck([](const V& v) { return relu(v[0]); }, {a});
-  expect_gradcheck([](const V& v) { return gelu(v[0]); }, {a * 3.0});
-  expect_gradcheck([](const V& v) { return gelu(v[0], "tanh"); }, {a * 3.0});
+  expect_gradcheck([](const V& v) { return sin(v[0]) * cos(v[0]); }, {a});
+  expect_gradcheck([](const V& v) { return log1p(v[0]); }, {pos});
+  expect_gradcheck([](const V& v) { return expm1(v[0]); }, {a});
+  expect_gradcheck([](const V& v) { return clamp(v[0], -0.5, 0.5); }, {a});
+  expect_gradcheck([](const V& v) { return clamp(v[0], std::nullopt, 0.2) + clamp(v[0], -0.3); }, {a});
+  expect_gradcheck([](const V& v) { return maximum(v[0], v[1]) + minimum(v[0], v[1]); }, {a, b});
+  expect_gradcheck([](const V& v) { return maximum(v[0], v[1]); }, {a, rnd({4}, 5)});
   expect_gradcheck([](const V& v) { return 2.0 - v[0] * 3.0 + 1.0 / v[1]; }, {a, b});
   const Tensor mask = from_vector<bool>({true, false, false, true}, {1, 4});
   expect_gradcheck([mask](const V& v) { return masked_fill(v[0], mask, -7.5); }, {a});
@@ -87,18 +91,45 @@ TEST(Elementwise, GoldenPyTorch) {
   expect_golden("abs", [](const V& v) { return abs(v[0]); });
   expect_golden("tanh", [](const V& v) { return tanh(v[0]); });
   expect_golden("sigmoid", [](const V& v) { return sigmoid(v[0]); });
-  expect_golden("relu", [](const V& v) { return relu(v[0]); });
-  expect_golden("gelu", [](const V& v) { return gelu(v[0]); });
-  expect_golden("gelu_tanh", [](const V& v) { return gelu(v[0], "tanh"); });
+  expect_golden("sin", [](const V& v) { return sin(v[0]); });
+  expect_golden("cos", [](const V& v) { return cos(v[0]); });
+  expect_golden("log1p", [](const V& v) { return log1p(v[0]); });
+  expect_golden("expm1", [](const V& v) { return expm1(v[0]); });
+  expect_golden("clamp", [](const V& v) { return clamp(v[0], -0.5, 0.7); });
+  expect_golden("clamp_min", [](const V& v) { return clamp(v[0], 0.1); });
+  expect_golden("clamp_max", [](const V& v) { return clamp(v[0], std::nullopt, -0.2); });
+  expect_golden("maximum_ties", [](const V& v) { return maximum(v[0], v[1]); });
+  expect_golden("minimum_ties", [](const V& v) { return minimum(v[0], v[1]); });
   expect_golden("masked_fill", [](const V& v) { return masked_fill(v[0], v[1].data(), -7.5); });
   expect_golden("where", [](const V& v) { return where(v[0].data(), v[1], v[2]); });
+}
+
+TEST(Elementwise, HandValuesOfTheNewOps) {
+  // clamp to [0, 2] at -1, 0, 1, 2, 3: the gradient passes where 0 <= x <= 2, ends included
+  Variable x(tensor({-1, 0, 1, 2, 3}, {5}), true);
+  Variable y = clamp(x, 0, 2);
+  expect_values(y.data(), {5}, {0, 0, 1, 2, 2});
+  y.sum().backward();
+  expect_values(x.grad(), {5}, {0, 1, 1, 1, 0});
+  EXPECT_TRUE(std::isnan(clamp(tensor({NAN}, {1}), 0, 1).item()));
+  expect_values(clamp(tensor({5}, {1}), 3, 1), {1}, {1});  // min > max: everything is max, as in torch
+  // a tie in maximum splits the gradient: (1, 2, 3) vs (1, 3, 2)
+  Variable a(tensor({1, 2, 3}, {3}), true), b(tensor({1, 3, 2}, {3}), true);
+  maximum(a, b).sum().backward();
+  expect_values(a.grad(), {3}, {0.5, 0, 1});
+  expect_values(b.grad(), {3}, {0.5, 1, 0});
+  expect_values(minimum(tensor({1, 5}, {2}), tensor({3, 2}, {2})), {2}, {1, 2});
+  // log1p and expm1 keep small arguments' digits: 1e-10 in float64
+  EXPECT_DOUBLE_EQ(log1p(full({}, 1e-10, DType::Float64)).item(), 9.9999999995e-11);
+  EXPECT_DOUBLE_EQ(expm1(full({}, 1e-10, DType::Float64)).item(), 1.00000000005e-10);
 }
 
 TEST(Elementwise, Errors) {
   Variable x(zeros({2, 3}), true);
   EXPECT_THROW(x + Variable(zeros({4})), ShapeError);
   EXPECT_THROW(x * Variable(zeros({2, 3}, DType::Float64)), DTypeError);
-  EXPECT_THROW(gelu(x, "fast"), ValueError);
+  EXPECT_THROW(clamp(x, std::nullopt, std::nullopt), ValueError);
+  EXPECT_THROW(clamp(x, NAN), ValueError);
   EXPECT_THROW(masked_fill(x, zeros({3}), 0), DTypeError);
 }
 

@@ -19,7 +19,7 @@ namespace {
 // How to make an input.
 struct In {
   Shape shape;
-  enum Kind { Real, Positive, Index, Mask } kind = Real;
+  enum Kind { Real, Positive, Probability, Index, Mask } kind = Real;  // the first three are differentiable
   int64_t index_bound = 0;  // Index: values in [0, index_bound)
 };
 struct OpCase {
@@ -35,6 +35,7 @@ Tensor make(const In& in, uint64_t seed) {
     case In::Real: return randn(in.shape, g, DType::Float64);
     case In::Positive: return uniform(in.shape, 0.5, 2.0, g, DType::Float64);
     case In::Index: return randint(0, in.index_bound, in.shape, g);
+    case In::Probability: return uniform(in.shape, 0.05, 0.95, g, DType::Float64);
     case In::Mask: return lt(uniform(in.shape, 0, 1, g, DType::Float64), scalar_tensor(0.4, DType::Float64));
   }
   return Tensor();
@@ -78,7 +79,7 @@ struct Run {
 Run run(const OpCase& c, const std::vector<Tensor>& data) {
   std::vector<Variable> vars;
   for (size_t i = 0; i < data.size(); ++i)
-    vars.emplace_back(data[i], c.differentiable && c.inputs[i].kind <= In::Positive);
+    vars.emplace_back(data[i], c.differentiable && c.inputs[i].kind <= In::Probability);
   Variable y = c.fn(vars);
   Run r{y.data().contiguous(), {}};
   if (c.differentiable && y.requires_grad()) {
@@ -183,12 +184,48 @@ std::vector<OpCase> autograd_cases() {
       {"layer_norm_2d", {R234, {{3, 4}}}, [](const V& v) { return layer_norm(v[0], {3, 4}, v[1]); }},
       {"dropout", {R234}, [](const V& v) { Generator g(3); return dropout(v[0], 0.3, true, g); }},
       {"cross_entropy", {{{4, 3}}, {{4}, In::Index, 3}}, [](const V& v) { return cross_entropy(v[0], v[1].data()); }},
-      {"cross_entropy_none", {{{4, 3}}, {{4}, In::Index, 3}}, [](const V& v) { return cross_entropy(v[0], v[1].data(), Reduction::None); }},
+      {"cross_entropy_none", {{{4, 3}}, {{4}, In::Index, 3}}, [](const V& v) { return cross_entropy(v[0], v[1].data(), {.reduction = Reduction::None}); }},
       {"mse_loss", {R23, R23}, [](const V& v) { return mse_loss(v[0], v[1]); }},
       {"sdpa", {{{1, 2, 5, 3}}, {{1, 2, 4, 3}}, {{1, 2, 4, 3}}}, [](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2]); }},
       {"sdpa_causal", {{{2, 2, 5, 3}}, {{2, 2, 5, 3}}, {{2, 2, 5, 3}}},
        [](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], true); }},
       {"self_attention_qkv", {{{2, 4, 12}}}, [](const V& v) { return self_attention_qkv(v[0], 2, true); }},
+      {"sin_cos", {R234}, [](const V& v) { return sin(v[0]) + cos(v[0]); }},
+      {"log1p", {P23}, [](const V& v) { return log1p(v[0]); }},
+      {"expm1", {R23}, [](const V& v) { return expm1(v[0]); }},
+      {"clamp", {R234}, [](const V& v) { return clamp(v[0], -0.5, 0.7); }},
+      {"maximum_minimum", {R23, {{3}}}, [](const V& v) { return maximum(v[0], v[1]) * minimum(v[0], v[1]); }},
+      {"silu", {R234}, [](const V& v) { return silu(v[0]); }},
+      {"softplus", {R23}, [](const V& v) { return softplus(v[0], 2.0, 1.0); }},
+      {"leaky_relu", {R23}, [](const V& v) { return leaky_relu(v[0], 0.1); }},
+      {"elu", {R23}, [](const V& v) { return elu(v[0], 1.2); }},
+      {"min", {R234}, [](const V& v) { return min(v[0], 2, true).first; }},
+      {"min_all", {R23}, [](const V& v) { return min(v[0]); }},
+      {"var", {R234}, [](const V& v) { return var(v[0], {0, 2}); }},
+      {"std", {R234}, [](const V& v) { return mg::std(v[0], {1}, 0, true); }},
+      {"prod", {R234}, [](const V& v) { return prod(v[0], 1); }},
+      {"prod_all", {R23}, [](const V& v) { return prod(v[0]); }},
+      {"cumsum", {R234}, [](const V& v) { return cumsum(v[0], 1); }},
+      {"logsumexp", {R234}, [](const V& v) { return logsumexp(v[0], {0, 2}); }},
+      {"topk", {R234}, [](const V& v) { return topk(v[0], 2, 1).first; }},
+      {"topk_smallest", {R234}, [](const V& v) { return topk(v[0], 3, -1, false).first; }},
+      {"sort", {R234}, [](const V& v) { return sort(v[0], 0, true).first; }},
+      {"stack", {R23, R23}, [](const V& v) { return stack({v[0], v[1], v[0]}, 2); }},
+      {"unflatten", {{{2, 6}}}, [](const V& v) { return unflatten(v[0], 1, {3, 2}); }},
+      {"chunk", {{{2, 5}}}, [](const V& v) { auto p = chunk(v[0], 3, 1); return p[0] * p[1] + sum(p[2]); }},
+      {"cross_entropy_weighted_smoothing", {{{4, 3}}, {{4}, In::Index, 3}, {{3}, In::Positive}},
+       [](const V& v) { return cross_entropy(v[0], v[1].data(), {.weight = v[2].data(), .label_smoothing = 0.2}); }},
+      {"nll_loss", {{{4, 3}}, {{4}, In::Index, 3}, {{3}, In::Positive}},
+       [](const V& v) { return nll_loss(v[0], v[1].data(), {.weight = v[2].data()}); }},
+      {"bce", {{{2, 3}, In::Probability}, {{2, 3}, In::Probability}, {{3}, In::Positive}},
+       [](const V& v) { return binary_cross_entropy(v[0], v[1], {.weight = v[2].data()}); }},
+      {"bce_with_logits", {R23, {{2, 3}, In::Probability}, {{2, 1}, In::Positive}, {{3}, In::Positive}},
+       [](const V& v) { return binary_cross_entropy_with_logits(v[0], v[1], {.weight = v[2].data(), .pos_weight = v[3].data()}); }},
+      {"kl_div", {R23, {{2, 3}, In::Probability}}, [](const V& v) { return kl_div(v[0], v[1], {.reduction = Reduction::BatchMean}); }},
+      {"kl_div_log_target", {R23, R23}, [](const V& v) { return kl_div(v[0], v[1], {.reduction = Reduction::Sum, .log_target = true}); }},
+      {"l1_loss", {R23, R23}, [](const V& v) { return l1_loss(v[0], v[1]); }},
+      {"smooth_l1_loss", {R23, R23}, [](const V& v) { return smooth_l1_loss(v[0], v[1], {.reduction = Reduction::None, .beta = 0.5}); }},
+      {"huber_loss", {R23, R23}, [](const V& v) { return huber_loss(v[0], v[1], {.delta = 0.5}); }},
   };
 }
 
@@ -228,14 +265,23 @@ std::vector<OpCase> kernel_cases() {
         return concat({g.dx.reshape({-1}), g.dweight, g.dbias}, 0);
       }),
       k("cross_entropy_backward", {{{4}}, {{4, 3}}, {{4}, In::Index, 3}}, [](const auto& t) {
-        const CrossEntropyForward f = cross_entropy_forward(t[1], t[2], Reduction::None, -100);
-        return cross_entropy_backward(t[0], f.log_probs, t[2], Reduction::None, -100, f.count);
+        const CrossEntropyOptions o{.reduction = Reduction::None, .label_smoothing = 0.1};
+        const CrossEntropyForward f = cross_entropy_forward(t[1], t[2], o);
+        return cross_entropy_backward(t[0], t[2], f, o);
       }),
       k("attention_backward", {{{1, 2, 4, 3}}, {{1, 2, 4, 3}}, {{1, 2, 4, 3}}, {{1, 2, 4, 3}}}, [](const auto& t) {
         const AttentionForward f = attention_forward(t[1], t[2], t[3], true);
         auto [dq, dk, dv] = attention_backward(t[0], t[1], t[2], t[3], f, true);
         return concat({dq.reshape({-1}), dk.reshape({-1}), dv.reshape({-1})}, 0);
       }),
+      k("argmin", {R234}, [](const auto& t) { return argmin(t[0], 1); }),
+      k("argsort", {R234}, [](const auto& t) { return argsort(t[0], 2, true); }),
+      k("topk_indices", {R234}, [](const auto& t) { return topk(t[0], 2, 0).second; }),
+      k("cumsum_reverse", {R234}, [](const auto& t) { return cumsum(t[0], 2, true); }),
+      k("clamp_backward", {R23, R23}, [](const auto& t) { return clamp_backward(t[0], t[1], -0.3, std::nullopt); }),
+      k("prod_backward", {{{2}}, R23}, [](const auto& t) { return prod_backward(t[0], t[1], 1); }),
+      k("multinomial", {{{3, 5}, In::Positive}}, [](const auto& t) { Generator g(11); return multinomial(t[0], 4, true, g); }),
+      k("multinomial_no_replacement", {{{3, 5}, In::Positive}}, [](const auto& t) { Generator g(12); return multinomial(t[0], 3, false, g); }),
       k("adam_step_", {R23, R23}, [](const auto& t) {
         Tensor p = t[0].clone(), m = zeros({2, 3}, DType::Float64), v = zeros({2, 3}, DType::Float64);
         adam_step_(p, t[1], m, v, {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .step = 1, .decoupled = true});
@@ -262,9 +308,19 @@ std::vector<OpCase> edge_cases() {
       {"concat_zero", {{{2, 0}}, R23}, [](const V& v) { return concat({v[0], v[1]}, 1); }},
       {"index_select_empty_index", {R34, {{0}, In::Index, 3}}, [](const V& v) { return index_select(v[0], 0, v[1].data()); }},
       {"embedding_zero_dim", {{{2}, In::Index, 4}, {{4, 0}}}, [](const V& v) { return embedding(v[0].data(), v[1]); }},
-      {"cross_entropy_zero_rows", {{{0, 3}}, {{0}, In::Index, 3}}, [](const V& v) { return cross_entropy(v[0], v[1].data(), Reduction::Sum); }},
+      {"cross_entropy_zero_rows", {{{0, 3}}, {{0}, In::Index, 3}}, [](const V& v) { return cross_entropy(v[0], v[1].data(), {.reduction = Reduction::Sum}); }},
       {"sdpa_no_queries", {{{1, 2, 0, 3}}, {{1, 2, 4, 3}}, {{1, 2, 4, 3}}}, [](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2]); }},
       {"gelu_scalar", {{{}}}, [](const V& v) { return gelu(v[0]); }},
+      {"var_zero_rows", {{{0, 3}}}, [](const V& v) { return var(v[0], {1}); }},
+      {"prod_zero_size", {{{2, 0}}}, [](const V& v) { return prod(v[0], 1); }},
+      {"prod_scalar", {{{}}}, [](const V& v) { return prod(v[0]); }},
+      {"cumsum_zero_size", {{{0, 3}}}, [](const V& v) { return cumsum(v[0], 0); }},
+      {"cumsum_scalar", {{{}}}, [](const V& v) { return cumsum(v[0], 0); }},
+      {"logsumexp_zero_rows", {{{0, 3}}}, [](const V& v) { return logsumexp(v[0], {1}); }},
+      {"topk_zero_k", {R23}, [](const V& v) { return topk(v[0], 0, 1).first; }},
+      {"sort_scalar", {{{}}}, [](const V& v) { return sort(v[0], 0).first; }},
+      {"stack_scalars", {{{}}, {{}}}, [](const V& v) { return stack({v[0], v[1]}, 0); }},
+      {"l1_loss_zero_size_sum", {{{0, 3}}, {{0, 3}}}, [](const V& v) { return l1_loss(v[0], v[1], {.reduction = Reduction::Sum}); }},
   };
 }
 }  // namespace

@@ -43,6 +43,12 @@ TEST(Shape, Gradcheck) {
     auto p = split(v[0], std::vector<int64_t>{1, 3}, 1);
     return p[0] * p[1];  // (2,1) * (2,3): broadcast between two pieces of the same input
   }, {rnd({2, 4}, 6)});
+  expect_gradcheck([](const V& v) { return stack({v[0], v[1], v[0]}, 1); }, {rnd({2, 3}, 7), rnd({2, 3}, 8).transpose(0, 1).transpose(0, 1)});
+  expect_gradcheck([](const V& v) { return unflatten(v[0], 1, {2, -1}) * 1.0; }, {rnd({3, 6}, 9)});
+  expect_gradcheck([](const V& v) {
+    auto p = chunk(v[0], 3, 1);  // sizes 2, 2, 1
+    return concat({p[2] * p[0], p[1]}, 1);
+  }, {rnd({2, 5}, 10)});
 }
 
 TEST(Shape, GoldenPyTorch) {
@@ -63,6 +69,35 @@ TEST(Shape, GoldenPyTorch) {
   expect_golden("squeeze_dim", [](const V& v) { return squeeze(v[0], 1); });
   expect_golden("squeeze_all", [](const V& v) { return squeeze(v[0]); });
   expect_golden("unsqueeze", [](const V& v) { return unsqueeze(v[0], 1); });
+  expect_golden("stack_dim1", [](const V& v) { return stack({v[0], v[1] * 2.0}, 1); });
+  expect_golden("unflatten", [](const V& v) { return unflatten(v[0], 1, {2, 3}); });
+  expect_golden("chunk3", [](const V& v) {
+    std::vector<Variable> c = chunk(v[0], 3, 1);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = c[i] * static_cast<double>(i + 1);
+    return concat(c, 1);
+  });
+}
+
+TEST(Shape, StackChunkUnflatten) {
+  // chunk(7, 3) is sizes 3, 3, 1, as torch.chunk; chunk(2, 3) only two pieces of 1
+  const Tensor x = arange(7, DType::Float32);
+  std::vector<int64_t> sizes;
+  for (const Tensor& c : chunk(x, 3)) sizes.push_back(c.numel());
+  EXPECT_EQ(sizes, (std::vector<int64_t>{3, 3, 1}));
+  EXPECT_EQ(chunk(arange(2), 3).size(), 2u);
+  EXPECT_EQ(zeros({2, 12}).unflatten(1, {3, -1}).shape(), (Shape{2, 3, 4}));
+  Variable a(tensor({1, 2}, {2}), true), b(tensor({3, 4}, {2}), true);
+  Variable s = stack({a, b}, 1);  // (2, 2): rows (1, 3) and (2, 4)
+  expect_values(s.data(), {2, 2}, {1, 3, 2, 4});
+  s.backward(tensor({1, 2, 3, 4}, {2, 2}));
+  expect_values(a.grad(), {2}, {1, 3});
+  expect_values(b.grad(), {2}, {2, 4});
+  expect_gradcheck([](const V& v) { return stack({v[0], v[1]}, 0) * 1.0; }, {rnd({2, 3}, 1), rnd({2, 3}, 2)});
+  expect_gradcheck([](const V& v) { return unflatten(v[0], 0, {2, 3}) * 1.0; }, {rnd({6, 2}, 3)});
+  expect_gradcheck([](const V& v) { auto c = v[0].chunk(2, 1); return c[0] * c[1]; }, {rnd({3, 4}, 4)});
+  EXPECT_THROW(zeros({2, 12}).unflatten(1, {5, -1}), ShapeError);
+  EXPECT_THROW(chunk(x, 0), ValueError);
+  EXPECT_THROW(stack({a, Variable(zeros({3}))}), ShapeError);
 }
 
 TEST(Shape, MethodFormsRecordTheSameOps) {

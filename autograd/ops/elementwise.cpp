@@ -3,6 +3,7 @@
 #include "autograd/ops/elementwise.h"
 
 #include "tensor/ops/elementwise.h"
+#include "tensor/ops/shape.h"
 
 namespace mg {
 
@@ -86,22 +87,50 @@ Variable sigmoid(const Variable& x) {
   return record("sigmoid", y, {x}, [y](const Tensor& dy, const Node&) -> TensorList { return {sigmoid_backward(dy, y)}; });
 }
 
-// y = max(x, 0)        dx = dy where x > 0, else 0
-Variable relu(const Variable& x) {
-  return record("relu", mg::relu(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList {
-    return {relu_backward(dy, x)};
+// y = sin x            dx = dy cos x
+Variable sin(const Variable& x) {
+  return record("sin", mg::sin(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy * mg::cos(x)}; });
+}
+
+// y = cos x            dx = -dy sin x
+Variable cos(const Variable& x) {
+  return record("cos", mg::cos(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {-(dy * mg::sin(x))}; });
+}
+
+// y = log(1 + x)       dx = dy / (1 + x)
+Variable log1p(const Variable& x) {
+  return record("log1p", mg::log1p(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy / (x + 1.0)}; });
+}
+
+// y = e^x - 1          dx = dy (y + 1)
+Variable expm1(const Variable& x) {
+  Tensor y = mg::expm1(x.data());
+  return record("expm1", y, {x}, [y](const Tensor& dy, const Node&) -> TensorList { return {dy * (y + 1.0)}; });
+}
+
+// y = min(max(x, lo), hi)      dx = dy where lo <= x <= hi, else 0
+Variable clamp(const Variable& x, std::optional<double> min, std::optional<double> max) {
+  return record("clamp", mg::clamp(x.data(), min, max), {x}, [x = x.data(), min, max](const Tensor& dy, const Node&) -> TensorList {
+    return {clamp_backward(dy, x, min, max)};
   });
 }
 
-// erf form:  y = x Phi(x)                  dx = dy * (Phi(x) + x phi(x)),   phi = Phi' the normal density
-// tanh form: y = x/2 (1 + tanh u),  u = c (x + 0.044715 x^3),  c = sqrt(2/pi)
-//            dx = dy * ((1 + tanh u) / 2 + x/2 (1 - tanh^2 u) c (1 + 3 * 0.044715 x^2))
-Variable gelu(const Variable& x, const std::string& approximate) {
-  Tensor y = mg::gelu(x.data(), approximate);
-  return record(approximate == "tanh" ? "gelu_tanh" : "gelu", y, {x},
-                [x = x.data(), approximate](const Tensor& dy, const Node&) -> TensorList {
-                  return {gelu_backward(dy, x, approximate)};
-                });
+// y = max(a, b)        da = dy where a > b, db = dy where b > a; a tie splits dy in halves (PyTorch's rule)
+Variable maximum(const Variable& a, const Variable& b) {
+  return record("maximum", mg::maximum(a.data(), b.data()), {a, b}, [a = a.data(), b = b.data()](const Tensor& dy, const Node& n) -> TensorList {
+    const Tensor half = dy * 0.5, zero = zeros({}, dy.dtype()), tie = eq(a, b);
+    return {n.needs(0) ? mg::where(tie, half, mg::where(gt(a, b), dy, zero)) : Tensor(),
+            n.needs(1) ? mg::where(tie, half, mg::where(gt(b, a), dy, zero)) : Tensor()};
+  });
+}
+
+// y = min(a, b)        da = dy where a < b, db = dy where b < a; a tie splits dy in halves
+Variable minimum(const Variable& a, const Variable& b) {
+  return record("minimum", mg::minimum(a.data(), b.data()), {a, b}, [a = a.data(), b = b.data()](const Tensor& dy, const Node& n) -> TensorList {
+    const Tensor half = dy * 0.5, zero = zeros({}, dy.dtype()), tie = eq(a, b);
+    return {n.needs(0) ? mg::where(tie, half, mg::where(lt(a, b), dy, zero)) : Tensor(),
+            n.needs(1) ? mg::where(tie, half, mg::where(lt(b, a), dy, zero)) : Tensor()};
+  });
 }
 
 // y = mask ? value : x     dx = mask ? 0 : dy

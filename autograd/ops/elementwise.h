@@ -1,6 +1,7 @@
 #pragma once
 // Differentiable elementwise ops (autograd/ops/elementwise.cpp). Binary ops broadcast; their
 // gradients come back in the broadcast shape and the engine sums them down to each input's shape.
+#include <optional>
 #include <string>
 
 #include "autograd/variable.h"
@@ -31,10 +32,20 @@ Variable abs(const Variable& x);
 Variable tanh(const Variable& x);
 /// 1 / (1 + e^-x)
 Variable sigmoid(const Variable& x);
-/// max(x, 0) (gradient 0 at 0)
-Variable relu(const Variable& x);
-/// GELU; approximate = "none" (erf form, PyTorch's default) or "tanh".
-Variable gelu(const Variable& x, const std::string& approximate = "none");
+/// sin(x)
+Variable sin(const Variable& x);
+/// cos(x)
+Variable cos(const Variable& x);
+/// log(1 + x)
+Variable log1p(const Variable& x);
+/// e^x - 1
+Variable expm1(const Variable& x);
+/// x limited to [min, max] (either may be absent); gradient 1 where min <= x <= max, as PyTorch's.
+Variable clamp(const Variable& x, std::optional<double> min, std::optional<double> max = std::nullopt);
+/// elementwise max(a, b), broadcast; a tie sends half the gradient to each side, as in PyTorch.
+Variable maximum(const Variable& a, const Variable& b);
+/// elementwise min(a, b), broadcast; a tie sends half the gradient to each side.
+Variable minimum(const Variable& a, const Variable& b);
 /// x with `value` where mask (Bool, broadcastable to x) is true; no gradient flows there.
 Variable masked_fill(const Variable& x, const Tensor& mask, double value);
 /// cond ? a : b, broadcast.

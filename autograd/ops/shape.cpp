@@ -89,6 +89,28 @@ std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes
   return out;
 }
 
+std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim) {
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : mg::chunk(x.data(), chunks, dim)) sizes.push_back(t.size(wrap_dim(dim, x.dim(), "chunk")));
+  return split(x, sizes, dim);
+}
+
+// y = the xs side by side along a new dim      dx_i = slice i of dy along it (through unsqueeze and concat)
+Variable stack(const std::vector<Variable>& xs, int64_t dim) {
+  MG_CHECK(!xs.empty(), ValueError, "stack: expected at least one tensor");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    MG_CHECK(xs[i].defined(), StateError, "stack: tensor {} is undefined", i);
+    MG_CHECK(xs[i].shape() == xs.front().shape(), ShapeError, "stack: tensor {} has shape {} but tensor 0 has {}", i,
+             shape_str(xs[i].shape()), shape_str(xs.front().shape()));
+  }
+  const int64_t d = wrap_dim(dim, xs.front().dim() + 1, "stack");
+  std::vector<Variable> u;
+  for (const Variable& x : xs) u.push_back(unsqueeze(x, d));
+  return concat(u, d);
+}
+
+Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes) { return reshape(x, x.data().unflatten(dim, sizes).shape()); }
+
 std::vector<Variable> split(const Variable& x, int64_t size, int64_t dim) {
   std::vector<int64_t> sizes;
   for (const Tensor& t : mg::split(x.data(), size, dim)) sizes.push_back(t.shape()[wrap_dim(dim, x.dim(), "split")]);

@@ -35,5 +35,11 @@ Variable concat(const std::vector<Variable>& xs, int64_t dim);
 std::vector<Variable> split(const Variable& x, int64_t size, int64_t dim);
 /// Pieces of the given sizes along `dim`.
 std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes, int64_t dim);
+/// `chunks` pieces of about equal size along `dim` (torch.chunk).
+std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim = 0);
+/// Join along a new dim `dim`; all shapes equal.
+Variable stack(const std::vector<Variable>& xs, int64_t dim = 0);
+/// Split dim `dim` into `sizes` (one may be -1): the inverse of flatten.
+Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes);
 
 }  // namespace mg

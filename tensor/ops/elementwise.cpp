@@ -8,32 +8,9 @@
 
 namespace mg {
 namespace {
-
-template <class F>
-Tensor unary_float(const Tensor& x, std::string_view op, F f) {
-  MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
-  return visit_float(x.dtype(), op, [&]<class T>() { return detail::map_unary<T, T>(x, [&](T v) { return f(v); }); });
-}
-
-void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
-  MG_CHECK(a.defined() && b.defined(), StateError, "{}: an operand is undefined", op);
-  MG_CHECK(a.dtype() == b.dtype(), DTypeError, "{}: dtype mismatch, {} and {}", op,
-           dtype_name(a.dtype()), dtype_name(b.dtype()));
-}
-
-// out = f(dy, s) elementwise, for a saved tensor s of dy's shape.
-template <class F>
-Tensor backward_map(const Tensor& dy, const Tensor& s, std::string_view op, F f) {
-  check_same_dtype(dy, s, op);
-  return visit_float(dy.dtype(), op, [&]<class T>() {
-    return detail::map_binary<T, T>(dy, s, [&](T g, T v) { return f(g, v); }, op);
-  });
-}
-
-void check_approximate(const std::string& approximate, std::string_view op) {
-  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
-           "{}: approximate must be \"none\" or \"tanh\", got \"{}\"", op, approximate);
-}
+using detail::backward_map;
+using detail::check_same_dtype;
+using detail::unary_float;
 
 // x + y, x - y, x * y. int64 arithmetic wraps around on overflow, as PyTorch's does (two's
 // complement), where signed overflow would be undefined behaviour.
@@ -69,10 +46,6 @@ Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, F f) {
   });
 }
 
-constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi), GELU's tanh form
-constexpr double kGeluCubic = 0.044715;              // the x^3 coefficient of the tanh form
-constexpr double kInvSqrt2 = std::numbers::sqrt2 / 2;  // 1/sqrt(2): Phi(x) = (1 + erf(x/sqrt 2)) / 2
-constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // 1/sqrt(2 pi): phi(0)
 }  // namespace
 
 Tensor neg(const Tensor& x) { return unary_float(x, "neg", [](auto v) { return -v; }); }
@@ -99,45 +72,36 @@ Tensor sigmoid_backward(const Tensor& dy, const Tensor& y) {
   return backward_map(dy, y, "sigmoid_backward", [](auto g, auto s) { return g * s * (decltype(s)(1) - s); });
 }
 
-Tensor relu(const Tensor& x) {
-  return unary_float(x, "relu", [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });  // relu(NaN) = NaN
-}
-// dx = dy where x > 0, else 0
-Tensor relu_backward(const Tensor& dy, const Tensor& x) {
-  return backward_map(dy, x, "relu_backward", [](auto g, auto v) { return v > 0 ? g : decltype(v)(0); });
-}
+Tensor sin(const Tensor& x) { return unary_float(x, "sin", [](auto v) { return std::sin(v); }); }
+Tensor cos(const Tensor& x) { return unary_float(x, "cos", [](auto v) { return std::cos(v); }); }
+Tensor log1p(const Tensor& x) { return unary_float(x, "log1p", [](auto v) { return std::log1p(v); }); }
+Tensor expm1(const Tensor& x) { return unary_float(x, "expm1", [](auto v) { return std::expm1(v); }); }
 
-// GELU, erf form:   y = x Phi(x),  Phi(x) = (1 + erf(x / sqrt 2)) / 2
-//       tanh form:  y = x/2 (1 + tanh u),  u = c (x + k x^3),  c = sqrt(2/pi),  k = 0.044715
-Tensor gelu(const Tensor& x, const std::string& approximate) {
-  check_approximate(approximate, "gelu");
-  if (approximate == "tanh")
-    return unary_float(x, "gelu", [](auto v) {
-      using T = decltype(v);
-      return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v)));
-    });
-  return unary_float(x, "gelu", [](auto v) {
+namespace {
+void check_bounds(std::optional<double> lo, std::optional<double> hi, std::string_view op) {
+  MG_CHECK(lo || hi, ValueError, "{}: give at least one of min and max", op);
+  MG_CHECK((!lo || !std::isnan(*lo)) && (!hi || !std::isnan(*hi)), ValueError, "{}: a bound is NaN", op);
+}
+}  // namespace
+
+// y = min(max(x, lo), hi)
+Tensor clamp(const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  check_bounds(lo, hi, "clamp");
+  return unary_float(x, "clamp", [lo, hi](auto v) {
     using T = decltype(v);
-    return T(0.5) * v * (T(1) + fast::erf(v * T(kInvSqrt2)));
+    if (v != v) return v;  // NaN stays NaN
+    if (lo && v < T(*lo)) v = T(*lo);
+    if (hi && v > T(*hi)) v = T(*hi);
+    return v;
   });
 }
-
-// erf form:  GELU'(x) = Phi(x) + x phi(x),  phi(x) = e^(-x^2/2) / sqrt(2 pi)
-// tanh form: GELU'(x) = (1 + tanh u) / 2 + x/2 (1 - tanh^2 u) c (1 + 3 k x^2)
-Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate) {
-  check_approximate(approximate, "gelu_backward");
-  if (approximate == "tanh")
-    return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
-      using T = decltype(v);
-      const T c = T(kSqrt2OverPi), k = T(kGeluCubic);
-      const T t = std::tanh(c * (v + k * v * v * v));
-      return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * k * v * v));
-    });
-  return backward_map(dy, x, "gelu_backward", [](auto g, auto v) {
+// dx = dy where lo <= x <= hi, else 0
+Tensor clamp_backward(const Tensor& dy, const Tensor& x, std::optional<double> lo, std::optional<double> hi) {
+  check_bounds(lo, hi, "clamp_backward");
+  return backward_map(dy, x, "clamp_backward", [lo, hi](auto g, auto v) {
     using T = decltype(v);
-    const T cdf = T(0.5) * (T(1) + fast::erf(v * T(kInvSqrt2)));
-    const T pdf = fast::exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
-    return g * (cdf + v * pdf);
+    const bool inside = (!lo || v >= T(*lo)) && (!hi || v <= T(*hi));
+    return inside ? g : T(0);
   });
 }
 
@@ -158,6 +122,9 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor maximum(const Tensor& a, const Tensor& b) {
   // NaN wins, from either side, as in torch.maximum
   return binary_arith(a, b, "maximum", [](auto x, auto y) { return x > y || x != x ? x : y; });
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary_arith(a, b, "minimum", [](auto x, auto y) { return x < y || x != x ? x : y; });
 }
 
 Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", [](auto x, auto y) { return x == y; }); }

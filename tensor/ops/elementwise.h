@@ -5,6 +5,7 @@
 // both otherwise; minigrad does not promote silently). Results are new contiguous tensors.
 // The *_backward kernels are the derivatives the autograd rules call: plain arithmetic on the
 // output gradient dy and what the forward saved.
+#include <optional>
 #include <string>
 
 #include "tensor/tensor.h"
@@ -28,23 +29,27 @@ Tensor sign(const Tensor& x);
 Tensor tanh(const Tensor& x);
 /// 1 / (1 + e^-x)
 Tensor sigmoid(const Tensor& x);
-/// max(x, 0)
-Tensor relu(const Tensor& x);
-/// GELU. approximate "none": x Phi(x), Phi the standard normal CDF (erf form, PyTorch's default);
-/// "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 /// x^exponent
 Tensor pow(const Tensor& x, double exponent);
+/// sin(x)
+Tensor sin(const Tensor& x);
+/// cos(x)
+Tensor cos(const Tensor& x);
+/// log(1 + x), accurate for small x
+Tensor log1p(const Tensor& x);
+/// e^x - 1, accurate for small x
+Tensor expm1(const Tensor& x);
+/// x limited to [min, max]; either bound may be absent. NaN stays NaN; with min > max every
+/// element is max, as in torch.clamp.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+/// dy where min <= x <= max (the bounds included, as PyTorch's gradient has it), else 0
+Tensor clamp_backward(const Tensor& dy, const Tensor& x, std::optional<double> min, std::optional<double> max);
 
 // ---- derivatives of the unary kernels (dy and the saved tensor have the same shape) ----
 /// dy * (1 - y^2), y = tanh(x)
 Tensor tanh_backward(const Tensor& dy, const Tensor& y);
 /// dy * y * (1 - y), y = sigmoid(x)
 Tensor sigmoid_backward(const Tensor& dy, const Tensor& y);
-/// dy where x > 0, else 0
-Tensor relu_backward(const Tensor& dy, const Tensor& x);
-/// dy * GELU'(x) for the same `approximate` as the forward.
-Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate = "none");
 
 // ---- binary, broadcast ----
 /// a + b
@@ -55,8 +60,10 @@ Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 /// a / b
 Tensor div(const Tensor& a, const Tensor& b);
-/// elementwise max(a, b)
+/// elementwise max(a, b); NaN wins from either side
 Tensor maximum(const Tensor& a, const Tensor& b);
+/// elementwise min(a, b); NaN wins from either side
+Tensor minimum(const Tensor& a, const Tensor& b);
 /// a == b as a Bool tensor; likewise ne, lt, le, gt, ge
 Tensor eq(const Tensor& a, const Tensor& b);
 /// a != b

@@ -75,6 +75,13 @@ std::vector<Tensor> split(const Tensor& x, int64_t size, int64_t dim) {
   return split(x, sizes, dim);
 }
 
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+  MG_CHECK(chunks > 0, ValueError, "chunk: chunks must be positive, got {}", chunks);
+  MG_CHECK(x.defined(), StateError, "chunk: the tensor is undefined");
+  const int64_t n = x.size(checked_dim(dim, x.dim(), "chunk"));
+  return split(x, std::max<int64_t>(1, n / chunks + (n % chunks != 0)), dim);
+}
+
 namespace {
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, std::string_view op) {
   MG_CHECK(x.dim() >= 2, ShapeError, "{}: expected at least 2 dims, got shape {}", op, shape_str(x.shape()));

@@ -133,6 +133,64 @@ def main():
     case("sdpa_cross", lambda q, k, v: attention(q, k, v, False), r(1, 2, 3, 4), r(1, 2, 6, 4), r(1, 2, 6, 4))
     case("self_attention_qkv_causal", lambda x: attention(*split_qkv(x, 2), True), r(2, 4, 12))
 
+    # the model-writer's toolbox: elementwise and activations
+    case("sin", torch.sin, r(3, 4) * 2)
+    case("cos", torch.cos, r(3, 4) * 2)
+    case("log1p", torch.log1p, r(3, 4, positive=True) - 0.4)
+    case("expm1", torch.expm1, r(3, 4))
+    case("clamp", lambda a: torch.clamp(a, -0.5, 0.7), r(4, 5))
+    case("clamp_min", lambda a: torch.clamp(a, min=0.1), r(4, 5))
+    case("clamp_max", lambda a: torch.clamp(a, max=-0.2), r(4, 5))
+    ties = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]], dtype=D)
+    case("maximum_ties", torch.maximum, ties, torch.tensor([[1.0, 2.0, 0.25], [3.0, -1.0, -1.0]], dtype=D))
+    case("minimum_ties", torch.minimum, ties, torch.tensor([[1.0, 2.0, 0.25], [3.0, -1.0, -1.0]], dtype=D))
+    case("silu", F.silu, r(3, 4) * 2)
+    case("softplus_beta2_threshold1", lambda a: F.softplus(a, beta=2, threshold=1), r(3, 4))
+    case("leaky_relu", lambda a: F.leaky_relu(a, 0.2), r(3, 4))
+    case("elu", lambda a: F.elu(a, 1.5), r(3, 4))
+
+    # reductions and statistics
+    case("min_dim1", lambda a: a.min(dim=1).values, r(3, 5))
+    case("min_all", lambda a: a.min(), r(4, 3))
+    case("var_dim1", lambda a: a.var(dim=1), r(3, 5))
+    case("var_all_population", lambda a: a.var(dim=(0, 1), unbiased=False, keepdim=True), r(4, 3))
+    case("std_dims02", lambda a: a.std(dim=(0, 2)), r(2, 3, 4))
+    case("prod_dim1", lambda a: a.prod(dim=1), r(3, 4))
+    case("prod_all_one_zero", lambda a: a.prod(), torch.tensor([[1.5, -2.0], [0.0, 0.5]], dtype=D))
+    case("prod_dim0_keepdim", lambda a: a.prod(dim=0, keepdim=True), r(3, 2))
+    case("cumsum_dim1", lambda a: a.cumsum(dim=1), r(3, 5))
+    case("logsumexp_dims12", lambda a: torch.logsumexp(a, dim=(1, 2)), r(2, 3, 4))
+    case("topk_k3", lambda a: a.topk(3, dim=1).values, r(4, 6))
+    case("topk_smallest_dim0", lambda a: a.topk(2, dim=0, largest=False).values, r(5, 3))
+    case("sort_descending", lambda a: a.sort(dim=-1, descending=True).values, r(3, 5))
+    case("stack_dim1", lambda a, b: torch.stack([a, b * 2], dim=1), r(3, 4), r(3, 4))
+    case("unflatten", lambda a: a.unflatten(1, (2, 3)) * 1.0, r(4, 6))
+    case("chunk3", lambda a: torch.cat([c * (i + 1) for i, c in enumerate(a.chunk(3, dim=1))], dim=1), r(2, 7))
+
+    # losses
+    w5 = torch.tensor([0.5, 2.0, 1.0, 0.25, 1.5], dtype=D)
+    t_ign = torch.tensor([1, -100, 4, 2, 0, 3])
+    case("nll_weighted_ignore", lambda x, t: F.nll_loss(torch.log_softmax(x, 1), t, weight=w5), r(6, 5), t_ign)
+    case("nll_sum", lambda x, t: F.nll_loss(x, t, reduction="sum"), r(6, 5), targets)
+    case("cross_entropy_weight_smoothing", lambda x, t: F.cross_entropy(x, t, weight=w5, label_smoothing=0.2), r(6, 5), t_ign)
+    case("cross_entropy_smoothing_ignore", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.3), r(6, 5), t_ign)
+    case("cross_entropy_smoothing_none", lambda x, t: F.cross_entropy(x, t, weight=w5, label_smoothing=0.1, reduction="none"),
+         r(6, 5), t_ign)
+    probs = lambda *s: torch.rand(*s, dtype=D) * 0.9 + 0.05
+    case("bce_weighted", lambda x, t: F.binary_cross_entropy(x, t, weight=torch.tensor([1.0, 2.0, 0.5, 1.0], dtype=D)),
+         probs(3, 4), probs(3, 4))
+    case("bce_with_logits_pos_weight", lambda x, t: F.binary_cross_entropy_with_logits(
+        x, t, weight=torch.tensor([[1.0], [0.5], [2.0]], dtype=D), pos_weight=torch.tensor([1.0, 3.0, 0.5, 2.0], dtype=D)),
+         r(3, 4) * 3, probs(3, 4))
+    case("bce_with_logits_sum", lambda x, t: F.binary_cross_entropy_with_logits(x, t, reduction="sum"), r(3, 4) * 20, probs(3, 4))
+    case("kl_div_batchmean", lambda x, t: F.kl_div(x, t, reduction="batchmean"), torch.log_softmax(r(3, 4), 1),
+         torch.softmax(r(3, 4), 1))
+    case("kl_div_log_target", lambda x, t: F.kl_div(x, t, reduction="sum", log_target=True), torch.log_softmax(r(3, 4), 1),
+         torch.log_softmax(r(3, 4), 1))
+    case("l1_loss", lambda x, t: F.l1_loss(x, t), r(3, 4), r(3, 4))
+    case("smooth_l1_beta", lambda x, t: F.smooth_l1_loss(x, t, beta=0.5), r(3, 4), r(3, 4))
+    case("huber_delta", lambda x, t: F.huber_loss(x, t, delta=0.7, reduction="sum"), r(3, 4), r(3, 4))
+
 
 def attention(q, k, v, causal):
     """softmax(q k^T / sqrt(d) [+ causal mask]) v, composed (PyTorch 1.13 has no fused op)."""

@@ -1,0 +1,62 @@
+// Random sampling: categories from weights, permutations.
+#include "tensor/ops/random.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace mg {
+
+// With replacement, each draw is u ~ U[0, total) against the running sums of the row's weights:
+// id = the first i with w_0 + ... + w_i > u. Without, the drawn weight is set to 0 before the next
+// draw. Rows are drawn one after the other, so the numbers depend only on the generator.
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator& gen) {
+  MG_CHECK(probs.defined(), StateError, "multinomial: the weights are undefined");
+  MG_CHECK(is_floating(probs.dtype()), DTypeError, "multinomial: weights must be floating, got {}", dtype_name(probs.dtype()));
+  MG_CHECK(probs.dim() == 1 || probs.dim() == 2, ShapeError, "multinomial: weights must be (n) or (batch, n), got {}",
+           shape_str(probs.shape()));
+  MG_CHECK(num_samples > 0, ValueError, "multinomial: num_samples must be positive, got {}", num_samples);
+  const Tensor w = probs.reshape({probs.dim() == 1 ? 1 : probs.size(0), probs.size(-1)}).to(DType::Float64).contiguous();
+  const int64_t B = w.size(0), n = w.size(1);
+  MG_CHECK(replacement || num_samples <= n, ValueError,
+           "multinomial: cannot draw {} samples without replacement from {} categories", num_samples, n);
+  Tensor out = empty({B, num_samples}, DType::Int64);
+  const double* pw = w.data<double>();
+  int64_t* po = out.data<int64_t>();
+  std::vector<double> row(n), cum(n);
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      row[i] = pw[b * n + i];
+      MG_CHECK(std::isfinite(row[i]) && row[i] >= 0, ValueError,
+               "multinomial: weight {} of row {} is {}; weights must be finite and >= 0", i, b, row[i]);
+      nonzero += row[i] > 0;
+    }
+    MG_CHECK(nonzero > 0, ValueError, "multinomial: row {} has no positive weight to draw from", b);
+    MG_CHECK(replacement || num_samples <= nonzero, ValueError,
+             "multinomial: row {} has {} categories of non-zero weight; cannot draw {} without replacement", b, nonzero,
+             num_samples);
+    for (int64_t s = 0; s < num_samples; ++s) {
+      double total = 0;
+      for (int64_t i = 0; i < n; ++i) cum[i] = total += row[i];
+      const double u = gen.next_double() * total;
+      int64_t id = std::upper_bound(cum.begin(), cum.end(), u) - cum.begin();
+      while (id >= n || row[id] == 0) --id;  // u within rounding of the total: the last category with weight
+      po[b * num_samples + s] = id;
+      if (!replacement) row[id] = 0;
+    }
+  }
+  return probs.dim() == 1 ? out.reshape({num_samples}) : out;
+}
+
+// Fisher-Yates: for i = n-1 down to 1, swap element i with a uniform pick among 0..i.
+Tensor randperm(int64_t n, Generator& gen) {
+  MG_CHECK(n >= 0, ValueError, "randperm: n must be >= 0, got {}", n);
+  Tensor out = empty({n}, DType::Int64);
+  int64_t* p = out.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[gen.next_below(static_cast<uint64_t>(i) + 1)]);
+  return out;
+}
+
+}  // namespace mg
