@@ -1,6 +1,7 @@
 #pragma once
-// Containers that own modules created at run time: Sequential (a pipeline) and ModuleList (an
-// indexable list, e.g. the blocks of a Transformer). Children are named "0", "1", ...
+// Containers that own modules created at run time: Sequential (a pipeline), ModuleList (an
+// indexable list, e.g. the blocks of a Transformer; children named "0", "1", ...) and ModuleDict
+// (modules by name, e.g. one head per task).
 #include <memory>
 #include <typeinfo>
 
@@ -68,6 +69,57 @@ class ModuleList : public Module {
 
  private:
   std::vector<std::shared_ptr<Module>> owned_;
+};
+
+/// Modules by name, in insertion order, registered under their names: ModuleDict heads;
+/// heads.emplace<Linear>("digit", 64, 10); heads.at<Linear>("digit").forward(x).
+class ModuleDict : public Module {
+ public:
+  /// Add a module under `name` (a ValueError if the name is taken or contains '.'); returns it.
+  template <class M>
+  M& insert(const std::string& name, std::shared_ptr<M> m) {
+    MG_CHECK(m != nullptr, ValueError, "ModuleDict: cannot add a null module as \"{}\"", name);
+    M& added = register_module(name, *m);  // checks the name first
+    owned_.emplace_back(name, m);
+    return added;
+  }
+  /// Construct a module of type M in place under `name`.
+  template <class M, class... Args>
+  M& emplace(const std::string& name, Args&&... args) {
+    return insert(name, std::make_shared<M>(std::forward<Args>(args)...));
+  }
+  /// The module under `name` as type M; a ValueError naming the keys there are if absent, and one
+  /// if it is not an M.
+  template <class M>
+  M& at(const std::string& name) const {
+    for (auto& [n, m] : owned_)
+      if (n == name) {
+        M* typed = dynamic_cast<M*>(m.get());
+        MG_CHECK(typed != nullptr, ValueError, "ModuleDict: \"{}\" is a {}, not the requested type", name, m->type_name());
+        return *typed;
+      }
+    std::string names;
+    for (auto& [n, m] : owned_) names += (names.empty() ? "" : ", ") + n;
+    throw ValueError(fmt::format("ModuleDict: no module named \"{}\" (it has: {})", name, names.empty() ? "none" : names));
+  }
+  /// Whether a module is stored under `name`.
+  bool contains(const std::string& name) const {
+    for (auto& [n, m] : owned_)
+      if (n == name) return true;
+    return false;
+  }
+  /// The names, in insertion order.
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (auto& [n, m] : owned_) out.push_back(n);
+    return out;
+  }
+  /// Number of modules.
+  size_t size() const { return owned_.size(); }
+  std::string type_name() const override { return "ModuleDict"; }
+
+ private:
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> owned_;
 };
 
 }  // namespace mg::nn

@@ -1,5 +1,5 @@
 #pragma once
-// Small layers: LayerNorm, Dropout and the activation modules.
+// Small layers: LayerNorm, Dropout, Identity, Flatten, Unflatten and the activation modules.
 #include "nn/module.h"
 
 namespace mg::nn {
@@ -70,6 +70,74 @@ struct Tanh : Module {
 struct Sigmoid : Module {
   Variable forward(const Variable& x) const { return sigmoid(x); }
   std::string type_name() const override { return "Sigmoid"; }
+};
+
+/// x * sigmoid(x) (also called swish)
+struct SiLU : Module {
+  Variable forward(const Variable& x) const { return silu(x); }
+  std::string type_name() const override { return "SiLU"; }
+};
+/// LeakyReLU's settings (PyTorch's default).
+struct LeakyReLUOptions {
+  double negative_slope = 0.01;
+};
+/// x for x > 0, negative_slope * x below.
+struct LeakyReLU : Module {
+  explicit LeakyReLU(LeakyReLUOptions options = {}) : negative_slope(options.negative_slope) {}
+  Variable forward(const Variable& x) const { return leaky_relu(x, negative_slope); }
+  std::string type_name() const override { return "LeakyReLU"; }
+  std::string extra_repr() const override { return fmt::format("negative_slope={}", negative_slope); }
+  const double negative_slope;
+};
+/// Softplus's settings (PyTorch's defaults).
+struct SoftplusOptions {
+  double beta = 1;        // sharpness
+  double threshold = 20;  // above beta x > threshold the output is x itself
+};
+/// log(1 + e^(beta x)) / beta, a smooth ReLU.
+struct Softplus : Module {
+  explicit Softplus(SoftplusOptions options = {}) : beta(options.beta), threshold(options.threshold) {}
+  Variable forward(const Variable& x) const { return softplus(x, beta, threshold); }
+  std::string type_name() const override { return "Softplus"; }
+  std::string extra_repr() const override { return fmt::format("beta={}, threshold={}", beta, threshold); }
+  const double beta, threshold;
+};
+/// ELU's settings (PyTorch's default).
+struct ELUOptions {
+  double alpha = 1;
+};
+/// x for x > 0, alpha (e^x - 1) below.
+struct ELU : Module {
+  explicit ELU(ELUOptions options = {}) : alpha(options.alpha) {}
+  Variable forward(const Variable& x) const { return elu(x, alpha); }
+  std::string type_name() const override { return "ELU"; }
+  std::string extra_repr() const override { return fmt::format("alpha={}", alpha); }
+  const double alpha;
+};
+
+/// Returns its input: a placeholder where a model may or may not have a layer.
+struct Identity : Module {
+  Variable forward(const Variable& x) const { return x; }
+  std::string type_name() const override { return "Identity"; }
+};
+
+/// Flattens dims start_dim..end_dim into one: Flatten() turns (N, C, H, W) into (N, C H W).
+struct Flatten : Module {
+  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1) : start_dim(start_dim), end_dim(end_dim) {}
+  Variable forward(const Variable& x) const { return flatten(x, start_dim, end_dim); }
+  std::string type_name() const override { return "Flatten"; }
+  std::string extra_repr() const override { return fmt::format("start_dim={}, end_dim={}", start_dim, end_dim); }
+  const int64_t start_dim, end_dim;
+};
+
+/// Splits dim into `sizes` (one may be -1): Unflatten(1, {16, 4, 4}) turns (N, 256) into (N, 16, 4, 4).
+struct Unflatten : Module {
+  Unflatten(int64_t dim, Shape sizes) : dim(dim), sizes(std::move(sizes)) {}
+  Variable forward(const Variable& x) const { return unflatten(x, dim, sizes); }
+  std::string type_name() const override { return "Unflatten"; }
+  std::string extra_repr() const override { return fmt::format("dim={}, unflattened_size={}", dim, shape_str(sizes)); }
+  const int64_t dim;
+  const Shape sizes;
 };
 
 }  // namespace mg::nn

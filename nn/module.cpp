@@ -103,6 +103,12 @@ Variable Module::parameter(const std::string& name) const {
   throw ValueError(fmt::format("parameter: {} has no parameter \"{}\"", type_name(), name));
 }
 
+Tensor Module::buffer(const std::string& name) const {
+  for (auto& [n, b] : named_buffers())
+    if (n == name) return b;
+  throw ValueError(fmt::format("buffer: {} has no buffer \"{}\"", type_name(), name));
+}
+
 void Module::train(bool on) {
   training_ = on;
   for (auto& [n, c] : children_) c->train(on);

@@ -59,6 +59,9 @@ class Module {
   std::vector<std::pair<std::string, Module*>> named_modules();
   /// The parameter or submodule path `name` ("blocks.0.attn.w_q.weight"); a ValueError if absent.
   Variable parameter(const std::string& name) const;
+  /// The buffer at path `name` ("bn.running_mean"), as the registry holds it now (after to() or a
+  /// load too); a ValueError if absent.
+  Tensor buffer(const std::string& name) const;
 
   /// Training mode (dropout active) for this module and its descendants.
   virtual void train(bool on = true);

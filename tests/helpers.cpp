@@ -89,6 +89,14 @@ void load_golden_params(mg::nn::Module& m, const GoldenCase& c) {
   }
   for (auto& [key, t] : c)
     if (key.rfind("param:", 0) == 0) EXPECT_NO_THROW(m.parameter(key.substr(6))) << "the module has no " << key;
+  // buffers as they were before PyTorch's forward (running statistics), when the case has them
+  for (auto& [key, t] : c)
+    if (key.rfind("state:", 0) == 0) {
+      mg::Tensor b;
+      ASSERT_NO_THROW(b = m.buffer(key.substr(6))) << "the module has no buffer " << key.substr(6);
+      ASSERT_EQ(mg::shape_str(b.shape()), mg::shape_str(t.shape())) << key;
+      b.copy_(t.to(b.dtype()));
+    }
 }
 
 void expect_param_grads(const mg::nn::Module& m, const GoldenCase& c, double tol) {
@@ -139,6 +147,11 @@ void check_module(mg::nn::Module& m, const std::string& name,
   auto [out, weights] = fn(in);
   expect_close(out.data(), c.at("out"), kTol, kTol);
   if (c.count("weights") && weights.defined()) expect_close(weights.data(), c.at("weights"), kTol, kTol);
+  for (auto& [key, t] : c)  // buffers after the forward: the running statistics it updated
+    if (key.rfind("buffer:", 0) == 0) {
+      SCOPED_TRACE(key);
+      expect_close(m.buffer(key.substr(7)).to(t.dtype()), t, kTol, kTol);
+    }
   sum(out * Variable(c.at("gout"))).backward();
   for (size_t i = 0; i < in.size(); ++i)
     if (c.count("grad" + std::to_string(i))) expect_close(in[i].grad(), c.at("grad" + std::to_string(i)), kTol, kTol);

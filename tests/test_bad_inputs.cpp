@@ -253,6 +253,32 @@ void kernels() {
   BAD(ShapeError, "self_attention_qkv:", attention_qkv_forward(zeros({2, 3, 10}), 2, false));
   BAD(ShapeError, "self_attention_qkv:", attention_qkv_forward(zeros({2, 3, 12}), kBig / 2, false));
   BAD(ShapeError, "self_attention_qkv backward:", attention_qkv_backward(zeros({2, 2, 3, 3}), zeros({2, 3, 12}), 2, attention_qkv_forward(zeros({2, 3, 12}), 2, false), false));
+  // convolution and pooling kernels
+  const Tensor img = zeros({1, 2, 5, 5}), k3 = zeros({4, 2, 3, 3});
+  BAD(ShapeError, "conv2d:", conv2d(img, zeros({4, 3, 3, 3}), Tensor()));
+  BAD(ShapeError, "conv2d:", conv2d(img, zeros({4, 2, 6, 3}), Tensor()));
+  BAD(ShapeError, "conv2d:", conv2d(zeros({2, 5, 5}), k3, Tensor()));
+  BAD(ValueError, "conv2d:", conv2d(img, k3, Tensor(), Conv2dArgs{.stride_h = 0}));
+  BAD(ValueError, "conv2d:", conv2d(img, k3, Tensor(), Conv2dArgs{.pad_left = -1}));
+  BAD(ValueError, "conv2d:", conv2d(img, k3, Tensor(), Conv2dArgs{.groups = 3}));
+  BAD(DTypeError, "conv2d:", conv2d(img, k3.to(DType::Float64), Tensor()));
+  BAD(DTypeError, "conv2d:", conv2d(zeros({1, 2, 5, 5}, DType::Int64), zeros({4, 2, 3, 3}, DType::Int64), Tensor()));
+  BAD(ShapeError, "conv2d:", conv2d(img, k3, zeros({3})));
+  BAD(ValueError, "conv2d:", conv2d(img, k3, Tensor(), Conv2dArgs{.pad_top = kBig, .pad_bottom = kBig}));
+  BAD(ShapeError, "conv2d_backward:", conv2d_backward(zeros({1, 4, 2, 2}), img, k3, {}, true, true, true));
+  BAD(ShapeError, "max_pool2d:", max_pool2d(img, Pool2dArgs{.kernel_h = 6, .kernel_w = 2, .stride_h = 1, .stride_w = 1}));
+  BAD(ValueError, "max_pool2d:", max_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .pad_h = 2}));
+  BAD(ValueError, "max_pool2d:", max_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .stride_h = 0}));
+  BAD(ShapeError, "max_pool2d:", max_pool2d(zeros({5, 5}), Pool2dArgs{}));
+  BAD(DTypeError, "max_pool2d:", max_pool2d(zeros({1, 5, 5}, DType::Bool), Pool2dArgs{}));
+  BAD(ShapeError, "max_pool2d_backward:", max_pool2d_backward(zeros({1, 2, 2, 2}), zeros({1, 2, 2, 2}, DType::Int64), {1, 3, 5, 5}));
+  BAD(IndexError, "max_pool2d_backward:", max_pool2d_backward(zeros({1, 1, 1}), full({1, 1, 1}, 99, DType::Int64), {1, 3, 3}));
+  BAD(ValueError, "avg_pool2d:", avg_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .dilation_h = 2}));
+  BAD(ValueError, "avg_pool2d:", avg_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2}, true, 0));
+  BAD(ShapeError, "avg_pool2d_backward:", avg_pool2d_backward(zeros({1, 2, 3, 3}), {1, 2, 5, 5}, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2}));
+  BAD(ValueError, "adaptive_avg_pool2d:", adaptive_avg_pool2d(img, 0, 2));
+  BAD(ShapeError, "adaptive_avg_pool2d:", adaptive_avg_pool2d(zeros({1, 2, 0, 5}), 2, 2));
+  BAD(ShapeError, "adaptive_avg_pool2d_backward:", adaptive_avg_pool2d_backward(zeros({1, 3, 2, 2}), {1, 2, 5, 5}));
   // optimizer kernel
   BAD(ShapeError, "adam_step_:", adam_step_(x, zeros({3}), x.clone(), x.clone(), {0.1, 0.9, 0.99, 1e-8, 0, 1, false}));
 }
@@ -280,6 +306,28 @@ struct Saver : Function {
 
 void autograd() {
   Variable w(zeros({2, 3}), true), c(zeros({2, 3}));
+  // convolution, pooling and normalization on Variables
+  const Variable img(zeros({1, 2, 5, 5})), k3(zeros({4, 2, 3, 3}));
+  BAD(ValueError, "conv2d:", conv2d(img, k3, Variable(), {.stride = 2, .padding = "same"}));
+  BAD(ValueError, "conv2d:", conv2d(img, k3, Variable(), {.padding = "full"}));
+  BAD(ShapeError, "conv2d:", conv2d(img, Variable(zeros({4, 2, 3}))));
+  BAD(StateError, "conv2d:", conv2d(Variable(), k3));
+  BAD(ShapeError, "conv1d:", conv1d(Variable(zeros({1, 2, 5})), Variable(zeros({4, 3, 3}))));
+  BAD(ShapeError, "conv1d:", conv1d(Variable(zeros({1, 2, 2})), Variable(zeros({4, 2, 3}))));
+  BAD(ShapeError, "conv1d:", conv1d(Variable(zeros({1, 1, 2, 5})), Variable(zeros({4, 2, 3}))));
+  BAD(ValueError, "conv1d:", conv1d(Variable(zeros({1, 2, 5})), Variable(zeros({4, 2, 3})), Variable(), {.padding = {1, 2}}));
+  BAD(ValueError, "conv1d:", conv1d(Variable(zeros({1, 2, 5})), Variable(zeros({4, 2, 3})), Variable(), {.groups = 0}));
+  BAD(ValueError, "max_pool2d:", max_pool2d(img, 2, {.padding = 2}));
+  BAD(ValueError, "avg_pool2d:", avg_pool2d(img, 2, {.divisor_override = 0}));
+  BAD(ValueError, "batch_norm:", batch_norm(Variable(zeros({1, 3})), Tensor(), Tensor(), Variable(), Variable(), true));
+  BAD(ShapeError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), zeros({2}), ones({2})));
+  BAD(ShapeError, "batch_norm:", batch_norm(Variable(zeros({4})), Tensor(), Tensor()));
+  BAD(StateError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), zeros({3}), Tensor()));
+  BAD(ValueError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), zeros({3}), ones({3}), Variable(), Variable(), true, 1.5));
+  BAD(ShapeError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), Tensor(), Tensor(), Variable(ones({4}))));
+  BAD(ValueError, "group_norm:", group_norm(Variable(zeros({2, 6})), 4));
+  BAD(ValueError, "group_norm:", group_norm(Variable(zeros({2, 6})), 0));
+  BAD(ShapeError, "group_norm:", group_norm(Variable(zeros({2, 6})), 3, Variable(ones({3}))));
   BAD(DTypeError, "Variable:", Variable(arange(3), true));
   BAD(StateError, "Variable:", Variable(Tensor()));
   BAD(StateError, "data:", Variable().data());
@@ -360,6 +408,48 @@ void modules() {
   BAD(ValueError, "register_module:", [&] { struct H : nn::Module { std::string type_name() const override { return "H"; } } h; h.register_module("a.b", lin); }());
   BAD(StateError, "AttentionCapture:", [&] { nn::AttentionCapture a(mha), b(mha); }());
   BAD(ValueError, "AttentionCapture:", [&] { nn::AttentionCapture a(mha); a.at("nope"); }());
+  // convolution, pooling, normalization, recurrent layers and ModuleDict
+  BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, 3, {.groups = 2}));
+  BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, {3, 0}));
+  BAD(ValueError, "Conv2d:", nn::Conv2d(0, 4, 3));
+  BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, 3, {.stride = 2, .padding = "same"}));
+  BAD(ValueError, "Conv1d:", nn::Conv1d(3, 4, 3, {.padding = {1, 2}}));
+  BAD(ValueError, "Conv1d:", nn::Conv1d(3, 4, 3, {.padding = "half"}));
+  nn::Conv2d conv(3, 4, 3);
+  BAD(ShapeError, "conv2d:", conv.forward(Variable(zeros({1, 2, 5, 5}))));
+  BAD(ShapeError, "conv2d:", conv.forward(Variable(zeros({1, 3, 2, 5}))));
+  BAD(DTypeError, "conv2d:", conv.forward(Variable(zeros({1, 3, 5, 5}, DType::Float64))));
+  BAD(ShapeError, "max_pool2d:", nn::MaxPool2d(3).forward(Variable(zeros({1, 1, 2, 2}))));
+  BAD(ValueError, "AdaptiveAvgPool2d:", nn::AdaptiveAvgPool2d({0, 1}));
+  BAD(ValueError, "BatchNorm1d:", nn::BatchNorm1d(0));
+  BAD(ValueError, "BatchNorm2d:", nn::BatchNorm2d(3, {.momentum = 2.0}));
+  BAD(ShapeError, "BatchNorm2d:", nn::BatchNorm2d(3).forward(Variable(zeros({2, 3, 4}))));
+  BAD(ShapeError, "BatchNorm1d:", nn::BatchNorm1d(3).forward(Variable(zeros({2, 4}))));
+  BAD(ValueError, "batch_norm:", nn::BatchNorm1d(3).forward(Variable(zeros({1, 3}))));
+  BAD(ValueError, "GroupNorm:", nn::GroupNorm(4, 6));
+  BAD(ShapeError, "GroupNorm:", nn::GroupNorm(2, 6).forward(Variable(zeros({2, 4, 3}))));
+  BAD(ValueError, "RNNCell:", nn::RNNCell(3, 4, {.nonlinearity = "gelu"}));
+  BAD(ValueError, "LSTMCell:", nn::LSTMCell(0, 4));
+  BAD(ShapeError, "GRUCell:", nn::GRUCell(3, 4).forward(Variable(zeros({2, 5}))));
+  BAD(ShapeError, "LSTMCell:", nn::LSTMCell(3, 4).forward(Variable(zeros({2, 3})), std::tuple{Variable(zeros({2, 4})), Variable(zeros({1, 4}))}));
+  BAD(ValueError, "LSTM:", nn::LSTM(3, 4, {.num_layers = 0}));
+  BAD(ValueError, "GRU:", nn::GRU(3, 4, {.dropout = 1.5}));
+  BAD(ValueError, "RNN:", nn::RNN(3, 4, {.nonlinearity = "sigmoid"}));
+  nn::GRU gru(3, 4, {.num_layers = 2, .batch_first = true});
+  BAD(ShapeError, "GRU:", gru.forward(Variable(zeros({2, 5, 4}))));
+  BAD(ShapeError, "GRU:", gru.forward(Variable(zeros({2, 5, 3})), Variable(zeros({1, 2, 4}))));
+  BAD(ShapeError, "GRU:", gru.forward(Variable(zeros({2, 0, 3}))));
+  BAD(ShapeError, "GRU:", gru.forward(Variable(zeros({2, 5, 3, 1}))));
+  BAD(DTypeError, "recurrence_forward:", gru.forward(Variable(zeros({2, 5, 3})), Variable(zeros({2, 2, 4}, DType::Float64))));
+  BAD(ShapeError, "recurrence_forward:", recurrence_forward(RNNKind::GRU, zeros({2, 1, 8}), zeros({1, 2}), Tensor(), zeros({6, 2}), Tensor(), false));
+  BAD(ShapeError, "recurrence_forward:", recurrence_forward(RNNKind::LSTM, zeros({2, 1, 8}), zeros({1, 2}), Tensor(), zeros({8, 2}), Tensor(), false));
+  BAD(ShapeError, "recurrence_backward:", recurrence_backward(RNNKind::Tanh, zeros({3, 1, 2}), Tensor(), zeros({2, 1, 2}), zeros({1, 2}), Tensor(), zeros({2, 2}), Tensor(), RecurrenceForward{}, false));
+  nn::ModuleDict dict;
+  dict.emplace<nn::Linear>("a", 2, 2);
+  BAD(ValueError, "ModuleDict:", dict.at<nn::Linear>("b"));
+  BAD(ValueError, "ModuleDict:", dict.at<nn::Conv2d>("a"));
+  BAD(ValueError, "register_module:", dict.emplace<nn::Linear>("a", 2, 2));
+  BAD(ValueError, "buffer:", nn::BatchNorm1d(2).buffer("running_max"));
   BAD(ValueError, "normal_:", nn::init::normal_(lin.weight, 0, -1));
   BAD(ShapeError, "init:", nn::init::xavier_uniform_(Variable(zeros({3}), true)));
 }

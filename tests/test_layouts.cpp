@@ -226,6 +226,23 @@ std::vector<OpCase> autograd_cases() {
       {"l1_loss", {R23, R23}, [](const V& v) { return l1_loss(v[0], v[1]); }},
       {"smooth_l1_loss", {R23, R23}, [](const V& v) { return smooth_l1_loss(v[0], v[1], {.reduction = Reduction::None, .beta = 0.5}); }},
       {"huber_loss", {R23, R23}, [](const V& v) { return huber_loss(v[0], v[1], {.delta = 0.5}); }},
+      {"conv2d", {{{2, 3, 5, 4}}, {{4, 3, 3, 2}}, {{4}}}, [](const V& v) { return conv2d(v[0], v[1], v[2], {.stride = {2, 1}, .padding = 1}); }},
+      {"conv2d_groups_dilation", {{{2, 4, 6, 5}}, {{2, 2, 2, 2}}},
+       [](const V& v) { return conv2d(v[0], v[1], Variable(), {.padding = "same", .dilation = 2, .groups = 2}); }},
+      {"conv2d_pointwise", {{{2, 3, 4, 5}}, {{2, 3, 1, 1}}}, [](const V& v) { return conv2d(v[0], v[1]); }},
+      {"conv1d", {{{2, 3, 7}}, {{2, 3, 3}}, {{2}}}, [](const V& v) { return conv1d(v[0], v[1], v[2], {.stride = 2, .padding = 1}); }},
+      {"max_pool2d", {{{2, 3, 5, 6}}}, [](const V& v) { return max_pool2d(v[0], 3, {.stride = 2, .padding = 1, .ceil_mode = true}); }},
+      {"avg_pool2d", {{{2, 3, 5, 6}}}, [](const V& v) { return avg_pool2d(v[0], 2, {.stride = 1, .padding = 1, .count_include_pad = false}); }},
+      {"adaptive_avg_pool2d", {{{2, 3, 5, 6}}}, [](const V& v) { return adaptive_avg_pool2d(v[0], {2, 4}); }},
+      {"batch_norm_train", {{{4, 3, 2, 2}}, {{3}}, {{3}}}, [](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); }},
+      {"batch_norm_eval", {{{4, 3, 2}}, {{3}}, {{3}, In::Positive}, {{3}}},
+       [](const V& v) { return batch_norm(v[0], v[3].data(), v[2].data(), v[1], Variable(), false); }},
+      {"group_norm", {{{2, 6, 2, 3}}, {{6}}, {{6}}}, [](const V& v) { return group_norm(v[0], 3, v[1], v[2]); }},
+      {"recurrence_lstm", {{{4, 2, 12}}, {{2, 3}}, {{12, 3}}, {{12}}, {{2, 3}}},
+       [](const V& v) { return recurrence(RNNKind::LSTM, v[0], v[1], v[4], v[2], v[3]); }},
+      {"recurrence_gru_reverse", {{{4, 2, 9}}, {{2, 3}}, {{9, 3}}, {{9}}},
+       [](const V& v) { return recurrence(RNNKind::GRU, v[0], v[1], Variable(), v[2], v[3], true); }},
+      {"recurrence_tanh", {{{3, 2, 3}}, {{2, 3}}, {{3, 3}}}, [](const V& v) { return recurrence(RNNKind::Tanh, v[0], v[1], Variable(), v[2]); }},
   };
 }
 
@@ -282,6 +299,11 @@ std::vector<OpCase> kernel_cases() {
       k("prod_backward", {{{2}}, R23}, [](const auto& t) { return prod_backward(t[0], t[1], 1); }),
       k("multinomial", {{{3, 5}, In::Positive}}, [](const auto& t) { Generator g(11); return multinomial(t[0], 4, true, g); }),
       k("multinomial_no_replacement", {{{3, 5}, In::Positive}}, [](const auto& t) { Generator g(12); return multinomial(t[0], 3, false, g); }),
+      k("max_pool2d_indices", {{{2, 3, 5, 6}}}, [](const auto& t) { return max_pool2d(t[0], Pool2dArgs{.kernel_h = 2, .kernel_w = 3, .stride_h = 1, .stride_w = 2}).indices; }),
+      k("conv2d_backward", {{{2, 2, 3, 3}}, {{2, 3, 5, 5}}, {{2, 3, 3, 3}}}, [](const auto& t) {
+        const Conv2dGrads g = conv2d_backward(t[0], t[1], t[2], Conv2dArgs{.stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}, true, true, true);
+        return concat({g.dx.reshape({-1}), g.dweight.reshape({-1}), g.dbias}, 0);
+      }),
       k("adam_step_", {R23, R23}, [](const auto& t) {
         Tensor p = t[0].clone(), m = zeros({2, 3}, DType::Float64), v = zeros({2, 3}, DType::Float64);
         adam_step_(p, t[1], m, v, {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .step = 1, .decoupled = true});
@@ -320,6 +342,11 @@ std::vector<OpCase> edge_cases() {
       {"topk_zero_k", {R23}, [](const V& v) { return topk(v[0], 0, 1).first; }},
       {"sort_scalar", {{{}}}, [](const V& v) { return sort(v[0], 0).first; }},
       {"stack_scalars", {{{}}, {{}}}, [](const V& v) { return stack({v[0], v[1]}, 0); }},
+      {"conv2d_zero_batch", {{{0, 3, 4, 4}}, {{2, 3, 3, 3}}, {{2}}}, [](const V& v) { return conv2d(v[0], v[1], v[2]); }},
+      {"conv2d_zero_in_channels", {{{2, 0, 4, 4}}, {{2, 0, 3, 3}}, {{2}}}, [](const V& v) { return conv2d(v[0], v[1], v[2]); }},
+      {"conv2d_zero_out_channels", {{{2, 3, 4, 4}}, {{0, 3, 3, 3}}}, [](const V& v) { return conv2d(v[0], v[1]); }},
+      {"max_pool2d_zero_channels", {{{2, 0, 4, 4}}}, [](const V& v) { return max_pool2d(v[0], 2); }},
+      {"group_norm_zero_batch", {{{0, 4, 3}}, {{4}}}, [](const V& v) { return group_norm(v[0], 2, v[1]); }},
       {"l1_loss_zero_size_sum", {{{0, 3}}, {{0, 3}}}, [](const V& v) { return l1_loss(v[0], v[1], {.reduction = Reduction::Sum}); }},
   };
 }
@@ -365,4 +392,22 @@ TEST(Layouts, ModulesWithParametersInAnyLayout) {
     Variable forward(const Variable& v) const { return nn::MultiheadAttention::forward(v, {.is_causal = true}).output; }
   };
   check_module([] { Generator g(3); return std::make_unique<Attn>(8, 2, nn::MultiheadAttentionOptions{}, g); }, x);
+  const Tensor img = randn({2, 4, 5, 6}, g, DType::Float64);
+  check_module([] { Generator g(4); return std::make_unique<nn::Conv2d>(4, 6, 3, nn::Conv2dOptions{.padding = 1, .groups = 2}, g); }, img);
+  check_module([] { Generator g(5); return std::make_unique<nn::Conv1d>(3, 4, 3, nn::Conv1dOptions{.stride = 2}, g); }, x);
+  struct BN : nn::BatchNorm2d {  // with non-trivial weights: ones and zeros would hide a layout bug
+    BN() : nn::BatchNorm2d(4) { weight.data().copy_(arange(1, 5, 1, DType::Float32)), bias.data().copy_(arange(0, 4, 1, DType::Float32)); }
+  };
+  check_module([] { return std::make_unique<BN>(); }, img);
+  check_module([] { return std::make_unique<nn::GroupNorm>(2, 4); }, img);
+  struct Lstm : nn::LSTM {  // the output sequence of a 2-layer bidirectional LSTM
+    Lstm(Generator& g) : nn::LSTM(8, 4, {.num_layers = 2, .batch_first = true, .bidirectional = true}, g) {}
+    Variable forward(const Variable& v) const { return std::get<0>(nn::LSTM::forward(v)); }
+  };
+  check_module([] { Generator g(6); return std::make_unique<Lstm>(g); }, x);
+  struct Gru : nn::GRU {
+    Gru(Generator& g) : nn::GRU(8, 5, {}, g) {}
+    Variable forward(const Variable& v) const { return std::get<1>(nn::GRU::forward(v)); }
+  };
+  check_module([] { Generator g(7); return std::make_unique<Gru>(g); }, x);
 }

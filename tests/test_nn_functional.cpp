@@ -1,5 +1,5 @@
-// softmax, log_softmax, layer_norm and dropout: hand values, gradcheck, PyTorch golden values,
-// error texts. (Losses: test_loss.cpp; gather, index_select, embedding: test_index.cpp.)
+// softmax, log_softmax, layer_norm, batch_norm, group_norm and dropout: hand values, gradcheck,
+// PyTorch golden values, error texts. (Losses: test_loss.cpp; gather, index_select, embedding: test_index.cpp.)
 #include <cmath>
 
 #include "helpers.h"
@@ -89,4 +89,60 @@ TEST(NNFunctional, LayerNormOfHugeFloat32Values) {
   const std::vector<float> y = layer_norm(tensor({3e38f, -3e38f}, {1, 2}), {2}, Tensor(), Tensor()).to_vector<float>();
   EXPECT_NEAR(y[0], 1, 1e-5);
   EXPECT_NEAR(y[1], -1, 1e-5);
+}
+
+TEST(NNFunctional, BatchNormHandValuesAndRunningStatistics) {
+  // one channel, values 1 and 3: mean 2, biased variance 1 -> y = -1, 1 (eps 0)
+  Tensor rm = zeros({1}, DType::Float64), rv = ones({1}, DType::Float64);
+  Variable x(tensor({1, 3}, {2, 1}).to(DType::Float64));
+  expect_values(batch_norm(x, rm, rv, Variable(), Variable(), true, 0.1, 0).data(), {2, 1}, {-1, 1});
+  // running = 0.9 running + 0.1 batch, with the unbiased batch variance (2)
+  expect_values(rm, {1}, {0.2});
+  expect_values(rv, {1}, {1.1});
+  // evaluation uses the running statistics: (x - 0.2) / sqrt(1.1)
+  expect_values(batch_norm(x, rm, rv, Variable(), Variable(), false, 0.1, 0).data(), {2, 1},
+                {(1 - 0.2) / std::sqrt(1.1), (3 - 0.2) / std::sqrt(1.1)}, 1e-12);
+  expect_values(rm, {1}, {0.2});  // and leaves them alone
+  // group norm with one group per channel of a (1, 2, 2) input: each channel to -1, 1
+  expect_values(group_norm(Variable(tensor({0, 2, 5, 9}, {1, 2, 2}).to(DType::Float64)), 2, Variable(), Variable(), 0).data(),
+                {1, 2, 2}, {-1, 1, -1, 1});
+}
+
+TEST(NNFunctional, BatchNormAndGroupNormGradcheck) {
+  const Tensor x = rnd({4, 3, 2, 2}, 1), w = rnd({3}, 2), b = rnd({3}, 3);
+  const Tensor rm = rnd({3}, 4), rv = rnd({3}, 5, 0.5, 2);
+  expect_gradcheck([](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); }, {x, w, b});
+  expect_gradcheck([&](const V& v) { return batch_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], true); }, {x.transpose(2, 3), w, b});
+  expect_gradcheck([&](const V& v) { return batch_norm(v[0], rm, rv, v[1], v[2], false); }, {x, w, b});
+  expect_gradcheck([](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), Variable(), Variable(), true); }, {rnd({5, 3}, 6)});
+  expect_gradcheck([](const V& v) { return group_norm(v[0], 3, v[1], v[2]); }, {rnd({2, 6, 2, 2}, 7), rnd({6}, 8), rnd({6}, 9)});
+  expect_gradcheck([](const V& v) { return group_norm(v[0], 1); }, {rnd({3, 2, 4}, 10)});
+}
+
+TEST(NNFunctional, BatchNormAndGroupNormGoldenPyTorch) {
+  expect_golden("batch_norm_train_affine", [](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); });
+  expect_golden("batch_norm_train_1d",
+                [](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), Variable(), Variable(), true, 0.1, 1e-3); });
+  expect_golden("batch_norm_eval", [](const V& v) {
+    return batch_norm(v[0], tensor({0.5, -1.0, 2.0}, {3}), tensor({1.5, 0.25, 4.0}, {3}), v[1], v[2], false);
+  });
+  expect_golden("group_norm_affine", [](const V& v) { return group_norm(v[0], 2, v[1], v[2]); });
+  expect_golden("group_norm_plain_4d", [](const V& v) { return group_norm(v[0], 3, Variable(), Variable(), 1e-3); });
+}
+
+TEST(NNFunctional, BatchNormAndGroupNormErrors) {
+  const Variable x(zeros({4, 3}));
+  EXPECT_THAT([&] {
+    try {
+      batch_norm(Variable(zeros({1, 3})), Tensor(), Tensor(), Variable(), Variable(), true);
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }(), HasSubstr("batch_norm: expected more than 1 value per channel when training"));
+  EXPECT_THROW(batch_norm(x, zeros({4}), ones({4})), ShapeError);
+  EXPECT_THROW(batch_norm(x, zeros({3}), Tensor()), StateError);
+  EXPECT_THROW(batch_norm(x, Tensor(), Tensor(), Variable(zeros({2}))), ShapeError);
+  EXPECT_THROW(group_norm(x, 2), ValueError);
+  EXPECT_THROW(group_norm(Variable(zeros({3})), 1), ShapeError);
 }

@@ -191,6 +191,33 @@ def main():
     case("smooth_l1_beta", lambda x, t: F.smooth_l1_loss(x, t, beta=0.5), r(3, 4), r(3, 4))
     case("huber_delta", lambda x, t: F.huber_loss(x, t, delta=0.7, reduction="sum"), r(3, 4), r(3, 4))
 
+    # ---- convolution, pooling, batch and group norm (issue 10, layers) ----
+    case("conv2d_bias", lambda x, w, b: F.conv2d(x, w, b), r(2, 3, 5, 6), r(4, 3, 3, 2), r(4))
+    case("conv2d_stride_pad_dilation", lambda x, w: F.conv2d(x, w, stride=(2, 1), padding=(1, 2), dilation=(1, 2)),
+         r(2, 2, 7, 6), r(3, 2, 3, 3))
+    case("conv2d_groups", lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=2), r(2, 4, 5, 5), r(6, 2, 3, 3), r(6))
+    case("conv2d_same_even_kernel", lambda x, w: F.conv2d(x, w, padding="same"), r(1, 2, 5, 6), r(3, 2, 2, 4))
+    case("conv2d_pointwise", lambda x, w, b: F.conv2d(x, w, b), r(3, 4, 3, 5), r(2, 4, 1, 1), r(2))
+    case("conv1d_pad_stride", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), r(2, 3, 9), r(5, 3, 3), r(5))
+    case("conv1d_groups_dilation", lambda x, w: F.conv1d(x, w, padding="same", dilation=2, groups=3), r(2, 6, 8), r(3, 2, 3))
+    case("max_pool2d", lambda x: F.max_pool2d(x, 2), r(2, 3, 6, 7))
+    case("max_pool2d_overlap_pad_ceil", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), r(2, 2, 6, 7))
+    case("max_pool2d_dilation", lambda x: F.max_pool2d(x, (2, 3), stride=1, dilation=(2, 1)), r(1, 2, 6, 6))
+    case("avg_pool2d", lambda x: F.avg_pool2d(x, 2), r(2, 3, 6, 7))
+    case("avg_pool2d_pad_exclude_ceil", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+         r(2, 2, 6, 7))
+    case("avg_pool2d_pad_include", lambda x: F.avg_pool2d(x, (3, 2), stride=(2, 1), padding=(1, 1)), r(1, 2, 5, 6))
+    case("avg_pool2d_divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), r(1, 2, 4, 4))
+    case("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 4)), r(2, 3, 7, 5))
+    case("adaptive_avg_pool2d_global", lambda x: F.adaptive_avg_pool2d(x, 1), r(2, 3, 4, 5))
+    case("batch_norm_train_affine", lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), r(4, 3, 2, 5) * 2 + 1,
+         r(3), r(3))
+    case("batch_norm_train_1d", lambda x: F.batch_norm(x, None, None, training=True, eps=1e-3), r(6, 4) * 3 - 1)
+    case("batch_norm_eval", lambda x, w, b: F.batch_norm(x, torch.tensor([0.5, -1.0, 2.0], dtype=D),
+                                                         torch.tensor([1.5, 0.25, 4.0], dtype=D), w, b), r(2, 3, 4), r(3), r(3))
+    case("group_norm_affine", lambda x, w, b: F.group_norm(x, 2, w, b), r(3, 4, 5) * 2 + 0.5, r(4), r(4))
+    case("group_norm_plain_4d", lambda x: F.group_norm(x, 3, eps=1e-3), r(2, 6, 3, 2))
+
 
 def attention(q, k, v, causal):
     """softmax(q k^T / sqrt(d) [+ causal mask]) v, composed (PyTorch 1.13 has no fused op)."""

@@ -48,13 +48,14 @@ def get(entry, grad=False):
     return t if i is None else t[i * E:(i + 1) * E]
 
 
-def module_case(name, module, fn, inputs, extra_out=None):
+def module_case(name, module, fn, inputs, extra_out=None, buffers=False):
     module = module.to(D)
     with torch.no_grad():  # random biases make the test stronger than torch's zero init
         for n, p in module.named_parameters():
             if "bias" in n:
                 p.normal_(0, 0.5)
     ins = [x.clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    before = {n: b.clone() for n, b in module.named_buffers()} if buffers else {}
     outs = fn(module, *ins)
     out, weights = outs if isinstance(outs, tuple) else (outs, None)
     gout = torch.randn(out.shape, dtype=D)
@@ -74,6 +75,11 @@ def module_case(name, module, fn, inputs, extra_out=None):
             print(fmt_tensor(f"grad{i}", x.grad))
     for k, e in pm.items():
         print(fmt_tensor(f"grad:{k}", get(e, grad=True)))
+    for k, b in before.items():  # the buffers before the forward, and after it
+        print(fmt_tensor(f"state:{k}", b.double() if b.is_floating_point() else b))
+    if buffers:
+        for k, b in module.named_buffers():
+            print(fmt_tensor(f"buffer:{k}", b.double() if b.is_floating_point() else b))
     print("end")
 
 
@@ -153,3 +159,44 @@ optim_case("adamw", lambda W, b: O.AdamW([W, b], lr=0.01, weight_decay=0.1))
 optim_case("adamw_groups", lambda W, b: O.AdamW([{"params": [W]}, {"params": [b], "weight_decay": 0.0, "lr": 0.02}],
                                                 lr=0.01, weight_decay=0.1))
 optim_case("sgd_clipped", lambda W, b: O.SGD([W, b], lr=0.1), clip=0.5)
+
+
+# ---- convolution, normalization and recurrent layers (appended: the draws above stay the same) ----
+def randomize(module, names=("weight",)):
+    """Random values for parameters torch starts at ones (norm weights), for a stronger test."""
+    with torch.no_grad():
+        for n, p in module.named_parameters():
+            if n.split(".")[-1] in names:
+                p.normal_(1, 0.5)
+    return module
+
+
+module_case("module_conv2d", nn.Conv2d(3, 4, 3, stride=2, padding=1), lambda m, x: m(x), [r(2, 3, 7, 6)])
+module_case("module_conv2d_groups_same", nn.Conv2d(4, 6, (2, 3), padding="same", groups=2, bias=False), lambda m, x: m(x),
+            [r(2, 4, 5, 5)])
+module_case("module_conv1d", nn.Conv1d(3, 5, 3, padding=2, dilation=2), lambda m, x: m(x), [r(2, 3, 8)])
+module_case("module_batch_norm2d_train", randomize(nn.BatchNorm2d(3, momentum=0.3)), lambda m, x: m(x), [r(4, 3, 2, 3) * 2 + 1],
+            buffers=True)
+bn_eval = randomize(nn.BatchNorm1d(4))
+with torch.no_grad():
+    bn_eval.running_mean.normal_(0, 1)
+    bn_eval.running_var.uniform_(0.5, 2)
+    bn_eval.num_batches_tracked.fill_(7)
+bn_eval.eval()
+module_case("module_batch_norm1d_eval", bn_eval, lambda m, x: m(x), [r(5, 4, 3)], buffers=True)
+module_case("module_batch_norm1d_cumulative", randomize(nn.BatchNorm1d(3, momentum=None)), lambda m, x: m(x), [r(6, 3) + 2],
+            buffers=True)
+module_case("module_group_norm", randomize(nn.GroupNorm(2, 4)), lambda m, x: m(x), [r(3, 4, 5)])
+module_case("rnn_cell_relu", nn.RNNCell(4, 3, nonlinearity="relu"), lambda m, x, h: m(x, h), [r(2, 4), r(2, 3)])
+module_case("gru_cell", nn.GRUCell(4, 3), lambda m, x, h: m(x, h), [r(2, 4), r(2, 3)])
+module_case("lstm_cell", nn.LSTMCell(4, 3), lambda m, x, h, c: torch.cat([t.flatten() for t in m(x, (h, c))]),
+            [r(2, 4), r(2, 3), r(2, 3)])
+module_case("rnn_tanh_2layer", nn.RNN(4, 3, num_layers=2), lambda m, x, h: torch.cat([t.flatten() for t in m(x, h)]),
+            [r(5, 2, 4), r(2, 2, 3)])
+module_case("gru_batch_first_bidirectional", nn.GRU(4, 3, batch_first=True, bidirectional=True),
+            lambda m, x: torch.cat([t.flatten() for t in m(x)]), [r(2, 5, 4)])
+module_case("lstm_2layer_bidirectional", nn.LSTM(3, 4, num_layers=2, bidirectional=True),
+            lambda m, x, h, c: torch.cat([m(x, (h, c))[0].flatten()] + [t.flatten() for t in m(x, (h, c))[1]]),
+            [r(6, 2, 3), r(4, 2, 4), r(4, 2, 4)])
+module_case("lstm_unbatched_no_bias", nn.LSTM(3, 2, bias=False), lambda m, x: torch.cat([m(x)[0].flatten()] + [t.flatten() for t in m(x)[1]]),
+            [r(4, 3)])

@@ -1,0 +1,220 @@
+// 2-D convolution as im2col + GEMM. For one image and one group, im2col lays every window the
+// kernel visits out as a column:
+//
+//   cols (K, Ho Wo),  K = Cg kH kW:   cols[(c, a, b), (i, j)] = x[c, i sh - pt + a dh, j sw - pl + b dw]
+//
+// (zero where that falls in the padding), and the convolution is one matrix product,
+//
+//   y_g (Og, Ho Wo) = W_g (Og, K) @ cols (K, Ho Wo)   [+ bias, written first: BLAS beta = 1].
+//
+// The backward is two more products through the same matrix: dcols = W_g^T dy_g, scattered back
+// onto the image by col2im (the transpose of im2col: every window adds its column in), and
+// dW_g = sum_n dy_g cols^T.
+//
+// Threads: images are independent, so the forward and dx split the batch across threads. dW sums
+// over images; it is accumulated in fixed chunks of images, each into a buffer of its own, and
+// the chunks are added in order: the bits do not depend on the thread count.
+#include "tensor/ops/conv.h"
+
+#include <limits>
+#include <vector>
+
+#include "tensor/blas.h"
+#include "tensor/parallel.h"
+
+namespace mg {
+namespace {
+
+constexpr int64_t kImagesPerChunk = 4;  // dW's fixed chunks
+
+struct Geometry {
+  int64_t N, C, H, W, O, Cg, Og, kh, kw, Ho, Wo, K, HoWo;
+  bool direct;  // a 1x1 kernel with stride 1 and no padding: cols is the image itself
+};
+
+Geometry check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dArgs& a, std::string_view op) {
+  MG_CHECK(x.defined() && w.defined(), StateError, "{}: an operand is undefined", op);
+  MG_CHECK(x.dim() == 4, ShapeError, "{}: expected input (N, C, H, W), got shape {}", op, shape_str(x.shape()));
+  MG_CHECK(w.dim() == 4, ShapeError, "{}: expected weight (out_channels, in_channels / groups, kH, kW), got shape {}", op,
+           shape_str(w.shape()));
+  MG_CHECK(is_floating(x.dtype()) && x.dtype() == w.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), DTypeError,
+           "{}: input {}, weight {}{} must be one floating dtype", op, dtype_name(x.dtype()), dtype_name(w.dtype()),
+           bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
+  MG_CHECK(a.groups >= 1, ValueError, "{}: groups must be >= 1, got {}", op, a.groups);
+  MG_CHECK(a.stride_h >= 1 && a.stride_w >= 1, ValueError, "{}: stride must be >= 1, got ({}, {})", op, a.stride_h, a.stride_w);
+  MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op, a.dilation_h,
+           a.dilation_w);
+  MG_CHECK(a.pad_top >= 0 && a.pad_bottom >= 0 && a.pad_left >= 0 && a.pad_right >= 0, ValueError,
+           "{}: padding must be >= 0, got top {}, bottom {}, left {}, right {}", op, a.pad_top, a.pad_bottom, a.pad_left,
+           a.pad_right);
+  Geometry g{};
+  g.N = x.size(0), g.C = x.size(1), g.H = x.size(2), g.W = x.size(3);
+  g.O = w.size(0), g.Cg = w.size(1), g.kh = w.size(2), g.kw = w.size(3);
+  MG_CHECK(g.O % a.groups == 0, ValueError, "{}: out_channels {} is not divisible by groups {}", op, g.O, a.groups);
+  MG_CHECK(g.C == checked_mul(g.Cg, a.groups, op), ShapeError,
+           "{}: input has {} channels but weight {} with groups={} expects {}", op, g.C, shape_str(w.shape()), a.groups,
+           g.Cg * a.groups);
+  MG_CHECK(g.kh >= 1 && g.kw >= 1, ShapeError, "{}: the kernel size must be >= 1, got weight {}", op, shape_str(w.shape()));
+  MG_CHECK(!bias.defined() || bias.shape() == Shape{g.O}, ShapeError, "{}: bias has shape {} but weight {} needs ({},)", op,
+           shape_str(bias.shape()), shape_str(w.shape()), g.O);
+  g.Og = g.O / a.groups;
+  g.Ho = conv_output_size(g.H, g.kh, a.stride_h, a.pad_top, a.pad_bottom, a.dilation_h, op);
+  g.Wo = conv_output_size(g.W, g.kw, a.stride_w, a.pad_left, a.pad_right, a.dilation_w, op);
+  g.K = checked_mul(checked_mul(g.Cg, g.kh, op), g.kw, op);
+  g.HoWo = checked_mul(g.Ho, g.Wo, op);
+  checked_mul(g.K, g.HoWo, op);  // the im2col buffer's size
+  g.direct = g.kh == 1 && g.kw == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_top == 0 && a.pad_bottom == 0 &&
+             a.pad_left == 0 && a.pad_right == 0;
+  return g;
+}
+
+// cols (K, Ho Wo) of image `img` (Cg, H, W), one group's channels
+template <class T>
+void im2col(const T* img, const Geometry& g, const Conv2dArgs& a, T* cols) {
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t p = 0; p < g.kh; ++p)
+      for (int64_t q = 0; q < g.kw; ++q) {
+        T* row = cols + ((c * g.kh + p) * g.kw + q) * g.HoWo;
+        for (int64_t i = 0; i < g.Ho; ++i) {
+          T* out = row + i * g.Wo;
+          const int64_t h = i * a.stride_h - a.pad_top + p * a.dilation_h;
+          if (h < 0 || h >= g.H) {
+            std::fill(out, out + g.Wo, T(0));
+            continue;
+          }
+          const T* src = img + (c * g.H + h) * g.W;
+          for (int64_t j = 0; j < g.Wo; ++j) {
+            const int64_t col = j * a.stride_w - a.pad_left + q * a.dilation_w;
+            out[j] = col >= 0 && col < g.W ? src[col] : T(0);
+          }
+        }
+      }
+}
+
+// img (Cg, H, W) += the columns of dcols (K, Ho Wo) put back where im2col took them from
+template <class T>
+void col2im(const T* dcols, const Geometry& g, const Conv2dArgs& a, T* img) {
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t p = 0; p < g.kh; ++p)
+      for (int64_t q = 0; q < g.kw; ++q) {
+        const T* row = dcols + ((c * g.kh + p) * g.kw + q) * g.HoWo;
+        for (int64_t i = 0; i < g.Ho; ++i) {
+          const int64_t h = i * a.stride_h - a.pad_top + p * a.dilation_h;
+          if (h < 0 || h >= g.H) continue;
+          T* dst = img + (c * g.H + h) * g.W;
+          for (int64_t j = 0; j < g.Wo; ++j) {
+            const int64_t col = j * a.stride_w - a.pad_left + q * a.dilation_w;
+            if (col >= 0 && col < g.W) dst[col] += row[i * g.Wo + j];
+          }
+        }
+      }
+}
+
+}  // namespace
+
+int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before, int64_t pad_after, int64_t dilation,
+                         std::string_view op) {
+  const int64_t padded = checked_add(checked_add(in, pad_before, op), pad_after, op);
+  const int64_t window = checked_add(checked_mul(dilation, kernel - 1, op), 1, op);
+  MG_CHECK(padded >= window, ShapeError,
+           "{}: the window ({} with dilation {}: {} wide) is larger than the padded input ({} + {} + {} = {})", op, kernel,
+           dilation, window, in, pad_before, pad_after, padded);
+  return (padded - window) / stride + 1;
+}
+
+// y[n, g Og + o, :] = W_g[o] @ cols(x[n], g) + bias        x (N, C, H, W)   W (O, Cg, kH, kW)   y (N, O, Ho, Wo)
+Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& bias, const Conv2dArgs& a) {
+  const Geometry g = check_conv(x0, w0, bias, a, "conv2d");
+  const Tensor x = x0.contiguous(), w = w0.contiguous(), b = bias.defined() ? bias.contiguous() : Tensor();
+  Tensor y = empty({g.N, g.O, g.Ho, g.Wo}, x.dtype());
+  visit_float(x.dtype(), "conv2d", [&]<class T>() {
+    const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.defined() ? b.data<T>() : nullptr;
+    T* py = y.data<T>();
+    const int64_t work = std::max<int64_t>(1, g.O * g.K * g.HoWo);
+    parallel_for(0, g.N, grain_for(work), [&](int64_t n0, int64_t n1) {
+      std::vector<T> cols(g.direct ? 0 : g.K * g.HoWo);
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t grp = 0; grp < a.groups; ++grp) {
+          const T* img = px + (n * g.C + grp * g.Cg) * g.H * g.W;
+          T* out = py + (n * g.O + grp * g.Og) * g.HoWo;
+          for (int64_t o = 0; o < g.Og; ++o) std::fill(out + o * g.HoWo, out + (o + 1) * g.HoWo, pb ? pb[grp * g.Og + o] : T(0));
+          if (g.K == 0 || g.Og == 0) continue;
+          if (!g.direct) im2col(img, g, a, cols.data());
+          blas::gemm(false, false, g.Og, g.HoWo, g.K, T(1), pw + grp * g.Og * g.K, g.K, g.direct ? img : cols.data(), g.HoWo, T(1),
+                     out, g.HoWo);
+        }
+    });
+  });
+  return y;
+}
+
+// dcols_g = W_g^T (K, Og) @ dy_g (Og, Ho Wo);  dx[n, group g] = col2im(dcols_g)
+// dW_g += dy_g (Og, Ho Wo) @ cols_g^T (Ho Wo, K), summed over n in fixed chunks
+// db[o] = sum_{n, i, j} dy[n, o, i, j]
+Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w0, const Conv2dArgs& a, bool need_dx,
+                            bool need_dweight, bool need_dbias) {
+  const Geometry g = check_conv(x0, w0, Tensor(), a, "conv2d_backward");
+  MG_CHECK(dy0.defined(), StateError, "conv2d_backward: dy is undefined");
+  MG_CHECK(dy0.shape() == (Shape{g.N, g.O, g.Ho, g.Wo}), ShapeError, "conv2d_backward: dy has shape {} but the output is {}",
+           shape_str(dy0.shape()), shape_str(Shape{g.N, g.O, g.Ho, g.Wo}));
+  MG_CHECK(dy0.dtype() == x0.dtype(), DTypeError, "conv2d_backward: dy is {} and x {}", dtype_name(dy0.dtype()),
+           dtype_name(x0.dtype()));
+  const Tensor dy = dy0.contiguous(), x = x0.contiguous(), w = w0.contiguous();
+  Conv2dGrads out;
+  visit_float(x.dtype(), "conv2d_backward", [&]<class T>() {
+    const T *px = x.data<T>(), *pw = w.data<T>(), *pdy = dy.data<T>();
+    const bool gemms = g.K > 0 && g.Og > 0;
+    const int64_t work = std::max<int64_t>(1, g.O * g.K * g.HoWo);
+    if (need_dx) {
+      out.dx = zeros({g.N, g.C, g.H, g.W}, x.dtype());
+      T* pdx = out.dx.data<T>();
+      if (gemms)
+        parallel_for(0, g.N, grain_for(work), [&](int64_t n0, int64_t n1) {
+          std::vector<T> dcols(g.direct ? 0 : g.K * g.HoWo);
+          for (int64_t n = n0; n < n1; ++n)
+            for (int64_t grp = 0; grp < a.groups; ++grp) {
+              T* img = pdx + (n * g.C + grp * g.Cg) * g.H * g.W;
+              blas::gemm(true, false, g.K, g.HoWo, g.Og, T(1), pw + grp * g.Og * g.K, g.K, pdy + (n * g.O + grp * g.Og) * g.HoWo,
+                         g.HoWo, T(0), g.direct ? img : dcols.data(), g.HoWo);
+              if (!g.direct) col2im(dcols.data(), g, a, img);
+            }
+        });
+    }
+    if (need_dweight) {
+      out.dweight = zeros(w.shape(), x.dtype());
+      const int64_t chunks = (g.N + kImagesPerChunk - 1) / kImagesPerChunk, wsize = g.O * g.K;
+      if (gemms && chunks > 0) {
+        std::vector<T> partial(checked_mul(chunks, wsize, "conv2d_backward"), T(0));
+        parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+          std::vector<T> cols(g.direct ? 0 : g.K * g.HoWo);
+          for (int64_t c = c0; c < c1; ++c)
+            for (int64_t n = c * kImagesPerChunk; n < std::min(g.N, (c + 1) * kImagesPerChunk); ++n)
+              for (int64_t grp = 0; grp < a.groups; ++grp) {
+                const T* img = px + (n * g.C + grp * g.Cg) * g.H * g.W;
+                if (!g.direct) im2col(img, g, a, cols.data());
+                blas::gemm(false, true, g.Og, g.K, g.HoWo, T(1), pdy + (n * g.O + grp * g.Og) * g.HoWo, g.HoWo,
+                           g.direct ? img : cols.data(), g.HoWo, T(1), partial.data() + c * wsize + grp * g.Og * g.K, g.K);
+              }
+        });
+        T* pdw = out.dweight.data<T>();
+        for (int64_t c = 0; c < chunks; ++c)
+          for (int64_t i = 0; i < wsize; ++i) pdw[i] += partial[c * wsize + i];
+      }
+    }
+    if (need_dbias) {
+      out.dbias = empty({g.O}, x.dtype());
+      T* pdb = out.dbias.data<T>();
+      parallel_for(0, g.O, grain_for(g.N * g.HoWo), [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          double s = 0;
+          for (int64_t n = 0; n < g.N; ++n)
+            for (int64_t i = 0; i < g.HoWo; ++i) s += pdy[(n * g.O + o) * g.HoWo + i];
+          pdb[o] = static_cast<T>(s);
+        }
+      });
+    }
+  });
+  return out;
+}
+
+}  // namespace mg
