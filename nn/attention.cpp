@@ -1,6 +1,8 @@
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "nn/init.h"
 
@@ -65,6 +67,11 @@ void check_inputs(const Variable& query, const Variable& key, const Variable& va
 AttentionOutput MultiheadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
                                             const AttentionForwardOptions& opt) const {
   check_inputs(query, key, value, embed_dim);
+  if (opt.cache) {
+    MG_CHECK(query.impl() == key.impl() && key.impl() == value.impl(), ValueError,
+             "MultiheadAttention: a KV cache serves self-attention only (query, key and value the same Variable)");
+    return forward_cached(query, opt);
+  }
   // The same numbers without the (B, H, Tq, Tk) tensors, when nothing asks for them (nn/attention_fused.cpp;
   // tests/test_attention.cpp:FusedAttention.MultiheadAttentionFusedEqualsComposed checks outputs and gradients).
   if (can_fuse(query, key, value, opt)) return forward_fused(query, key, value, opt);
@@ -85,6 +92,57 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
   const Variable mixed = matmul(attn_dropout.forward(weights), v);  // (B, H, Tq, d_k)
   // 7, 8. Merge the heads side by side again and project with W_O.
   AttentionOutput out{merge_and_project(mixed, opt.head_mask), weights, scores};
+  if (hook_) hook_(out);
+  return out;
+}
+
+// ---------------------------------------------------------------- incremental decoding
+
+std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
+  MG_CHECK(k.defined() && v.defined() && k.dim() == 4 && k.shape() == v.shape() && k.dtype() == v.dtype(), ShapeError,
+           "KVCache: keys and values must be (batch, heads, tokens, head_dim) of one shape and dtype, got {} and {}",
+           shape_str(k.shape()), shape_str(v.shape()));
+  const int64_t B = k.size(0), H = k.size(1), T = k.size(2), d = k.size(3);
+  const bool fits = k_.defined() && k_.size(0) == B && k_.size(1) == H && k_.size(3) == d && k_.dtype() == k.dtype();
+  MG_CHECK(fits || length_ == 0, ShapeError,
+           "KVCache: holds {} tokens of (batch, heads, head_dim, dtype) = ({}, {}, {}, {}); cannot append keys {} of {} "
+           "(clear() it first)", length_, k_.size(0), k_.size(1), k_.size(3), dtype_name(k_.dtype()), shape_str(k.shape()),
+           dtype_name(k.dtype()));
+  MG_CHECK(T <= std::numeric_limits<int64_t>::max() / 2 - length_, ShapeError, "KVCache: {} + {} tokens is too many", length_, T);
+  if (!fits || length_ + T > k_.size(2)) {
+    // Grow by doubling, so appending one token at a time copies each key O(1) times on average.
+    const int64_t capacity = std::max<int64_t>({16, 2 * (fits ? k_.size(2) : 0), length_ + T});
+    Tensor nk = empty({B, H, capacity, d}, k.dtype()), nv = empty({B, H, capacity, d}, k.dtype());
+    if (length_ > 0) nk.narrow(2, 0, length_).copy_(k_.narrow(2, 0, length_)), nv.narrow(2, 0, length_).copy_(v_.narrow(2, 0, length_));
+    k_ = nk, v_ = nv;
+  }
+  k_.narrow(2, length_, T).copy_(k);
+  v_.narrow(2, length_, T).copy_(v);
+  length_ += T;
+  return {k_.narrow(2, 0, length_), v_.narrow(2, 0, length_)};
+}
+
+// The same steps 1 to 8 as forward, for the new tokens x (B, Tq, E) only. Their keys and values join
+// those of the earlier tokens in the cache; the queries are needed for the new tokens alone.
+// New token i sits at position past + i: causally it sees keys [0, past + i].
+AttentionOutput MultiheadAttention::forward_cached(const Variable& x, const AttentionForwardOptions& opt) const {
+  MG_CHECK(!GradMode::is_enabled(), StateError,
+           "MultiheadAttention: a KV cache is for inference (no gradient flows through cached keys); run under NoGradGuard");
+  MG_CHECK(!opt.attn_mask.defined() && !opt.key_padding_mask.defined(), ValueError,
+           "MultiheadAttention: with a KV cache only is_causal masks; attn_mask and key_padding_mask are not supported");
+  const int64_t past = opt.cache->size(), Tq = x.size(1);
+  const Variable q = split_heads(w_q.forward(x), num_heads);  // (B, H, Tq, d_k)
+  const auto [kt, vt] = opt.cache->append(split_heads(w_k.forward(x), num_heads).data(),
+                                          split_heads(w_v.forward(x), num_heads).data());
+  const Variable k(kt), v(vt);  // (B, H, past + Tq, d_k)
+  // One new query sees every key when causal; with an empty cache the usual causal mask applies. The
+  // fused kernel covers both; a block of new queries after earlier tokens takes the composed path.
+  if (can_fuse(x, x, x, opt) && (!opt.is_causal || Tq == 1 || past == 0))
+    return {merge_and_project(scaled_dot_product_attention(q, k, v, opt.is_causal && past == 0), opt.head_mask), {}, {}};
+  Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, past + Tq)
+  if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, past + Tq}, DType::Bool), 1 + past), -INFINITY);
+  const Variable weights = softmax(scores, -1);
+  AttentionOutput out{merge_and_project(matmul(attn_dropout.forward(weights), v), opt.head_mask), weights, scores};
   if (hook_) hook_(out);
   return out;
 }

@@ -35,6 +35,25 @@ struct MultiheadAttentionOptions {
   bool fused = true;
 };
 
+/// The keys and values one self-attention layer has already computed, kept between forward calls
+/// for incremental decoding (GPT::generate). Without it, every new token re-projects the whole
+/// window: token t costs O(t) projections. With it, only the new tokens are projected, and their
+/// queries attend to the stored keys and values. Inference only: no gradient flows through it.
+class KVCache {
+ public:
+  /// Tokens held so far (0 when empty).
+  int64_t size() const { return length_; }
+  /// Forget every token (the buffers are kept and reused).
+  void clear() { length_ = 0; }
+  /// Append the keys and values of new tokens, k and v (B, H, T, d), and return views of all
+  /// keys and values held, (B, H, size(), d). B, H, d and the dtype must match what is held.
+  std::pair<Tensor, Tensor> append(const Tensor& k, const Tensor& v);
+
+ private:
+  Tensor k_, v_;        // (B, H, capacity, d): rows [0, length_) along dim 2 are in use
+  int64_t length_ = 0;  // tokens held
+};
+
 /// Options of one forward call, with the names of torch.nn.MultiheadAttention.forward's arguments.
 struct AttentionForwardOptions {
   /// (Tq, Tk) or (B, H, Tq, Tk) or anything broadcastable to (B, H, Tq, Tk): Bool (true = may NOT
@@ -49,6 +68,11 @@ struct AttentionForwardOptions {
   Tensor head_mask;
   /// Return the per-head scores and weights (runs the composed path; a hook implies it).
   bool need_weights = false;
+  /// Incremental decoding (self-attention, inference only): the keys and values of earlier tokens.
+  /// The input holds only the new tokens; their keys and values are appended to the cache, and
+  /// with is_causal new token i (at position cache->size() + i) sees every earlier token and the
+  /// new ones up to itself. attn_mask and key_padding_mask are not supported with a cache.
+  KVCache* cache = nullptr;
 };
 
 /// What a forward returns. weights and scores are there when asked for (need_weights, a hook, or
@@ -95,6 +119,8 @@ class MultiheadAttention : public Module {
                 const AttentionForwardOptions& options) const;
   AttentionOutput forward_fused(const Variable& query, const Variable& key, const Variable& value,
                                 const AttentionForwardOptions& options) const;
+  // Incremental decoding with options.cache (nn/attention.cpp).
+  AttentionOutput forward_cached(const Variable& x, const AttentionForwardOptions& options) const;
   std::function<void(const AttentionOutput&)> hook_;
 };
 

@@ -1,5 +1,12 @@
 #include "nn/gpt.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tensor/ops/random.h"
+#include "tensor/ops/sort.h"
+
 namespace mg::nn {
 
 // ---------------------------------------------------------------- GPT block
@@ -15,8 +22,8 @@ GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
   register_module("resid_dropout", resid_dropout);
 }
 
-Variable GPTBlock::forward(const Variable& x0) const {
-  const AttentionOutput a = attn.forward(ln_1.forward(x0), AttentionForwardOptions{.is_causal = true});
+Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
+  const AttentionOutput a = attn.forward(ln_1.forward(x0), AttentionForwardOptions{.is_causal = true, .cache = cache});
   Variable x = x0 + resid_dropout.forward(a.output);
   return x + resid_dropout.forward(proj.forward(gelu(fc.forward(ln_2.forward(x)))));
 }
@@ -34,12 +41,64 @@ GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
   for (int64_t i = 0; i < o.num_layers; ++i) blocks.emplace_back<GPTBlock>(o.d_model, o.nhead, GPTBlockOptions{.dropout = o.dropout}, gen);
 }
 
-Variable GPT::forward(const Tensor& ids) const {
+Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
   MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= context, ShapeError,
            "GPT: ids must be (batch, seq) with 1 <= seq <= context {}, got shape {}", context, shape_str(ids.shape()));
-  Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));  // (B, T, dim)
-  for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i).forward(x);
+  const int64_t past = cache ? cache->size() : 0, T = ids.size(1);
+  MG_CHECK(past <= context - T, ShapeError,
+           "GPT: the cache holds {} tokens, and {} more would pass the context of {} positions (clear() the cache and "
+           "run a window of at most {} tokens)", past, T, context, context);
+  if (cache && cache->layers.size() != blocks.size()) {
+    MG_CHECK(cache->size() == 0, ValueError, "GPT: the cache has {} layers for a model of {} blocks", cache->layers.size(),
+             blocks.size());
+    cache->layers.assign(blocks.size(), KVCache());
+  }
+  Variable x = tok.forward(ids) + pos.forward(arange(past, past + T));  // (B, T, dim)
+  for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i).forward(x, cache ? &cache->layers[i] : nullptr);
   return head.forward(ln_f.forward(x));  // (B, T, vocab)
+}
+
+Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
+                     Generator& gen, bool use_cache) const {
+  MG_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::Int64 && ids.size(1) >= 1, ShapeError,
+           "GPT::generate: ids must be (batch, seq) int64 with seq >= 1, got {} {}", ids.defined() ? dtype_name(ids.dtype()) : "undefined",
+           ids.defined() ? shape_str(ids.shape()) : "");
+  MG_CHECK(max_new_tokens >= 0 && max_new_tokens <= std::numeric_limits<int64_t>::max() - ids.size(1), ValueError,
+           "GPT::generate: max_new_tokens must be >= 0, got {}", max_new_tokens);
+  MG_CHECK(std::isfinite(temperature) && temperature >= 0, ValueError,
+           "GPT::generate: temperature must be finite and >= 0 (0 = always the most likely token), got {}", temperature);
+  MG_CHECK(!top_k || *top_k >= 1, ValueError, "GPT::generate: top_k must be >= 1, got {}", top_k.value_or(0));
+  NoGradGuard no_grad;
+  const int64_t B = ids.size(0), T0 = ids.size(1);
+  Tensor out = empty({B, T0 + max_new_tokens}, DType::Int64);
+  out.narrow(1, 0, T0).copy_(ids);
+  GPTCache cache;
+  for (int64_t len = T0; len < T0 + max_new_tokens; ++len) {
+    // The cache can take the newest token when it holds every earlier one and the window has not
+    // slid; otherwise run the whole window (the last `context` tokens) from position 0.
+    Variable logits;  // (B, T, vocab)
+    if (use_cache && len <= context && cache.size() == len - 1) {
+      logits = forward(out.narrow(1, len - 1, 1).contiguous(), &cache);
+    } else {
+      const int64_t start = std::max<int64_t>(0, len - context);
+      cache.clear();
+      logits = forward(out.narrow(1, start, len - start).contiguous(), use_cache ? &cache : nullptr);
+    }
+    Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size});  // (B, vocab)
+    Tensor next;                                                 // (B, 1)
+    if (temperature == 0) {
+      next = argmax(last, -1, true);
+    } else {
+      last = last / temperature;
+      if (top_k && *top_k < vocab_size) {
+        const Tensor kth = topk(last, *top_k).first.narrow(1, *top_k - 1, 1);  // (B, 1): the k-th largest
+        last = masked_fill(last, lt(last, kth), -INFINITY);
+      }
+      next = multinomial(softmax(last, -1), 1, false, gen);
+    }
+    out.narrow(1, len, 1).copy_(next);
+  }
+  return out;
 }
 
 std::string GPT::extra_repr() const {

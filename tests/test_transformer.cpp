@@ -1,6 +1,8 @@
 // The Transformer layers and GPT: PyTorch golden values of whole encoder and decoder layers
 // (outputs, input and parameter gradients), gradient checks through every parameter, causality.
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "helpers.h"
 
@@ -74,4 +76,162 @@ TEST(Transformer, GPTBlockIsCausal) {
   Tensor y2 = block.forward(Variable(x2)).data();
   expect_close(y2.narrow(1, 0, 3), y.narrow(1, 0, 3), 0, 0);
   EXPECT_GT(max(abs(y2.narrow(1, 3, 1) - y.narrow(1, 3, 1))).item(), 1e-3);
+}
+
+// ---------------------------------------------------------------- incremental decoding
+
+namespace {
+// A GPT big enough that the fused kernel's 64-row query blocks and BLAS's edge cases both matter.
+std::unique_ptr<nn::GPT> decoding_model(DType dt) {
+  Generator g(7);
+  auto gpt = std::make_unique<nn::GPT>(23, 80, nn::GPTOptions{.d_model = 32, .nhead = 4, .num_layers = 2}, g);
+  gpt->to(dt);
+  gpt->eval();
+  return gpt;
+}
+
+// Logits of the last position of the window ids[:, start:end], computed without a cache: (B, vocab).
+Tensor window_logits(const nn::GPT& gpt, const Tensor& ids, int64_t start, int64_t end) {
+  const Tensor l = gpt.forward(ids.narrow(1, start, end - start).contiguous()).data();
+  return l.narrow(1, l.size(1) - 1, 1).reshape({ids.size(0), gpt.vocab_size});
+}
+}  // namespace
+
+TEST(Generate, CachedLogitsEqualTheWholeWindow) {
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const auto model = decoding_model(dt);
+    const nn::GPT& gpt = *model;
+    Generator g(3);
+    const Tensor ids = randint(0, 23, {2, 80}, g);
+    NoGradGuard no_grad;
+    nn::GPTCache cache;
+    // A prompt of 5 tokens, then one token per step up to the full context (past the 64-row block).
+    Tensor l = gpt.forward(ids.narrow(1, 0, 5).contiguous(), &cache).data();
+    EXPECT_EQ(cache.size(), 5);
+    expect_close(l, gpt.forward(ids.narrow(1, 0, 5).contiguous()).data(), 0, 0);
+    for (int64_t t = 5; t < 80; ++t) {
+      SCOPED_TRACE(t);
+      l = gpt.forward(ids.narrow(1, t, 1).contiguous(), &cache).data().reshape({2, 23});
+      // Not bit for bit: OpenBLAS sums a row of a product in an order that depends on how many
+      // rows the product has (1 new token here, t + 1 in the window), so the last bits differ.
+      if (dt == DType::Float64) expect_close(l, window_logits(gpt, ids, 0, t + 1), 1e-13, 1e-13);
+      else expect_close(l, window_logits(gpt, ids, 0, t + 1), 1e-6, 1e-6);
+    }
+    EXPECT_EQ(cache.size(), 80);
+  }
+}
+
+TEST(Generate, CachedBlockOfTokensAfterEarlierOnes) {
+  // Several new tokens after cached ones take the composed path with the shifted causal mask.
+  const auto model = decoding_model(DType::Float64);
+  const nn::GPT& gpt = *model;
+  Generator g(4);
+  const Tensor ids = randint(0, 23, {3, 40}, g);
+  NoGradGuard no_grad;
+  nn::GPTCache cache;
+  gpt.forward(ids.narrow(1, 0, 10).contiguous(), &cache);
+  const Tensor l = gpt.forward(ids.narrow(1, 10, 30).contiguous(), &cache).data();  // positions 10..39
+  expect_close(l, gpt.forward(ids).data().narrow(1, 10, 30), 1e-12, 1e-12);
+  // A full cache refuses more tokens, saying why.
+  gpt.forward(ids.narrow(1, 0, 40).contiguous(), &cache);
+  try {
+    gpt.forward(ids.narrow(1, 0, 1).contiguous(), &cache);
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("GPT: the cache holds 80 tokens, and 1 more would pass the context of 80 positions"));
+  }
+}
+
+TEST(Generate, CachedAttentionWeightsEqualUncached) {
+  // need_weights with a cache: the weights of the new query are the last row of the full ones.
+  Generator g(5);
+  nn::MultiheadAttention mha(8, 2, {}, g);
+  mha.to(DType::Float64);
+  const Variable x(rnd({2, 6, 8}, 9));
+  NoGradGuard no_grad;
+  const nn::AttentionOutput full = mha.forward(x, {.is_causal = true, .need_weights = true});
+  nn::KVCache cache;
+  mha.forward(Variable(x.data().narrow(1, 0, 5).contiguous()), {.is_causal = true, .cache = &cache});
+  const nn::AttentionOutput step =
+      mha.forward(Variable(x.data().narrow(1, 5, 1).contiguous()), {.is_causal = true, .need_weights = true, .cache = &cache});
+  expect_close(step.weights.data(), full.weights.data().narrow(2, 5, 1), 1e-15, 1e-15);
+  expect_close(step.output.data(), full.output.data().narrow(1, 5, 1), 1e-14, 1e-14);
+}
+
+TEST(Generate, CacheMisuseIsATypedError) {
+  nn::MultiheadAttention mha(8, 2);
+  const Variable x(rnd({1, 3, 8}, 1).to(DType::Float32)), y(rnd({1, 3, 8}, 2).to(DType::Float32));
+  nn::KVCache cache;
+  EXPECT_THROW(
+      try { mha.forward(x, {.cache = &cache}); } catch (const StateError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("a KV cache is for inference"));
+        throw;
+      },
+      StateError);
+  NoGradGuard no_grad;
+  EXPECT_THROW(
+      try { mha.forward(x, y, y, {.cache = &cache}); } catch (const ValueError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("a KV cache serves self-attention only"));
+        throw;
+      },
+      ValueError);
+  EXPECT_THROW(mha.forward(x, {.attn_mask = ones({3, 3}, DType::Bool), .cache = &cache}), ValueError);
+  mha.forward(x, {.cache = &cache});
+  EXPECT_EQ(cache.size(), 3);
+  EXPECT_THROW(
+      try { mha.forward(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache}); } catch (const ShapeError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("KVCache: holds 3 tokens of (batch, heads, head_dim, dtype) = (1, 2, 4, float32)"));
+        throw;
+      },
+      ShapeError);
+  cache.clear();
+  mha.forward(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache});  // a new batch size after clear()
+  EXPECT_EQ(cache.size(), 1);
+}
+
+TEST(Generate, SameTokensWithAndWithoutTheCache) {
+  for (DType dt : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const auto model = decoding_model(dt);
+    const nn::GPT& gpt = *model;
+    Generator g(6);
+    const Tensor prompt = randint(0, 23, {2, 3}, g);
+    // 100 new tokens: past the context of 80, so the window slides for the last 23 steps.
+    for (double temperature : {0.0, 1.0}) {
+      Generator g1(11), g2(11);
+      const Tensor a = gpt.generate(prompt, 100, temperature, 5, g1, true);
+      const Tensor b = gpt.generate(prompt, 100, temperature, 5, g2, false);
+      ASSERT_EQ(a.shape(), (Shape{2, 103}));
+      EXPECT_EQ(a.to_vector<int64_t>(), b.to_vector<int64_t>());
+      EXPECT_EQ(a.narrow(1, 0, 3).contiguous().to_vector<int64_t>(), prompt.to_vector<int64_t>());
+    }
+  }
+}
+
+TEST(Generate, TopKAndTemperatureSelectAsDocumented) {
+  const auto model = decoding_model(DType::Float64);
+  const nn::GPT& gpt = *model;
+  const Tensor prompt = zeros({1, 1}, DType::Int64);
+  // top_k = 1 is the most likely token, like temperature 0, whatever the draws.
+  Generator g1(1), g2(2);
+  const Tensor greedy = gpt.generate(prompt, 20, 0.0, std::nullopt, g1);
+  EXPECT_EQ(gpt.generate(prompt, 20, 1.0, 1, g2).to_vector<int64_t>(), greedy.to_vector<int64_t>());
+  // The greedy token is the argmax of the window's logits, step by step.
+  NoGradGuard no_grad;
+  for (int64_t t = 1; t < 21; ++t)
+    EXPECT_EQ(argmax(window_logits(gpt, greedy, 0, t), -1).to_vector<int64_t>()[0], greedy.to_vector<int64_t>()[t]);
+  // With top_k = 3 every drawn token is among the 3 largest logits of its step.
+  Generator g3(3);
+  const Tensor s = gpt.generate(prompt, 40, 2.0, 3, g3);
+  for (int64_t t = 1; t < 41; ++t) {
+    const Tensor top = topk(window_logits(gpt, s, 0, t), 3).second;
+    const std::vector<int64_t> allowed = top.to_vector<int64_t>();
+    EXPECT_NE(std::find(allowed.begin(), allowed.end(), s.to_vector<int64_t>()[t]), allowed.end()) << t;
+  }
+  EXPECT_EQ(gpt.generate(prompt, 0).shape(), (Shape{1, 1}));
+  EXPECT_THROW(gpt.generate(prompt, 5, -1.0), ValueError);
+  EXPECT_THROW(gpt.generate(prompt, 5, 1.0, 0), ValueError);
+  EXPECT_THROW(gpt.generate(zeros({1, 2}), 5), ShapeError);
+  EXPECT_THROW(gpt.generate(prompt, -1), ValueError);
 }

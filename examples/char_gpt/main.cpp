@@ -166,29 +166,17 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
   return h;
 }
 
-// Continue `prompt` by sampling: logits / temperature, keep the top_k, softmax, draw.
+// Continue `prompt` by sampling with GPT::generate (nn/gpt.h): logits / temperature, keep the
+// top_k, softmax, draw; each layer's keys and values are cached, so a step runs one character.
 std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator& g) {
-  NoGradGuard no_grad;
+  MG_CHECK(!c.prompt.empty(), ValueError, "char_gpt: the prompt must have at least one character to continue");
   std::vector<int64_t> ids;
   for (unsigned char ch : c.prompt) ids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0);
-  std::string out = c.prompt;
-  for (int i = 0; i < c.sample_len; ++i) {
-    const size_t start = ids.size() > static_cast<size_t>(c.context) ? ids.size() - c.context : 0;
-    std::vector<int64_t> window(ids.begin() + start, ids.end());
-    Tensor logits = m.forward(from_vector(window, {1, static_cast<int64_t>(window.size())})).data();
-    std::vector<double> l = logits.narrow(1, logits.size(1) - 1, 1).reshape({-1}).to_vector<double>();
-    std::vector<double> sorted = l;
-    std::sort(sorted.rbegin(), sorted.rend());
-    const double cut = sorted[std::min<int64_t>(c.top_k, v.size()) - 1];
-    double total = 0;
-    for (double& x : l) x = x < cut ? 0 : std::exp((x - sorted[0]) / c.temperature), total += x;
-    double r = g.next_double() * total;
-    int64_t next = 0;
-    while (next < v.size() - 1 && (r -= l[next]) > 0) ++next;
-    ids.push_back(next);
-    out += v.chars[next];
-  }
-  return out;
+  const Tensor out = m.generate(from_vector(ids, {1, static_cast<int64_t>(ids.size())}), c.sample_len, c.temperature, c.top_k, g);
+  std::string text = c.prompt;
+  const std::vector<int64_t> all = out.to_vector<int64_t>();
+  for (size_t i = ids.size(); i < all.size(); ++i) text += v.chars[all[i]];  // the prompt, then what was drawn
+  return text;
 }
 
 // runs/char_gpt/index.html: the loss curves, the sample, and every head's attention on the
