@@ -15,6 +15,7 @@ FUZZ_SECONDS ?= 60
 
 deps:
 	@scripts/install-deps
+	@scripts/fetch-digits
 
 demo-deps:
 	@scripts/install-deps --demo

@@ -21,6 +21,17 @@ def timeit(fn, min_time=0.5):
     return (time.perf_counter() - start) / n * 1e3
 
 
+def load_reference_gpt():
+    """bench/torch_gpt_ref.py as a module (its GPT class)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_gpt_ref.py")
+    spec = importlib.util.spec_from_file_location("torch_gpt_ref", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=2)
@@ -56,6 +67,25 @@ def main():
             att = (q @ k.transpose(-2, -1)) / math.sqrt(dh)
             (att.masked_fill(mask, float("-inf")).softmax(-1) @ v).backward(go)
         out.append((f"BM_attention_composed_fwd_bwd/{i}", timeit(attn)))
+    # The examples' layers (bench/micro: BM_conv2d_fwd_bwd, BM_lstm_fwd_bwd).
+    conv = torch.nn.Conv2d(16, 32, 3, padding=1)
+    xc, gc = torch.randn(32, 16, 8, 8, requires_grad=True), torch.randn(32, 32, 8, 8)
+    out.append(("BM_conv2d_fwd_bwd", timeit(lambda: conv(xc).backward(gc))))
+    lstm = torch.nn.LSTM(64, 256, num_layers=2, batch_first=True)
+    xl2, gl2 = torch.randn(32, 64, 64, requires_grad=True), torch.randn(32, 64, 256)
+    out.append(("BM_lstm_fwd_bwd", timeit(lambda: lstm(xl2)[0].backward(gl2))))
+    # Generation (BM_generate_500/0): PyTorch has no key/value cache in nn.MultiheadAttention, so its
+    # twin is the uncached loop of nanoGPT's generate on the reference GPT (bench/torch_gpt_ref.py).
+    ref = load_reference_gpt()
+    gpt = ref.GPT(65, 512, 128, 4, 4).eval()
+
+    def generate():
+        with torch.no_grad():
+            idx = torch.zeros(1, 1, dtype=torch.long)
+            for _ in range(500):
+                probs = torch.softmax(gpt(idx[:, -512:])[:, -1, :], -1)
+                idx = torch.cat([idx, torch.multinomial(probs, 1)], 1)
+    out.append(("BM_generate_500/0", timeit(generate, min_time=0.1)))
     for name, ms in out:
         print(json.dumps({"name": name, "ms": ms}))
 

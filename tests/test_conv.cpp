@@ -67,6 +67,63 @@ TEST(Conv, GoldenPyTorch) {
                 [](const V& v) { return conv1d(v[0], v[1], Variable(), {.padding = "same", .dilation = 2, .groups = 3}); });
 }
 
+// The definition, as loops: y[n, o, i, j] = b[o] + sum_{c, p, q} x[n, g Cg + c, i sh - pt + p dh, j sw - pl + q dw] W[o, c, p, q]
+// (zero outside the image), with dx, dW, db by the chain rule through the same sum.
+TEST(Conv, MatchesTheDefinitionOnManyShapes) {
+  struct Case {
+    int64_t N, C, H, W, O, kh, kw, groups;
+    Conv2dArgs a;
+  };
+  const std::vector<Case> cases = {
+      {40, 2, 4, 4, 3, 3, 3, 1, {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}},  // blocks of 32 images, a partial one
+      {5, 4, 6, 7, 6, 3, 3, 2, {.pad_top = 2, .pad_bottom = 2, .pad_left = 2, .pad_right = 2, .dilation_h = 2, .dilation_w = 2}},
+      {3, 3, 5, 6, 2, 2, 4, 1, {.pad_top = 0, .pad_bottom = 1, .pad_left = 1, .pad_right = 2}},  // "same" for an even kernel
+      {7, 3, 7, 5, 4, 3, 2, 1, {.stride_h = 2, .stride_w = 3, .pad_top = 1, .pad_bottom = 0, .pad_left = 0, .pad_right = 2}},
+      {9, 6, 3, 3, 6, 1, 1, 3, {}},  // pointwise, grouped, several images per block
+      {1, 4, 30, 30, 2, 1, 1, 1, {}},  // one image with more than 512 pixels: the direct path
+      {2, 2, 3, 3, 2, 3, 3, 1, {.pad_top = 3, .pad_bottom = 3, .pad_left = 3, .pad_right = 3}},  // rows entirely in the padding
+  };
+  uint64_t seed = 1;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(fmt::format("x ({}, {}, {}, {}), W ({}, {}, {}, {}), groups {}", k.N, k.C, k.H, k.W, k.O, k.C / k.groups, k.kh, k.kw, k.groups));
+    Conv2dArgs a = k.a;
+    a.groups = k.groups;
+    const int64_t Cg = k.C / k.groups, Og = k.O / k.groups;
+    const Tensor x = rnd({k.N, k.C, k.H, k.W}, seed++), w = rnd({k.O, Cg, k.kh, k.kw}, seed++), b = rnd({k.O}, seed++);
+    const Tensor y = conv2d(x, w, b, a);
+    const Tensor dy = rnd(y.shape(), seed++);
+    const Conv2dGrads got = conv2d_backward(dy, x, w, a, true, true, true);
+    const int64_t Ho = y.size(2), Wo = y.size(3);
+    std::vector<double> ry(static_cast<size_t>(y.numel())), rdx(static_cast<size_t>(x.numel()), 0.0), rdw(static_cast<size_t>(w.numel()), 0.0),
+        rdb(static_cast<size_t>(k.O), 0.0);
+    const std::vector<double> px = x.to_vector<double>(), pw = w.to_vector<double>(), pb = b.to_vector<double>(), pdy = dy.to_vector<double>();
+    for (int64_t n = 0; n < k.N; ++n)
+      for (int64_t o = 0; o < k.O; ++o)
+        for (int64_t i = 0; i < Ho; ++i)
+          for (int64_t j = 0; j < Wo; ++j) {
+            const size_t yi = static_cast<size_t>(((n * k.O + o) * Ho + i) * Wo + j);
+            double acc = pb[static_cast<size_t>(o)];
+            rdb[static_cast<size_t>(o)] += pdy[yi];
+            for (int64_t c = 0; c < Cg; ++c)
+              for (int64_t p = 0; p < k.kh; ++p)
+                for (int64_t q = 0; q < k.kw; ++q) {
+                  const int64_t h = i * a.stride_h - a.pad_top + p * a.dilation_h, col = j * a.stride_w - a.pad_left + q * a.dilation_w;
+                  if (h < 0 || h >= k.H || col < 0 || col >= k.W) continue;
+                  const size_t xi = static_cast<size_t>(((n * k.C + (o / Og) * Cg + c) * k.H + h) * k.W + col);
+                  const size_t wi = static_cast<size_t>(((o * Cg + c) * k.kh + p) * k.kw + q);
+                  acc += px[xi] * pw[wi];
+                  rdx[xi] += pdy[yi] * pw[wi];
+                  rdw[wi] += pdy[yi] * px[xi];
+                }
+            ry[yi] = acc;
+          }
+    mgtest::expect_close(y, from_vector(ry, y.shape()), 1e-12, 1e-12);
+    mgtest::expect_close(got.dx, from_vector(rdx, x.shape()), 1e-12, 1e-12);
+    mgtest::expect_close(got.dweight, from_vector(rdw, w.shape()), 1e-12, 1e-12);
+    mgtest::expect_close(got.dbias, from_vector(rdb, {k.O}), 1e-12, 1e-12);
+  }
+}
+
 TEST(Conv, SameBitsForAnyThreadCount) {
   // dW sums over the batch in fixed chunks of images, so 1 and 2 threads agree bit for bit
   const Tensor x = rnd({9, 3, 8, 8}, 1).to(DType::Float32), w = rnd({5, 3, 3, 3}, 2).to(DType::Float32);

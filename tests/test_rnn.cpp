@@ -37,6 +37,31 @@ TEST(Recurrence, GradcheckEveryKindBothDirections) {
                    {rnd({2, 3, 6}, 6).transpose(0, 1), rnd({2, 2}, 7), rnd({6, 2}, 8)});
 }
 
+TEST(Recurrence, ThreadsSplitTheStepsWork) {
+  // With a batch and width large enough, each step's rows and dW's rows are split over the threads:
+  // 2 threads agree with 1 (to rounding: the products have other shapes) and with themselves, bit for bit.
+  const int before = get_num_threads();
+  for (RNNKind kind : {RNNKind::Tanh, RNNKind::GRU, RNNKind::LSTM}) {
+    const int64_t G = rnn_gates(kind), H = 128, N = 33, L = 5;
+    const Tensor xw = rnd({L, N, G * H}, 1), h0 = rnd({N, H}, 2), w = rnd({G * H, H}, 3) * 0.1, b = rnd({G * H}, 4);
+    const Tensor c0 = kind == RNNKind::LSTM ? rnd({N, H}, 5) : Tensor(), dh = rnd({L, N, H}, 6);
+    std::vector<std::vector<double>> runs;
+    for (int threads : {1, 2, 2}) {
+      set_num_threads(threads);
+      const RecurrenceForward f = recurrence_forward(kind, xw, h0, c0, w, b, false);
+      const RecurrenceGrads g = recurrence_backward(kind, dh, Tensor(), xw, h0, c0, w, b, f, false);
+      std::vector<double> all = f.h.to_vector<double>();
+      for (const Tensor& t : {g.dxw, g.dw_hh, g.db_hh, g.dh0})
+        for (double v : t.to_vector<double>()) all.push_back(v);
+      runs.push_back(all);
+    }
+    set_num_threads(before);
+    ASSERT_EQ(runs[0].size(), runs[1].size());
+    for (size_t i = 0; i < runs[0].size(); ++i) ASSERT_NEAR(runs[0][i], runs[1][i], 1e-12 * (1 + std::abs(runs[0][i]))) << i;
+    EXPECT_EQ(runs[1], runs[2]);
+  }
+}
+
 TEST(RNNCells, GoldenPyTorch) {
   nn::RNNCell rnn(4, 3, {.nonlinearity = "relu"});
   check_module(rnn, "rnn_cell_relu", [&](const V& v) { return std::pair{rnn.forward(v[0], v[1]), Variable()}; });

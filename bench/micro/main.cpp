@@ -110,10 +110,53 @@ void BM_attention_composed_fwd_bwd(benchmark::State& st) { attention(st, false);
 BENCHMARK(BM_attention_fused_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_attention_composed_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// The examples' layers. digits_cnn's second convolution: (32, 16, 8, 8) -> (32, 32, 8, 8), 3x3,
+// padding 1, on a batch of 32 images.
+void BM_conv2d_fwd_bwd(benchmark::State& st) {
+  st.SetLabel("digits_cnn");
+  Generator g(0);
+  nn::Conv2d conv(16, 32, 3, {.padding = 1}, g);
+  Variable x(randn({32, 16, 8, 8}, g), true);
+  Tensor gy = randn({32, 32, 8, 8}, g);
+  for (auto _ : st) conv.forward(x).backward(gy);
+  flops(st, 3 * 2.0 * 32 * 32 * 64 * 16 * 9);
+}
+BENCHMARK(BM_conv2d_fwd_bwd)->Unit(benchmark::kMillisecond);
+
+// char_lstm's LSTM: 2 layers, input 64, hidden 256, a batch of 32 windows of 64 characters.
+void BM_lstm_fwd_bwd(benchmark::State& st) {
+  st.SetLabel("char_lstm");
+  Generator g(0);
+  nn::LSTM lstm(64, 256, {.num_layers = 2, .batch_first = true}, g);
+  Variable x(randn({32, 64, 64}, g), true);
+  Tensor gy = randn({32, 64, 256}, g);
+  for (auto _ : st) std::get<0>(lstm.forward(x)).backward(gy);
+  flops(st, 3 * 2.0 * 32 * 64 * 4 * 256 * ((64 + 256) + (256 + 256)));
+}
+BENCHMARK(BM_lstm_fwd_bwd)->Unit(benchmark::kMillisecond);
+
+// Generation: 500 new tokens after a 1-token prompt from a GPT of the small config (d 128, 4 heads,
+// 4 layers, vocab 65) with a 512-token context, so the window never slides. Arg 0 re-runs the
+// window for every token; arg 1 keeps every layer's keys and values (GPTCache).
+void BM_generate_500(benchmark::State& st) {
+  const bool cached = st.range(0) == 1;
+  st.SetLabel(cached ? "KV cache" : "no cache");
+  Generator g(0);
+  nn::GPT gpt(65, 512, {.d_model = 128, .nhead = 4, .num_layers = 4}, g);
+  gpt.eval();
+  const Tensor prompt = zeros({1, 1}, DType::Int64);
+  for (auto _ : st) {
+    Generator sg(1);
+    benchmark::DoNotOptimize(gpt.generate(prompt, 500, 1.0, std::nullopt, sg, cached));
+  }
+  st.counters["tokens/s"] = benchmark::Counter(500.0 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_generate_500)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  set_num_threads(2);
+  set_num_threads(std::getenv("MG_BENCH_THREADS") ? std::atoi(std::getenv("MG_BENCH_THREADS")) : 2);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "text_data.h"  // the text, shared with char_lstm
 #include "minigrad.h"
 #include "viz/report.h"
 #include "viz/svg.h"
@@ -21,8 +22,6 @@
 
 namespace char_gpt {
 using namespace mg;
-
-constexpr const char* kFortunes = "/usr/share/games/fortunes";  // Debian's fortunes package
 
 struct Config {
   std::string data;          // text file; empty: the fortunes corpus
@@ -45,44 +44,10 @@ struct Config {
   std::string out = "runs/char_gpt";  // checkpoint and pictures
 };
 
-// Every plain-text fortune file, sorted by name, with the "%" separator lines dropped.
-std::string read_corpus(const Config& c) {
-  std::vector<std::string> files;
-  if (!c.data.empty()) {
-    files.push_back(c.data);
-  } else {
-    MG_CHECK(std::filesystem::is_directory(kFortunes), FileError,
-             "char_gpt: {} not found; install Debian's fortunes package (apt-get install fortunes) or pass --data FILE", kFortunes);
-    for (auto& e : std::filesystem::directory_iterator(kFortunes))
-      if (e.is_regular_file() && !e.path().has_extension()) files.push_back(e.path().string());
-    std::sort(files.begin(), files.end());
-  }
-  std::string text;
-  for (auto& f : files) {
-    std::ifstream in(f);
-    MG_CHECK(in.good(), FileError, "char_gpt: cannot read {}", f);
-    std::string line;
-    while (std::getline(in, line))
-      if (line != "%") text += line + "\n";
-  }
-  MG_CHECK(text.size() > static_cast<size_t>(4 * c.context), ValueError, "char_gpt: the text has {} characters; need more than {}",
-           text.size(), 4 * c.context);
-  return text;
-}
-
-struct Vocab {
-  std::vector<char> chars;  // id -> character
-  int64_t id[256];          // character -> id
-  explicit Vocab(const std::string& text) {
-    bool seen[256] = {};
-    for (unsigned char ch : text) seen[ch] = true;
-    for (int i = 0; i < 256; ++i) {
-      id[i] = seen[i] ? static_cast<int64_t>(chars.size()) : -1;
-      if (seen[i]) chars.push_back(static_cast<char>(i));
-    }
-  }
-  int64_t size() const { return static_cast<int64_t>(chars.size()); }
-};
+// The text, its characters and its split, shared with char_lstm (text_data.h).
+using char_text::Data;
+using char_text::Vocab;
+Data load_data(const Config& c) { return char_text::load_data(c.data, c.context, "char_gpt"); }
 
 // The model is nn::GPT (nn/gpt.h): token + position embeddings, GPTBlocks (causal
 // multi-head attention + GELU MLP, pre-LN), a final LayerNorm and a linear head.
@@ -90,48 +55,15 @@ nn::GPTOptions gpt_options(const Config& c) {
   return {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers};
 }
 
-// B random windows of context+1 characters from `ids`: inputs and next-character targets.
-std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, const Config& c, Generator& g) {
-  Tensor x = empty({c.batch, c.context}, DType::Int64), y = empty({c.batch, c.context}, DType::Int64);
-  for (int64_t b = 0; b < c.batch; ++b) {
-    const size_t start = g.next_u64() % (ids.size() - c.context - 1);
-    for (int64_t t = 0; t < c.context; ++t) {
-      x.data<int64_t>()[b * c.context + t] = ids[start + t];
-      y.data<int64_t>()[b * c.context + t] = ids[start + t + 1];
-    }
-  }
-  return {x, y};
-}
-
 Variable loss_on(const nn::GPT& m, const Tensor& x, const Tensor& y) {
   return cross_entropy(reshape(m.forward(x), {-1, m.head.out_features}), y.reshape({-1}));
 }
 
-double val_loss(const nn::GPT& m, const std::vector<int64_t>& val, const Config& c) {
+double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
   NoGradGuard no_grad;
-  Generator g(c.seed + 7);  // the same validation windows every time
   double s = 0;
-  for (int i = 0; i < 8; ++i) {
-    auto [x, y] = batch_of(val, c, g);
-    s += loss_on(m, x, y).item();
-  }
+  for (const auto& [x, y] : char_text::val_batches(d, c.batch, c.context, c.seed)) s += loss_on(m, x, y).item();
   return s / 8;
-}
-
-// The text split 90/10 into training and validation ids.
-struct Data {
-  std::string text;
-  Vocab vocab;
-  std::vector<int64_t> train, val;
-};
-
-Data load_data(const Config& c) {
-  std::string text = read_corpus(c);
-  Vocab v(text);
-  std::vector<int64_t> ids;
-  for (unsigned char ch : text) ids.push_back(v.id[ch]);
-  const size_t split = ids.size() * 9 / 10;
-  return {std::move(text), v, std::vector<int64_t>(ids.begin(), ids.begin() + split), std::vector<int64_t>(ids.begin() + split, ids.end())};
 }
 
 // Loss curves: training loss every step, validation loss every eval_every steps.
@@ -148,8 +80,7 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
   const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
   viz::ProgressBar bar(last - start, "train");
   for (int64_t step = start + 1; step <= last; ++step) {
-    Generator bg(c.seed * 1000003 + static_cast<uint64_t>(step));
-    auto [x, y] = batch_of(d.train, c, bg);
+    auto [x, y] = char_text::train_batch(d, c.batch, c.context, c.seed, step);
     Variable loss = loss_on(m, x, y);
     opt.zero_grad();
     loss.backward();
@@ -159,7 +90,7 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
     h.steps.push_back(static_cast<double>(step)), h.losses.push_back(loss.item());
     bar.update(step - start, loss.item(), -1, c.batch * c.context);
     if (step % c.eval_every == 0 || step == c.steps)
-      h.val_steps.push_back(static_cast<double>(step)), h.val_losses.push_back(val_loss(m, d.val, c));
+      h.val_steps.push_back(static_cast<double>(step)), h.val_losses.push_back(val_loss(m, d, c));
     if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step);
   }
   bar.finish();

@@ -11,11 +11,17 @@
 // onto the image by col2im (the transpose of im2col: every window adds its column in), and
 // dW_g = sum_n dy_g cols^T.
 //
-// Threads: images are independent, so the forward and dx split the batch across threads. dW sums
-// over images; it is accumulated in fixed chunks of images, each into a buffer of its own, and
+// Blocks: one image's product is small when the image is (8x8: Ho Wo = 64 columns), and BLAS is
+// slow on small products. So images go in blocks of nb (chosen from the shapes alone, about 512
+// columns per block): cols (K, nb Ho Wo) holds the windows of nb images side by side, and one
+// product serves them all; y and dy are copied between (nb, Og, Ho Wo) and (Og, nb Ho Wo).
+//
+// Threads: blocks of images are independent, so the forward and dx split them across threads. dW
+// sums over images; it is accumulated in fixed chunks of blocks, each into a buffer of its own, and
 // the chunks are added in order: the bits do not depend on the thread count.
 #include "tensor/ops/conv.h"
 
+#include <algorithm>
 #include <limits>
 #include <vector>
 
@@ -25,11 +31,13 @@
 namespace mg {
 namespace {
 
-constexpr int64_t kImagesPerChunk = 4;  // dW's fixed chunks
+constexpr int64_t kBlockColumns = 512;  // aim for this many columns (output pixels) per product
+constexpr int64_t kImagesPerChunk = 4;  // dW's fixed chunks hold at least this many images
 
 struct Geometry {
   int64_t N, C, H, W, O, Cg, Og, kh, kw, Ho, Wo, K, HoWo;
-  bool direct;  // a 1x1 kernel with stride 1 and no padding: cols is the image itself
+  int64_t nb;   // images per block (a function of the shapes only)
+  bool direct;  // one image per block, 1x1 kernel, stride 1, no padding: cols is the image itself
 };
 
 Geometry check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dArgs& a, std::string_view op) {
@@ -63,51 +71,99 @@ Geometry check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   g.K = checked_mul(checked_mul(g.Cg, g.kh, op), g.kw, op);
   g.HoWo = checked_mul(g.Ho, g.Wo, op);
   checked_mul(g.K, g.HoWo, op);  // the im2col buffer's size
-  g.direct = g.kh == 1 && g.kw == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_top == 0 && a.pad_bottom == 0 &&
-             a.pad_left == 0 && a.pad_right == 0;
+  g.nb = std::clamp<int64_t>(kBlockColumns / std::max<int64_t>(g.HoWo, 1), 1, std::max<int64_t>(g.N, 1));
+  g.direct = g.nb == 1 && g.kh == 1 && g.kw == 1 && a.stride_h == 1 && a.stride_w == 1 && a.pad_top == 0 &&
+             a.pad_bottom == 0 && a.pad_left == 0 && a.pad_right == 0;
   return g;
 }
 
-// cols (K, Ho Wo) of image `img` (Cg, H, W), one group's channels
+// Output columns j whose input column j sw - pl + q dw falls inside [0, W): [lo, hi).
+inline std::pair<int64_t, int64_t> valid_columns(const Geometry& g, const Conv2dArgs& a, int64_t q) {
+  const int64_t off = q * a.dilation_w - a.pad_left;  // input column of output column 0
+  const int64_t lo = off >= 0 ? 0 : (-off + a.stride_w - 1) / a.stride_w;
+  const int64_t hi = off >= g.W ? 0 : std::min(g.Wo, (g.W - 1 - off) / a.stride_w + 1);
+  return {std::min(lo, g.Wo), std::max(hi, std::min(lo, g.Wo))};
+}
+
+// cols (K, Ho Wo) of image `img` (Cg, H, W), one group's channels; row r of cols starts at cols + r ld
 template <class T>
-void im2col(const T* img, const Geometry& g, const Conv2dArgs& a, T* cols) {
+void im2col(const T* img, const Geometry& g, const Conv2dArgs& a, T* cols, int64_t ld) {
+  // Stride 1 with rows as wide as the input (e.g. 3x3, padding 1): a row of cols is the image
+  // shifted by a constant, so the rows i of valid input are one contiguous copy; the columns that
+  // fell into the padding are zeroed afterwards.
+  const bool shifted = a.stride_h == 1 && a.stride_w == 1 && g.Wo == g.W;
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t p = 0; p < g.kh; ++p)
       for (int64_t q = 0; q < g.kw; ++q) {
-        T* row = cols + ((c * g.kh + p) * g.kw + q) * g.HoWo;
-        for (int64_t i = 0; i < g.Ho; ++i) {
-          T* out = row + i * g.Wo;
-          const int64_t h = i * a.stride_h - a.pad_top + p * a.dilation_h;
-          if (h < 0 || h >= g.H) {
-            std::fill(out, out + g.Wo, T(0));
+        T* row = cols + ((c * g.kh + p) * g.kw + q) * ld;
+        const auto [lo, hi] = valid_columns(g, a, q);
+        const int64_t off = q * a.dilation_w - a.pad_left, dh = p * a.dilation_h - a.pad_top;  // h = i stride_h + dh
+        if (shifted) {
+          const int64_t ilo = std::clamp<int64_t>(-dh, 0, g.Ho), ihi = std::clamp<int64_t>(g.H - dh, ilo, g.Ho);
+          for (int64_t j = 0; j < ilo * g.Wo; ++j) row[j] = T(0);
+          for (int64_t j = ihi * g.Wo; j < g.HoWo; ++j) row[j] = T(0);
+          if (ihi == ilo || hi == lo) {
+            for (int64_t j = ilo * g.Wo; j < ihi * g.Wo; ++j) row[j] = T(0);
             continue;
           }
-          const T* src = img + (c * g.H + h) * g.W;
-          for (int64_t j = 0; j < g.Wo; ++j) {
-            const int64_t col = j * a.stride_w - a.pad_left + q * a.dilation_w;
-            out[j] = col >= 0 && col < g.W ? src[col] : T(0);
+          // flat output index f = i Wo + j reads input (i + dh) W + j + off = f + dh W + off, for f in
+          // [ilo Wo + lo, (ihi - 1) Wo + hi): every read is inside the image
+          const int64_t f0 = ilo * g.Wo + lo, f1 = (ihi - 1) * g.Wo + hi;
+          const T* from = img + (c * g.H + ilo + dh) * g.W + lo + off;  // the input of flat index f0 (lo + off >= 0)
+          for (int64_t f = f0; f < f1; ++f) row[f] = from[f - f0];
+          for (int64_t i = ilo; i < ihi; ++i) {
+            for (int64_t j = 0; j < lo; ++j) row[i * g.Wo + j] = T(0);
+            for (int64_t j = hi; j < g.Wo; ++j) row[i * g.Wo + j] = T(0);
           }
+          continue;
+        }
+        for (int64_t i = 0; i < g.Ho; ++i) {
+          T* out = row + i * g.Wo;
+          const int64_t h = i * a.stride_h + dh;
+          // Plain loops, not memcpy/memset: rows are short (8 columns for an 8x8 image).
+          if (h < 0 || h >= g.H) {
+            for (int64_t j = 0; j < g.Wo; ++j) out[j] = T(0);
+            continue;
+          }
+          const T* in = img + (c * g.H + h) * g.W;  // in[j stride_w + off] is output column j's input
+          for (int64_t j = 0; j < lo; ++j) out[j] = T(0);
+          if (a.stride_w == 1)
+            for (int64_t j = lo; j < hi; ++j) out[j] = in[j + off];
+          else
+            for (int64_t j = lo; j < hi; ++j) out[j] = in[j * a.stride_w + off];
+          for (int64_t j = hi; j < g.Wo; ++j) out[j] = T(0);
         }
       }
 }
 
-// img (Cg, H, W) += the columns of dcols (K, Ho Wo) put back where im2col took them from
+// img (Cg, H, W) += the columns of dcols (K, Ho Wo) put back where im2col took them from; row r
+// of dcols starts at dcols + r ld
 template <class T>
-void col2im(const T* dcols, const Geometry& g, const Conv2dArgs& a, T* img) {
+void col2im(const T* dcols, const Geometry& g, const Conv2dArgs& a, T* img, int64_t ld) {
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t p = 0; p < g.kh; ++p)
       for (int64_t q = 0; q < g.kw; ++q) {
-        const T* row = dcols + ((c * g.kh + p) * g.kw + q) * g.HoWo;
+        const T* row = dcols + ((c * g.kh + p) * g.kw + q) * ld;
+        const auto [lo, hi] = valid_columns(g, a, q);
+        const int64_t off = q * a.dilation_w - a.pad_left;
         for (int64_t i = 0; i < g.Ho; ++i) {
           const int64_t h = i * a.stride_h - a.pad_top + p * a.dilation_h;
           if (h < 0 || h >= g.H) continue;
           T* dst = img + (c * g.H + h) * g.W;
-          for (int64_t j = 0; j < g.Wo; ++j) {
-            const int64_t col = j * a.stride_w - a.pad_left + q * a.dilation_w;
-            if (col >= 0 && col < g.W) dst[col] += row[i * g.Wo + j];
-          }
+          const T* src = row + i * g.Wo;
+          if (a.stride_w == 1)
+            for (int64_t j = lo; j < hi; ++j) dst[j + off] += src[j];
+          else
+            for (int64_t j = lo; j < hi; ++j) dst[j * a.stride_w + off] += src[j];
         }
       }
+}
+
+// cols (K, nb Ho Wo) of images n0 .. n0 + nb - 1 of x (N, C, H, W), group grp: image i's windows
+// are columns [i Ho Wo, (i + 1) Ho Wo).
+template <class T>
+void im2col_block(const T* x, const Geometry& g, const Conv2dArgs& a, int64_t n0, int64_t nb, int64_t grp, T* cols) {
+  for (int64_t i = 0; i < nb; ++i) im2col(x + ((n0 + i) * g.C + grp * g.Cg) * g.H * g.W, g, a, cols + i * g.HoWo, nb * g.HoWo);
 }
 
 }  // namespace
@@ -130,26 +186,42 @@ Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& bias, const Conv
   visit_float(x.dtype(), "conv2d", [&]<class T>() {
     const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.defined() ? b.data<T>() : nullptr;
     T* py = y.data<T>();
-    const int64_t work = std::max<int64_t>(1, g.O * g.K * g.HoWo);
-    parallel_for(0, g.N, grain_for(work), [&](int64_t n0, int64_t n1) {
-      std::vector<T> cols(g.direct ? 0 : g.K * g.HoWo);
-      for (int64_t n = n0; n < n1; ++n)
+    const int64_t blocks = (g.N + g.nb - 1) / g.nb, work = std::max<int64_t>(1, g.nb * g.O * g.K * g.HoWo);
+    parallel_for(0, blocks, grain_for(work), [&](int64_t b0, int64_t b1) {
+      std::vector<T> cols(g.direct ? 0 : g.K * g.nb * g.HoWo), prod(g.nb == 1 ? 0 : g.Og * g.nb * g.HoWo);
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t n0 = blk * g.nb, nb = std::min(g.nb, g.N - n0), cols_n = nb * g.HoWo;
         for (int64_t grp = 0; grp < a.groups; ++grp) {
-          const T* img = px + (n * g.C + grp * g.Cg) * g.H * g.W;
-          T* out = py + (n * g.O + grp * g.Og) * g.HoWo;
-          for (int64_t o = 0; o < g.Og; ++o) std::fill(out + o * g.HoWo, out + (o + 1) * g.HoWo, pb ? pb[grp * g.Og + o] : T(0));
-          if (g.K == 0 || g.Og == 0) continue;
-          if (!g.direct) im2col(img, g, a, cols.data());
-          blas::gemm(false, false, g.Og, g.HoWo, g.K, T(1), pw + grp * g.Og * g.K, g.K, g.direct ? img : cols.data(), g.HoWo, T(1),
-                     out, g.HoWo);
+          const T* wg = pw + grp * g.Og * g.K;
+          const bool gemm = g.K > 0 && g.Og > 0;
+          if (gemm && !g.direct) im2col_block(px, g, a, n0, nb, grp, cols.data());
+          const T* B = g.direct ? px + (n0 * g.C + grp * g.Cg) * g.H * g.W : cols.data();  // (K, nb Ho Wo)
+          if (nb == 1) {  // one image: y_g = bias, then += W_g @ cols straight into y (BLAS beta = 1)
+            T* out = py + (n0 * g.O + grp * g.Og) * g.HoWo;
+            for (int64_t o = 0; o < g.Og; ++o) std::fill(out + o * g.HoWo, out + (o + 1) * g.HoWo, pb ? pb[grp * g.Og + o] : T(0));
+            if (gemm) blas::gemm(false, false, g.Og, g.HoWo, g.K, T(1), wg, g.K, B, g.HoWo, T(1), out, g.HoWo);
+            continue;
+          }
+          // prod (Og, nb Ho Wo) = W_g (Og, K) @ cols (K, nb Ho Wo); y[n0 + i, group] = prod[:, image i] + bias
+          if (gemm) blas::gemm(false, false, g.Og, cols_n, g.K, T(1), wg, g.K, B, cols_n, T(0), prod.data(), cols_n);
+          else std::fill(prod.begin(), prod.end(), T(0));
+          for (int64_t i = 0; i < nb; ++i)
+            for (int64_t o = 0; o < g.Og; ++o) {
+              const T* src = prod.data() + o * cols_n + i * g.HoWo;
+              T* dst = py + ((n0 + i) * g.O + grp * g.Og + o) * g.HoWo;
+              const T bo = pb ? pb[grp * g.Og + o] : T(0);
+              for (int64_t j = 0; j < g.HoWo; ++j) dst[j] = src[j] + bo;
+            }
         }
+      }
     });
   });
   return y;
 }
 
-// dcols_g = W_g^T (K, Og) @ dy_g (Og, Ho Wo);  dx[n, group g] = col2im(dcols_g)
-// dW_g += dy_g (Og, Ho Wo) @ cols_g^T (Ho Wo, K), summed over n in fixed chunks
+// With a block of nb images side by side (dprod (Og, nb Ho Wo) gathered from dy, cols as in the forward):
+// dcols_g = W_g^T (K, Og) @ dprod_g (Og, nb Ho Wo);  dx[n, group g] = col2im(dcols_g[:, image n])
+// dW_g += dprod_g (Og, nb Ho Wo) @ cols_g^T (nb Ho Wo, K), summed over blocks in fixed chunks
 // db[o] = sum_{n, i, j} dy[n, o, i, j]
 Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w0, const Conv2dArgs& a, bool need_dx,
                             bool need_dweight, bool need_dbias) {
@@ -164,37 +236,52 @@ Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w
   visit_float(x.dtype(), "conv2d_backward", [&]<class T>() {
     const T *px = x.data<T>(), *pw = w.data<T>(), *pdy = dy.data<T>();
     const bool gemms = g.K > 0 && g.Og > 0;
-    const int64_t work = std::max<int64_t>(1, g.O * g.K * g.HoWo);
+    const int64_t blocks = (g.N + g.nb - 1) / g.nb, work = std::max<int64_t>(1, g.nb * g.O * g.K * g.HoWo);
+    // dprod (Og, nb Ho Wo) of block n0 .. n0 + nb - 1, group grp: dy's rows side by side (dy itself for one image)
+    auto gather_dy = [&](int64_t n0, int64_t nb, int64_t grp, std::vector<T>& buf) -> const T* {
+      if (nb == 1) return pdy + (n0 * g.O + grp * g.Og) * g.HoWo;
+      for (int64_t o = 0; o < g.Og; ++o)
+        for (int64_t i = 0; i < nb; ++i)
+          std::copy_n(pdy + ((n0 + i) * g.O + grp * g.Og + o) * g.HoWo, g.HoWo, buf.data() + o * nb * g.HoWo + i * g.HoWo);
+      return buf.data();
+    };
     if (need_dx) {
       out.dx = zeros({g.N, g.C, g.H, g.W}, x.dtype());
       T* pdx = out.dx.data<T>();
       if (gemms)
-        parallel_for(0, g.N, grain_for(work), [&](int64_t n0, int64_t n1) {
-          std::vector<T> dcols(g.direct ? 0 : g.K * g.HoWo);
-          for (int64_t n = n0; n < n1; ++n)
+        parallel_for(0, blocks, grain_for(work), [&](int64_t b0, int64_t b1) {
+          std::vector<T> dcols(g.direct ? 0 : g.K * g.nb * g.HoWo), dprod(g.nb == 1 ? 0 : g.Og * g.nb * g.HoWo);
+          for (int64_t blk = b0; blk < b1; ++blk) {
+            const int64_t n0 = blk * g.nb, nb = std::min(g.nb, g.N - n0), cols_n = nb * g.HoWo;
             for (int64_t grp = 0; grp < a.groups; ++grp) {
-              T* img = pdx + (n * g.C + grp * g.Cg) * g.H * g.W;
-              blas::gemm(true, false, g.K, g.HoWo, g.Og, T(1), pw + grp * g.Og * g.K, g.K, pdy + (n * g.O + grp * g.Og) * g.HoWo,
-                         g.HoWo, T(0), g.direct ? img : dcols.data(), g.HoWo);
-              if (!g.direct) col2im(dcols.data(), g, a, img);
+              T* img = pdx + (n0 * g.C + grp * g.Cg) * g.H * g.W;
+              blas::gemm(true, false, g.K, cols_n, g.Og, T(1), pw + grp * g.Og * g.K, g.K, gather_dy(n0, nb, grp, dprod), cols_n,
+                         T(0), g.direct ? img : dcols.data(), cols_n);
+              if (!g.direct)
+                for (int64_t i = 0; i < nb; ++i)
+                  col2im(dcols.data() + i * g.HoWo, g, a, pdx + ((n0 + i) * g.C + grp * g.Cg) * g.H * g.W, cols_n);
             }
+          }
         });
     }
     if (need_dweight) {
       out.dweight = zeros(w.shape(), x.dtype());
-      const int64_t chunks = (g.N + kImagesPerChunk - 1) / kImagesPerChunk, wsize = g.O * g.K;
+      const int64_t per_chunk = (kImagesPerChunk + g.nb - 1) / g.nb;  // blocks per chunk
+      const int64_t chunks = (blocks + per_chunk - 1) / per_chunk, wsize = g.O * g.K;
       if (gemms && chunks > 0) {
         std::vector<T> partial(checked_mul(chunks, wsize, "conv2d_backward"), T(0));
         parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-          std::vector<T> cols(g.direct ? 0 : g.K * g.HoWo);
+          std::vector<T> cols(g.direct ? 0 : g.K * g.nb * g.HoWo), dprod(g.nb == 1 ? 0 : g.Og * g.nb * g.HoWo);
           for (int64_t c = c0; c < c1; ++c)
-            for (int64_t n = c * kImagesPerChunk; n < std::min(g.N, (c + 1) * kImagesPerChunk); ++n)
+            for (int64_t blk = c * per_chunk; blk < std::min(blocks, (c + 1) * per_chunk); ++blk) {
+              const int64_t n0 = blk * g.nb, nb = std::min(g.nb, g.N - n0), cols_n = nb * g.HoWo;
               for (int64_t grp = 0; grp < a.groups; ++grp) {
-                const T* img = px + (n * g.C + grp * g.Cg) * g.H * g.W;
-                if (!g.direct) im2col(img, g, a, cols.data());
-                blas::gemm(false, true, g.Og, g.K, g.HoWo, T(1), pdy + (n * g.O + grp * g.Og) * g.HoWo, g.HoWo,
-                           g.direct ? img : cols.data(), g.HoWo, T(1), partial.data() + c * wsize + grp * g.Og * g.K, g.K);
+                if (!g.direct) im2col_block(px, g, a, n0, nb, grp, cols.data());
+                const T* B = g.direct ? px + (n0 * g.C + grp * g.Cg) * g.H * g.W : cols.data();
+                blas::gemm(false, true, g.Og, g.K, cols_n, T(1), gather_dy(n0, nb, grp, dprod), cols_n, B, cols_n, T(1),
+                           partial.data() + c * wsize + grp * g.Og * g.K, g.K);
               }
+            }
         });
         T* pdw = out.dweight.data<T>();
         for (int64_t c = 0; c < chunks; ++c)

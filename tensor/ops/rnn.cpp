@@ -15,13 +15,18 @@
 //          dao = dh_t tanh(c) o (1 - o)         dxw = dgh = [dai daf dag dao]   carried dc = dc_t f
 //   and for every kind:
 //   dW_hh += dgh^T h_prev   db_hh += sum_n dgh   carried dh (+)= dgh W_hh        (two GEMMs)
-// The sums over steps run in a fixed order, so the bits do not depend on threads.
+// The sums over steps run in a fixed order. Within a step the work is split into pieces, one per
+// thread (tensor/parallel.h's pool): the gates and the carried dh by rows of the batch, dW_hh and
+// db_hh by their rows. The pieces depend only on the thread count, so the same thread count gives
+// the same bits.
 #include "tensor/ops/rnn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "tensor/blas.h"
+#include "tensor/parallel.h"
 
 namespace mg {
 namespace {
@@ -57,13 +62,19 @@ Dims check_recurrence(RNNKind kind, const Tensor& xw, const Tensor& h0, const Te
   return {L, N, H, G};
 }
 
-// gh (N, GH) = b + h_prev (N, H) W^T
-template <class T>
-void hidden_gemm(const Dims& d, const T* h_prev, const T* w, const T* b, T* gh) {
-  const int64_t GH = d.G * d.H;
-  for (int64_t n = 0; n < d.N; ++n)
-    for (int64_t j = 0; j < GH; ++j) gh[n * GH + j] = b ? b[j] : T(0);
-  if (d.N > 0) blas::gemm(false, true, d.N, GH, d.H, T(1), h_prev, d.H, w, d.H, T(1), gh, GH);
+constexpr int64_t kSplitWork = 1 << 20;  // multiply-adds of a product worth splitting over threads
+
+// f(i0, i1) for pieces [i0, i1) covering [0, n): one piece per thread (a multiple of `align` long)
+// when the step has `work` multiply-adds worth splitting, else one piece.
+template <class F>
+void by_pieces(int64_t n, int64_t work, int64_t align, F&& f) {
+  const int64_t pieces = work >= kSplitWork ? std::min<int64_t>(get_num_threads(), (n + align - 1) / align) : 1;
+  if (pieces <= 1) return f(int64_t{0}, n);
+  const int64_t step = ((n + pieces - 1) / pieces + align - 1) / align * align;
+  parallel_for(0, pieces, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      if (p * step < n) f(p * step, std::min(n, (p + 1) * step));
+  });
 }
 
 }  // namespace
@@ -97,43 +108,49 @@ RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw0, const Tens
     for (int64_t s = 0; s < d.L; ++s) {
       const int64_t t = reverse ? d.L - 1 - s : s, tp = reverse ? t + 1 : t - 1;
       const T* h_prev = s == 0 ? h0.data<T>() : ph + tp * NH;
-      hidden_gemm(d, h_prev, w.data<T>(), pb, gh.data());
       const T* x = xw.data<T>() + t * d.N * GH;
       T* h = ph + t * NH;
-      for (int64_t n = 0; n < d.N; ++n) {
-        const T* xn = x + n * GH;
-        const T* gn = gh.data() + n * GH;
-        for (int64_t j = 0; j < d.H; ++j) {
-          const int64_t k = n * d.H + j;
-          switch (kind) {
-            case RNNKind::Tanh: h[k] = std::tanh(xn[j] + gn[j]); break;
-            case RNNKind::ReLU: {
-              const T a = xn[j] + gn[j];
-              h[k] = a > 0 || std::isnan(a) ? a : T(0);
-              break;
-            }
-            case RNNKind::GRU: {
-              const T r = sigmoid1(xn[j] + gn[j]), z = sigmoid1(xn[d.H + j] + gn[d.H + j]);
-              const T nn = std::tanh(xn[2 * d.H + j] + r * gn[2 * d.H + j]);
-              h[k] = (T(1) - z) * nn + z * h_prev[k];
-              T* sv = ps + (t * d.N + n) * 4 * d.H;
-              sv[j] = r, sv[d.H + j] = z, sv[2 * d.H + j] = nn, sv[3 * d.H + j] = gn[2 * d.H + j];
-              break;
-            }
-            case RNNKind::LSTM: {
-              const T i = sigmoid1(xn[j] + gn[j]), fg = sigmoid1(xn[d.H + j] + gn[d.H + j]);
-              const T g = std::tanh(xn[2 * d.H + j] + gn[2 * d.H + j]), o = sigmoid1(xn[3 * d.H + j] + gn[3 * d.H + j]);
-              const T c_prev = s == 0 ? c0.data<T>()[k] : pc[tp * NH + k];
-              const T c = fg * c_prev + i * g;
-              pc[t * NH + k] = c;
-              h[k] = o * std::tanh(c);
-              T* sv = ps + (t * d.N + n) * 4 * d.H;
-              sv[j] = i, sv[d.H + j] = fg, sv[2 * d.H + j] = g, sv[3 * d.H + j] = o;
-              break;
+      by_pieces(d.N, d.N * GH * d.H, 1, [&](int64_t n0, int64_t n1) {
+        // gh rows [n0, n1) = b + h_prev W^T, then those rows' gates
+        for (int64_t n = n0; n < n1; ++n)
+          for (int64_t j = 0; j < GH; ++j) gh[n * GH + j] = pb ? pb[j] : T(0);
+        if (n1 > n0)
+          blas::gemm(false, true, n1 - n0, GH, d.H, T(1), h_prev + n0 * d.H, d.H, w.data<T>(), d.H, T(1), gh.data() + n0 * GH, GH);
+        for (int64_t n = n0; n < n1; ++n) {
+          const T* xn = x + n * GH;
+          const T* gn = gh.data() + n * GH;
+          for (int64_t j = 0; j < d.H; ++j) {
+            const int64_t k = n * d.H + j;
+            switch (kind) {
+              case RNNKind::Tanh: h[k] = std::tanh(xn[j] + gn[j]); break;
+              case RNNKind::ReLU: {
+                const T a = xn[j] + gn[j];
+                h[k] = a > 0 || std::isnan(a) ? a : T(0);
+                break;
+              }
+              case RNNKind::GRU: {
+                const T r = sigmoid1(xn[j] + gn[j]), z = sigmoid1(xn[d.H + j] + gn[d.H + j]);
+                const T nn = std::tanh(xn[2 * d.H + j] + r * gn[2 * d.H + j]);
+                h[k] = (T(1) - z) * nn + z * h_prev[k];
+                T* sv = ps + (t * d.N + n) * 4 * d.H;
+                sv[j] = r, sv[d.H + j] = z, sv[2 * d.H + j] = nn, sv[3 * d.H + j] = gn[2 * d.H + j];
+                break;
+              }
+              case RNNKind::LSTM: {
+                const T i = sigmoid1(xn[j] + gn[j]), fg = sigmoid1(xn[d.H + j] + gn[d.H + j]);
+                const T g = std::tanh(xn[2 * d.H + j] + gn[2 * d.H + j]), o = sigmoid1(xn[3 * d.H + j] + gn[3 * d.H + j]);
+                const T c_prev = s == 0 ? c0.data<T>()[k] : pc[tp * NH + k];
+                const T c = fg * c_prev + i * g;
+                pc[t * NH + k] = c;
+                h[k] = o * std::tanh(c);
+                T* sv = ps + (t * d.N + n) * 4 * d.H;
+                sv[j] = i, sv[d.H + j] = fg, sv[2 * d.H + j] = g, sv[3 * d.H + j] = o;
+                break;
+              }
             }
           }
         }
-      }
+      });
     }
   });
   return f;
@@ -174,50 +191,57 @@ RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tens
       const int64_t t = reverse ? d.L - 1 - s : s, tp = reverse ? t + 1 : t - 1;
       const T* h_prev = s == 0 ? h0.data<T>() : ph + tp * NH;
       const T* h = ph + t * NH;
-      for (int64_t k = 0; k < NH; ++k) dht[k] = dhs.data<T>()[t * NH + k] + carry_h[k];
       T* dx = g.dxw.data<T>() + t * d.N * GH;
       T* dgh = kind == RNNKind::GRU ? dgh_buf.data() : dx;
-      for (int64_t n = 0; n < d.N; ++n)
-        for (int64_t j = 0; j < d.H; ++j) {
-          const int64_t k = n * d.H + j;
-          T* dxn = dx + n * GH;
-          T* dgn = dgh + n * GH;
-          switch (kind) {
-            case RNNKind::Tanh: dxn[j] = dht[k] * (T(1) - h[k] * h[k]); break;
-            case RNNKind::ReLU: dxn[j] = h[k] > 0 ? dht[k] : T(0); break;
-            case RNNKind::GRU: {
-              const T* sv = fs.data<T>() + (t * d.N + n) * 4 * d.H;
-              const T r = sv[j], z = sv[d.H + j], nn = sv[2 * d.H + j], ghn = sv[3 * d.H + j];
-              const T dan = dht[k] * (T(1) - z) * (T(1) - nn * nn);
-              const T daz = dht[k] * (h_prev[k] - nn) * z * (T(1) - z);
-              const T dar = dan * ghn * r * (T(1) - r);
-              dxn[j] = dar, dxn[d.H + j] = daz, dxn[2 * d.H + j] = dan;
-              dgn[j] = dar, dgn[d.H + j] = daz, dgn[2 * d.H + j] = dan * r;
-              carry_h[k] = dht[k] * z;  // h = .. + z h_prev: the direct path (the GEMM below adds onto it)
-              break;
-            }
-            case RNNKind::LSTM: {
-              const T* sv = fs.data<T>() + (t * d.N + n) * 4 * d.H;
-              const T i = sv[j], fg = sv[d.H + j], gg = sv[2 * d.H + j], o = sv[3 * d.H + j];
-              const T c = fc.data<T>()[t * NH + k], c_prev = s == 0 ? c0.data<T>()[k] : fc.data<T>()[tp * NH + k];
-              const T tc = std::tanh(c);
-              const T dc = (dcs.defined() ? dcs.data<T>()[t * NH + k] : T(0)) + carry_c[k] + dht[k] * o * (T(1) - tc * tc);
-              dxn[j] = dc * gg * i * (T(1) - i);
-              dxn[d.H + j] = dc * c_prev * fg * (T(1) - fg);
-              dxn[2 * d.H + j] = dc * i * (T(1) - gg * gg);
-              dxn[3 * d.H + j] = dht[k] * tc * o * (T(1) - o);
-              carry_c[k] = dc * fg;
-              break;
+      // By rows of the batch: dh_t, the gates' derivatives, then carried dh (+)= dgh W for those rows.
+      by_pieces(d.N, d.N * GH * d.H, 1, [&](int64_t n0, int64_t n1) {
+        for (int64_t k = n0 * d.H; k < n1 * d.H; ++k) dht[k] = dhs.data<T>()[t * NH + k] + carry_h[k];
+        for (int64_t n = n0; n < n1; ++n)
+          for (int64_t j = 0; j < d.H; ++j) {
+            const int64_t k = n * d.H + j;
+            T* dxn = dx + n * GH;
+            T* dgn = dgh + n * GH;
+            switch (kind) {
+              case RNNKind::Tanh: dxn[j] = dht[k] * (T(1) - h[k] * h[k]); break;
+              case RNNKind::ReLU: dxn[j] = h[k] > 0 ? dht[k] : T(0); break;
+              case RNNKind::GRU: {
+                const T* sv = fs.data<T>() + (t * d.N + n) * 4 * d.H;
+                const T r = sv[j], z = sv[d.H + j], nn = sv[2 * d.H + j], ghn = sv[3 * d.H + j];
+                const T dan = dht[k] * (T(1) - z) * (T(1) - nn * nn);
+                const T daz = dht[k] * (h_prev[k] - nn) * z * (T(1) - z);
+                const T dar = dan * ghn * r * (T(1) - r);
+                dxn[j] = dar, dxn[d.H + j] = daz, dxn[2 * d.H + j] = dan;
+                dgn[j] = dar, dgn[d.H + j] = daz, dgn[2 * d.H + j] = dan * r;
+                carry_h[k] = dht[k] * z;  // h = .. + z h_prev: the direct path (the GEMM below adds onto it)
+                break;
+              }
+              case RNNKind::LSTM: {
+                const T* sv = fs.data<T>() + (t * d.N + n) * 4 * d.H;
+                const T i = sv[j], fg = sv[d.H + j], gg = sv[2 * d.H + j], o = sv[3 * d.H + j];
+                const T c = fc.data<T>()[t * NH + k], c_prev = s == 0 ? c0.data<T>()[k] : fc.data<T>()[tp * NH + k];
+                const T tc = std::tanh(c);
+                const T dc = (dcs.defined() ? dcs.data<T>()[t * NH + k] : T(0)) + carry_c[k] + dht[k] * o * (T(1) - tc * tc);
+                dxn[j] = dc * gg * i * (T(1) - i);
+                dxn[d.H + j] = dc * c_prev * fg * (T(1) - fg);
+                dxn[2 * d.H + j] = dc * i * (T(1) - gg * gg);
+                dxn[3 * d.H + j] = dht[k] * tc * o * (T(1) - o);
+                carry_c[k] = dc * fg;
+                break;
+              }
             }
           }
-        }
-      if (d.N > 0) {
-        blas::gemm(true, false, GH, d.H, d.N, T(1), dgh, GH, h_prev, d.H, T(1), pdw, d.H);  // dW += dgh^T h_prev
-        blas::gemm(false, false, d.N, d.H, GH, T(1), dgh, GH, pw, d.H, kind == RNNKind::GRU ? T(1) : T(0), carry_h, d.H);
-      }
-      if (pdb)
-        for (int64_t n = 0; n < d.N; ++n)
-          for (int64_t j = 0; j < GH; ++j) pdb[j] += dgh[n * GH + j];
+        if (n1 > n0)
+          blas::gemm(false, false, n1 - n0, d.H, GH, T(1), dgh + n0 * GH, GH, pw, d.H, kind == RNNKind::GRU ? T(1) : T(0),
+                     carry_h + n0 * d.H, d.H);
+      });
+      if (d.N == 0) continue;
+      // By rows of dW_hh: dW += dgh^T h_prev, db += the sum of dgh over the batch (n in order).
+      by_pieces(GH, d.N * GH * d.H, 16, [&](int64_t j0, int64_t j1) {
+        blas::gemm(true, false, j1 - j0, d.H, d.N, T(1), dgh + j0, GH, h_prev, d.H, T(1), pdw + j0 * d.H, d.H);
+        if (pdb)
+          for (int64_t n = 0; n < d.N; ++n)
+            for (int64_t j = j0; j < j1; ++j) pdb[j] += dgh[n * GH + j];
+      });
     }
   });
   return g;
