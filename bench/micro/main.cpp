@@ -155,6 +155,7 @@ BENCHMARK(BM_generate_500)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
+// Two threads, as bench/run.py compares; MG_BENCH_THREADS=1 to see one core's share.
 int main(int argc, char** argv) {
   set_num_threads(std::getenv("MG_BENCH_THREADS") ? std::atoi(std::getenv("MG_BENCH_THREADS")) : 2);
   benchmark::Initialize(&argc, argv);
