@@ -1,8 +1,8 @@
 # The two promises of the README:
 #   make test  -- install what is missing, build (Release), run every test; then the same suite
 #                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder;
-#                 then build the library, tests and examples with clang++ too (built, not run),
-#                 and fuzz the file readers for 60 s (make fuzz).
+#                 then build the library with clang++ under libFuzzer and fuzz the file readers
+#                 for 60 s (make fuzz). make build-clang builds tests and examples with clang++.
 #   make demo  -- install what is missing, build, run the tour of examples (scripts/demo).
 JOBS ?= 2
 BUILD ?= build
@@ -55,7 +55,9 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
-test: test-release test-asan build-clang fuzz
+# The fuzz build compiles the library with clang++ (instrumented), which is make test's check that
+# the library is standard C++; make build-clang compiles the tests and examples with it too.
+test: test-release test-asan fuzz
 
 demo: demo-deps build
 	@BUILD=$(BUILD) scripts/demo

@@ -137,17 +137,32 @@ void im2col(const T* img, const Geometry& g, const Conv2dArgs& a, T* cols, int64
 }
 
 // img (Cg, H, W) += the columns of dcols (K, Ho Wo) put back where im2col took them from; row r
-// of dcols starts at dcols + r ld
+// of dcols starts at dcols + r ld. dcols is scratch: the stride-1 path zeroes its padding columns.
 template <class T>
-void col2im(const T* dcols, const Geometry& g, const Conv2dArgs& a, T* img, int64_t ld) {
+void col2im(T* dcols, const Geometry& g, const Conv2dArgs& a, T* img, int64_t ld) {
+  const bool shifted = a.stride_h == 1 && a.stride_w == 1 && g.Wo == g.W;  // as in im2col
   for (int64_t c = 0; c < g.Cg; ++c)
     for (int64_t p = 0; p < g.kh; ++p)
       for (int64_t q = 0; q < g.kw; ++q) {
-        const T* row = dcols + ((c * g.kh + p) * g.kw + q) * ld;
+        T* row = dcols + ((c * g.kh + p) * g.kw + q) * ld;
         const auto [lo, hi] = valid_columns(g, a, q);
-        const int64_t off = q * a.dilation_w - a.pad_left;
+        const int64_t off = q * a.dilation_w - a.pad_left, dh = p * a.dilation_h - a.pad_top;
+        if (shifted) {
+          // The inverse of im2col's contiguous copy: zero the entries that came from the padding,
+          // then add the whole run of valid rows at once (a zero lands on a neighbour, adding nothing).
+          const int64_t ilo = std::clamp<int64_t>(-dh, 0, g.Ho), ihi = std::clamp<int64_t>(g.H - dh, ilo, g.Ho);
+          if (ihi == ilo || hi == lo) continue;
+          for (int64_t i = ilo; i < ihi; ++i) {
+            for (int64_t j = 0; j < lo; ++j) row[i * g.Wo + j] = T(0);
+            for (int64_t j = hi; j < g.Wo; ++j) row[i * g.Wo + j] = T(0);
+          }
+          const int64_t f0 = ilo * g.Wo + lo, f1 = (ihi - 1) * g.Wo + hi;
+          T* to = img + (c * g.H + ilo + dh) * g.W + lo + off;  // the pixel of flat index f0
+          for (int64_t f = f0; f < f1; ++f) to[f - f0] += row[f];
+          continue;
+        }
         for (int64_t i = 0; i < g.Ho; ++i) {
-          const int64_t h = i * a.stride_h - a.pad_top + p * a.dilation_h;
+          const int64_t h = i * a.stride_h + dh;
           if (h < 0 || h >= g.H) continue;
           T* dst = img + (c * g.H + h) * g.W;
           const T* src = row + i * g.Wo;
