@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "tensor/ops/random.h"
-#include "tensor/ops/sort.h"
 
 namespace mg::nn {
 
@@ -84,18 +83,8 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperatu
       cache.clear();
       logits = forward(out.narrow(1, start, len - start).contiguous(), use_cache ? &cache : nullptr);
     }
-    Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size});  // (B, vocab)
-    Tensor next;                                                 // (B, 1)
-    if (temperature == 0) {
-      next = argmax(last, -1, true);
-    } else {
-      last = last / temperature;
-      if (top_k && *top_k < vocab_size) {
-        const Tensor kth = topk(last, *top_k).first.narrow(1, *top_k - 1, 1);  // (B, 1): the k-th largest
-        last = masked_fill(last, lt(last, kth), -INFINITY);
-      }
-      next = multinomial(softmax(last, -1), 1, false, gen);
-    }
+    const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size});  // (B, vocab)
+    const Tensor next = sample_logits(last, temperature, top_k, gen);                              // (B, 1)
     out.narrow(1, len, 1).copy_(next);
   }
   return out;

@@ -66,3 +66,29 @@ TEST(Random, CreationLikeAndLinspace) {
   EXPECT_THROW(linspace(0, 1, -1), ValueError);
   EXPECT_THROW(linspace(0, INFINITY, 3), ValueError);
 }
+
+TEST(Random, SampleLogitsTemperatureAndTopK) {
+  const Tensor logits = tensor({0.0, 2.0, 1.0, -1.0, 3.0, 0.5, 0.2, 0.1}, {2, 4});  // rows' largest: 1 and 0
+  // Temperature 0 and top_k 1 both take each row's largest logit.
+  EXPECT_EQ(sample_logits(logits, 0.0).to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  Generator g(1);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_logits(logits, 5.0, 1, g).to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  // top_k 2: only each row's two largest ever come out; temperature 1 draws them with softmax's odds.
+  std::vector<int> counts(4, 0);
+  for (int i = 0; i < 4000; ++i) {
+    const std::vector<int64_t> id = sample_logits(logits, 1.0, 2, g).to_vector<int64_t>();
+    ++counts[static_cast<size_t>(id[0])];
+    EXPECT_TRUE(id[1] == 0 || id[1] == 1);
+  }
+  EXPECT_EQ(counts[0] + counts[3], 0);
+  EXPECT_NEAR(counts[1] / 4000.0, std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 0.03);  // 0.731
+  // Float32, a strided (transposed) view, an empty batch.
+  EXPECT_EQ(sample_logits(logits.to(DType::Float32).transpose(0, 1).contiguous().transpose(0, 1), 0.0).to_vector<int64_t>(),
+            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(sample_logits(zeros({0, 4}), 1.0).shape(), (Shape{0, 1}));
+  EXPECT_THROW(sample_logits(logits, -1.0), ValueError);
+  EXPECT_THROW(sample_logits(logits, NAN), ValueError);
+  EXPECT_THROW(sample_logits(logits, 1.0, 0), ValueError);
+  EXPECT_THROW(sample_logits(zeros({4}), 1.0), ShapeError);
+  EXPECT_THROW(sample_logits(zeros({2, 4}, DType::Int64), 1.0), ShapeError);
+}

@@ -123,7 +123,7 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
   std::vector<int64_t> pids;
   std::vector<std::string> labels;
   for (unsigned char ch : shown)
-    pids.push_back(d.vocab.id[ch] >= 0 ? d.vocab.id[ch] : 0), labels.push_back(ch == '\n' ? "\\n" : ch == ' ' ? "_" : std::string(1, ch));
+    pids.push_back(d.vocab.id[ch] >= 0 ? d.vocab.id[ch] : 0), labels.push_back(char_text::label(static_cast<char>(ch)));
   {
     NoGradGuard no_grad;
     m.forward(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));

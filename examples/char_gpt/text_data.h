@@ -56,6 +56,9 @@ struct Vocab {
   int64_t size() const { return static_cast<int64_t>(chars.size()); }
 };
 
+/// A character as a picture's axis label: "\n" for a newline, "_" for a space.
+inline std::string label(char ch) { return ch == '\n' ? "\\n" : ch == ' ' ? "_" : std::string(1, ch); }
+
 /// The text split 90/10 into training and validation ids.
 struct Data {
   std::string text;

@@ -123,8 +123,8 @@ struct Sample {
   Tensor hidden;     // (chars, hidden): the last layer's output after each character fed in
 };
 
-// Feed the prompt, then draw one character at a time (logits / temperature, keep the top_k,
-// softmax, draw), feeding each back in. The state carries everything: one step per character.
+// Feed the prompt, then draw one character at a time (sample_logits: logits / temperature, keep
+// the top_k, softmax, draw, as GPT::generate), feeding each back in. The state carries everything: one step per character.
 Sample sample(const CharLSTM& m, const char_text::Vocab& v, const Config& c, Generator& g) {
   MG_CHECK(!c.prompt.empty(), ValueError, "char_lstm: the prompt must have at least one character to continue");
   NoGradGuard no_grad;
@@ -134,9 +134,8 @@ Sample sample(const CharLSTM& m, const char_text::Vocab& v, const Config& c, Gen
   auto [logits, out, state] = m.forward(from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
   std::vector<Tensor> hidden{out.data().reshape({-1, c.hidden})};
   for (int i = 0; i < c.sample_len; ++i) {
-    Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({1, v.size()}) / c.temperature;  // (1, vocab)
-    if (c.top_k < v.size()) last = masked_fill(last, lt(last, topk(last, c.top_k).first.narrow(1, c.top_k - 1, 1)), -INFINITY);
-    const Tensor next = multinomial(softmax(last, -1), 1, false, g);  // (1, 1)
+    const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({1, v.size()});  // (1, vocab)
+    const Tensor next = sample_logits(last, c.temperature, c.top_k, g);                     // (1, 1)
     s.text += v.chars[next.to_vector<int64_t>()[0]];
     std::tie(logits, out, state) = m.forward(next, state);
     hidden.push_back(out.data().reshape({1, c.hidden}));
@@ -155,8 +154,7 @@ std::string write_report(const History& h, const Sample& s, const Config& c) {
   const int64_t chars = std::min<int64_t>(48, s.hidden.size(0)), units = std::min<int64_t>(32, c.hidden);
   std::vector<std::string> labels;
   for (int64_t i = 0; i < chars; ++i) {
-    const char ch = s.text[static_cast<size_t>(i)];
-    labels.push_back(ch == '\n' ? "\\n" : ch == ' ' ? "_" : std::string(1, ch));
+    labels.push_back(char_text::label(s.text[static_cast<size_t>(i)]));
   }
   rep.add_svg("state.svg",
               viz::heatmap_svg(s.hidden.narrow(0, 0, chars).narrow(1, 0, units).transpose(0, 1).contiguous(),

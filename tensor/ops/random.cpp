@@ -5,6 +5,11 @@
 #include <cmath>
 #include <vector>
 
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/nn_functional.h"
+#include "tensor/ops/reduce.h"
+#include "tensor/ops/sort.h"
+
 namespace mg {
 
 // With replacement, each draw is u ~ U[0, total) against the running sums of the row's weights:
@@ -50,6 +55,22 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 }
 
 // Fisher-Yates: for i = n-1 down to 1, swap element i with a uniform pick among 0..i.
+// Keeping the top k: every logit below the k-th largest of its row becomes -inf (weight 0 after the
+// softmax); ties with the k-th are kept, as in nanoGPT.
+Tensor sample_logits(const Tensor& logits, double temperature, std::optional<int64_t> top_k, Generator& gen) {
+  MG_CHECK(logits.defined() && logits.dim() == 2 && is_floating(logits.dtype()) && logits.size(1) > 0, ShapeError,
+           "sample_logits: expected floating logits (batch, vocab) with vocab >= 1, got {}",
+           logits.defined() ? fmt::format("{} {}", dtype_name(logits.dtype()), shape_str(logits.shape())) : "undefined");
+  MG_CHECK(std::isfinite(temperature) && temperature >= 0, ValueError,
+           "sample_logits: temperature must be finite and >= 0 (0 = the most likely token), got {}", temperature);
+  MG_CHECK(!top_k || *top_k >= 1, ValueError, "sample_logits: top_k must be >= 1, got {}", top_k.value_or(0));
+  if (logits.size(0) == 0) return empty({0, 1}, DType::Int64);
+  if (temperature == 0) return argmax(logits, -1, true);
+  Tensor l = logits / temperature;
+  if (top_k && *top_k < l.size(1)) l = masked_fill(l, lt(l, topk(l, *top_k).first.narrow(1, *top_k - 1, 1)), -INFINITY);
+  return multinomial(softmax(l, -1), 1, false, gen);
+}
+
 Tensor randperm(int64_t n, Generator& gen) {
   MG_CHECK(n >= 0, ValueError, "randperm: n must be >= 0, got {}", n);
   Tensor out = empty({n}, DType::Int64);
