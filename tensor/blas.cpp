@@ -4,8 +4,13 @@
 #include <climits>
 
 #include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include "tensor/error.h"
+
+// libgomp's, the OpenMP runtime Debian's oneDNN is built on (declared here rather than through
+// <omp.h>, which would be the compiler's own runtime under clang).
+extern "C" void omp_set_num_threads(int);
 
 namespace mg::blas {
 namespace {
@@ -27,13 +32,23 @@ void check_arguments(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t 
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc) {
+          int64_t ldb, float beta, float* c, int64_t ldc, Engine engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
+  if (engine == Engine::OneDNN && m > 0 && n > 0) {
+    // oneDNN sizes its OpenMP team from this thread's setting: one thread, this one, as for OpenBLAS.
+    omp_set_num_threads(1);
+    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    MG_CHECK(st == dnnl_success, ValueError,
+             "blas::gemm: dnnl_sgemm failed (status {}) on m={} n={} k={} lda={} ldb={} ldc={}; this is a bug in minigrad, "
+             "please report it",
+             static_cast<int>(st), m, n, k, lda, ldb, ldc);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc) {
+          int64_t ldb, double beta, double* c, int64_t ldc, Engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
   cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -73,6 +73,17 @@ inline float sum8_sq(const float* p, int64_t n, float mu) {
   for (; i < n; ++i) s += (p[i] - mu) * (p[i] - mu);
   return s;
 }
+/// Sum of n values accumulated in double (for float input: a sum over many elements that keeps
+/// float32's precision), in eight lanes as sum8 with the tail in its lanes too.
+template <class T>
+double sum8_in_double(const T* p, int64_t n) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) lane[l] += p[i + l];
+  for (; i < n; ++i) lane[i % 8] += p[i];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
 inline double sum8(const double* p, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i) s += p[i];

@@ -82,6 +82,10 @@ TEST(Conv, MatchesTheDefinitionOnManyShapes) {
       {9, 6, 3, 3, 6, 1, 1, 3, {}},  // pointwise, grouped, several images per block
       {1, 4, 30, 30, 2, 1, 1, 1, {}},  // one image with more than 512 pixels: the direct path
       {2, 2, 3, 3, 2, 3, 3, 1, {.pad_top = 3, .pad_bottom = 3, .pad_left = 3, .pad_right = 3}},  // rows entirely in the padding
+      {3, 2, 9, 9, 4, 3, 3, 1, {.stride_h = 2, .stride_w = 2, .pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}},
+      // a padded image bigger than its columns (padding 5, stride 4): the bounds-checked im2col
+      {2, 2, 3, 3, 2, 1, 1, 1, {.stride_h = 4, .stride_w = 4, .pad_top = 5, .pad_bottom = 5, .pad_left = 5, .pad_right = 5}},
+      {2, 16, 8, 8, 32, 3, 3, 1, {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}},  // digits_cnn's shape
   };
   uint64_t seed = 1;
   for (const Case& k : cases) {
@@ -93,6 +97,9 @@ TEST(Conv, MatchesTheDefinitionOnManyShapes) {
     const Tensor y = conv2d(x, w, b, a);
     const Tensor dy = rnd(y.shape(), seed++);
     const Conv2dGrads got = conv2d_backward(dy, x, w, a, true, true, true);
+    // float32 (its products run on oneDNN, float64's on OpenBLAS), against the float64 results
+    const Tensor y32 = conv2d(x.to(DType::Float32), w.to(DType::Float32), b.to(DType::Float32), a);
+    const Conv2dGrads got32 = conv2d_backward(dy.to(DType::Float32), x.to(DType::Float32), w.to(DType::Float32), a, true, true, true);
     const int64_t Ho = y.size(2), Wo = y.size(3);
     std::vector<double> ry(static_cast<size_t>(y.numel())), rdx(static_cast<size_t>(x.numel()), 0.0), rdw(static_cast<size_t>(w.numel()), 0.0),
         rdb(static_cast<size_t>(k.O), 0.0);
@@ -121,6 +128,10 @@ TEST(Conv, MatchesTheDefinitionOnManyShapes) {
     mgtest::expect_close(got.dx, from_vector(rdx, x.shape()), 1e-12, 1e-12);
     mgtest::expect_close(got.dweight, from_vector(rdw, w.shape()), 1e-12, 1e-12);
     mgtest::expect_close(got.dbias, from_vector(rdb, {k.O}), 1e-12, 1e-12);
+    mgtest::expect_close(y32.to(DType::Float64), y, 1e-5, 1e-5);
+    mgtest::expect_close(got32.dx.to(DType::Float64), got.dx, 1e-5, 1e-5);
+    mgtest::expect_close(got32.dweight.to(DType::Float64), got.dweight, 1e-5, 1e-5);
+    mgtest::expect_close(got32.dbias.to(DType::Float64), got.dbias, 1e-5, 1e-5);
   }
 }
 

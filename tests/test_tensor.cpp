@@ -2,6 +2,7 @@
 #include <limits>
 
 #include "helpers.h"
+#include "tensor/scratch.h"
 
 using namespace mg;
 using mgtest::expect_values;
@@ -254,4 +255,23 @@ TEST(Tensor, PrintsInt64Exactly) {
   // printing went through double, which holds 53 bits: INT64_MAX came out as INT64_MIN
   EXPECT_EQ(from_vector<int64_t>({std::numeric_limits<int64_t>::max(), (int64_t{1} << 53) + 1}, {2}).str(),
             "tensor([9223372036854775807, 9007199254740993], dtype=int64)");
+}
+
+TEST(Tensor, ScratchBuffersAreAlignedAndReused) {
+  const void *first = nullptr, *second = nullptr;
+  {
+    Scratch<float> a(1000), none(0);
+    EXPECT_EQ(none.get(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.get()) % 64, 0u);
+    a.get()[999] = 1.f;  // all of it is ours (ASan checks)
+    first = a.get();
+    Scratch<float> b(1000);  // held at the same time: a different buffer
+    EXPECT_NE(b.get(), a.get());
+    second = b.get();
+  }
+  Scratch<double> again(400);  // 3200 bytes: one of the two 4000-byte buffers given back above
+  EXPECT_TRUE(again.get() == first || again.get() == second);
+  Scratch<float> bigger(100000);  // more than any cached buffer: a new one
+  EXPECT_NE(bigger.get(), first);
+  EXPECT_NE(bigger.get(), second);
 }

@@ -1,0 +1,47 @@
+#pragma once
+// Scratch memory for kernels. A kernel that needs a temporary buffer on every call (conv2d's
+// im2col columns, for one) would otherwise ask malloc for it each time; buffers of a few hundred
+// KB are handed back to the OS on free and come back as fresh pages, and the page faults can cost
+// more than the arithmetic. Scratch keeps a few freed buffers per thread and hands them out again.
+//
+//   Scratch<float> cols(n);  // n floats, contents undefined; returned to this thread's cache at scope exit
+//
+// A buffer belongs to the thread that made it and goes back to that thread's cache, so a Scratch
+// must be destroyed on the thread that created it (as a local inside a parallel_for body is).
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace mg {
+
+namespace detail {
+/// A buffer of at least `bytes` bytes (64-byte aligned) from the calling thread's cache, or a new one.
+void* scratch_acquire(std::size_t bytes, std::size_t& capacity);
+/// Give a buffer from scratch_acquire back to the calling thread's cache (freed if the cache is full).
+void scratch_release(void* p, std::size_t capacity) noexcept;
+}  // namespace detail
+
+/// An uninitialised buffer of n elements of a trivial type T, reused across calls on one thread.
+template <class T>
+class Scratch {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  /// n elements (n >= 0; 0 gives a null pointer); the contents are undefined until written.
+  explicit Scratch(int64_t n) {
+    if (n > 0) p_ = static_cast<T*>(detail::scratch_acquire(static_cast<std::size_t>(n) * sizeof(T), capacity_));
+  }
+  ~Scratch() {
+    if (p_) detail::scratch_release(p_, capacity_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  /// The first element (null when n was 0).
+  T* get() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+  std::size_t capacity_ = 0;  // bytes actually held
+};
+
+}  // namespace mg
