@@ -10,8 +10,10 @@ ASAN_BUILD ?= build-asan
 CLANG_BUILD ?= build-clang
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+INSTALL_BUILD ?= build-install
+PREFIX ?= /usr/local
 
-.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench clean
+.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench install-build install package clean
 
 deps:
 	@scripts/install-deps
@@ -66,5 +68,24 @@ demo: demo-deps build
 bench: bench-deps build
 	BUILD=$(BUILD) /usr/bin/python3 bench/run.py
 
+# The library, its headers (<PREFIX>/include/minigrad/) and its CMake package (lib/cmake/minigrad/
+# under the prefix): then find_package(minigrad CONFIG REQUIRED) in any project. Built apart from
+# `build`, without tests or examples, and for any x86-64 CPU unless asked otherwise (README: what
+# each choice costs): ARCH=x86-64-v3 for AVX2 CPUs (2013 and later), NATIVE=ON for this CPU only.
+#   make install                       into /usr/local (needs root)
+#   make install PREFIX=$$HOME/.local  anywhere else
+NATIVE ?= OFF
+ARCH ?=
+install-build: deps
+	cmake -S . -B $(INSTALL_BUILD) -DCMAKE_BUILD_TYPE=Release -DMG_NATIVE=$(NATIVE) -DMG_ARCH=$(ARCH) -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
+	cmake --build $(INSTALL_BUILD) -j$(JOBS)
+
+install: install-build
+	cmake --install $(INSTALL_BUILD) --prefix $(PREFIX)
+
+# The same files as a Debian package: $(INSTALL_BUILD)/minigrad-dev_<version>_<arch>.deb (CPack).
+package: install-build
+	cd $(INSTALL_BUILD) && cpack -G DEB
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(CLANG_BUILD) $(FUZZ_BUILD) $(INSTALL_BUILD)

@@ -3,7 +3,7 @@
 // seed is tests/golden/torch_mlp.safetensors.) Run once by hand; its output is committed.
 #include <string>
 
-#include "minigrad.h"
+#include "minigrad/minigrad.h"
 
 int main(int argc, char** argv) {
   using namespace mg;

@@ -9,7 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "minigrad.h"
+#include "minigrad/minigrad.h"
 
 namespace mgtest {
 

@@ -25,9 +25,20 @@ namespace fs = std::filesystem;
 
 namespace {
 const fs::path kRoot = MG_SOURCE_DIR;
-const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn", "optim", "viz", "tests", "examples",
-                                        "bench", "docs", "scripts", ".ci"};
+// The library lives in minigrad/ (its headers are included as "minigrad/nn/linear.h"); docs and
+// comments name its files from there, as the layers: `nn/linear.h` is minigrad/nn/linear.h.
+const fs::path kLib = kRoot / "minigrad";
+const std::set<std::string> kLayers = {"tensor", "autograd", "nn", "optim", "viz"};
+const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn", "optim", "viz", "minigrad", "tests", "examples",
+                                        "bench", "docs", "scripts", "cmake", ".ci"};
 const std::set<std::string> kRootFiles = {"minigrad.h", "Makefile", "CMakeLists.txt", "README.md"};
+
+// Where a path written in the docs lives: under minigrad/ for the library's layers and its
+// umbrella header, under the repository's root otherwise.
+fs::path resolve(const std::string& path) {
+  const std::string first = path.substr(0, path.find('/'));
+  return kLayers.count(first) || path == "minigrad.h" ? kLib / path : kRoot / path;
+}
 
 std::string read(const fs::path& p) {
   std::ifstream in(p);
@@ -39,9 +50,9 @@ std::string read(const fs::path& p) {
 // Every file of code or build script in the repository (not build output, not data).
 std::vector<fs::path> code_files() {
   std::vector<fs::path> out;
-  for (const char* f : {"minigrad.h", "Makefile", "CMakeLists.txt"}) out.push_back(kRoot / f);
+  for (const char* f : {"minigrad.h", "Makefile", "CMakeLists.txt"}) out.push_back(resolve(f));
   for (const std::string& dir : kTopDirs)
-    for (auto& e : fs::recursive_directory_iterator(kRoot / dir)) {
+    for (auto& e : fs::recursive_directory_iterator(resolve(dir))) {
       const std::string ext = e.path().extension().string(), name = e.path().filename().string();
       if (e.is_regular_file() && (ext == ".h" || ext == ".cpp" || ext == ".py" || name == "CMakeLists.txt" ||
                                   e.path().parent_path().filename() == "scripts" || name == "run"))
@@ -97,8 +108,8 @@ bool file_has(const fs::path& file, const std::string& name) {
 const std::string& library_code() {
   static const std::string code = [] {
     std::string all;
-    for (const char* dir : {"tensor", "autograd", "nn", "optim", "viz"})
-      for (auto& e : fs::recursive_directory_iterator(kRoot / dir))
+    for (const std::string& dir : kLayers)
+      for (auto& e : fs::recursive_directory_iterator(kLib / dir))
         if (e.is_regular_file()) all += read(e.path()) + "\n";
     return all;
   }();
@@ -153,7 +164,7 @@ std::vector<std::string> check_reference(const fs::path& md, std::string ref, bo
     }
     const std::string path = ref.substr(0, ref.find(':'));
     if (!(ref.find('/') != std::string::npos && kTopDirs.count(first)) && !kRootFiles.count(path)) return out;
-    target = kRoot / path;
+    target = resolve(path);
   }
   const std::string rel = fs::relative(target, kRoot).string();
   if (rel.rfind("..", 0) == 0) {
@@ -176,7 +187,7 @@ std::vector<std::string> check_reference(const fs::path& md, std::string ref, bo
 std::vector<std::string> check_markdown(const fs::path& md, const std::string& text, int* count = nullptr) {
   static const std::regex span_re("`([^`\\n]+)`"), link_re("\\]\\(([^)\\s]+)\\)");
   // A path written in plain prose, outside backticks: nn/transformer.h, autograd/ops/attention.cpp.
-  static const std::regex plain_re(R"((?:^|[\s(,])((?:tensor|autograd|nn|optim|viz|tests|examples|bench|docs|scripts)/[\w./-]*\.(?:h|cpp|py|md|txt))\b)");
+  static const std::regex plain_re(R"((?:^|[\s(,])((?:tensor|autograd|nn|optim|viz|minigrad|tests|examples|bench|docs|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
   const std::string prose = prose_of(text);
   std::vector<std::string> out;
   const std::string plain = std::regex_replace(prose, span_re, " ");
@@ -195,7 +206,7 @@ std::vector<std::string> check_markdown(const fs::path& md, const std::string& t
 std::set<std::string> declared_ops() {
   static const std::regex decl_re(R"(\n(?:Variable|std::pair<Variable, Tensor>|std::vector<Variable>)\s+([a-z_0-9]+)\()");
   std::set<std::string> ops;
-  for (auto& e : fs::directory_iterator(kRoot / "autograd" / "ops"))
+  for (auto& e : fs::directory_iterator(kLib / "autograd" / "ops"))
     if (e.path().extension() == ".h") {
       const std::string text = read(e.path());
       for (std::sregex_iterator it(text.begin(), text.end(), decl_re), end; it != end; ++it) ops.insert((*it)[1]);

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "helpers.h"
-#include "tensor/fastmath.h"
+#include "minigrad/tensor/fastmath.h"
 
 using namespace mg;
 

@@ -1,6 +1,6 @@
 // Differentiable matmul and linear.
 #include "helpers.h"
-#include "tensor/blas.h"
+#include "minigrad/tensor/blas.h"
 
 using namespace mg;
 using mgtest::expect_golden;

@@ -2,7 +2,7 @@
 #include <limits>
 
 #include "helpers.h"
-#include "tensor/scratch.h"
+#include "minigrad/tensor/scratch.h"
 
 using namespace mg;
 using mgtest::expect_values;

@@ -16,8 +16,8 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 
-#include "minigrad.h"
-#include "tensor/blas.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/tensor/blas.h"
 
 using namespace mg;
 

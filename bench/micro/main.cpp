@@ -7,8 +7,8 @@
 // PyTorch; bench/run.py puts them side by side in docs/BENCHMARKS.md.
 #include <benchmark/benchmark.h>
 
-#include "minigrad.h"
-#include "tensor/blas.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/tensor/blas.h"
 
 using namespace mg;
 

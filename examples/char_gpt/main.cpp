@@ -15,10 +15,10 @@
 #include <CLI/CLI.hpp>
 
 #include "text_data.h"  // the text, shared with char_lstm
-#include "minigrad.h"
-#include "viz/report.h"
-#include "viz/svg.h"
-#include "viz/terminal.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
 
 namespace char_gpt {
 using namespace mg;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "minigrad.h"
+#include "minigrad/minigrad.h"
 
 namespace char_text {
 using namespace mg;

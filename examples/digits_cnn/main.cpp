@@ -20,10 +20,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "minigrad.h"
-#include "viz/report.h"
-#include "viz/svg.h"
-#include "viz/terminal.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
 
 namespace digits_cnn {
 using namespace mg;

@@ -14,10 +14,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "minigrad.h"
-#include "viz/report.h"
-#include "viz/svg.h"
-#include "viz/terminal.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
 
 namespace hand_attention {
 using namespace mg;

@@ -10,10 +10,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "minigrad.h"
-#include "viz/report.h"
-#include "viz/svg.h"
-#include "viz/terminal.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
 
 namespace mlp {
 using namespace mg;

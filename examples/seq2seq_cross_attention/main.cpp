@@ -11,10 +11,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "minigrad.h"
-#include "viz/report.h"
-#include "viz/svg.h"
-#include "viz/terminal.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
 
 namespace seq2seq {
 using namespace mg;

@@ -1,0 +1,107 @@
+#include "minigrad/autograd/gradcheck.h"
+
+#include <cmath>
+
+#include "minigrad/autograd/ops.h"
+
+namespace mg {
+
+GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn,
+                          const std::vector<Tensor>& inputs, const GradcheckOptions& opt) {
+  std::vector<Variable> vars, leaves;
+  for (const Tensor& t : inputs) {
+    MG_CHECK(t.defined(), StateError, "gradcheck: input {} is undefined", vars.size());
+    if (is_floating(t.dtype())) vars.emplace_back(t.to(DType::Float64), true), leaves.push_back(vars.back());
+    else vars.emplace_back(t, false);
+  }
+  GradcheckResult r = gradcheck([&] { return fn(vars); }, leaves, opt);
+  // Report the index among all inputs, not among the floating ones.
+  for (size_t i = 0, f = 0; i < vars.size(); ++i)
+    if (vars[i].requires_grad() && static_cast<int64_t>(f++) == r.input) {
+      r.input = static_cast<int64_t>(i);
+      break;
+    }
+  return r;
+}
+
+GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector<Variable>& leaves,
+                          const GradcheckOptions& opt) {
+  MG_CHECK(opt.eps > 0 && opt.atol >= 0 && opt.rtol >= 0 && std::isfinite(opt.eps) && std::isfinite(opt.atol) &&
+               std::isfinite(opt.rtol),
+           ValueError, "gradcheck: eps must be > 0 and atol, rtol >= 0, got eps {}, atol {}, rtol {}", opt.eps, opt.atol,
+           opt.rtol);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    MG_CHECK(leaves[i].defined() && leaves[i].is_leaf() && leaves[i].requires_grad(), StateError,
+             "gradcheck: input {} must be a leaf that requires grad", i);
+    // Perturbing one element of an expanded view would move every element that shares its memory.
+    MG_CHECK(!has_internal_overlap(leaves[i].data()), ValueError,
+             "gradcheck: input {} (shape {}, strides {}) has elements that share memory (an expanded view); pass a "
+             "contiguous copy", i, shape_str(leaves[i].shape()), shape_str(leaves[i].data().strides()));
+    MG_CHECK(leaves[i].dtype() == DType::Float64, DTypeError,
+             "gradcheck: input {} is {}; gradcheck needs float64 (hint: module.to(DType::Float64))", i,
+             dtype_name(leaves[i].dtype()));
+    leaves[i].zero_grad();
+  }
+  // Analytic: one backward of sum(y * v), v a fixed random weighting of the output.
+  Variable y = fn();
+  MG_CHECK(y.dtype() == DType::Float64, DTypeError,
+           "gradcheck: fn returned a {} output; gradcheck needs float64 throughout (create constants "
+           "with the inputs' dtype)", dtype_name(y.dtype()));
+  MG_CHECK(y.requires_grad(), StateError, "gradcheck: the output does not depend on any input");
+  Generator gen(opt.seed);
+  const Tensor v = randn(y.shape(), gen, DType::Float64);
+  sum(mul(y, Variable(v))).backward();
+  std::vector<Tensor> grads;
+  for (const Variable& l : leaves) {
+    grads.push_back(l.grad().defined() ? l.grad() : zeros(l.shape(), DType::Float64));
+    l.zero_grad();
+  }
+  auto f = [&]() {
+    NoGradGuard ng;
+    return mg::sum(mg::mul(fn().data(), v)).item();
+  };
+
+  // Numeric: central differences, one element at a time, through the tensor's own strides.
+  GradcheckResult res;
+  double worst_ratio = -1;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Tensor& x = leaves[i].data();
+    double* base = static_cast<double*>(x.storage()->data());
+    std::vector<int64_t> idx(x.dim(), 0);
+    for (int64_t e = 0; e < x.numel(); ++e) {
+      int64_t off = x.offset();
+      for (int64_t d = 0; d < x.dim(); ++d) off += idx[d] * x.strides()[d];
+      const double orig = base[off];
+      base[off] = orig + opt.eps;
+      const double fp = f();
+      base[off] = orig - opt.eps;
+      const double fm = f();
+      base[off] = orig;
+      const double numeric = (fp - fm) / (2 * opt.eps);
+      const double analytic = grads[i].at(idx);
+      const double err = std::abs(analytic - numeric);
+      const double ratio = err / (opt.atol + opt.rtol * std::abs(numeric));
+      if (ratio > worst_ratio || std::isnan(ratio)) {
+        worst_ratio = std::isnan(ratio) ? INFINITY : ratio;
+        res.input = static_cast<int64_t>(i);
+        res.index = idx;
+        res.analytic = analytic;
+        res.numeric = numeric;
+        res.error = err;
+      }
+      for (int64_t d = x.dim() - 1; d >= 0; --d) {
+        if (++idx[d] < x.shape()[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+  res.ok = worst_ratio <= 1;
+  res.message = fmt::format("{}: worst element is input {} at {}: analytic {:.10g}, numeric {:.10g}, "
+                            "|diff| {:.3g} (allowed {:.3g})",
+                            res.ok ? "gradcheck ok" : "gradcheck FAILED", res.input,
+                            shape_str(res.index), res.analytic, res.numeric, res.error,
+                            opt.atol + opt.rtol * std::abs(res.numeric));
+  return res;
+}
+
+}  // namespace mg

@@ -1,0 +1,77 @@
+#pragma once
+// A Node is one recorded operation on the tape: it knows how to turn the gradient of its output
+// into gradients of its inputs. Nodes point at the nodes that produced their inputs (`next`), so
+// the tape is a graph that ends in AccumulateGrad nodes, one per leaf that requires grad.
+// docs/02-autograd.md traces a small graph through these structures by hand.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "minigrad/tensor/tensor.h"
+
+namespace mg {
+
+struct VariableImpl;
+using TensorList = std::vector<Tensor>;
+
+/// One operation recorded on the tape.
+struct Node {
+  /// Frees the chain of nodes behind this one iteratively: a graph of a million ops must not
+  /// overflow the stack through nested shared_ptr destructors.
+  virtual ~Node() {
+    std::vector<std::shared_ptr<Node>> stack = std::move(next);
+    while (!stack.empty()) {
+      std::shared_ptr<Node> n = std::move(stack.back());
+      stack.pop_back();
+      if (n && n.use_count() == 1) {  // we hold the last reference: take its edges before it dies
+        for (auto& m : n->next) stack.push_back(std::move(m));
+        n->next.clear();
+      }
+    }
+  }
+
+  /// Op name shown by to_dot and in error messages ("matmul", "add", ...).
+  std::string name;
+  /// For each input: the node that receives its gradient, or null when it needs none.
+  std::vector<std::shared_ptr<Node>> next;
+  /// For each input: its shape. The engine sums each returned gradient down to it, so ops that
+  /// broadcast need not undo broadcasting themselves.
+  std::vector<Shape> input_shapes;
+  /// For each input: its dtype, which its gradient must have.
+  std::vector<DType> input_dtypes;
+  /// Shape of this op's output.
+  Shape out_shape;
+  /// True once backward has freed what the op saved (after a backward without retain_graph).
+  bool released = false;
+
+  /// Whether input i needs a gradient; backward functions skip the work for the others.
+  bool needs(size_t i) const { return i < next.size() && next[i] != nullptr; }
+  /// Gradients for each input given the gradient of the output (undefined where not needed).
+  virtual TensorList apply(const Tensor& grad_out) = 0;
+  /// Free the tensors saved for backward.
+  virtual void release() { released = true; }
+};
+
+/// The end of the tape for a leaf: adds the incoming gradient into the leaf's .grad().
+struct AccumulateGrad : Node {
+  std::weak_ptr<VariableImpl> leaf;
+  TensorList apply(const Tensor& grad_out) override;
+  /// Nothing is saved here, and the node is shared by every graph that uses the leaf, so it is
+  /// never marked released: a later backward through another graph must still reach it.
+  void release() override {}
+};
+
+/// The node of every built-in op: the backward is a lambda that captured what it needs.
+/// Releasing the node destroys the lambda, and with it the saved tensors.
+struct LambdaNode : Node {
+  using Backward = std::function<TensorList(const Tensor& grad_out, const Node& self)>;
+  Backward backward;
+  TensorList apply(const Tensor& grad_out) override { return backward(grad_out, *this); }
+  void release() override {
+    backward = nullptr;
+    released = true;
+  }
+};
+
+}  // namespace mg

@@ -1,0 +1,23 @@
+#pragma once
+// Differentiable activation functions (autograd/ops/activation.cpp; kernels in
+// tensor/ops/activation.cpp). Same names, arguments and defaults as torch.nn.functional.
+#include <string>
+
+#include "minigrad/autograd/variable.h"
+
+namespace mg {
+
+/// max(x, 0) (gradient 0 at 0, like PyTorch)
+Variable relu(const Variable& x);
+/// GELU; approximate = "none" (erf form, PyTorch's default) or "tanh".
+Variable gelu(const Variable& x, const std::string& approximate = "none");
+/// x sigmoid(x)
+Variable silu(const Variable& x);
+/// log(1 + e^(beta x)) / beta (x itself where beta x > threshold)
+Variable softplus(const Variable& x, double beta = 1, double threshold = 20);
+/// x for x > 0, negative_slope x otherwise
+Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
+/// x for x > 0, alpha (e^x - 1) otherwise
+Variable elu(const Variable& x, double alpha = 1);
+
+}  // namespace mg

@@ -1,0 +1,82 @@
+// Convolution's derivative rules: the three gradients come from one backward kernel,
+// tensor/ops/conv.cpp:conv2d_backward. An unbatched input (no N) and conv1d (no H) are the same
+// op on reshaped views, so they need no rules of their own.
+#include "minigrad/autograd/ops/conv.h"
+
+#include "minigrad/autograd/engine.h"
+#include "minigrad/autograd/ops/shape.h"
+
+namespace mg {
+
+Conv2dArgs conv2d_args(int64_t kh, int64_t kw, const Conv2dFuncOptions& o, std::string_view op) {
+  Conv2dArgs a;
+  a.stride_h = o.stride.h, a.stride_w = o.stride.w;
+  a.dilation_h = o.dilation.h, a.dilation_w = o.dilation.w;
+  a.groups = o.groups;
+  if (o.padding.mode.empty()) {
+    a.pad_top = a.pad_bottom = o.padding.h;
+    a.pad_left = a.pad_right = o.padding.w;
+  } else if (o.padding.mode == "same") {
+    MG_CHECK(a.stride_h == 1 && a.stride_w == 1, ValueError, "{}: padding=\"same\" needs stride 1, got ({}, {})", op, a.stride_h,
+             a.stride_w);
+    MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op, a.dilation_h,
+             a.dilation_w);
+    const int64_t th = checked_mul(a.dilation_h, kh - 1, op), tw = checked_mul(a.dilation_w, kw - 1, op);
+    a.pad_top = th / 2, a.pad_bottom = th - th / 2;
+    a.pad_left = tw / 2, a.pad_right = tw - tw / 2;
+  } else {
+    MG_CHECK(o.padding.mode == "valid", ValueError, "{}: padding must be sizes, \"same\" or \"valid\", got \"{}\"", op,
+             o.padding.mode);
+  }
+  return a;
+}
+
+namespace {
+// records the op on 4-D x with the kernel's arguments already worked out
+Variable conv2d_recorded(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dArgs& a) {
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record("conv2d", mg::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), a), inputs,
+                [x = x.data(), w = weight.data(), a](const Tensor& dy, const Node& n) -> TensorList {
+                  Conv2dGrads g = conv2d_backward(dy, x, w, a, n.needs(0), n.needs(1), n.next.size() > 2 && n.needs(2));
+                  TensorList out{g.dx, g.dweight};
+                  if (n.next.size() > 2) out.push_back(g.dbias);
+                  return out;
+                });
+}
+}  // namespace
+
+// y = conv(x, W) + b                x (N, C, H, W)   W (O, C/g, kH, kW)   b (O)   y (N, O, Ho, Wo)
+// dx = col2im(W^T dy)   dW = sum_n dy cols(x)^T   db = sum_{n,i,j} dy      (tensor/ops/conv.cpp)
+Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dFuncOptions& o) {
+  MG_CHECK(x.defined() && weight.defined(), StateError, "conv2d: an operand is undefined");
+  if (x.dim() == 3) return squeeze(conv2d(unsqueeze(x, 0), weight, bias, o), 0);  // one unbatched image
+  MG_CHECK(weight.dim() == 4, ShapeError, "conv2d: expected weight (out_channels, in_channels / groups, kH, kW), got shape {}",
+           shape_str(weight.shape()));
+  return conv2d_recorded(x, weight, bias, conv2d_args(weight.size(2), weight.size(3), o, "conv2d"));
+}
+
+// conv1d(x, W) = conv2d on (N, C, 1, L) with W (O, C/g, 1, k), the height dim dropped after
+Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias, const Conv1dFuncOptions& o) {
+  MG_CHECK(x.defined() && weight.defined(), StateError, "conv1d: an operand is undefined");
+  if (x.dim() == 2) return squeeze(conv1d(unsqueeze(x, 0), weight, bias, o), 0);
+  MG_CHECK(x.dim() == 3, ShapeError, "conv1d: expected input (N, C, L) or (C, L), got shape {}", shape_str(x.shape()));
+  MG_CHECK(weight.dim() == 3, ShapeError, "conv1d: expected weight (out_channels, in_channels / groups, k), got shape {}",
+           shape_str(weight.shape()));
+  MG_CHECK(!o.padding.mode.empty() || o.padding.h == o.padding.w, ValueError, "conv1d: padding is one number, got ({}, {})",
+           o.padding.h, o.padding.w);
+  MG_CHECK(o.groups >= 1, ValueError, "conv1d: groups must be >= 1, got {}", o.groups);
+  MG_CHECK(x.size(1) == checked_mul(weight.size(1), o.groups, "conv1d"), ShapeError,
+           "conv1d: input has {} channels but weight {} with groups={} expects {}", x.size(1), shape_str(weight.shape()), o.groups,
+           weight.size(1) * o.groups);
+  const Conv2dArgs a = conv2d_args(1, weight.size(2),
+                                   {.stride = {1, o.stride}, .padding = o.padding.mode.empty() ? ConvPadding(0, o.padding.w) : o.padding,
+                                    .dilation = {1, o.dilation}, .groups = o.groups},
+                                   "conv1d");
+  MG_CHECK(a.stride_w >= 1 && a.dilation_w >= 1 && a.pad_left >= 0, ValueError,
+           "conv1d: stride and dilation must be >= 1 and padding >= 0, got {}, {} and {}", a.stride_w, a.dilation_w, a.pad_left);
+  conv_output_size(x.size(2), weight.size(2), a.stride_w, a.pad_left, a.pad_right, a.dilation_w, "conv1d");
+  return squeeze(conv2d_recorded(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
+}
+
+}  // namespace mg

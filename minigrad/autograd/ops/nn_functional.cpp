@@ -1,0 +1,147 @@
+// The functions neural nets are built from. Softmax and layer norm are fused: one forward kernel,
+// and a backward written as one rule instead of the chain of small ops the composition would record.
+#include "minigrad/autograd/ops/nn_functional.h"
+
+#include <cmath>
+
+#include "minigrad/autograd/ops/elementwise.h"
+#include "minigrad/autograd/ops/shape.h"
+#include "minigrad/tensor/ops.h"
+
+namespace mg {
+
+// y = softmax(x) along dim
+// dx = y * (dy - sum(dy * y, dim))       (the Jacobian diag(y) - y y^T applied to dy)
+Variable softmax(const Variable& x, int64_t dim) {
+  Tensor y = mg::softmax(x.data(), dim);
+  return record("softmax", y, {x}, [y, dim](const Tensor& dy, const Node&) -> TensorList {
+    const int64_t d = y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), "softmax");
+    Tensor dot = y.dim() == 0 ? dy * y : mg::sum(dy * y, {d}, true);
+    return {y * (dy - dot)};
+  });
+}
+
+// y = x - logsumexp(x) along dim
+// dx = dy - softmax(x) * sum(dy, dim) = dy - exp(y) * sum(dy, dim)
+Variable log_softmax(const Variable& x, int64_t dim) {
+  Tensor y = mg::log_softmax(x.data(), dim);
+  return record("log_softmax", y, {x}, [y, dim](const Tensor& dy, const Node&) -> TensorList {
+    const int64_t d = y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), "log_softmax");
+    Tensor s = y.dim() == 0 ? dy : mg::sum(dy, {d}, true);
+    return {dy - mg::exp(y) * s};
+  });
+}
+
+// Per row r (the normalized dims flattened to N):   xhat = (x - mean_r) * rstd_r
+//   y = xhat * w + b                    x: (..., N)  w, b: (N)  mean, rstd: (...)
+// With g = dy * w:
+//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))      (means over the row)
+//   dw = sum over rows of dy * xhat     db = sum over rows of dy
+Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight,
+                    const Variable& bias, double eps) {
+  const Tensor w = weight.defined() ? weight.data() : Tensor(), b = bias.defined() ? bias.data() : Tensor();
+  LayerNormForward f = layer_norm_forward(x.data(), normalized_shape, w, b, eps);
+  std::vector<Variable> inputs{x};
+  if (weight.defined()) inputs.push_back(weight);
+  if (bias.defined()) inputs.push_back(bias);
+  const bool has_w = weight.defined(), has_b = bias.defined();
+  return record("layer_norm", f.y, inputs,
+                [x = x.data(), w, mean = f.mean, rstd = f.rstd, has_w, has_b, norm = normalized_shape](
+                    const Tensor& dy, const Node& n) -> TensorList {
+                  const size_t ib = has_w ? 2 : 1;  // the bias's input slot
+                  LayerNormGrads g = layer_norm_backward(dy, x, w, mean, rstd, norm, has_w && n.needs(1), has_b && n.needs(ib));
+                  TensorList out{g.dx};
+                  if (has_w) out.push_back(g.dweight);
+                  if (has_b) out.push_back(g.dbias);
+                  return out;
+                });
+}
+
+namespace {
+// (1, C, 1, ..., 1): a per-channel tensor's shape against x (N, C, *)
+Shape channel_shape(const Variable& x) {
+  Shape s(x.dim(), 1);
+  s[1] = x.size(1);
+  return s;
+}
+// y * w + b per channel, each when defined
+Variable channel_affine(const Variable& y, const Variable& weight, const Variable& bias, std::string_view op) {
+  const int64_t C = y.size(1);
+  for (const Variable* p : {&weight, &bias})
+    MG_CHECK(!p->defined() || p->shape() == Shape{C}, ShapeError, "{}: {} has shape {} but the input has {} channels", op,
+             p == &weight ? "weight" : "bias", shape_str(p->shape()), C);
+  Variable out = weight.defined() ? y * reshape(weight, channel_shape(y)) : y;
+  return bias.defined() ? out + reshape(bias, channel_shape(y)) : out;
+}
+}  // namespace
+
+// Training: batch norm is layer norm turned sideways. With x moved to (C, N * S), each channel is
+// a row, and layer_norm's rule (above) normalizes it and gives its gradient:
+//   xhat = (x - mean_c) * rstd_c,  mean and biased var over N and the trailing dims S
+// Evaluation: y = (x - running_mean) / sqrt(running_var + eps), constants per channel, so
+//   dx = dy / sqrt(running_var + eps)
+// Then y * w + b per channel (dw, db: dy * xhat and dy summed over everything but C).
+Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor& running_var, const Variable& weight,
+                    const Variable& bias, bool training, double momentum, double eps) {
+  MG_CHECK(x.defined(), StateError, "batch_norm: the input is undefined");
+  MG_CHECK(x.dim() >= 2, ShapeError, "batch_norm: expected input (N, C, *), got shape {}", shape_str(x.shape()));
+  MG_CHECK(running_mean.defined() == running_var.defined(), StateError,
+           "batch_norm: running_mean and running_var must both be defined or both undefined");
+  MG_CHECK(eps >= 0 && std::isfinite(eps), ValueError, "batch_norm: eps must be finite and >= 0, got {}", eps);
+  const int64_t C = x.size(1);
+  for (const Tensor* r : {&running_mean, &running_var})
+    MG_CHECK(!r->defined() || (r->shape() == Shape{C} && is_floating(r->dtype())), ShapeError,
+             "batch_norm: {} has shape {} ({}) but the input has {} channels (a floating (C,) tensor expected)",
+             r == &running_mean ? "running_mean" : "running_var", shape_str(r->shape()), dtype_name(r->dtype()), C);
+  const bool batch_stats = training || !running_mean.defined();
+  Variable y;
+  if (batch_stats) {
+    const int64_t M = C == 0 ? 0 : x.numel() / C;  // values per channel
+    MG_CHECK(M > 1 || !training, ValueError, "batch_norm: expected more than 1 value per channel when training, got input {}",
+             shape_str(x.shape()));
+    MG_CHECK(M > 0, ValueError, "batch_norm: no values per channel to take statistics of, input {}", shape_str(x.shape()));
+    const Variable rows = reshape(transpose(x, 0, 1), {C, M});  // (C, N * S)
+    Shape moved = x.shape();
+    std::swap(moved[0], moved[1]);
+    y = transpose(reshape(layer_norm(rows, {M}, Variable(), Variable(), eps), moved), 0, 1);
+    if (training && running_mean.defined()) {
+      MG_CHECK(momentum >= 0 && momentum <= 1, ValueError, "batch_norm: momentum must be in [0, 1], got {}", momentum);
+      const Tensor r = rows.data();
+      const Tensor mean = mg::mean(r, {1}).to(running_mean.dtype()), var = mg::var(r, {1}, 1).to(running_var.dtype());
+      running_mean.copy_(running_mean * (1 - momentum) + mean * momentum);
+      running_var.copy_(running_var * (1 - momentum) + var * momentum);
+    }
+  } else {
+    const Shape cs = channel_shape(x);
+    const Tensor rm = running_mean.to(x.dtype()).reshape(cs);
+    const Tensor v = running_var.to(x.dtype()) + eps;
+    const Tensor scale = (ones_like(v) / mg::sqrt(v)).reshape(cs);  // 1 / sqrt(var + eps), as PyTorch
+    y = (x - Variable(rm)) * Variable(scale);
+  }
+  return channel_affine(y, weight, bias, "batch_norm");
+}
+
+// Per sample n and group g (C / G channels and the trailing dims S, flattened to a row of
+// M = C / G * S):  xhat = (x - mean_ng) * rstd_ng  by layer_norm's rule; then y = xhat * w_c + b_c.
+Variable group_norm(const Variable& x, int64_t num_groups, const Variable& weight, const Variable& bias, double eps) {
+  MG_CHECK(x.defined(), StateError, "group_norm: the input is undefined");
+  MG_CHECK(x.dim() >= 2, ShapeError, "group_norm: expected input (N, C, *), got shape {}", shape_str(x.shape()));
+  MG_CHECK(num_groups >= 1 && x.size(1) % num_groups == 0, ValueError,
+           "group_norm: num_groups must be >= 1 and divide the {} channels, got {}", x.size(1), num_groups);
+  MG_CHECK(eps >= 0 && std::isfinite(eps), ValueError, "group_norm: eps must be finite and >= 0, got {}", eps);
+  const int64_t N = x.size(0), M = x.size(1) / num_groups * numel_of(Shape(x.shape().begin() + 2, x.shape().end()));
+  const Variable rows = reshape(x, {N, num_groups, M});
+  return channel_affine(reshape(layer_norm(rows, {M}, Variable(), Variable(), eps), x.shape()), weight, bias, "group_norm");
+}
+
+// y = x * m / (1 - p), m ~ Bernoulli(1 - p)      dx = dy * m / (1 - p)
+Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
+  MG_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability must be in [0, 1], got {}", p);
+  if (!training || p == 0) return x;
+  Tensor mask = p == 1 ? zeros(x.shape(), x.dtype()) : bernoulli(x.shape(), 1 - p, gen, x.dtype()) / (1 - p);
+  return record("dropout", mg::mul(x.data(), mask), {x}, [mask](const Tensor& dy, const Node&) -> TensorList {
+    return {dy * mask};
+  });
+}
+
+}  // namespace mg

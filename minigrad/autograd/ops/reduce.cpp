@@ -1,0 +1,116 @@
+// Reductions. Their backward spreads the output gradient back over the reduced elements.
+#include "minigrad/autograd/ops/reduce.h"
+
+#include "minigrad/autograd/ops/elementwise.h"
+#include "minigrad/autograd/ops/shape.h"
+#include "minigrad/tensor/ops.h"
+
+namespace mg {
+namespace {
+// The shape of a reduction's output with the reduced dims kept as 1 (dims empty: all).
+Shape keepdim_shape(const Shape& in, const std::vector<int64_t>& dims, std::string_view op) {
+  Shape s = in;
+  if (dims.empty())
+    for (auto& d : s) d = 1;
+  for (int64_t d : dims) {
+    const int64_t w = wrap_dim(d, static_cast<int64_t>(in.size()), op);
+    if (!in.empty()) s[w] = 1;  // a scalar's dim 0 (allowed, as in PyTorch) has no size to set
+  }
+  return s;
+}
+}  // namespace
+
+// y = sum_{dims} x     x: (..., n, ...)  y: (..., [1], ...)
+// dx = dy broadcast back over the summed dims
+Variable sum(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
+  const Shape in = x.shape(), kept = keepdim_shape(in, dims, "sum");
+  return record("sum", mg::sum(x.data(), dims, keepdim), {x}, [in, kept](const Tensor& dy, const Node&) -> TensorList {
+    return {dy.reshape(kept).expand(in)};
+  });
+}
+
+// y = sum_{dims} x / n             dx = dy / n broadcast back
+Variable mean(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
+  const Shape in = x.shape(), kept = keepdim_shape(in, dims, "mean");
+  const double n = static_cast<double>(numel_of(in)) / static_cast<double>(std::max<int64_t>(1, numel_of(kept)));
+  return record("mean", mg::mean(x.data(), dims, keepdim), {x}, [in, kept, n](const Tensor& dy, const Node&) -> TensorList {
+    return {(dy / n).reshape(kept).expand(in)};
+  });
+}
+
+namespace {
+// max and min along a dim: the values, and a node that sends each output's gradient to the
+// position its value came from (the index returned), 0 elsewhere.
+std::pair<Variable, Tensor> pick(const Variable& x, int64_t dim, bool keepdim, const char* op,
+                                 std::pair<Tensor, Tensor> (*kernel)(const Tensor&, int64_t, bool)) {
+  auto [values, indices] = kernel(x.data(), dim, keepdim);
+  const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), op);
+  const Shape in = x.shape();
+  Tensor idx_kept = x.dim() == 0 ? indices : indices.reshape(keepdim_shape(in, {d}, op));
+  Variable y = record(op, values, {x}, [in, d, idx_kept](const Tensor& dy, const Node&) -> TensorList {
+    if (in.empty()) return {dy};
+    return {scatter_add(zeros(in, dy.dtype()), d, idx_kept, dy.reshape(idx_kept.shape()))};
+  });
+  return {y, indices};
+}
+}  // namespace
+
+// y = max_{dim} x      dx = dy at the position of each maximum (the index returned), 0 elsewhere
+std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim) { return pick(x, dim, keepdim, "max", &mg::max); }
+
+// y = min_{dim} x      dx = dy at the position of each minimum, 0 elsewhere
+std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim) { return pick(x, dim, keepdim, "min", &mg::min); }
+
+Variable max(const Variable& x) {
+  MG_CHECK(x.numel() > 0, ValueError, "max: expected a non-empty tensor, got shape {}", shape_str(x.shape()));
+  return max(reshape(x, {-1}), 0, false).first;
+}
+
+Variable min(const Variable& x) {
+  MG_CHECK(x.numel() > 0, ValueError, "min: expected a non-empty tensor, got shape {}", shape_str(x.shape()));
+  return min(reshape(x, {-1}), 0, false).first;
+}
+
+// y = sum_{dims} (x - mean)^2 / (N - c)           dx = dy 2 (x - mean) / (N - c)
+Variable var(const Variable& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  const Tensor y = mg::var(x.data(), dims, correction, keepdim);
+  const Shape in = x.shape(), kept = keepdim_shape(in, dims, "var");
+  const int64_t n = numel_of(in) / std::max<int64_t>(1, numel_of(kept));
+  return record("var", y, {x}, [x = x.data(), dims, kept, n, correction](const Tensor& dy, const Node&) -> TensorList {
+    const Tensor centred = x - mg::mean(x, dims, true);
+    return {dy.reshape(kept) * centred * (2.0 / static_cast<double>(std::max<int64_t>(0, n - correction)))};
+  });
+}
+
+// y = sqrt(var x)     (composed: its gradient dy (x - mean) / ((N - c) y) comes out of the chain rule)
+Variable std(const Variable& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  return sqrt(var(x, dims, correction, keepdim));
+}
+
+// y = prod_{dim} x     dx_i = dy * prod_{j != i} x_j       (a kernel: exact with zeros, no division)
+Variable prod(const Variable& x, std::optional<int64_t> dim, bool keepdim) {
+  const Shape in = x.shape();
+  Shape kept = in;
+  if (dim && !in.empty()) kept[wrap_dim(*dim, x.dim(), "prod")] = 1;
+  return record("prod", mg::prod(x.data(), dim, keepdim), {x}, [x = x.data(), dim, kept](const Tensor& dy, const Node&) -> TensorList {
+    return {prod_backward(dim ? dy.reshape(kept) : dy, x, dim)};
+  });
+}
+
+// y_i = sum_{j <= i} x_j along dim       dx_i = sum_{j >= i} dy_j (the reverse running sum)
+Variable cumsum(const Variable& x, int64_t dim) {
+  return record("cumsum", mg::cumsum(x.data(), dim), {x}, [dim](const Tensor& dy, const Node&) -> TensorList {
+    return {mg::cumsum(dy, dim, /*reverse=*/true)};
+  });
+}
+
+// y = log sum_{dims} e^x        dx = dy e^(x - y) = dy softmax(x) over the dims
+Variable logsumexp(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
+  const Tensor y = mg::logsumexp(x.data(), dims, keepdim);
+  const Shape kept = keepdim_shape(x.shape(), dims, "logsumexp");
+  return record("logsumexp", y, {x}, [x = x.data(), y, kept](const Tensor& dy, const Node&) -> TensorList {
+    return {dy.reshape(kept) * mg::exp(x - y.reshape(kept))};
+  });
+}
+
+}  // namespace mg

@@ -1,0 +1,120 @@
+// Shape ops: the forward is a view (or a copy for concat); the backward puts the gradient back
+// into the input's layout.
+#include "minigrad/autograd/ops/shape.h"
+
+#include "minigrad/tensor/ops.h"
+
+namespace mg {
+
+// y = x viewed as `shape`              dx = dy viewed as x's shape
+Variable reshape(const Variable& x, const Shape& shape) {
+  const Shape in = x.shape();
+  return record("reshape", x.data().reshape(shape), {x},
+                [in](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(in)}; });
+}
+
+// y = x viewed as `shape` (no copy)    dx = dy viewed as x's shape
+Variable view(const Variable& x, const Shape& shape) {
+  const Shape in = x.shape();
+  return record("view", x.data().view(shape), {x},
+                [in](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(in)}; });
+}
+
+Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
+  return reshape(x, x.data().flatten(start_dim, end_dim).shape());
+}
+
+// y = x with dims d0, d1 swapped        dx = dy with them swapped back
+Variable transpose(const Variable& x, int64_t d0, int64_t d1) {
+  return record("transpose", x.data().transpose(d0, d1), {x},
+                [d0, d1](const Tensor& dy, const Node&) -> TensorList { return {dy.transpose(d0, d1)}; });
+}
+
+// y = x.permute(p)                     dx = dy.permute(p^-1)
+Variable permute(const Variable& x, const std::vector<int64_t>& dims) {
+  Tensor y = x.data().permute(dims);
+  std::vector<int64_t> inv(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inv[wrap_dim(dims[i], x.dim(), "permute")] = static_cast<int64_t>(i);
+  return record("permute", y, {x}, [inv](const Tensor& dy, const Node&) -> TensorList { return {dy.permute(inv)}; });
+}
+
+// y = x[start:end:step] along dim      dx = zeros like x, with dy written into that slice
+Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  const Shape in = x.shape();
+  return record("slice", x.data().slice(dim, start, end, step), {x},
+                [in, dim, start, end, step](const Tensor& dy, const Node&) -> TensorList {
+                  Tensor dx = zeros(in, dy.dtype());
+                  dx.slice(dim, start, end, step).copy_(dy);
+                  return {dx};
+                });
+}
+
+Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
+  MG_CHECK(length >= 0, ValueError, "narrow: length must be >= 0, got {}", length);
+  x.data().narrow(dim, start, length);  // bounds check with narrow's error text
+  return slice(x, dim, start, start + length, 1);
+}
+
+// y = x broadcast to `shape`           dx = dy summed over the broadcast dims (by the engine)
+Variable expand(const Variable& x, const Shape& shape) {
+  return record("expand", x.data().expand(shape), {x}, [](const Tensor& dy, const Node&) -> TensorList { return {dy}; });
+}
+
+Variable squeeze(const Variable& x, int64_t dim) { return reshape(x, x.data().squeeze(dim).shape()); }
+Variable squeeze(const Variable& x) { return reshape(x, x.data().squeeze().shape()); }
+Variable unsqueeze(const Variable& x, int64_t dim) { return reshape(x, x.data().unsqueeze(dim).shape()); }
+
+// y = [x0, x1, ...] joined along dim   dx_i = the matching slice of dy
+Variable concat(const std::vector<Variable>& xs, int64_t dim) {
+  std::vector<Tensor> data;
+  std::vector<int64_t> sizes;
+  for (const Variable& x : xs) data.push_back(x.data());
+  Tensor y = mg::concat(data, dim);
+  const int64_t d = wrap_dim(dim, y.dim(), "concat");
+  for (const Tensor& t : data) sizes.push_back(t.shape()[d]);
+  return record("concat", y, xs, [sizes, d](const Tensor& dy, const Node&) -> TensorList {
+    return mg::split(dy, sizes, d);
+  });
+}
+
+// Each piece is its own slice op, so each piece's gradient flows back independently.
+std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes, int64_t dim) {
+  mg::split(x.data(), sizes, dim);  // validate with split's error text
+  std::vector<Variable> out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(x, dim, at, at + s));
+    at += s;
+  }
+  return out;
+}
+
+std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim) {
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : mg::chunk(x.data(), chunks, dim)) sizes.push_back(t.size(wrap_dim(dim, x.dim(), "chunk")));
+  return split(x, sizes, dim);
+}
+
+// y = the xs side by side along a new dim      dx_i = slice i of dy along it (through unsqueeze and concat)
+Variable stack(const std::vector<Variable>& xs, int64_t dim) {
+  MG_CHECK(!xs.empty(), ValueError, "stack: expected at least one tensor");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    MG_CHECK(xs[i].defined(), StateError, "stack: tensor {} is undefined", i);
+    MG_CHECK(xs[i].shape() == xs.front().shape(), ShapeError, "stack: tensor {} has shape {} but tensor 0 has {}", i,
+             shape_str(xs[i].shape()), shape_str(xs.front().shape()));
+  }
+  const int64_t d = wrap_dim(dim, xs.front().dim() + 1, "stack");
+  std::vector<Variable> u;
+  for (const Variable& x : xs) u.push_back(unsqueeze(x, d));
+  return concat(u, d);
+}
+
+Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes) { return reshape(x, x.data().unflatten(dim, sizes).shape()); }
+
+std::vector<Variable> split(const Variable& x, int64_t size, int64_t dim) {
+  std::vector<int64_t> sizes;
+  for (const Tensor& t : mg::split(x.data(), size, dim)) sizes.push_back(t.shape()[wrap_dim(dim, x.dim(), "split")]);
+  return split(x, sizes, dim);
+}
+
+}  // namespace mg

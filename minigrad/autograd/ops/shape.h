@@ -1,0 +1,45 @@
+#pragma once
+// Differentiable shape ops (autograd/ops/shape.cpp): views in the forward, the inverse
+// rearrangement of the gradient in the backward.
+#include <vector>
+
+#include "minigrad/autograd/variable.h"
+
+namespace mg {
+
+/// Same elements, new shape (one dim may be -1); copies when the layout does not allow a view.
+Variable reshape(const Variable& x, const Shape& shape);
+/// Same elements, new shape, never a copy: a ShapeError when the layout does not allow it.
+Variable view(const Variable& x, const Shape& shape);
+/// Merge dims start_dim..end_dim into one (all by default).
+Variable flatten(const Variable& x, int64_t start_dim = 0, int64_t end_dim = -1);
+/// Swap two dims.
+Variable transpose(const Variable& x, int64_t d0, int64_t d1);
+/// Reorder dims.
+Variable permute(const Variable& x, const std::vector<int64_t>& dims);
+/// Python slicing x[..., start:end:step, ...] along `dim`.
+Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+/// Elements start..start+length-1 along `dim`.
+Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length);
+/// Broadcast to `shape`; the backward sums over the broadcast dims.
+Variable expand(const Variable& x, const Shape& shape);
+/// Remove size-1 dim `dim` (a dim of another size is left as it is, as in PyTorch).
+Variable squeeze(const Variable& x, int64_t dim);
+/// Remove every size-1 dim.
+Variable squeeze(const Variable& x);
+/// Insert a size-1 dim at `dim`.
+Variable unsqueeze(const Variable& x, int64_t dim);
+/// Join along `dim`.
+Variable concat(const std::vector<Variable>& xs, int64_t dim);
+/// Pieces of `size` along `dim` (the last may be smaller).
+std::vector<Variable> split(const Variable& x, int64_t size, int64_t dim);
+/// Pieces of the given sizes along `dim`.
+std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes, int64_t dim);
+/// `chunks` pieces of about equal size along `dim` (torch.chunk).
+std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim = 0);
+/// Join along a new dim `dim`; all shapes equal.
+Variable stack(const std::vector<Variable>& xs, int64_t dim = 0);
+/// Split dim `dim` into `sizes` (one may be -1): the inverse of flatten.
+Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes);
+
+}  // namespace mg

@@ -1,0 +1,184 @@
+#pragma once
+// mg::Variable: a Tensor plus what autograd needs -- requires_grad, the accumulated gradient, and
+// the Node that produced it. Copies of a Variable share all of that (like a PyTorch tensor).
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "minigrad/autograd/grad_mode.h"
+#include "minigrad/autograd/node.h"
+#include "minigrad/tensor/tensor.h"
+
+namespace mg {
+
+/// The shared state behind a Variable.
+struct VariableImpl {
+  Tensor data;
+  Tensor grad;                               // accumulated gradient of a leaf (undefined until backward)
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;             // the op that made this variable; null for a leaf
+  std::weak_ptr<AccumulateGrad> accumulator; // a leaf's end of the tape, shared by every use
+  std::string name;                          // shown by to_dot; nn sets parameter names
+};
+
+class Variable {
+ public:
+  /// An undefined variable.
+  Variable() = default;
+  /// A leaf holding `data`; with requires_grad, backward() fills its grad().
+  explicit Variable(Tensor data, bool requires_grad = false);
+
+  /// False for a default-constructed variable.
+  bool defined() const { return impl_ != nullptr; }
+  /// The numbers. Writing through this tensor bypasses autograd (optimizers do this).
+  const Tensor& data() const;
+  /// Replace the numbers without recording anything (like PyTorch's `p.data = t`): every copy of
+  /// this Variable sees the new tensor. Used by nn::Module::to() and checkpoint loading.
+  void set_data(Tensor data) const;
+  /// The gradient accumulated by backward(); undefined before the first backward.
+  const Tensor& grad() const;
+  /// Replace the gradient (undefined to clear it).
+  void set_grad(Tensor grad) const;
+  /// Whether gradients flow to (or through) this variable.
+  bool requires_grad() const;
+  /// Mark a leaf as needing gradients; a StateError on a non-leaf.
+  Variable& set_requires_grad(bool requires_grad);
+  /// True when no recorded op produced it.
+  bool is_leaf() const;
+  /// The op that produced it (null for a leaf).
+  const std::shared_ptr<Node>& grad_fn() const;
+  /// Clear the gradient (like PyTorch's zero_grad(set_to_none=True)).
+  void zero_grad() const { set_grad(Tensor()); }
+  /// Backpropagate from this variable. Without `grad` it must hold one element (a loss); with
+  /// `grad` (its shape) it computes the vector-Jacobian product. retain_graph keeps the saved
+  /// tensors so a second backward through the same graph is allowed.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  /// The same data, cut off from the graph: no grad_fn, requires_grad false.
+  Variable detach() const;
+  /// Name shown by to_dot (nn::Module sets "fc1.weight" etc.).
+  const std::string& name() const;
+  /// Set the display name.
+  Variable& set_name(std::string name);
+
+  /// data().shape() and friends.
+  const Shape& shape() const { return data().shape(); }
+  int64_t dim() const { return data().dim(); }
+  int64_t size(int64_t d) const { return data().size(d); }
+  int64_t numel() const { return data().numel(); }
+  DType dtype() const { return data().dtype(); }
+  /// The value of a one-element variable.
+  double item() const { return data().item(); }
+
+  // ---- method forms, as a PyTorch user writes them: x.transpose(-2, -1).pow(2).sum() ----
+  // Each calls the free function of the same name (autograd/ops/), so both spellings record the
+  // same op. Defined in autograd/variable_methods.cpp.
+  /// reshape(*this, shape)
+  Variable reshape(const Shape& shape) const;
+  /// view(*this, shape)
+  Variable view(const Shape& shape) const;
+  /// flatten(*this, start_dim, end_dim)
+  Variable flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// unflatten(*this, dim, sizes)
+  Variable unflatten(int64_t dim, const Shape& sizes) const;
+  /// chunk(*this, chunks, dim)
+  std::vector<Variable> chunk(int64_t chunks, int64_t dim = 0) const;
+  /// transpose(*this, d0, d1)
+  Variable transpose(int64_t d0, int64_t d1) const;
+  /// permute(*this, dims)
+  Variable permute(const std::vector<int64_t>& dims) const;
+  /// narrow(*this, dim, start, length)
+  Variable narrow(int64_t dim, int64_t start, int64_t length) const;
+  /// slice(*this, dim, start, end, step)
+  Variable slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  /// expand(*this, shape)
+  Variable expand(const Shape& shape) const;
+  /// squeeze(*this): every size-1 dim removed
+  Variable squeeze() const;
+  /// squeeze(*this, dim)
+  Variable squeeze(int64_t dim) const;
+  /// unsqueeze(*this, dim)
+  Variable unsqueeze(int64_t dim) const;
+  /// sum(*this, dims, keepdim)
+  Variable sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// mean(*this, dims, keepdim)
+  Variable mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// max(*this, dim, keepdim): values and int64 indices
+  std::pair<Variable, Tensor> max(int64_t dim, bool keepdim = false) const;
+  /// max(*this): the largest element
+  Variable max() const;
+  /// min(*this, dim, keepdim): values and int64 indices
+  std::pair<Variable, Tensor> min(int64_t dim, bool keepdim = false) const;
+  /// min(*this): the smallest element
+  Variable min() const;
+  /// var(*this, dims, correction, keepdim)
+  Variable var(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// std(*this, dims, correction, keepdim)
+  Variable std(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// prod(*this, dim, keepdim)
+  Variable prod(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// cumsum(*this, dim)
+  Variable cumsum(int64_t dim) const;
+  /// logsumexp(*this, dims, keepdim)
+  Variable logsumexp(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  /// topk(*this, k, dim, largest, sorted): values and int64 indices
+  std::pair<Variable, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  /// sort(*this, dim, descending): values and int64 indices
+  std::pair<Variable, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  /// matmul(*this, other)
+  Variable matmul(const Variable& other) const;
+  /// pow(*this, exponent)
+  Variable pow(double exponent) const;
+  /// exp(*this)
+  Variable exp() const;
+  /// log(*this)
+  Variable log() const;
+  /// sqrt(*this)
+  Variable sqrt() const;
+  /// abs(*this)
+  Variable abs() const;
+  /// neg(*this)
+  Variable neg() const;
+  /// tanh(*this)
+  Variable tanh() const;
+  /// sigmoid(*this)
+  Variable sigmoid() const;
+  /// relu(*this)
+  Variable relu() const;
+  /// sin(*this)
+  Variable sin() const;
+  /// cos(*this)
+  Variable cos() const;
+  /// log1p(*this)
+  Variable log1p() const;
+  /// expm1(*this)
+  Variable expm1() const;
+  /// clamp(*this, min, max)
+  Variable clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  /// softmax(*this, dim)
+  Variable softmax(int64_t dim) const;
+  /// log_softmax(*this, dim)
+  Variable log_softmax(int64_t dim) const;
+  /// masked_fill(*this, mask, value)
+  Variable masked_fill(const Tensor& mask, double value) const;
+
+  /// Shared state (for the engine and to_dot).
+  const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
+  /// A non-leaf variable produced by `grad_fn`.
+  static Variable from_node(Tensor data, std::shared_ptr<Node> grad_fn);
+  /// The node a gradient for this variable should be sent to: its grad_fn, or for a leaf that
+  /// requires grad its AccumulateGrad node; null when it needs no gradient.
+  std::shared_ptr<Node> gradient_edge() const;
+
+ private:
+  std::shared_ptr<VariableImpl> impl_;
+};
+
+/// Record an op: `out` computed from `inputs`, with `backward` mapping the output's gradient to
+/// the inputs' gradients. Records nothing (returns a plain variable) when grad mode is off or no
+/// input requires grad. Used by every op in autograd/ops/.
+Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs,
+                LambdaNode::Backward backward);
+
+}  // namespace mg

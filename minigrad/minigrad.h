@@ -1,0 +1,42 @@
+#pragma once
+// minigrad: everything in one include. The layers, each depending only on those above it here:
+//   tensor/    numbers: Tensor, its views and kernels              (knows nothing of gradients)
+//   autograd/  Variable, the tape, derivative rules, gradcheck
+//   nn/        Module and layers, attention, GPT, save/load
+//   optim/     optimizers, schedules, clipping, checkpoints
+// (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
+#include "minigrad/tensor/ops.h"
+#include "minigrad/tensor/parallel.h"
+#include "minigrad/tensor/safetensors.h"
+#include "minigrad/tensor/tensor.h"
+
+#include "minigrad/autograd/dot.h"
+#include "minigrad/autograd/engine.h"
+#include "minigrad/autograd/function.h"
+#include "minigrad/autograd/grad_mode.h"
+#include "minigrad/autograd/gradcheck.h"
+#include "minigrad/autograd/ops.h"
+#include "minigrad/autograd/variable.h"
+
+#include "minigrad/nn/attention.h"
+#include "minigrad/nn/capture.h"
+#include "minigrad/nn/container.h"
+#include "minigrad/nn/conv.h"
+#include "minigrad/nn/embedding.h"
+#include "minigrad/nn/gpt.h"
+#include "minigrad/nn/init.h"
+#include "minigrad/nn/layers.h"
+#include "minigrad/nn/linear.h"
+#include "minigrad/nn/module.h"
+#include "minigrad/nn/normalization.h"
+#include "minigrad/nn/pooling.h"
+#include "minigrad/nn/rnn.h"
+#include "minigrad/nn/serialize.h"
+#include "minigrad/nn/transformer.h"
+
+#include "minigrad/optim/adam.h"
+#include "minigrad/optim/checkpoint.h"
+#include "minigrad/optim/clip_grad.h"
+#include "minigrad/optim/optimizer.h"
+#include "minigrad/optim/scheduler.h"
+#include "minigrad/optim/sgd.h"

@@ -1,0 +1,133 @@
+#pragma once
+// nn::MultiheadAttention, with W_Q, W_K, W_V and W_O as four ordinary Linear layers.
+//
+// Where do W_Q, W_K, W_V come from? They are these members: `w_q`, `w_k`, `w_v`, `w_o`, each a
+// Linear(embed_dim, embed_dim) initialised at random and trained by backpropagation like any
+// other weight. There is no per-head matrix on top: head h simply uses columns
+// [h*d_k, (h+1)*d_k) of each projection's output (d_k = embed_dim / num_heads), i.e. a slice of
+// rows of W_Q. Query, key and value are separate inputs, so the same module does
+// self-attention (all three the same sequence) and cross-attention (queries from the decoder,
+// keys and values from the encoder).
+//
+//   1. project:      Q = w_q(query)  K = w_k(key)  V = w_v(value)        (B, T, E)
+//   2. split heads:  Q_h, K_h, V_h                                        (B, H, T, d_k)
+//   3. scores:       Q_h K_h^T / sqrt(d_k)                                (B, H, Tq, Tk)
+//   4. mask:         -inf where a query may not look
+//   5. softmax:      weights = softmax(scores, over keys)                 (B, H, Tq, Tk)
+//   6. mix:          weights V_h                                          (B, H, Tq, d_k)
+//   7. merge heads:  side by side again                                   (B, Tq, E)
+//   8. W_O:          out = w_o(merged)                                    (B, Tq, E)
+//
+// MultiheadAttention::forward (nn/attention.cpp) is written in exactly these steps. When nothing
+// needs the (Tq, Tk) weights it takes a fused path (nn/attention_fused.cpp) that computes the
+// same numbers without building them.
+#include "minigrad/nn/layers.h"
+#include "minigrad/nn/linear.h"
+
+namespace mg::nn {
+
+/// Constructor options; defaults as torch.nn.MultiheadAttention.
+struct MultiheadAttentionOptions {
+  bool bias = true;      // biases on w_q, w_k, w_v, w_o
+  double dropout = 0.0;  // dropout on the attention weights (training only)
+  /// Use the fused kernel (scaled_dot_product_attention) when nothing needs the (T, T) weights;
+  /// false always runs the composed reference path (matmul, scale, mask, softmax, matmul).
+  bool fused = true;
+};
+
+/// The keys and values one self-attention layer has already computed, kept between forward calls
+/// for incremental decoding (GPT::generate). Without it, every new token re-projects the whole
+/// window: token t costs O(t) projections. With it, only the new tokens are projected, and their
+/// queries attend to the stored keys and values. Inference only: no gradient flows through it.
+class KVCache {
+ public:
+  /// Tokens held so far (0 when empty).
+  int64_t size() const { return length_; }
+  /// Forget every token (the buffers are kept and reused).
+  void clear() { length_ = 0; }
+  /// Append the keys and values of new tokens, k and v (B, H, T, d), and return views of all
+  /// keys and values held, (B, H, size(), d). B, H, d and the dtype must match what is held.
+  std::pair<Tensor, Tensor> append(const Tensor& k, const Tensor& v);
+
+ private:
+  Tensor k_, v_;        // (B, H, capacity, d): rows [0, length_) along dim 2 are in use
+  int64_t length_ = 0;  // tokens held
+};
+
+/// Options of one forward call, with the names of torch.nn.MultiheadAttention.forward's arguments.
+struct AttentionForwardOptions {
+  /// (Tq, Tk) or (B, H, Tq, Tk) or anything broadcastable to (B, H, Tq, Tk): Bool (true = may NOT
+  /// attend, as in PyTorch) or floating (added to the scores).
+  Tensor attn_mask;
+  /// Mask the future: query i may attend to keys j <= i (decoders).
+  bool is_causal = false;
+  /// (B, Tk) Bool: true marks padding keys that no query may attend to.
+  Tensor key_padding_mask;
+  /// (H) floating: each head's output is multiplied by its entry before W_O (0 removes a head;
+  /// for head-ablation experiments).
+  Tensor head_mask;
+  /// Return the per-head scores and weights (runs the composed path; a hook implies it).
+  bool need_weights = false;
+  /// Incremental decoding (self-attention, inference only): the keys and values of earlier tokens.
+  /// The input holds only the new tokens; their keys and values are appended to the cache, and
+  /// with is_causal new token i (at position cache->size() + i) sees every earlier token and the
+  /// new ones up to itself. attn_mask and key_padding_mask are not supported with a cache.
+  KVCache* cache = nullptr;
+};
+
+/// What a forward returns. weights and scores are there when asked for (need_weights, a hook, or
+/// a mask or dropout the fused kernel does not handle); the fused kernel never builds them.
+struct AttentionOutput {
+  Variable output;   // (B, Tq, E)
+  Variable weights;  // (B, H, Tq, Tk) post-softmax attention weights, per head
+  Variable scores;   // (B, H, Tq, Tk) pre-softmax scores Q K^T / sqrt(d_k), masked entries -inf
+};
+
+class MultiheadAttention : public Module {
+ public:
+  /// embed_dim must divide by num_heads. Init as PyTorch: W_Q, W_K, W_V Xavier-uniform over their
+  /// stacked (3E, E) matrix, W_O Linear's default, all biases zero.
+  MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions options = {},
+                     Generator& gen = default_generator());
+  /// query (B, Tq, E), key and value (B, Tk, E); batch first.
+  AttentionOutput forward(const Variable& query, const Variable& key, const Variable& value,
+                          const AttentionForwardOptions& options = {}) const;
+  /// Self-attention: forward(x, x, x, options).
+  AttentionOutput forward(const Variable& x, const AttentionForwardOptions& options = {}) const;
+
+  /// Called with every AttentionOutput this module produces (nullptr to remove). A way to look
+  /// at the attention inside any model without changing the model's code.
+  void set_hook(std::function<void(const AttentionOutput&)> hook) { hook_ = std::move(hook); }
+  /// Whether a hook is set.
+  bool has_hook() const { return static_cast<bool>(hook_); }
+
+  std::string type_name() const override { return "MultiheadAttention"; }
+  std::string extra_repr() const override;
+
+  const int64_t embed_dim, num_heads, head_dim;
+  const MultiheadAttentionOptions options;
+  Linear w_q, w_k, w_v, w_o;
+  Dropout attn_dropout;
+
+ private:
+  // Steps 7 and 8: the head mask (if any), heads merged back to (B, Tq, E), then W_O.
+  Variable merge_and_project(const Variable& heads, const Tensor& head_mask) const;
+  // The fused path (nn/attention_fused.cpp): whether it applies, and the forward through it.
+  bool can_fuse(const Variable& query, const Variable& key, const Variable& value,
+                const AttentionForwardOptions& options) const;
+  AttentionOutput forward_fused(const Variable& query, const Variable& key, const Variable& value,
+                                const AttentionForwardOptions& options) const;
+  // Incremental decoding with options.cache (nn/attention.cpp).
+  AttentionOutput forward_cached(const Variable& x, const AttentionForwardOptions& options) const;
+  std::function<void(const AttentionOutput&)> hook_;
+};
+
+/// Steps 3 and 4 for any q (B, H, Tq, d) and k (B, H, Tk, d): q k^T / sqrt(d), with the masks of
+/// `options` applied (-inf where a query may not look; a floating attn_mask is added).
+Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& options = {});
+/// (B, T, E) -> (B, H, T, E/H): head h takes features [h*d, (h+1)*d). A view, no copy.
+Variable split_heads(const Variable& x, int64_t num_heads);
+/// (B, H, T, d) -> (B, T, H*d): the inverse of split_heads.
+Variable merge_heads(const Variable& x);
+
+}  // namespace mg::nn

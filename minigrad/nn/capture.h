@@ -1,0 +1,46 @@
+#pragma once
+// Look at the attention inside any model, without changing the model's code:
+//
+//   nn::AttentionCapture capture(model);   // hooks every MultiheadAttention in the model
+//   model.forward(x);
+//   Tensor w = capture.at("blocks.0.attn").weights;   // (B, H, Tq, Tk), post-softmax
+//
+// Every MultiheadAttention found under `model` gets a hook (MultiheadAttention::set_hook) that
+// copies its per-head scores and weights out of the graph. The hooks are removed when the
+// capture goes out of scope (if the model is still there). One capture per model at a time: a
+// second one is a StateError.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "minigrad/nn/attention.h"
+
+namespace mg::nn {
+
+class AttentionCapture {
+ public:
+  /// What one attention module produced in its last forward (detached copies).
+  struct Record {
+    Tensor scores;   // (B, H, Tq, Tk) pre-softmax, masked entries -inf
+    Tensor weights;  // (B, H, Tq, Tk) post-softmax
+  };
+  /// Hook every MultiheadAttention in `model` (found through named_modules()).
+  explicit AttentionCapture(Module& model);
+  ~AttentionCapture();
+  AttentionCapture(const AttentionCapture&) = delete;
+  AttentionCapture& operator=(const AttentionCapture&) = delete;
+
+  /// The dotted names of the hooked modules, in model order ("blocks.0.attn", ...).
+  const std::vector<std::string>& names() const { return names_; }
+  /// The last record of module `name`; a ValueError if it has not run yet or does not exist.
+  const Record& at(const std::string& name) const;
+  /// Forget what was captured.
+  void clear() { records_.clear(); }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::pair<MultiheadAttention*, std::weak_ptr<void>>> modules_;  // with each one's lifetime
+  std::map<std::string, Record> records_;
+};
+
+}  // namespace mg::nn

@@ -1,0 +1,68 @@
+#pragma once
+// Convolution layers: nn::Conv1d and nn::Conv2d, with PyTorch's arguments, defaults, parameter
+// names and initialisation. The ops are autograd/ops/conv.h's.
+#include "minigrad/nn/module.h"
+
+namespace mg::nn {
+
+/// Conv2d's optional settings (PyTorch's defaults).
+struct Conv2dOptions {
+  Size2 stride = 1;
+  ConvPadding padding = 0;  // sizes, or "same" / "valid"
+  Size2 dilation = 1;
+  int64_t groups = 1;  // in_channels and out_channels split into this many separate convolutions
+  bool bias = true;
+};
+
+/// 2-D convolution: (N, in_channels, H, W) -> (N, out_channels, Ho, Wo). weight
+/// (out_channels, in_channels / groups, kH, kW) and bias (out_channels), both
+/// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels / groups * kH * kW, as PyTorch.
+class Conv2d : public Module {
+ public:
+  /// Conv2d(1, 16, 3, {.padding = 1}): 16 filters of 3x3 over one input channel.
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Conv2dOptions options = {},
+         Generator& gen = default_generator());
+  /// x: (N, C, H, W) or (C, H, W).
+  Variable forward(const Variable& x) const;
+  /// Draw new initial values.
+  void reset_parameters(Generator& gen = default_generator());
+  std::string type_name() const override { return "Conv2d"; }
+  std::string extra_repr() const override;
+
+  const int64_t in_channels, out_channels;
+  const Size2 kernel_size;
+  const Conv2dOptions options;
+  Variable weight;  // (out_channels, in_channels / groups, kH, kW)
+  Variable bias;    // (out_channels), undefined when bias=false
+};
+
+/// Conv1d's optional settings (PyTorch's defaults).
+struct Conv1dOptions {
+  int64_t stride = 1;
+  ConvPadding padding = 0;  // a size, or "same" / "valid"
+  int64_t dilation = 1;
+  int64_t groups = 1;
+  bool bias = true;
+};
+
+/// 1-D convolution: (N, in_channels, L) -> (N, out_channels, Lo); weight
+/// (out_channels, in_channels / groups, kernel_size), initialised as Conv2d's.
+class Conv1d : public Module {
+ public:
+  /// Conv1d(8, 16, 5, {.padding = 2}).
+  Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv1dOptions options = {},
+         Generator& gen = default_generator());
+  /// x: (N, C, L) or (C, L).
+  Variable forward(const Variable& x) const;
+  /// Draw new initial values.
+  void reset_parameters(Generator& gen = default_generator());
+  std::string type_name() const override { return "Conv1d"; }
+  std::string extra_repr() const override;
+
+  const int64_t in_channels, out_channels, kernel_size;
+  const Conv1dOptions options;
+  Variable weight;  // (out_channels, in_channels / groups, kernel_size)
+  Variable bias;    // (out_channels), undefined when bias=false
+};
+
+}  // namespace mg::nn

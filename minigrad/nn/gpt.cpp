@@ -1,0 +1,98 @@
+#include "minigrad/nn/gpt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "minigrad/tensor/ops/random.h"
+
+namespace mg::nn {
+
+// ---------------------------------------------------------------- GPT block
+
+GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
+    : ln_1({d}), ln_2({d}), attn(d, h, {.dropout = o.dropout}, gen), fc(d, 4 * d, {}, gen), proj(4 * d, d, {}, gen),
+      resid_dropout({.p = o.dropout}, gen) {
+  register_module("ln_1", ln_1);
+  register_module("attn", attn);
+  register_module("ln_2", ln_2);
+  register_module("fc", fc);
+  register_module("proj", proj);
+  register_module("resid_dropout", resid_dropout);
+}
+
+Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
+  const AttentionOutput a = attn.forward(ln_1.forward(x0), AttentionForwardOptions{.is_causal = true, .cache = cache});
+  Variable x = x0 + resid_dropout.forward(a.output);
+  return x + resid_dropout.forward(proj.forward(gelu(fc.forward(ln_2.forward(x)))));
+}
+
+// ---------------------------------------------------------------- GPT
+
+GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
+    : vocab_size(vocab), context(ctx), options(o), tok(vocab, o.d_model, {}, gen), pos(ctx, o.d_model, {}, gen),
+      ln_f({o.d_model}), head(o.d_model, vocab, {}, gen) {
+  register_module("tok", tok);
+  register_module("pos", pos);
+  register_module("blocks", blocks);
+  register_module("ln_f", ln_f);
+  register_module("head", head);
+  for (int64_t i = 0; i < o.num_layers; ++i) blocks.emplace_back<GPTBlock>(o.d_model, o.nhead, GPTBlockOptions{.dropout = o.dropout}, gen);
+}
+
+Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
+  MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= context, ShapeError,
+           "GPT: ids must be (batch, seq) with 1 <= seq <= context {}, got shape {}", context, shape_str(ids.shape()));
+  const int64_t past = cache ? cache->size() : 0, T = ids.size(1);
+  MG_CHECK(past <= context - T, ShapeError,
+           "GPT: the cache holds {} tokens, and {} more would pass the context of {} positions (clear() the cache and "
+           "run a window of at most {} tokens)", past, T, context, context);
+  if (cache && cache->layers.size() != blocks.size()) {
+    MG_CHECK(cache->size() == 0, ValueError, "GPT: the cache has {} layers for a model of {} blocks", cache->layers.size(),
+             blocks.size());
+    cache->layers.assign(blocks.size(), KVCache());
+  }
+  Variable x = tok.forward(ids) + pos.forward(arange(past, past + T));  // (B, T, dim)
+  for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i).forward(x, cache ? &cache->layers[i] : nullptr);
+  return head.forward(ln_f.forward(x));  // (B, T, vocab)
+}
+
+Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
+                     Generator& gen, bool use_cache) const {
+  MG_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::Int64 && ids.size(1) >= 1, ShapeError,
+           "GPT::generate: ids must be (batch, seq) int64 with seq >= 1, got {} {}", ids.defined() ? dtype_name(ids.dtype()) : "undefined",
+           ids.defined() ? shape_str(ids.shape()) : "");
+  MG_CHECK(max_new_tokens >= 0 && max_new_tokens <= std::numeric_limits<int64_t>::max() - ids.size(1), ValueError,
+           "GPT::generate: max_new_tokens must be >= 0, got {}", max_new_tokens);
+  MG_CHECK(std::isfinite(temperature) && temperature >= 0, ValueError,
+           "GPT::generate: temperature must be finite and >= 0 (0 = always the most likely token), got {}", temperature);
+  MG_CHECK(!top_k || *top_k >= 1, ValueError, "GPT::generate: top_k must be >= 1, got {}", top_k.value_or(0));
+  NoGradGuard no_grad;
+  const int64_t B = ids.size(0), T0 = ids.size(1);
+  Tensor out = empty({B, T0 + max_new_tokens}, DType::Int64);
+  out.narrow(1, 0, T0).copy_(ids);
+  GPTCache cache;
+  for (int64_t len = T0; len < T0 + max_new_tokens; ++len) {
+    // The cache can take the newest token when it holds every earlier one and the window has not
+    // slid; otherwise run the whole window (the last `context` tokens) from position 0.
+    Variable logits;  // (B, T, vocab)
+    if (use_cache && len <= context && cache.size() == len - 1) {
+      logits = forward(out.narrow(1, len - 1, 1).contiguous(), &cache);
+    } else {
+      const int64_t start = std::max<int64_t>(0, len - context);
+      cache.clear();
+      logits = forward(out.narrow(1, start, len - start).contiguous(), use_cache ? &cache : nullptr);
+    }
+    const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size});  // (B, vocab)
+    const Tensor next = sample_logits(last, temperature, top_k, gen);                              // (B, 1)
+    out.narrow(1, len, 1).copy_(next);
+  }
+  return out;
+}
+
+std::string GPT::extra_repr() const {
+  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}", vocab_size, context, options.d_model,
+                     options.nhead, options.num_layers);
+}
+
+}  // namespace mg::nn

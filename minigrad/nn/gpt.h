@@ -1,0 +1,91 @@
+#pragma once
+// GPT: the decoder-only Transformer of GPT-2, built from nn's pieces.
+#include "minigrad/nn/attention.h"
+#include "minigrad/nn/container.h"
+#include "minigrad/nn/embedding.h"
+
+#include <optional>
+#include <vector>
+
+namespace mg::nn {
+
+/// GPTBlock's optional settings.
+struct GPTBlockOptions {
+  double dropout = 0.0;  // on the attention weights and on both residual branches (training only)
+};
+
+/// The decoder-only block of GPT-2 (pre-LN, causal self-attention, GELU MLP 4x):
+///   x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
+class GPTBlock : public Module {
+ public:
+  GPTBlock(int64_t d_model, int64_t nhead, GPTBlockOptions options = {}, Generator& gen = default_generator());
+  /// x (B, T, d_model) -> (B, T, d_model), causal. With a cache (inference only), x holds the new
+  /// tokens after the cache's ones, and their keys and values join it.
+  Variable forward(const Variable& x, KVCache* cache = nullptr) const;
+
+  std::string type_name() const override { return "GPTBlock"; }
+
+  LayerNorm ln_1, ln_2;
+  MultiheadAttention attn;
+  Linear fc, proj;  // the MLP: d -> 4d -> d
+  Dropout resid_dropout;
+};
+
+/// GPT's optional settings (the names of torch.nn.Transformer's arguments).
+struct GPTOptions {
+  int64_t d_model = 128;   // model width: every token's vector
+  int64_t nhead = 4;       // attention heads per block (d_model / nhead features each)
+  int64_t num_layers = 4;  // GPT blocks
+  double dropout = 0.0;    // in every block (training only)
+};
+
+/// Every block's KVCache, for incremental decoding: GPT::forward(ids, &cache) runs only the new
+/// tokens through the model, their positions continuing after the tokens the cache holds.
+struct GPTCache {
+  std::vector<KVCache> layers;  // one per block, made by the first forward that uses the cache
+  /// Tokens held: the position of the next token.
+  int64_t size() const { return layers.empty() ? 0 : layers.front().size(); }
+  /// Forget every token.
+  void clear() {
+    for (KVCache& l : layers) l.clear();
+  }
+};
+
+/// A decoder-only Transformer, GPT-2's layout: token + position embeddings, num_layers GPTBlocks,
+/// a final LayerNorm and an untied linear head. The model of examples/char_gpt and bench/gpt
+/// (the same as the PyTorch reference bench/torch_gpt_ref.py).
+class GPT : public Module {
+ public:
+  /// vocab_size tokens; sequences of at most `context` tokens (rows of the position embedding).
+  GPT(int64_t vocab_size, int64_t context, GPTOptions options = {}, Generator& gen = default_generator());
+  /// ids (B, T) int64, T <= context -> logits (B, T, vocab).
+  Variable forward(const Tensor& ids) const { return forward(ids, nullptr); }
+  /// Incremental decoding (inference only, under NoGradGuard): ids (B, T) are the tokens after the
+  /// cache->size() tokens the cache holds, at positions cache->size() ... cache->size() + T - 1
+  /// (at most context - 1); their keys and values join the cache. The logits equal those of the
+  /// same rows of forward() on the whole sequence. A null cache is the plain forward.
+  Variable forward(const Tensor& ids, GPTCache* cache) const;
+  /// Continue each row of ids (B, T) int64 by max_new_tokens sampled tokens -> (B, T + max_new_tokens),
+  /// as nanoGPT's generate: each step takes the logits of the last position with the last `context`
+  /// tokens as the window, divides them by temperature, keeps the top_k largest (all if none),
+  /// and draws from their softmax with gen. Temperature 0 takes the most likely token (no draw).
+  /// use_cache keeps every layer's keys and values (GPTCache), so a step runs only the new token:
+  /// the same logits as re-running the window, for O(T) instead of O(T^2) work. Once the window
+  /// is full it slides, every token's position changes, and each step re-runs the whole window.
+  /// Runs without recording; call eval() first if the model has dropout.
+  Tensor generate(const Tensor& ids, int64_t max_new_tokens, double temperature = 1.0,
+                  std::optional<int64_t> top_k = std::nullopt, Generator& gen = default_generator(),
+                  bool use_cache = true) const;
+
+  std::string type_name() const override { return "GPT"; }
+  std::string extra_repr() const override;
+
+  const int64_t vocab_size, context;
+  const GPTOptions options;
+  Embedding tok, pos;
+  ModuleList blocks;  // GPTBlock x num_layers
+  LayerNorm ln_f;
+  Linear head;
+};
+
+}  // namespace mg::nn

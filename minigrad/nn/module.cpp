@@ -1,0 +1,164 @@
+#include "minigrad/nn/module.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+namespace mg::nn {
+namespace {
+void check_name(const std::string& name, const char* what) {
+  MG_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError,
+           "register_{}: name \"{}\" must be non-empty and contain no '.'", what, name);
+}
+}  // namespace
+
+// A name may be used once in a module, by a parameter, a buffer or a submodule.
+void Module::check_unused(const std::string& name, const char* what) const {
+  auto clash = [&](const char* kind) {
+    return ValueError(fmt::format("register_{}: \"{}\" is already a {} of {}", what, name, kind, type_name()));
+  };
+  for (auto& [n, p] : params_)
+    if (n == name) throw clash("parameter");
+  for (auto& [n, b] : buffers_)
+    if (n == name) throw clash("buffer");
+  for (auto& [n, c] : children_)
+    if (n == name) throw clash("submodule");
+}
+
+Variable Module::register_parameter(const std::string& name, Tensor data, bool requires_grad) {
+  check_name(name, "parameter");
+  check_unused(name, "parameter");
+  MG_CHECK(data.defined(), StateError, "register_parameter: \"{}\" is an undefined tensor", name);
+  Variable v(std::move(data), requires_grad);
+  v.set_name(name);
+  params_.emplace_back(name, v);
+  return v;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor data) {
+  check_name(name, "buffer");
+  check_unused(name, "buffer");
+  MG_CHECK(data.defined(), StateError, "register_buffer: \"{}\" is an undefined tensor", name);
+  buffers_.emplace_back(name, data);
+  return data;
+}
+
+void Module::add_child(const std::string& name, Module* child) {
+  check_name(name, "module");
+  check_unused(name, "module");
+  MG_CHECK(child != nullptr, ValueError, "register_module: \"{}\" is a null module", name);
+  // A module inside itself would make every walk of the tree endless.
+  for (auto& [path, m] : child->named_modules())
+    MG_CHECK(m != this, ValueError, "register_module: registering \"{}\" ({}) in {} would put {} inside itself", name,
+             child->type_name(), type_name(), type_name());
+  children_.emplace_back(name, child);
+}
+
+std::vector<std::pair<std::string, Variable>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Variable>> all = params_;
+  if (recurse)
+    for (auto& [cname, child] : children_)
+      for (auto& [pname, p] : child->named_parameters(true)) all.emplace_back(cname + "." + pname, p);
+  // A parameter reached twice (a submodule registered under two names) is listed once, under
+  // the first name, as in PyTorch: an optimizer must not step it twice.
+  std::vector<std::pair<std::string, Variable>> out;
+  std::set<VariableImpl*> seen;
+  for (auto& [n, p] : all)
+    if (seen.insert(p.impl().get()).second) out.emplace_back(n, p);
+  return out;
+}
+
+std::vector<Variable> Module::parameters(bool recurse) const {
+  std::vector<Variable> out;
+  for (auto& [n, p] : named_parameters(recurse)) out.push_back(p);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out = buffers_;
+  if (recurse)
+    for (auto& [cname, child] : children_)
+      for (auto& [bname, b] : child->named_buffers(true)) out.emplace_back(cname + "." + bname, b);
+  return out;
+}
+
+std::vector<Module*> Module::children() const {
+  std::vector<Module*> out;
+  for (auto& [n, c] : children_) out.push_back(c);
+  return out;
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out{{"", this}};
+  std::set<Module*> seen{this};
+  for (auto& [cname, child] : children_)
+    for (auto& [sub, m] : child->named_modules())
+      if (seen.insert(m).second) out.emplace_back(sub.empty() ? cname : cname + "." + sub, m);  // each module once
+  return out;
+}
+
+Variable Module::parameter(const std::string& name) const {
+  for (auto& [n, p] : named_parameters())
+    if (n == name) return p;
+  throw ValueError(fmt::format("parameter: {} has no parameter \"{}\"", type_name(), name));
+}
+
+Tensor Module::buffer(const std::string& name) const {
+  for (auto& [n, b] : named_buffers())
+    if (n == name) return b;
+  throw ValueError(fmt::format("buffer: {} has no buffer \"{}\"", type_name(), name));
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [n, c] : children_) c->train(on);
+}
+
+void Module::zero_grad() {
+  for (auto& p : parameters()) p.zero_grad();
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (auto& [n, c] : children_) c->apply(fn);
+  fn(*this);
+}
+
+void Module::to(DType dtype) {
+  for (auto& [n, p] : params_) p.set_data(p.data().to(dtype));
+  for (auto& [n, b] : buffers_)
+    if (is_floating(b.dtype())) b = b.to(dtype);
+  for (auto& [n, c] : children_) c->to(dtype);
+}
+
+void Module::summary_into(std::string& out, int indent) const {
+  out += type_name() + "(" + extra_repr();
+  const std::string pad(indent + 2, ' ');
+  if (params_.empty() && children_.empty()) {
+    out += ")";
+    return;
+  }
+  out += ")";
+  for (auto& [n, p] : params_)
+    out += fmt::format("\n{}{}: {}{}", pad, n, shape_str(p.shape()), p.requires_grad() ? "" : " (frozen)");
+  for (auto& [n, c] : children_) {
+    out += fmt::format("\n{}({}): ", pad, n);
+    c->summary_into(out, indent + 2);
+  }
+  if (!children_.empty()) out += fmt::format("\n{}-- {} parameters", pad, num_parameters());
+}
+
+std::string Module::summary() const {
+  std::string out;
+  summary_into(out, 0);
+  return out + fmt::format("\nTotal parameters: {}", num_parameters());
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.summary(); }
+
+}  // namespace mg::nn

@@ -1,0 +1,107 @@
+#pragma once
+// nn::Module: the base of every layer and model. A module owns named parameters (ordinary leaf
+// Variables with requires_grad) and named submodules, so a whole model can be walked as a tree:
+//
+//   struct Net : nn::Module {
+//     nn::Linear fc1{2, 64}, fc2{64, 2};
+//     Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
+//     Variable forward(const Variable& x) { return fc2.forward(relu(fc1.forward(x))); }
+//   };
+//   for (auto& [name, p] : net.named_parameters()) ...   // "fc1.weight", "fc1.bias", ...
+//
+// Submodules are plain members registered by reference, so a Module can be neither copied nor
+// moved (the registry points at its members). Containers that create modules at run time
+// (Sequential, ModuleList) own them through shared_ptr.
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "minigrad/autograd/ops.h"
+#include "minigrad/autograd/variable.h"
+
+namespace mg::nn {
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  Module(Module&&) = delete;
+  Module& operator=(Module&&) = delete;
+
+  /// Add a parameter: `data` becomes a leaf Variable named `name` (requires_grad by default).
+  /// Returns the Variable, whose copies share the same state.
+  Variable register_parameter(const std::string& name, Tensor data, bool requires_grad = true);
+  /// Add a buffer: state that is saved with the model but not trained (e.g. running statistics).
+  Tensor register_buffer(const std::string& name, Tensor data);
+  /// Add a submodule under `name`; returns it. The module must outlive this one (a member).
+  template <class M>
+  M& register_module(const std::string& name, M& module) {
+    add_child(name, &module);
+    return module;
+  }
+
+  /// Every parameter with its dotted path ("blocks.0.attn.w_q.weight"), in registration order.
+  std::vector<std::pair<std::string, Variable>> named_parameters(bool recurse = true) const;
+  /// The parameters without names.
+  std::vector<Variable> parameters(bool recurse = true) const;
+  /// Buffers with dotted paths.
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  /// Direct submodules with their names.
+  std::vector<std::pair<std::string, Module*>> named_children() const { return children_; }
+  /// Direct submodules.
+  std::vector<Module*> children() const;
+  /// This module and every descendant, with dotted paths ("" for this one).
+  std::vector<std::pair<std::string, Module*>> named_modules();
+  /// The parameter or submodule path `name` ("blocks.0.attn.w_q.weight"); a ValueError if absent.
+  Variable parameter(const std::string& name) const;
+  /// The buffer at path `name` ("bn.running_mean"), as the registry holds it now (after to() or a
+  /// load too); a ValueError if absent.
+  Tensor buffer(const std::string& name) const;
+
+  /// Training mode (dropout active) for this module and its descendants.
+  virtual void train(bool on = true);
+  /// Evaluation mode: train(false).
+  void eval() { train(false); }
+  /// Whether in training mode.
+  bool is_training() const { return training_; }
+  /// Clear the gradient of every parameter.
+  void zero_grad();
+  /// Total number of parameter elements.
+  int64_t num_parameters() const;
+  /// Call fn on this module and every descendant (children first, like torch's apply).
+  void apply(const std::function<void(Module&)>& fn);
+  /// Convert every parameter and buffer to `dtype` in place (float64 for gradcheck).
+  void to(DType dtype);
+
+  /// The class name shown in the summary ("Linear").
+  virtual std::string type_name() const = 0;
+  /// The constructor arguments shown in the summary ("in_features=2, out_features=64, bias=true").
+  virtual std::string extra_repr() const { return ""; }
+  /// The module tree with parameter shapes and counts, like printing a PyTorch model.
+  std::string summary() const;
+  /// Expires when this module is destroyed: whatever keeps a pointer to a module (a capture)
+  /// checks it before touching the module again.
+  std::weak_ptr<void> lifetime() const { return life_; }
+
+ protected:
+  void add_child(const std::string& name, Module* child);
+
+ private:
+  void check_unused(const std::string& name, const char* what) const;
+  void summary_into(std::string& out, int indent) const;
+  std::vector<std::pair<std::string, Variable>> params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
+  std::vector<std::pair<std::string, Module*>> children_;
+  bool training_ = true;
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);
+};
+
+/// Prints module.summary().
+std::ostream& operator<<(std::ostream& os, const Module& module);
+
+}  // namespace mg::nn

@@ -1,0 +1,90 @@
+#include "minigrad/nn/normalization.h"
+
+namespace mg::nn {
+
+BatchNorm::BatchNorm(int64_t c, BatchNormOptions o, const char* layer) : num_features(c), options(o) {
+  MG_CHECK(c > 0, ValueError, "{}: num_features must be positive, got {}", layer, c);
+  MG_CHECK(o.eps >= 0 && std::isfinite(o.eps), ValueError, "{}: eps must be finite and >= 0, got {}", layer, o.eps);
+  MG_CHECK(!o.momentum || (*o.momentum >= 0 && *o.momentum <= 1), ValueError, "{}: momentum must be in [0, 1], got {}", layer,
+           o.momentum.value_or(0));
+  if (o.affine) {
+    weight = register_parameter("weight", ones({c}));
+    bias = register_parameter("bias", zeros({c}));
+  }
+  if (o.track_running_stats) {
+    register_buffer("running_mean", zeros({c}));
+    register_buffer("running_var", ones({c}));
+    register_buffer("num_batches_tracked", scalar_tensor(0, DType::Int64));
+  }
+}
+
+Tensor BatchNorm::running_mean() const { return options.track_running_stats ? buffer("running_mean") : Tensor(); }
+Tensor BatchNorm::running_var() const { return options.track_running_stats ? buffer("running_var") : Tensor(); }
+Tensor BatchNorm::num_batches_tracked() const { return options.track_running_stats ? buffer("num_batches_tracked") : Tensor(); }
+
+void BatchNorm::reset_running_stats() {
+  if (!options.track_running_stats) return;
+  running_mean().copy_(zeros({num_features}));
+  running_var().copy_(ones({num_features}));
+  num_batches_tracked().copy_(scalar_tensor(0, DType::Int64));
+}
+
+// PyTorch's _BatchNorm.forward: count the batch, pick the momentum (or 1 / batches for the plain
+// average), use batch statistics in training or when nothing is tracked.
+Variable BatchNorm::forward(const Variable& x) {
+  check_input(x);
+  MG_CHECK(x.size(1) == num_features, ShapeError, "{}: expected {} channels (dim 1), got input {}", type_name(), num_features,
+           shape_str(x.shape()));
+  double momentum = options.momentum.value_or(0);
+  if (is_training() && options.track_running_stats) {
+    Tensor n = num_batches_tracked();
+    n.copy_(n + scalar_tensor(1, DType::Int64));
+    if (!options.momentum) momentum = 1.0 / static_cast<double>(n.item());
+  }
+  const bool use_batch = is_training() || !options.track_running_stats;
+  // In evaluation without tracked statistics there are none to use: the batch's, as PyTorch.
+  const Tensor rm = is_training() || options.track_running_stats ? running_mean() : Tensor();
+  const Tensor rv = is_training() || options.track_running_stats ? running_var() : Tensor();
+  return batch_norm(x, rm, rv, weight, bias, use_batch, momentum, options.eps);
+}
+
+std::string BatchNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features, options.eps,
+                     options.momentum ? fmt::format("{}", *options.momentum) : "None", options.affine,
+                     options.track_running_stats);
+}
+
+void BatchNorm1d::check_input(const Variable& x) const {
+  MG_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3), ShapeError, "BatchNorm1d: expected input (N, C) or (N, C, L), got {}",
+           x.defined() ? shape_str(x.shape()) : "an undefined variable");
+}
+
+void BatchNorm2d::check_input(const Variable& x) const {
+  MG_CHECK(x.defined() && x.dim() == 4, ShapeError, "BatchNorm2d: expected input (N, C, H, W), got {}",
+           x.defined() ? shape_str(x.shape()) : "an undefined variable");
+}
+
+GroupNorm::GroupNorm(int64_t g, int64_t c, GroupNormOptions o) : num_groups(g), num_channels(c), options(o) {
+  MG_CHECK(g > 0 && c > 0 && c % g == 0, ValueError, "GroupNorm: num_groups={} must be positive and divide num_channels={}", g, c);
+  MG_CHECK(o.eps >= 0 && std::isfinite(o.eps), ValueError, "GroupNorm: eps must be finite and >= 0, got {}", o.eps);
+  if (o.affine) {
+    weight = register_parameter("weight", ones({c}));
+    bias = register_parameter("bias", zeros({c}));
+  }
+}
+
+Variable GroupNorm::forward(const Variable& x) const {
+  MG_CHECK(x.defined() && x.dim() >= 2 && x.size(1) == num_channels, ShapeError,
+           "GroupNorm: expected input (N, {}, *), got {}", num_channels, x.defined() ? shape_str(x.shape()) : "an undefined variable");
+  return group_norm(x, num_groups, weight, bias, options.eps);
+}
+
+std::string GroupNorm::extra_repr() const {
+  return fmt::format("{}, {}, eps={}, affine={}", num_groups, num_channels, options.eps, options.affine);
+}
+
+BatchNorm1d::BatchNorm1d(int64_t num_features, BatchNormOptions options) : BatchNorm(num_features, options, "BatchNorm1d") {}
+
+BatchNorm2d::BatchNorm2d(int64_t num_features, BatchNormOptions options) : BatchNorm(num_features, options, "BatchNorm2d") {}
+
+}  // namespace mg::nn

@@ -1,0 +1,87 @@
+#pragma once
+// Batch and group normalization layers: nn::BatchNorm1d, nn::BatchNorm2d, nn::GroupNorm, with
+// PyTorch's options, parameter and buffer names (weight, bias, running_mean, running_var,
+// num_batches_tracked), so a PyTorch state_dict loads. (LayerNorm is in nn/layers.h.)
+#include <optional>
+
+#include "minigrad/nn/module.h"
+
+namespace mg::nn {
+
+/// BatchNorm's optional settings (PyTorch's defaults).
+struct BatchNormOptions {
+  double eps = 1e-5;
+  std::optional<double> momentum = 0.1;  // running = (1 - m) running + m batch; nullopt: the plain average of all batches
+  bool affine = true;                    // learn weight (ones) and bias (zeros)
+  bool track_running_stats = true;       // keep running statistics (as buffers) for evaluation
+};
+
+/// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm). In training mode each channel
+/// is normalized by the batch's statistics and the running ones are updated; in evaluation mode
+/// the running statistics are used, so one example's output does not depend on the others.
+class BatchNorm : public Module {
+ public:
+  /// x: (N, C, *) with the dims the subclass expects. Updates the running statistics in training.
+  Variable forward(const Variable& x);
+  /// Reset the running statistics: mean 0, variance 1, no batches seen.
+  void reset_running_stats();
+  /// The running mean (C), as saved and loaded; undefined without track_running_stats.
+  Tensor running_mean() const;
+  /// The running variance (C), unbiased.
+  Tensor running_var() const;
+  /// How many training batches have updated the running statistics (an int64 scalar).
+  Tensor num_batches_tracked() const;
+  std::string extra_repr() const override;
+
+  const int64_t num_features;
+  const BatchNormOptions options;
+  Variable weight, bias;  // (C) each; undefined without affine
+
+ protected:
+  BatchNorm(int64_t num_features, BatchNormOptions options, const char* layer);
+  /// A ShapeError unless x has a shape this layer takes.
+  virtual void check_input(const Variable& x) const = 0;
+};
+
+/// Batch norm over (N, C) or (N, C, L) inputs.
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t num_features, BatchNormOptions options = {});
+  std::string type_name() const override { return "BatchNorm1d"; }
+
+ protected:
+  void check_input(const Variable& x) const override;
+};
+
+/// Batch norm over (N, C, H, W) inputs: one mean and variance per channel, over N, H and W.
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t num_features, BatchNormOptions options = {});
+  std::string type_name() const override { return "BatchNorm2d"; }
+
+ protected:
+  void check_input(const Variable& x) const override;
+};
+
+/// GroupNorm's optional settings (PyTorch's defaults).
+struct GroupNormOptions {
+  double eps = 1e-5;
+  bool affine = true;  // learn weight (ones) and bias (zeros), one per channel
+};
+
+/// Group norm: each sample's channels split into num_groups groups, each normalized over its
+/// channels and positions; no batch statistics, so training and evaluation agree.
+class GroupNorm : public Module {
+ public:
+  GroupNorm(int64_t num_groups, int64_t num_channels, GroupNormOptions options = {});
+  /// x: (N, num_channels, *).
+  Variable forward(const Variable& x) const;
+  std::string type_name() const override { return "GroupNorm"; }
+  std::string extra_repr() const override;
+
+  const int64_t num_groups, num_channels;
+  const GroupNormOptions options;
+  Variable weight, bias;  // (num_channels) each; undefined without affine
+};
+
+}  // namespace mg::nn

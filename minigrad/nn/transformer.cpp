@@ -1,0 +1,112 @@
+#include "minigrad/nn/transformer.h"
+
+namespace mg::nn {
+namespace {
+Variable activate(const Variable& x, const std::string& name) { return name == "gelu" ? gelu(x) : relu(x); }
+// The position-wise MLP both layers end with: dropout_out(linear2(dropout(act(linear1(x))))).
+Variable mlp(const Linear& linear1, const Dropout& dropout, const Linear& linear2, const Dropout& dropout_out,
+             const std::string& activation, const Variable& x) {
+  return dropout_out.forward(linear2.forward(dropout.forward(activate(linear1.forward(x), activation))));
+}
+void check_activation(const std::string& a) {
+  MG_CHECK(a == "relu" || a == "gelu", ValueError, "Transformer layer: activation must be \"relu\" or \"gelu\", got \"{}\"", a);
+}
+// The constructor arguments both layers show in a summary.
+std::string layer_repr(const MultiheadAttention& self_attn, const TransformerLayerOptions& o) {
+  return fmt::format("d_model={}, nhead={}, dim_feedforward={}, activation={}, norm_first={}", self_attn.embed_dim,
+                     self_attn.num_heads, o.dim_feedforward, o.activation, o.norm_first);
+}
+}  // namespace
+
+// ---------------------------------------------------------------- encoder
+
+TransformerEncoderLayer::TransformerEncoderLayer(int64_t d, int64_t h, TransformerLayerOptions o, Generator& gen)
+    : options(o),
+      self_attn(d, h, {.dropout = o.dropout}, gen),
+      linear1(d, o.dim_feedforward, {}, gen),
+      linear2(o.dim_feedforward, d, {}, gen),
+      dropout({.p = o.dropout}, gen),
+      dropout1({.p = o.dropout}, gen),
+      dropout2({.p = o.dropout}, gen),
+      norm1({d}, {.eps = o.layer_norm_eps}),
+      norm2({d}, {.eps = o.layer_norm_eps}) {
+  check_activation(o.activation);
+  register_module("self_attn", self_attn);
+  register_module("linear1", linear1);
+  register_module("dropout", dropout);
+  register_module("linear2", linear2);
+  register_module("norm1", norm1);
+  register_module("norm2", norm2);
+  register_module("dropout1", dropout1);
+  register_module("dropout2", dropout2);
+}
+
+Variable TransformerEncoderLayer::feed_forward(const Variable& x) const {
+  return mlp(linear1, dropout, linear2, dropout2, options.activation, x);
+}
+
+Variable TransformerEncoderLayer::forward(const Variable& src, const AttentionForwardOptions& mask) const {
+  auto sa = [&](const Variable& x) { return dropout1.forward(self_attn.forward(x, x, x, mask).output); };
+  if (options.norm_first) {
+    Variable x = src + sa(norm1.forward(src));
+    return x + feed_forward(norm2.forward(x));
+  }
+  Variable x = norm1.forward(src + sa(src));
+  return norm2.forward(x + feed_forward(x));
+}
+
+std::string TransformerEncoderLayer::extra_repr() const { return layer_repr(self_attn, options); }
+
+// ---------------------------------------------------------------- decoder
+
+TransformerDecoderLayer::TransformerDecoderLayer(int64_t d, int64_t h, TransformerLayerOptions o, Generator& gen)
+    : options(o),
+      self_attn(d, h, {.dropout = o.dropout}, gen),
+      multihead_attn(d, h, {.dropout = o.dropout}, gen),
+      linear1(d, o.dim_feedforward, {}, gen),
+      linear2(o.dim_feedforward, d, {}, gen),
+      dropout({.p = o.dropout}, gen),
+      dropout1({.p = o.dropout}, gen),
+      dropout2({.p = o.dropout}, gen),
+      dropout3({.p = o.dropout}, gen),
+      norm1({d}, {.eps = o.layer_norm_eps}),
+      norm2({d}, {.eps = o.layer_norm_eps}),
+      norm3({d}, {.eps = o.layer_norm_eps}) {
+  check_activation(o.activation);
+  register_module("self_attn", self_attn);
+  register_module("multihead_attn", multihead_attn);
+  register_module("linear1", linear1);
+  register_module("dropout", dropout);
+  register_module("linear2", linear2);
+  register_module("norm1", norm1);
+  register_module("norm2", norm2);
+  register_module("norm3", norm3);
+  register_module("dropout1", dropout1);
+  register_module("dropout2", dropout2);
+  register_module("dropout3", dropout3);
+}
+
+Variable TransformerDecoderLayer::feed_forward(const Variable& x) const {
+  return mlp(linear1, dropout, linear2, dropout3, options.activation, x);
+}
+
+Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask,
+                                          const AttentionForwardOptions& memory_mask) const {
+  auto sa = [&](const Variable& x) { return dropout1.forward(self_attn.forward(x, x, x, tgt_mask).output); };
+  // Cross-attention: queries from the decoder stream x, keys and values from the encoder's memory.
+  auto ca = [&](const Variable& x) {
+    return dropout2.forward(multihead_attn.forward(x, memory, memory, memory_mask).output);
+  };
+  if (options.norm_first) {
+    Variable x = tgt + sa(norm1.forward(tgt));
+    x = x + ca(norm2.forward(x));
+    return x + feed_forward(norm3.forward(x));
+  }
+  Variable x = norm1.forward(tgt + sa(tgt));
+  x = norm2.forward(x + ca(x));
+  return norm3.forward(x + feed_forward(x));
+}
+
+std::string TransformerDecoderLayer::extra_repr() const { return layer_repr(self_attn, options); }
+
+}  // namespace mg::nn

@@ -1,0 +1,64 @@
+#pragma once
+// Transformer layers built from the pieces above, with PyTorch's structure and member names
+// (torch.nn.TransformerEncoderLayer / TransformerDecoderLayer). The decoder-only GPT is nn/gpt.h.
+//
+// post-LN (norm_first=false, the 2017 paper):  x = norm(x + sublayer(x))
+// pre-LN  (norm_first=true, GPT-2 and later):  x = x + sublayer(norm(x))
+#include "minigrad/nn/attention.h"
+
+namespace mg::nn {
+
+/// Options shared by the encoder and decoder layers; defaults as PyTorch.
+struct TransformerLayerOptions {
+  int64_t dim_feedforward = 2048;
+  double dropout = 0.1;
+  std::string activation = "relu";  // "relu" or "gelu"
+  double layer_norm_eps = 1e-5;
+  bool norm_first = false;          // false: post-LN; true: pre-LN
+};
+
+/// Self-attention then an MLP, each with a residual connection and a LayerNorm.
+class TransformerEncoderLayer : public Module {
+ public:
+  TransformerEncoderLayer(int64_t d_model, int64_t nhead, TransformerLayerOptions options = {},
+                          Generator& gen = default_generator());
+  /// src (B, T, d_model) -> (B, T, d_model). The mask applies to the self-attention.
+  Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
+
+  std::string type_name() const override { return "TransformerEncoderLayer"; }
+  std::string extra_repr() const override;
+
+  const TransformerLayerOptions options;
+  MultiheadAttention self_attn;
+  Linear linear1, linear2;
+  Dropout dropout, dropout1, dropout2;
+  LayerNorm norm1, norm2;
+
+ private:
+  Variable feed_forward(const Variable& x) const;
+};
+
+/// Masked self-attention, cross-attention over the encoder's output (`memory`), then an MLP.
+class TransformerDecoderLayer : public Module {
+ public:
+  TransformerDecoderLayer(int64_t d_model, int64_t nhead, TransformerLayerOptions options = {},
+                          Generator& gen = default_generator());
+  /// tgt (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model). In the cross-attention,
+  /// queries come from the decoder and keys and values from `memory`.
+  Variable forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
+                   const AttentionForwardOptions& memory_mask = {}) const;
+
+  std::string type_name() const override { return "TransformerDecoderLayer"; }
+  std::string extra_repr() const override;
+
+  const TransformerLayerOptions options;
+  MultiheadAttention self_attn, multihead_attn;
+  Linear linear1, linear2;
+  Dropout dropout, dropout1, dropout2, dropout3;
+  LayerNorm norm1, norm2, norm3;
+
+ private:
+  Variable feed_forward(const Variable& x) const;
+};
+
+}  // namespace mg::nn

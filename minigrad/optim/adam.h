@@ -1,0 +1,59 @@
+#pragma once
+// Adam and AdamW with torch.optim's exact update rules. Per parameter, at step t:
+//
+//   Adam:   g = grad + weight_decay * p            (L2 penalty folded into the gradient)
+//   AdamW:  p = p * (1 - lr * weight_decay)        (decoupled weight decay), g = grad
+//   m = beta1 * m + (1 - beta1) * g
+//   v = beta2 * v + (1 - beta2) * g^2
+//   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+#include "minigrad/optim/optimizer.h"
+
+namespace mg::optim {
+
+/// Adam hyper-parameters (PyTorch's defaults).
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+};
+
+/// Adam (Kingma & Ba 2015); weight decay is an L2 term added to the gradient.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<ParamGroup> groups, AdamOptions options = {});
+  Adam(const std::vector<Variable>& params, AdamOptions options = {});
+  void step() override;
+  std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq", "step"}; }
+
+  const AdamOptions options;
+
+ protected:
+  Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled);
+
+ private:
+  bool decoupled_;
+};
+
+/// AdamW hyper-parameters: as Adam, but weight decay defaults to 0.01 (PyTorch's defaults).
+/// A plain struct, so designated initializers work: AdamW opt(params, {.lr = 3e-4}).
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+};
+
+/// AdamW (Loshchilov & Hutter 2019): weight decay shrinks the weights directly.
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {})
+      : Adam(std::move(groups), {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay},
+             true) {}
+  AdamW(const std::vector<Variable>& params, AdamWOptions options = {});
+};
+
+}  // namespace mg::optim

@@ -1,0 +1,137 @@
+#include "minigrad/optim/checkpoint.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+#include "minigrad/nn/serialize.h"
+
+namespace mg::optim {
+namespace {
+const std::string kPrefix = "optimizer.";
+
+// Which module parameter name each optimized parameter has.
+std::unordered_map<VariableImpl*, std::string> names_of(const nn::Module& model, const Optimizer& opt) {
+  std::unordered_map<VariableImpl*, std::string> name;
+  for (auto& [n, p] : model.named_parameters()) name[p.impl().get()] = n;
+  for (const Group& g : opt.groups())
+    for (const Variable& p : g.params)
+      MG_CHECK(name.count(p.impl().get()), ValueError,
+               "checkpoint: the optimizer holds a parameter ({}) that is not part of the model", p.name());
+  return name;
+}
+}  // namespace
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& opt, int64_t step) {
+  MG_CHECK(step >= 0, ValueError, "save_checkpoint: step must be >= 0, got {}", step);
+  auto name = names_of(model, opt);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (auto& [n, p] : model.named_parameters()) tensors.emplace_back(n, p.data());
+  for (auto& [n, b] : model.named_buffers()) tensors.emplace_back(n, b);
+  std::map<std::string, std::string> meta{{"format", "pt"}, {"producer", "minigrad"},
+                                          {"optimizer", opt.name()}, {"step", std::to_string(step)}};
+  for (size_t g = 0; g < opt.groups().size(); ++g) {
+    meta["lr." + std::to_string(g)] = fmt::format("{:.17g}", opt.groups()[g].lr);
+    for (const Variable& p : opt.groups()[g].params)
+      if (opt.has_state(p))
+        for (auto& [k, t] : const_cast<Optimizer&>(opt).state(p)) tensors.emplace_back(kPrefix + name[p.impl().get()] + "." + k, t);
+  }
+  save_safetensors(path, tensors, meta);
+}
+
+int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& opt) {
+  return load_checkpoint_from(load_safetensors(path), path, model, opt);
+}
+
+namespace {
+// The whole of `text` as a non-negative int64, or nothing ("12abc", "-3", "" are nothing).
+std::optional<int64_t> parse_count(const std::string& text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+// The whole of `text` as a finite, non-negative double ("1e-3garbage", "inf", "nan", "-1" are nothing).
+std::optional<double> parse_rate(const std::string& text) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < 0) return std::nullopt;
+  return v;
+}
+}  // namespace
+
+int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, nn::Module& model, Optimizer& opt) {
+  auto meta = [&](const std::string& key) -> std::string {
+    auto it = file.metadata.find(key);
+    MG_CHECK(it != file.metadata.end(), FileError, "load_checkpoint: {} has no \"{}\" in its metadata (not a minigrad training checkpoint?)", path, key);
+    return it->second;
+  };
+  MG_CHECK(meta("optimizer") == opt.name(), FileError, "load_checkpoint: {} holds {} state but the optimizer is {}", path,
+           meta("optimizer"), opt.name());
+  const std::optional<int64_t> step = parse_count(meta("step"));
+  MG_CHECK(step.has_value(), FileError, "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number >= 0", path,
+           meta("step"));
+  // One learning rate per parameter group, and as many groups as the optimizer has.
+  size_t file_groups = 0;
+  while (file.metadata.count("lr." + std::to_string(file_groups))) ++file_groups;
+  MG_CHECK(file_groups == opt.groups().size(), FileError,
+           "load_checkpoint: {} was saved by an optimizer with {} parameter group(s); this {} has {}", path, file_groups,
+           opt.name(), opt.groups().size());
+  std::vector<double> lrs;
+  for (size_t g = 0; g < file_groups; ++g) {
+    const std::string key = "lr." + std::to_string(g);
+    const std::optional<double> lr = parse_rate(meta(key));
+    MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\" in its metadata; expected a finite number >= 0", path,
+             key, meta(key));
+    lrs.push_back(*lr);
+  }
+
+  // Optimizer state: every entry must name an optimized parameter and one of the optimizer's
+  // state tensors, with the parameter's shape (the step: a 0-dim int64 >= 0); a parameter with
+  // any state must have all of it.
+  std::unordered_map<std::string, Variable> by_name;
+  auto names = names_of(model, opt);
+  for (const Group& g : opt.groups())
+    for (const Variable& p : g.params) by_name[names[p.impl().get()]] = p;
+  const std::vector<std::string> wanted = opt.state_names();
+  std::unordered_map<VariableImpl*, ParamState> new_state;
+  for (auto& [key, t] : file.tensors) {
+    if (key.rfind(kPrefix, 0) != 0) continue;
+    const std::string rest = key.substr(kPrefix.size());
+    const size_t dot = rest.find_last_of('.');
+    const std::string pname = dot == std::string::npos ? "" : rest.substr(0, dot), sname = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    auto it = by_name.find(pname);
+    MG_CHECK(it != by_name.end(), FileError, "load_checkpoint: {} has optimizer state \"{}\" for a parameter the optimizer does not hold",
+             path, key);
+    MG_CHECK(std::find(wanted.begin(), wanted.end(), sname) != wanted.end(), FileError,
+             "load_checkpoint: {} has optimizer state \"{}\", which {} does not keep", path, key, opt.name());
+    const Variable& p = it->second;
+    const bool ok = sname == "step" ? (t.dim() == 0 && t.dtype() == DType::Int64 && t.item() >= 0)
+                                    : (t.shape() == p.shape() && is_floating(t.dtype()));
+    MG_CHECK(ok, FileError, "load_checkpoint: optimizer state \"{}\" in {} has {} {}{}, which does not fit parameter {} {}", key, path,
+             dtype_name(t.dtype()), shape_str(t.shape()), sname == "step" && t.numel() == 1 ? fmt::format(" = {}", t.item()) : "",
+             pname, shape_str(p.shape()));
+    new_state[p.impl().get()][sname] = sname == "step" ? t.clone() : t.to(p.dtype()).clone();
+  }
+  for (auto& [impl, st] : new_state)
+    for (const std::string& sname : wanted) {
+      std::string pname;
+      for (auto& [n, v] : by_name)
+        if (v.impl().get() == impl) pname = n;
+      MG_CHECK(st.count(sname), FileError, "load_checkpoint: {} has optimizer state for {} but no \"{}{}.{}\"", path, pname, kPrefix,
+               pname, sname);
+    }
+  // The weights are checked (and then copied) last: nothing above has changed anything yet.
+  nn::load_from(model, file, path, {kPrefix});
+  for (const Group& g : opt.groups())
+    for (const Variable& p : g.params) {
+      auto it = new_state.find(p.impl().get());
+      opt.state(p) = it == new_state.end() ? ParamState{} : it->second;
+    }
+  for (size_t g = 0; g < lrs.size(); ++g) opt.groups()[g].lr = lrs[g];
+  return *step;
+}
+
+}  // namespace mg::optim

@@ -1,0 +1,36 @@
+#pragma once
+// The one door to BLAS. Every matrix product in minigrad ends in blas::gemm, which calls
+// OpenBLAS's cblas_sgemm / cblas_dgemm on row-major matrices:
+//
+//   C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C,     op(X) = X, or X^T when flagged
+//
+// A is stored with leading dimension lda (the distance between its stored rows), likewise B and C.
+// BLAS runs single-threaded: minigrad splits the work over its one oneTBB pool (tensor/parallel.h)
+// and calls gemm on each piece, so two thread pools never compete for the cores.
+//
+// A float32 product may instead go to oneDNN's dnnl_sgemm, with Engine::OneDNN, for the shapes where it
+// is measured faster: OpenBLAS stays the reference and the default. oneDNN brings its own OpenMP
+// pool; each call runs it on one thread, the calling one, for the same reason.
+#include <cstdint>
+
+namespace mg::blas {
+
+/// The library that runs a float32 product. float64 always runs on OpenBLAS (oneDNN has no dgemm).
+enum class Engine {
+  OpenBLAS,  ///< cblas_sgemm: the default
+  OneDNN,    ///< dnnl_sgemm: AVX-512 kernels whatever OpenBLAS picked; faster on conv2d's small products
+};
+
+/// float32 GEMM (cblas_sgemm, or dnnl_sgemm with Engine::OneDNN; row-major).
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc, Engine engine = Engine::OpenBLAS);
+/// float64 GEMM (cblas_dgemm, row-major; `engine` is ignored).
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, Engine engine = Engine::OpenBLAS);
+
+/// Switch BLAS's own threading off (minigrad hands it one block of work per thread).
+void use_one_thread();
+/// The CPU kernel OpenBLAS picked ("Haswell", "SkylakeX", ...), for benchmark reports.
+const char* core_name();
+
+}  // namespace mg::blas

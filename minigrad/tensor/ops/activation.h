@@ -1,0 +1,36 @@
+#pragma once
+// Activation functions (tensor/ops/activation.cpp), each with the kernel of its derivative below
+// it: dy and what the forward saved in, dx out. Same names and defaults as torch.nn.functional.
+#include <string>
+
+#include "minigrad/tensor/tensor.h"
+
+namespace mg {
+
+/// max(x, 0) (relu(NaN) = NaN, as in PyTorch)
+Tensor relu(const Tensor& x);
+/// dy where x > 0, else 0
+Tensor relu_backward(const Tensor& dy, const Tensor& x);
+/// GELU. approximate "none": x Phi(x), Phi the standard normal CDF (erf form, PyTorch's default);
+/// "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+/// dy * GELU'(x) for the same `approximate` as the forward.
+Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate = "none");
+/// x sigmoid(x) (SiLU, or swish)
+Tensor silu(const Tensor& x);
+/// dy * s (1 + x (1 - s)), s = sigmoid(x)
+Tensor silu_backward(const Tensor& dy, const Tensor& x);
+/// log(1 + e^(beta x)) / beta, or x itself where beta x > threshold (where the two agree to float precision)
+Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
+/// dy * sigmoid(beta x), or dy where beta x > threshold
+Tensor softplus_backward(const Tensor& dy, const Tensor& x, double beta = 1, double threshold = 20);
+/// x where x > 0, else negative_slope * x
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+/// dy where x > 0, else negative_slope * dy
+Tensor leaky_relu_backward(const Tensor& dy, const Tensor& x, double negative_slope = 0.01);
+/// x where x > 0, else alpha (e^x - 1)
+Tensor elu(const Tensor& x, double alpha = 1);
+/// dy where x > 0, else dy alpha e^x
+Tensor elu_backward(const Tensor& dy, const Tensor& x, double alpha = 1);
+
+}  // namespace mg

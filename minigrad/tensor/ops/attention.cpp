@@ -1,0 +1,235 @@
+// Fused scaled dot-product attention: softmax(Q K^T / sqrt(d) [+ causal mask]) V in one pass per
+// (batch, head), forward and backward side by side, in the spirit of FlashAttention.
+//
+// The composed path (nn::MultiheadAttention's textbook forward: matmul, scale, mask, softmax,
+// matmul) writes and reads the whole (B, H, T, T) score and weight tensors, and keeps them for the
+// backward: O(T^2) memory per head. Here each task owns one (batch, head) and walks the queries in
+// blocks of kBlock rows. For a block it computes the scores against every key the block may see
+// (S is kBlock x T, in cache), takes the softmax row by row, and multiplies by V. Only the per-row
+// log-sum-exp is kept for the backward, which recomputes P from Q, K and it: O(T) extra memory.
+// With a causal mask, a query block never computes scores for keys after its last query.
+//
+// Shapes: q (B, H, Tq, d), k and v (B, H, Tk, d) (any strides with the last one 1: the head-split
+// view of a (B, T, H*d) projection is read in place), out (B, H, Tq, d) stored as (B, Tq, H, d),
+// so merging the heads back is a free view.
+#include <cmath>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "minigrad/tensor/ops/attention.h"
+
+#include "minigrad/tensor/blas.h"
+#include "minigrad/tensor/fastmath.h"
+#include "minigrad/tensor/parallel.h"
+
+namespace mg {
+namespace {
+
+constexpr int64_t kBlock = 64;  // query rows per block
+
+// Whether BLAS can read each (batch, head)'s (T, d) matrix of x in place: unit steps along d and
+// rows at least d apart (BLAS requires ld >= d; an expanded or squeezed view may have a row stride
+// of 0 or 1). The batch and head strides may be anything, 0 included: they only move the pointer.
+bool rows_readable(const Tensor& x) {
+  return (x.strides()[3] == 1 || x.size(3) == 1) && (x.size(2) <= 1 || x.strides()[2] >= x.size(3));
+}
+
+// A (B, H, T, d) operand whose rows BLAS can read, addressed per (batch, head).
+struct Heads {
+  Tensor t;
+  int64_t B, H, T, d, sb, sh, ld;
+  explicit Heads(const Tensor& x) : t(rows_readable(x) ? x : x.contiguous()) {
+    B = t.size(0), H = t.size(1), T = t.size(2), d = t.size(3);
+    sb = t.strides()[0], sh = t.strides()[1], ld = t.strides()[2];
+    if (T <= 1 || d == 1) ld = std::max(ld, d);  // a single row (or column) is read the same with any ld >= d
+  }
+  template <class T> T* at(int64_t bh) const { return t.data<T>() + (bh / H) * sb + (bh % H) * sh; }
+};
+
+// An uninitialised (B, H, T, d) tensor laid out as (B, T, H, d).
+Tensor empty_heads(int64_t B, int64_t H, int64_t T, int64_t d, DType dt) { return empty({B, T, H, d}, dt).transpose(1, 2); }
+
+// Keys query row qi may attend to: [0, limit).
+int64_t key_limit(int64_t qi, int64_t Tk, bool causal) { return causal ? std::min(qi + 1, Tk) : Tk; }
+
+// Forward for one (batch, head):  S = scale Q K^T,  P = softmax_rows(S),  O = P V,  lse = log sum exp S
+template <class T>
+void forward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, T* lse, int64_t bh, bool causal, T scale,
+                  std::vector<T>& S) {
+  const int64_t Tq = q.T, Tk = k.T, d = q.d;
+  const T *qp = q.at<T>(bh), *kp = k.at<T>(bh), *vp = v.at<T>(bh);
+  T* op = o.at<T>(bh);
+  for (int64_t q0 = 0; q0 < Tq; q0 += kBlock) {
+    const int64_t rows = std::min(kBlock, Tq - q0), kend = causal ? std::min(Tk, q0 + rows) : Tk;
+    blas::gemm(false, true, rows, kend, d, scale, qp + q0 * q.ld, q.ld, kp, k.ld, T(0), S.data(), kend);
+    for (int64_t i = 0; i < rows; ++i) {
+      T* s = S.data() + i * kend;
+      const int64_t lim = key_limit(q0 + i, Tk, causal);
+      T mx = -std::numeric_limits<T>::infinity();
+      for (int64_t j = 0; j < lim; ++j) mx = std::max(mx, s[j]);
+      for (int64_t j = 0; j < lim; ++j) s[j] = fast::exp(s[j] - mx);
+      for (int64_t j = lim; j < kend; ++j) s[j] = 0;  // masked: the future
+      const T l = fast::sum8(s, lim);
+      const T inv = T(1) / l;
+      for (int64_t j = 0; j < lim; ++j) s[j] *= inv;
+      lse[q0 + i] = mx + std::log(l);
+    }
+    blas::gemm(false, false, rows, d, kend, T(1), S.data(), kend, vp, v.ld, T(0), op + q0 * o.ld, o.ld);
+  }
+}
+
+// Backward for one (batch, head). With P recomputed from lse and D_i = sum_c dO_ic O_ic:
+//   dV = P^T dO      dP = dO V^T      dS = P * (dP - D)      dQ = scale dS K      dK = scale dS^T Q
+template <class T>
+void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, const Heads& dout, const T* lse,
+                   const Heads& dq, const Heads& dk, const Heads& dv, int64_t bh, bool causal, T scale, std::vector<T>& P,
+                   std::vector<T>& dP, std::vector<T>& D) {
+  const int64_t Tq = q.T, Tk = k.T, d = q.d;
+  const T *qp = q.at<T>(bh), *kp = k.at<T>(bh), *vp = v.at<T>(bh), *op = o.at<T>(bh), *gp = dout.at<T>(bh);
+  T *dqp = dq.at<T>(bh), *dkp = dk.at<T>(bh), *dvp = dv.at<T>(bh);
+  for (int64_t j = 0; j < Tk; ++j)
+    for (int64_t c = 0; c < d; ++c) dkp[j * dk.ld + c] = 0, dvp[j * dv.ld + c] = 0;  // accumulated below
+  for (int64_t i = 0; i < Tq; ++i) {
+    T s = 0;
+    for (int64_t c = 0; c < d; ++c) s += gp[i * dout.ld + c] * op[i * o.ld + c];
+    D[i] = s;
+  }
+  for (int64_t q0 = 0; q0 < Tq; q0 += kBlock) {
+    const int64_t rows = std::min(kBlock, Tq - q0), kend = causal ? std::min(Tk, q0 + rows) : Tk;
+    blas::gemm(false, true, rows, kend, d, scale, qp + q0 * q.ld, q.ld, kp, k.ld, T(0), P.data(), kend);
+    for (int64_t i = 0; i < rows; ++i) {
+      T* p = P.data() + i * kend;
+      const int64_t lim = key_limit(q0 + i, Tk, causal);
+      const T l = lse[q0 + i];
+      for (int64_t j = 0; j < lim; ++j) p[j] = fast::exp(p[j] - l);
+      for (int64_t j = lim; j < kend; ++j) p[j] = 0;
+    }
+    const T* g = gp + q0 * dout.ld;
+    blas::gemm(true, false, kend, d, rows, T(1), P.data(), kend, g, dout.ld, T(1), dvp, dv.ld);
+    blas::gemm(false, true, rows, kend, d, T(1), g, dout.ld, vp, v.ld, T(0), dP.data(), kend);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < kend; ++j) dP[i * kend + j] = P[i * kend + j] * (dP[i * kend + j] - D[q0 + i]);
+    blas::gemm(false, false, rows, d, kend, scale, dP.data(), kend, kp, k.ld, T(0), dqp + q0 * dq.ld, dq.ld);
+    blas::gemm(true, false, kend, d, rows, scale, dP.data(), kend, qp + q0 * q.ld, q.ld, T(1), dkp, dk.ld);
+  }
+}
+
+
+void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, std::string_view op) {
+  MG_CHECK(q.defined() && k.defined() && v.defined(), StateError, "{}: an operand is undefined", op);
+  MG_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, ShapeError,
+           "{}: expected q, k, v of shape (batch, heads, seq, head_dim), got {}, {}, {}", op, shape_str(q.shape()),
+           shape_str(k.shape()), shape_str(v.shape()));
+  MG_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3), ShapeError,
+           "{}: q {}, k {} and v {} must share batch, heads and head_dim, and k and v their shape", op, shape_str(q.shape()),
+           shape_str(k.shape()), shape_str(v.shape()));
+  MG_CHECK(q.dtype() == k.dtype() && k.dtype() == v.dtype(), DTypeError, "{}: dtype mismatch, q {}, k {}, v {}", op,
+           dtype_name(q.dtype()), dtype_name(k.dtype()), dtype_name(v.dtype()));
+  MG_CHECK((k.size(2) > 0 || q.size(2) == 0) && q.size(3) > 0, ShapeError,
+           "{}: need at least one key (unless there are no queries) and head_dim >= 1, got q {} and k {}", op,
+           shape_str(q.shape()), shape_str(k.shape()));
+}
+
+// The backward's inputs must be what the forward of these q (its shape `qshape`) made: dout and
+// fwd.out of q's shape, fwd.lse (B, H, Tq), all of q's dtype.
+void check_backward(const Tensor& dout, const Shape& qshape, DType dt, const AttentionForward& fwd, std::string_view op) {
+  MG_CHECK(dout.defined() && fwd.out.defined() && fwd.lse.defined(), StateError, "{}: an operand is undefined", op);
+  const Shape lse_shape(qshape.begin(), qshape.end() - 1);
+  MG_CHECK(dout.shape() == qshape && fwd.out.shape() == qshape && fwd.lse.shape() == lse_shape, ShapeError,
+           "{}: dout {}, out {} and lse {} do not come from a forward with q of shape {}", op, shape_str(dout.shape()),
+           shape_str(fwd.out.shape()), shape_str(fwd.lse.shape()), shape_str(qshape));
+  MG_CHECK(dout.dtype() == dt && fwd.out.dtype() == dt && fwd.lse.dtype() == dt, DTypeError,
+           "{}: dout {}, out {} and lse {} must all be {}", op, dtype_name(dout.dtype()), dtype_name(fwd.out.dtype()),
+           dtype_name(fwd.lse.dtype()), dtype_name(dt));
+  MG_CHECK(fwd.lse.is_contiguous(), ValueError, "{}: lse must be contiguous, as the forward made it", op);
+}
+
+// The fused forward over views q, k, v.
+AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal) {
+  const int64_t B = hq.B, H = hq.H, Tq = hq.T, Tk = hk.T, d = hq.d;
+  Tensor out = empty_heads(B, H, Tq, d, hq.t.dtype()), lse = empty({B, H, Tq}, hq.t.dtype());
+  const Heads ho(out);
+  visit_float(hq.t.dtype(), "scaled_dot_product_attention", [&]<class T>() {
+    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    T* pl = lse.data<T>();
+    parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<T> S(kBlock * std::max<int64_t>(Tk, 1));
+      for (int64_t bh = b0; bh < b1; ++bh) forward_head<T>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S);
+    });
+  });
+  return {out, lse};
+}
+
+// The fused backward, writing into the views dq, dk, dv.
+void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& lse, const Tensor& dy,
+                  const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal) {
+  const Heads hg(dy);
+  visit_float(dy.dtype(), "scaled_dot_product_attention backward", [&]<class T>() {
+    const T scale = T(1) / std::sqrt(static_cast<T>(hq.d));
+    const T* pl = lse.data<T>();
+    parallel_for(0, hq.B * hq.H, 1, [&](int64_t b0, int64_t b1) {
+      std::vector<T> P(kBlock * std::max<int64_t>(hk.T, 1)), dP(P.size()), D(hq.T);
+      for (int64_t bh = b0; bh < b1; ++bh)
+        backward_head<T>(hq, hk, hv, ho, hg, pl + bh * hq.T, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D);
+    });
+  });
+}
+
+}  // namespace
+
+// q (B, H, Tq, d), k and v (B, H, Tk, d) -> out (B, H, Tq, d), lse (B, H, Tq)
+AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal) {
+  check_qkv(q, k, v, "scaled_dot_product_attention");
+  return forward_all(Heads(q), Heads(k), Heads(v), is_causal);
+}
+
+// dq, dk, dv: the shapes of q, k, v, stored with the heads interleaved like `out`
+std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const AttentionForward& fwd, bool is_causal) {
+  check_qkv(q, k, v, "scaled_dot_product_attention backward");
+  check_backward(dout, q.shape(), q.dtype(), fwd, "scaled_dot_product_attention backward");
+  const Heads hq(q), hk(k), hv(v);
+  Tensor dq = empty_heads(hq.B, hq.H, hq.T, hq.d, dout.dtype()), dk = empty_heads(hk.B, hk.H, hk.T, hk.d, dout.dtype()),
+         dv = empty_heads(hv.B, hv.H, hv.T, hv.d, dout.dtype());
+  backward_all(hq, hk, hv, Heads(fwd.out), fwd.lse, dout, Heads(dq), Heads(dk), Heads(dv), is_causal);
+  return {dq, dk, dv};
+}
+
+namespace {
+// Head h of block i (0 = Q, 1 = K, 2 = V) of a (B, T, 3E) projection, as a (B, H, T, E/H) view.
+Heads qkv_heads(const Tensor& qkv, int64_t num_heads, int64_t i) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), E = qkv.size(2) / 3;
+  return Heads(qkv.narrow(2, i * E, E).view({B, T, num_heads, E / num_heads}).transpose(1, 2));
+}
+void check_qkv_projection(const Tensor& qkv, int64_t num_heads) {
+  MG_CHECK(qkv.defined(), StateError, "self_attention_qkv: the input is undefined");
+  MG_CHECK(num_heads > 0 && qkv.dim() == 3 && qkv.size(2) > 0 && qkv.size(2) % 3 == 0 &&
+               (qkv.size(2) / 3) % num_heads == 0,
+           ShapeError, "self_attention_qkv: expected (batch, seq, 3 * embed_dim) with embed_dim divisible by {} heads, got {}",
+           num_heads, shape_str(qkv.shape()));
+}
+}  // namespace
+
+// qkv (B, T, 3E) -> out (B, H, T, E/H), lse (B, H, T)
+AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bool is_causal) {
+  check_qkv_projection(qkv0, num_heads);
+  const Tensor qkv = qkv0.contiguous();
+  return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), is_causal);
+}
+
+// dout (B, H, T, E/H) -> dqkv (B, T, 3E)
+Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv0, int64_t num_heads, const AttentionForward& fwd,
+                              bool is_causal) {
+  check_qkv_projection(qkv0, num_heads);
+  const int64_t B = qkv0.size(0), T = qkv0.size(1), E = qkv0.size(2) / 3;
+  check_backward(dout, {B, num_heads, T, E / num_heads}, qkv0.dtype(), fwd, "self_attention_qkv backward");
+  const Tensor qkv = qkv0.contiguous();
+  Tensor dqkv = empty(qkv.shape(), dout.dtype());
+  backward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), Heads(fwd.out),
+               fwd.lse, dout, qkv_heads(dqkv, num_heads, 0), qkv_heads(dqkv, num_heads, 1), qkv_heads(dqkv, num_heads, 2),
+               is_causal);
+  return dqkv;
+}
+
+}  // namespace mg

@@ -1,0 +1,32 @@
+#pragma once
+// Picking and scattering by integer index (tensor/ops/index.cpp). Every index is range-checked
+// before anything is read or written.
+#include <optional>
+
+#include "minigrad/tensor/tensor.h"
+
+namespace mg {
+
+/// Rows of `x` along `dim` picked by int64 `index` (1-D): out.size(dim) == index.numel().
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+/// out[i][j] = x[index[i][j]][j] for dim 0 (and likewise for other dims); index has x's ndim.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+/// A copy of `base` with src[i][j] added at [index[i][j]][j] (dim 0; likewise for other dims).
+Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+/// A copy of `base` with slice i of `src` along `dim` added to slice index[i] (index 1-D).
+Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+/// One-hot rows: (...,) int64 ids -> (..., num_classes).
+Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype = DType::Float32);
+
+/// padding_idx (negative counts from the end) as a row of a table of num_embeddings rows; an
+/// IndexError naming `op` outside [-num_embeddings, num_embeddings). None stays none.
+std::optional<int64_t> padding_row(std::optional<int64_t> padding_idx, int64_t num_embeddings, std::string_view op);
+/// Rows of `weight` (V, D) picked by int64 ids of any shape: (...) -> (..., D).
+Tensor embedding(const Tensor& ids, const Tensor& weight);
+/// The gradient of embedding: a (num_embeddings, D) tensor of zeros with each row of dy (..., D)
+/// added into row ids[...] (repeated ids add up); row padding_idx (negative: from the end), if
+/// given, stays zero.
+Tensor embedding_backward(const Tensor& dy, const Tensor& ids, int64_t num_embeddings,
+                          std::optional<int64_t> padding_idx = std::nullopt);
+
+}  // namespace mg

@@ -1,0 +1,215 @@
+// Kernels that neural nets call often enough to deserve one pass each: softmax, log_softmax and
+// layer norm. Softmax works on "lines": the elements along one dim with every other index fixed;
+// layer norm on rows: the trailing normalized dims flattened.
+#include <cmath>
+#include <limits>
+
+#include "minigrad/tensor/fastmath.h"
+#include "minigrad/tensor/loops.h"
+#include "minigrad/tensor/ops/elementwise.h"
+#include "minigrad/tensor/ops/nn_functional.h"
+#include "minigrad/tensor/ops/reduce.h"
+
+namespace mg {
+namespace {
+
+// Call f(offset, n, stride) for every line of contiguous `x` along `dim` (its first element at
+// `offset`, its n elements `stride` apart), in parallel. Output tensors made with empty(x.shape())
+// have the same layout, so the same offset addresses them.
+template <class T, class F>
+void for_each_line(const Tensor& x, int64_t dim, F f) {
+  const int64_t n = x.dim() == 0 ? 1 : x.shape()[dim];
+  const int64_t inner = x.dim() == 0 ? 1 : numel_of(Shape(x.shape().begin() + dim + 1, x.shape().end()));
+  const int64_t lines = n == 0 ? 0 : x.numel() / n;
+  parallel_for(0, lines, grain_for(n), [&](int64_t l0, int64_t l1) {
+    for (int64_t l = l0; l < l1; ++l) {
+      const int64_t outer = l / inner, in = l % inner;
+      f(outer * n * inner + in, n, inner);
+    }
+  });
+}
+
+template <bool kLog>
+Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
+  MG_CHECK(x0.defined(), StateError, "{}: the tensor is undefined", op);
+  dim = wrap_dim(dim, x0.dim(), op);  // a scalar takes dim 0 or -1, as in PyTorch
+  const Tensor x = x0.contiguous();
+  Tensor out = empty(x.shape(), x.dtype());
+  visit_float(x.dtype(), op, [&]<class T>() {
+    const T* px = x.data<T>();
+    T* po = out.data<T>();
+    for_each_line<T>(x, dim, [&](int64_t off, int64_t n, int64_t st) {
+      const T* a = px + off;
+      T* o = po + off;
+      T mx = -std::numeric_limits<T>::infinity();
+      for (int64_t i = 0; i < n; ++i) mx = std::max(mx, a[i * st]);
+      if (std::isinf(mx) && mx < 0) mx = 0;  // a line of all -inf: avoid inf - inf
+      if (std::is_same_v<T, float> && st == 1) {
+        // float rows: vectorised exp, then an 8-lane sum (fixed order, so reproducible)
+        for (int64_t i = 0; i < n; ++i) o[i] = fast::exp(a[i] - mx);
+        const T s = fast::sum8(o, n);
+        if constexpr (kLog) {
+          const T lse = std::log(s) + mx;
+          for (int64_t i = 0; i < n; ++i) o[i] = a[i] - lse;
+        } else {
+          const T inv = T(1) / s;
+          for (int64_t i = 0; i < n; ++i) o[i] *= inv;
+        }
+        return;
+      }
+      double s = 0;
+      for (int64_t i = 0; i < n; ++i) s += fast::exp(static_cast<double>(a[i * st] - mx));
+      if constexpr (kLog) {
+        const T lse = static_cast<T>(std::log(s)) + mx;
+        for (int64_t i = 0; i < n; ++i) o[i * st] = a[i * st] - lse;
+      } else {
+        const double inv = 1.0 / s;
+        for (int64_t i = 0; i < n; ++i) o[i * st] = static_cast<T>(fast::exp(static_cast<double>(a[i * st] - mx)) * inv);
+      }
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_impl<false>(x, dim, "softmax"); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_impl<true>(x, dim, "log_softmax"); }
+
+namespace {
+void check_layer_norm_args(const Tensor& x, const Shape& norm_shape, const Tensor& weight, const Tensor& bias,
+                           std::string_view op) {
+  MG_CHECK(x.defined(), StateError, "{}: the input is undefined", op);
+  const int64_t k = static_cast<int64_t>(norm_shape.size());
+  MG_CHECK(k >= 1 && k <= x.dim() && Shape(x.shape().end() - k, x.shape().end()) == norm_shape, ShapeError,
+           "{}: normalized_shape {} does not match the trailing dims of input {}", op, shape_str(norm_shape),
+           shape_str(x.shape()));
+  for (const Tensor* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    const char* what = p == &weight ? "weight" : "bias";
+    MG_CHECK(p->shape() == norm_shape, ShapeError, "{}: {} has shape {} but the normalized shape is {} (input {})", op,
+             what, shape_str(p->shape()), shape_str(norm_shape), shape_str(x.shape()));
+    MG_CHECK(p->dtype() == x.dtype(), DTypeError, "{}: {} is {} but the input is {}", op, what,
+             dtype_name(p->dtype()), dtype_name(x.dtype()));
+  }
+}
+}  // namespace
+
+// Per row r (the normalized dims flattened to N):
+//   mean_r = sum_i x_ri / N     var_r = sum_i (x_ri - mean_r)^2 / N     rstd_r = 1 / sqrt(var_r + eps)
+//   y_ri = (x_ri - mean_r) * rstd_r * w_i + b_i
+// x, y: (M, N) as rows    w, b: (N)    mean, rstd: (M)
+LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, const Tensor& weight, const Tensor& bias,
+                                    double eps) {
+  check_layer_norm_args(x0, norm_shape, weight, bias, "layer_norm");
+  const Shape row_shape(x0.shape().begin(), x0.shape().end() - static_cast<int64_t>(norm_shape.size()));
+  const Tensor x = x0.contiguous();
+  const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
+  const int64_t N = numel_of(norm_shape), M = numel_of(row_shape);
+  Tensor y = empty(x.shape(), x.dtype()), mean = empty(row_shape, x.dtype()), rstd = empty(row_shape, x.dtype());
+  visit_float(x.dtype(), "layer_norm", [&]<class T>() {
+    const T* px = x.data<T>();
+    const T* pw = w.defined() ? w.data<T>() : nullptr;
+    const T* pb = b.defined() ? b.data<T>() : nullptr;
+    T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
+    parallel_for(0, M, grain_for(N), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* a = px + r * N;
+        double mu = 0, var = 0;
+        if constexpr (std::is_same_v<T, float>) {  // eight float lanes: vectorised, fixed order
+          mu = fast::sum8(a, N) / static_cast<float>(N);
+          var = fast::sum8_sq(a, N, static_cast<float>(mu)) / static_cast<float>(N);
+        }
+        // float64 rows, and float32 rows whose float sums overflowed (values near 3e38), in double
+        if (!std::is_same_v<T, float> || !std::isfinite(mu) || !std::isfinite(var)) {
+          double s = 0, ss = 0;
+          for (int64_t i = 0; i < N; ++i) s += a[i];
+          mu = s / static_cast<double>(N);
+          for (int64_t i = 0; i < N; ++i) ss += (a[i] - mu) * (a[i] - mu);  // two passes: no cancellation
+          var = ss / static_cast<double>(N);
+        }
+        const double rs = 1.0 / std::sqrt(var + eps);
+        pm[r] = static_cast<T>(mu);
+        pr[r] = static_cast<T>(rs);
+        T* o = py + r * N;
+        const T m = static_cast<T>(mu), rr = static_cast<T>(rs);
+        if (pw && pb) {
+          for (int64_t i = 0; i < N; ++i) o[i] = (a[i] - m) * rr * pw[i] + pb[i];
+        } else {
+          for (int64_t i = 0; i < N; ++i) {
+            T v = (a[i] - m) * rr;
+            if (pw) v *= pw[i];
+            if (pb) v += pb[i];
+            o[i] = v;
+          }
+        }
+      }
+    });
+  });
+  return {y, mean, rstd};
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+  return layer_norm_forward(x, normalized_shape, weight, bias, eps).y;
+}
+
+// Per row, with xhat = (x - mean) * rstd and g = dy * w (g = dy without weight):
+//   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))      (means over the row)
+//   dw = sum over rows of dy * xhat        db = sum over rows of dy
+// dy, x, dx: (M, N) as rows    w, dw, db: (N)    mean, rstd: (M)
+LayerNormGrads layer_norm_backward(const Tensor& dy0, const Tensor& x0, const Tensor& weight, const Tensor& mean,
+                                   const Tensor& rstd, const Shape& norm_shape, bool need_dweight, bool need_dbias) {
+  check_layer_norm_args(x0, norm_shape, weight, Tensor(), "layer_norm_backward");
+  MG_CHECK(dy0.shape() == x0.shape() && dy0.dtype() == x0.dtype(), ShapeError,
+           "layer_norm_backward: dy {} {} does not match the input {} {}", dtype_name(dy0.dtype()), shape_str(dy0.shape()),
+           dtype_name(x0.dtype()), shape_str(x0.shape()));
+  const Tensor x = x0.contiguous(), dy = dy0.contiguous();
+  const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+  const Tensor m_r = mean.contiguous(), rs_r = rstd.contiguous();
+  const int64_t M = m_r.numel(), N = numel_of(norm_shape);
+  MG_CHECK(M * N == x.numel() && rs_r.numel() == M, ShapeError,
+           "layer_norm_backward: mean {} and rstd {} do not match input {} normalized over {}", shape_str(mean.shape()),
+           shape_str(rstd.shape()), shape_str(x.shape()), shape_str(norm_shape));
+  Tensor dx = empty(x.shape(), x.dtype()), xhat = empty(x.shape(), x.dtype());
+  visit_float(x.dtype(), "layer_norm_backward", [&]<class T>() {
+    const T *px = x.data<T>(), *pg = dy.data<T>(), *pm = m_r.data<T>(), *pr = rs_r.data<T>();
+    const T* pw = w.defined() ? w.data<T>() : nullptr;
+    T *pdx = dx.data<T>(), *ph = xhat.data<T>();
+    parallel_for(0, M, grain_for(N), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T *a = px + r * N, *g = pg + r * N;
+        T *h = ph + r * N, *o = pdx + r * N;
+        const T m = pm[r], rs = pr[r];
+        // Two row sums, sum(g w) and sum(g w xhat), in eight independent lanes (vectorised, and
+        // added in a fixed order so the bits do not depend on threads).
+        T sg[8] = {0, 0, 0, 0, 0, 0, 0, 0}, sgh[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t i = 0;
+        for (; i + 8 <= N; i += 8)
+          for (int j = 0; j < 8; ++j) {
+            h[i + j] = (a[i + j] - m) * rs;
+            const T gi = pw ? g[i + j] * pw[i + j] : g[i + j];
+            sg[j] += gi, sgh[j] += gi * h[i + j];
+          }
+        for (; i < N; ++i) {
+          h[i] = (a[i] - m) * rs;
+          const T gi = pw ? g[i] * pw[i] : g[i];
+          sg[0] += gi, sgh[0] += gi * h[i];
+        }
+        const T mean_g = (((sg[0] + sg[1]) + (sg[2] + sg[3])) + ((sg[4] + sg[5]) + (sg[6] + sg[7]))) / static_cast<T>(N);
+        const T mean_gh = (((sgh[0] + sgh[1]) + (sgh[2] + sgh[3])) + ((sgh[4] + sgh[5]) + (sgh[6] + sgh[7]))) / static_cast<T>(N);
+        for (int64_t k = 0; k < N; ++k) {
+          const T gi = pw ? g[k] * pw[k] : g[k];
+          o[k] = rs * (gi - mean_g - h[k] * mean_gh);
+        }
+      }
+    });
+  });
+  LayerNormGrads out{dx, Tensor(), Tensor()};
+  const Shape rows{M, N};
+  if (need_dweight) out.dweight = sum((dy * xhat).reshape(rows), {0}).reshape(norm_shape);
+  if (need_dbias) out.dbias = sum(dy.reshape(rows), {0}).reshape(norm_shape);
+  return out;
+}
+
+}  // namespace mg

@@ -1,0 +1,23 @@
+#pragma once
+// Optimizer update kernels (tensor/ops/optim.cpp): one fused pass over a parameter's elements.
+// The optimizers in optim/ keep the state and the schedule; the arithmetic is here.
+#include "minigrad/tensor/tensor.h"
+
+namespace mg {
+
+/// The numbers of one Adam/AdamW update.
+struct AdamStepArgs {
+  double lr, beta1, beta2, eps, weight_decay;
+  int64_t step;    // t, counted from 1
+  bool decoupled;  // AdamW: decay the weights directly; Adam: add weight_decay * p to the gradient
+};
+/// One Adam or AdamW step in place, in torch.optim's order of operations, per element:
+///   Adam:  g = grad + wd p        AdamW: p = p (1 - lr wd), g = grad
+///   m = beta1 m + (1 - beta1) g,   v = beta2 v + (1 - beta2) g^2
+///   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// param, grad, exp_avg (m) and exp_avg_sq (v) share one shape and floating dtype; exp_avg and
+/// exp_avg_sq are contiguous (the optimizer made them).
+void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const AdamStepArgs& args);
+
+}  // namespace mg

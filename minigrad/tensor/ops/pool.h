@@ -1,0 +1,52 @@
+#pragma once
+// Pooling kernels (tensor/ops/pool.cpp): max, average and adaptive average over 2-D windows, each
+// forward above its backward. Inputs are (N, C, H, W) or (C, H, W): every leading index is one
+// plane, pooled on its own.
+#include <optional>
+
+#include "minigrad/tensor/tensor.h"
+
+namespace mg {
+
+/// The window of a 2-D pooling: kernel, stride, zero-or-minus-infinity padding on both sides,
+/// dilation (max pooling only) and ceil_mode (PyTorch's: the last window may hang over the edge,
+/// as long as it starts inside the input or its left padding).
+struct Pool2dArgs {
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  bool ceil_mode = false;
+};
+
+/// Output size of a pooling along one dim, PyTorch's formula:
+///   floor_or_ceil((in + 2 pad - dilation (k - 1) - 1) / stride) + 1, less one if ceil_mode made the
+///   last window start past the input. A ShapeError or ValueError naming `op` when it does not fit.
+int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode,
+                         std::string_view op);
+
+/// What max_pool2d returns: the maxima and where each came from.
+struct MaxPool2dForward {
+  Tensor y;        // (..., Ho, Wo)
+  Tensor indices;  // (..., Ho, Wo) int64: the flat position h W + w in the plane, as torch's return_indices
+};
+/// y[.., i, j] = max over the window's positions inside the input (NaN wins, as in PyTorch).
+MaxPool2dForward max_pool2d(const Tensor& x, const Pool2dArgs& args);
+/// dx (x_shape) = dy added at the positions `indices` names (windows may overlap).
+Tensor max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Shape& x_shape);
+
+/// y[.., i, j] = sum over the window / divisor. The divisor is the window's size counting the
+/// padding (count_include_pad), or only its positions inside the input, or divisor_override.
+Tensor avg_pool2d(const Tensor& x, const Pool2dArgs& args, bool count_include_pad = true,
+                  std::optional<int64_t> divisor_override = std::nullopt);
+/// dx[.., h, w] = sum over the windows containing (h, w) of dy / that window's divisor.
+Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dArgs& args, bool count_include_pad = true,
+                           std::optional<int64_t> divisor_override = std::nullopt);
+
+/// Average over (out_h, out_w) windows that tile the input: window i along H spans
+/// [floor(i H / out_h), ceil((i + 1) H / out_h)), as torch's adaptive_avg_pool2d.
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
+/// dx[.., h, w] = sum over the windows containing (h, w) of dy / that window's size.
+Tensor adaptive_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape);
+
+}  // namespace mg

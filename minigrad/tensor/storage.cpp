@@ -1,0 +1,110 @@
+#include "minigrad/tensor/storage.h"
+
+#include "minigrad/tensor/error.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace mg {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)  // GCC's name
+constexpr bool kCache = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang's
+constexpr bool kCache = false;
+#else
+constexpr bool kCache = true;
+#endif
+#else
+constexpr bool kCache = true;
+#endif
+
+// Size classes: powers of two up to 4 KiB, then 8 steps per doubling (at most 12.5% waste).
+size_t size_class(size_t n) {
+  if (n <= 64) return 64;
+  size_t p = 64;
+  while (p < n && p < 4096) p <<= 1;
+  if (n <= p) return p;
+  size_t top = 4096;
+  while (top < n) top <<= 1;
+  const size_t step = top / 16;  // classes top/2 + k * top/16
+  return (n + step - 1) / step * step;
+}
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<size_t, std::vector<void*>> free;
+  size_t bytes = 0;
+};
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: tensors may outlive static destructors
+  return *c;
+}
+
+void* allocate(size_t cls) {
+  if (kCache) {
+    Cache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.free.find(cls);
+    if (it != c.free.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      c.bytes -= cls;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(64, cls);
+  if (!p) {
+    empty_cache();  // give back what is cached and try once more
+    p = std::aligned_alloc(64, cls);
+    MG_CHECK(p != nullptr, MemoryError, "out of memory: cannot allocate {} bytes for a tensor", cls);
+  }
+  return p;
+}
+
+void release(void* p, size_t cls) {
+  if (!kCache) {
+    std::free(p);
+    return;
+  }
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  c.free[cls].push_back(p);
+  c.bytes += cls;
+}
+
+}  // namespace
+
+Storage::Storage(size_t nbytes, bool zero) : ptr_(nullptr), nbytes_(nbytes) {
+  if (nbytes == 0) return;
+  // Far beyond any machine's memory (and where the size classes below would overflow).
+  MG_CHECK(nbytes <= (size_t{1} << 62), MemoryError, "out of memory: cannot allocate {} bytes for a tensor", nbytes);
+  ptr_ = allocate(size_class(nbytes));
+  if (zero) std::memset(ptr_, 0, nbytes);
+}
+
+Storage::~Storage() {
+  if (ptr_) release(ptr_, size_class(nbytes_));
+}
+
+size_t cached_bytes() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.bytes;
+}
+
+void empty_cache() {
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (auto& [cls, list] : c.free)
+    for (void* p : list) std::free(p);
+  c.free.clear();
+  c.bytes = 0;
+}
+
+}  // namespace mg

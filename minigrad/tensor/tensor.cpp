@@ -1,0 +1,610 @@
+#include "minigrad/tensor/tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "minigrad/tensor/loops.h"
+
+namespace mg {
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
+               int64_t offset)
+    : storage_(std::move(storage)),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset) {
+  if (!storage_) return;
+  MG_CHECK(shape_.size() == strides_.size(), ShapeError, "Tensor: shape {} and strides {} differ in length",
+           shape_str(shape_), shape_str(strides_));
+  int64_t lo = offset_, hi = offset_;
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    MG_CHECK(shape_[d] >= 0, ShapeError, "Tensor: negative size in shape {}", shape_str(shape_));
+    if (shape_[d] == 0) return;  // no elements: nothing to reach
+    const int64_t reach = checked_mul(shape_[d] - 1, strides_[d], "Tensor");
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const int64_t capacity = static_cast<int64_t>(storage_->nbytes() / itemsize(dtype_));
+  MG_CHECK(lo >= 0 && hi < capacity, IndexError,
+           "Tensor: a view with shape {}, strides {} and offset {} reaches elements [{}, {}] of a storage of {}", shape_str(shape_),
+           shape_str(strides_), offset_, lo, hi, capacity);
+}
+
+int64_t Tensor::size(int64_t d) const { return shape_[checked_dim(d, dim(), "size")]; }
+
+bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // no elements: any strides describe them, as in PyTorch
+  int64_t expected = 1;
+  for (int64_t d = dim() - 1; d >= 0; --d) {
+    if (shape_[d] == 1) continue;
+    if (strides_[d] != expected) return false;
+    expected *= shape_[d];
+  }
+  return true;
+}
+
+void Tensor::check_dtype(DType expected, std::string_view op) const {
+  MG_CHECK(defined(), StateError, "{}: the tensor is undefined", op);
+  MG_CHECK(dtype_ == expected, DTypeError, "{}: expected a {} tensor, got {}", op,
+           dtype_name(expected), dtype_name(dtype_));
+}
+
+double Tensor::at(const std::vector<int64_t>& index) const {
+  MG_CHECK(defined(), StateError, "at: the tensor is undefined");
+  MG_CHECK(static_cast<int64_t>(index.size()) == dim(), IndexError,
+           "at: {} indices given for a tensor with {} dims", index.size(), dim());
+  int64_t off = offset_;
+  for (int64_t d = 0; d < dim(); ++d) {
+    MG_CHECK(index[d] >= 0 && index[d] < shape_[d], IndexError,
+             "at: index {} is out of range for dim {} of size {}", index[d], d, shape_[d]);
+    off += index[d] * strides_[d];
+  }
+  return visit_all(dtype_, [&]<class T>() {
+    return static_cast<double>(static_cast<const T*>(storage_->data())[off]);
+  });
+}
+
+double Tensor::item() const {
+  MG_CHECK(defined(), StateError, "item: the tensor is undefined");
+  MG_CHECK(numel() == 1, ValueError,
+           "item: expected a tensor with one element, got shape {}", shape_str(shape_));
+  return at(std::vector<int64_t>(dim(), 0));
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = contiguous();
+  std::vector<T> out(numel());
+  visit_all(dtype_, [&]<class S>() {
+    const S* p = c.data<S>();
+    for (int64_t i = 0; i < numel(); ++i) out[i] = static_cast<T>(p[i]);
+  });
+  return out;
+}
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+
+// ---------------------------------------------------------------- views
+
+namespace {
+// Resolve a -1 in `shape` so that it has `numel` elements.
+Shape infer_shape(Shape shape, int64_t numel, const Shape& from, std::string_view op) {
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      MG_CHECK(infer < 0, ShapeError, "{}: only one dimension can be -1, got {}", op, shape_str(shape));
+      infer = static_cast<int64_t>(i);
+    } else {
+      MG_CHECK(shape[i] >= 0, ShapeError, "{}: invalid size {} in shape {}", op, shape[i],
+               shape_str(shape));
+      MG_CHECK(!__builtin_mul_overflow(known, shape[i], &known), ShapeError,
+               "{}: shape {} is invalid for input of size {} (shape {})", op, shape_str(shape), numel, shape_str(from));
+    }
+  }
+  if (infer >= 0) {
+    MG_CHECK(known != 0 && numel % known == 0, ShapeError,
+             "{}: shape {} is invalid for input of size {} (shape {})", op, shape_str(shape), numel,
+             shape_str(from));
+    shape[infer] = numel / known;
+  }
+  MG_CHECK(numel_of(shape) == numel, ShapeError,
+           "{}: shape {} is invalid for input of size {} (shape {})", op, shape_str(shape), numel,
+           shape_str(from));
+  return shape;
+}
+
+// Strides for viewing (shape, strides) as `target` without copying, if the layout allows it.
+// Walk the old dims from the innermost, cutting them into chunks that are contiguous within
+// themselves; each chunk must be covered by a run of new dims with the same element count, which
+// then get strides inside that chunk.
+bool view_strides(const Shape& shape, const Strides& strides, const Shape& target, Strides& out) {
+  out.assign(target.size(), 0);
+  if (shape.empty() || numel_of(shape) == 0) {
+    out = contiguous_strides(target);
+    return true;
+  }
+  int64_t t = static_cast<int64_t>(target.size()) - 1;
+  int64_t base = strides.back(), chunk = 1, covered = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    chunk *= shape[d];
+    const bool chunk_ends = d == 0 || (shape[d - 1] != 1 && strides[d - 1] != chunk * base);
+    if (!chunk_ends) continue;
+    while (t >= 0 && (covered < chunk || target[t] == 1)) {
+      out[t] = covered * base;
+      covered *= target[t];
+      --t;
+    }
+    if (covered != chunk) return false;
+    if (d > 0) base = strides[d - 1], chunk = 1, covered = 1;
+  }
+  return t == -1;
+}
+}  // namespace
+
+Tensor Tensor::view(Shape shape) const {
+  shape = infer_shape(std::move(shape), numel(), shape_, "view");
+  Strides st;
+  MG_CHECK(view_strides(shape_, strides_, shape, st), ShapeError,
+           "view: cannot view shape {} with strides {} as {}; the tensor is not contiguous enough "
+           "(hint: call .reshape() or .contiguous() first)",
+           shape_str(shape_), shape_str(strides_), shape_str(shape));
+  return Tensor(storage_, dtype_, shape, st, offset_);
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  shape = infer_shape(std::move(shape), numel(), shape_, "reshape");
+  Strides st;
+  if (view_strides(shape_, strides_, shape, st)) return Tensor(storage_, dtype_, shape, st, offset_);
+  return contiguous().view(shape);
+}
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  d0 = wrap_dim(d0, dim(), "transpose");
+  d1 = wrap_dim(d1, dim(), "transpose");
+  if (dim() == 0) return *this;  // a scalar transposed (dims 0 or -1, as in PyTorch) is itself
+  Shape sh = shape_;
+  Strides st = strides_;
+  std::swap(sh[d0], sh[d1]);
+  std::swap(st[d0], st[d1]);
+  return Tensor(storage_, dtype_, sh, st, offset_);
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  MG_CHECK(static_cast<int64_t>(dims.size()) == dim(), ShapeError,
+           "permute: got {} dims for a tensor with shape {}", dims.size(), shape_str(shape_));
+  Shape sh(dim());
+  Strides st(dim());
+  std::vector<bool> seen(dim(), false);
+  for (int64_t i = 0; i < dim(); ++i) {
+    const int64_t d = wrap_dim(dims[i], dim(), "permute");
+    MG_CHECK(!seen[d], ShapeError, "permute: dim {} appears twice in {}", d, shape_str(dims));
+    seen[d] = true;
+    sh[i] = shape_[d];
+    st[i] = strides_[d];
+  }
+  return Tensor(storage_, dtype_, sh, st, offset_);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  d = checked_dim(d, dim(), "narrow");
+  MG_CHECK(start >= 0 && length >= 0 && start <= shape_[d] && length <= shape_[d] - start, IndexError,
+           "narrow: start {} and length {} are out of bounds for dim {} of size {} (shape {})", start, length, d,
+           shape_[d], shape_str(shape_));
+  Shape sh = shape_;
+  sh[d] = length;
+  return Tensor(storage_, dtype_, sh, strides_, offset_ + start * strides_[d]);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  d = checked_dim(d, dim(), "slice");
+  MG_CHECK(step > 0, ValueError, "slice: step must be positive, got {}", step);
+  const int64_t n = shape_[d];
+  auto clampi = [n](int64_t i) { return std::clamp(i < 0 ? i + n : i, int64_t{0}, n); };
+  start = clampi(start);
+  end = std::max(clampi(end), start);
+  Shape sh = shape_;
+  Strides st = strides_;
+  sh[d] = end > start ? (end - start - 1) / step + 1 : 0;
+  st[d] = strides_[d] * step;
+  return Tensor(storage_, dtype_, sh, st, offset_ + start * strides_[d]);
+}
+
+Tensor Tensor::expand(const Shape& shape0) const {
+  MG_CHECK(shape0.size() >= shape_.size(), ShapeError,
+           "expand: cannot expand shape {} to fewer dims {}", shape_str(shape_), shape_str(shape0));
+  const size_t lead = shape0.size() - shape_.size();
+  Shape shape = shape0;  // -1 keeps a dim's size, as in PyTorch
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && i >= lead) shape[i] = shape_[i - lead];
+    MG_CHECK(shape[i] >= 0, ShapeError, "expand: invalid size {} at dim {} in {} (sizes must be >= 0, or -1 to keep a dim)",
+             shape0[i], i, shape_str(shape0));
+  }
+  for (size_t i = 0; i < shape_.size(); ++i)
+    MG_CHECK(shape_[i] == shape[lead + i] || shape_[i] == 1, ShapeError,
+             "expand: cannot expand shape {} to {} (dim {}: {} vs {})", shape_str(shape_),
+             shape_str(shape), lead + i, shape_[i], shape[lead + i]);
+  checked_numel(shape, "expand");  // the view's element count must fit, like any tensor's
+  return Tensor(storage_, dtype_, shape, broadcast_strides(shape_, strides_, shape), offset_);
+}
+
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (dim() == 0) {  // a scalar flattens to one element, for dims 0 or -1 (as in PyTorch)
+    wrap_dim(start_dim, 0, "flatten"), wrap_dim(end_dim, 0, "flatten");
+    return reshape({1});
+  }
+  start_dim = wrap_dim(start_dim, dim(), "flatten");
+  end_dim = wrap_dim(end_dim, dim(), "flatten");
+  MG_CHECK(start_dim <= end_dim, IndexError, "flatten: start_dim {} comes after end_dim {} (shape {})", start_dim, end_dim,
+           shape_str(shape_));
+  Shape sh(shape_.begin(), shape_.begin() + start_dim);
+  sh.push_back(numel_of(Shape(shape_.begin() + start_dim, shape_.begin() + end_dim + 1)));
+  sh.insert(sh.end(), shape_.begin() + end_dim + 1, shape_.end());
+  return reshape(sh);
+}
+
+Tensor Tensor::unflatten(int64_t d, const Shape& sizes) const {
+  d = checked_dim(d, dim(), "unflatten");
+  MG_CHECK(!sizes.empty(), ShapeError, "unflatten: sizes must not be empty");
+  // the sizes must multiply to dim d's size; one -1 stands for whatever makes them do so
+  Shape resolved = sizes;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    MG_CHECK(sizes[i] >= -1, ShapeError, "unflatten: sizes {} has a negative size", shape_str(sizes));
+    if (sizes[i] == -1) {
+      MG_CHECK(infer < 0, ShapeError, "unflatten: sizes {} has more than one -1", shape_str(sizes));
+      infer = static_cast<int64_t>(i);
+    } else {
+      known = checked_mul(known, sizes[i], "unflatten");
+    }
+  }
+  if (infer >= 0 && known != 0 && shape_[d] % known == 0) resolved[infer] = shape_[d] / known;
+  MG_CHECK((infer < 0 || resolved[infer] != -1) && numel_of(resolved) == shape_[d], ShapeError,
+           "unflatten: sizes {} do not multiply to the size {} of dim {} (shape {})", shape_str(sizes), shape_[d], d, shape_str(shape_));
+  Shape sh(shape_.begin(), shape_.begin() + d);
+  sh.insert(sh.end(), resolved.begin(), resolved.end());
+  sh.insert(sh.end(), shape_.begin() + d + 1, shape_.end());
+  return reshape(sh);
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  d = wrap_dim(d, dim(), "squeeze");
+  if (dim() == 0) return *this;  // as in PyTorch: squeezing dim 0 or -1 of a scalar leaves it
+  if (shape_[d] != 1) return *this;  // like torch: squeezing a non-1 dim does nothing
+  Shape sh = shape_;
+  Strides st = strides_;
+  sh.erase(sh.begin() + d);
+  st.erase(st.begin() + d);
+  return Tensor(storage_, dtype_, sh, st, offset_);
+}
+
+Tensor Tensor::squeeze() const {
+  Shape sh;
+  Strides st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (shape_[d] != 1) sh.push_back(shape_[d]), st.push_back(strides_[d]);
+  return Tensor(storage_, dtype_, sh, st, offset_);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  MG_CHECK(d >= -(dim() + 1) && d <= dim(), IndexError,
+           "unsqueeze: position {} is out of range for a tensor with {} dims (expected {} to {})", d, dim(), -(dim() + 1), dim());
+  d = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape sh = shape_;
+  Strides st = strides_;
+  const int64_t stride = d < dim() ? strides_[d] * shape_[d] : 1;
+  sh.insert(sh.begin() + d, 1);
+  st.insert(st.begin() + d, stride);
+  return Tensor(storage_, dtype_, sh, st, offset_);
+}
+
+// ---------------------------------------------------------------- overlap
+
+bool has_internal_overlap(const Tensor& t) {
+  // Non-overlapping when, visiting dims by increasing stride, each stride steps past everything
+  // the smaller dims can reach.
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of the dims with size > 1
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.shape()[d] == 0) return false;
+    if (t.shape()[d] > 1) dims.emplace_back(std::abs(t.strides()[d]), t.shape()[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t reach = 0;  // the farthest element offset the dims so far can step to
+  for (auto [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += stride * (size - 1);
+  }
+  return false;
+}
+
+bool may_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.storage() != b.storage() || a.numel() == 0 || b.numel() == 0) return false;
+  auto range = [](const Tensor& t) {
+    int64_t lo = t.offset(), hi = t.offset();
+    for (int64_t d = 0; d < t.dim(); ++d) (t.strides()[d] < 0 ? lo : hi) += (t.shape()[d] - 1) * t.strides()[d];
+    return std::pair{lo, hi};
+  };
+  auto [alo, ahi] = range(a);
+  auto [blo, bhi] = range(b);
+  return alo <= bhi && blo <= ahi;
+}
+
+// ---------------------------------------------------------------- copies
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return clone();
+}
+
+Tensor Tensor::clone() const {
+  MG_CHECK(defined(), StateError, "clone: the tensor is undefined");
+  Tensor out = empty(shape_, dtype_);
+  out.copy_(*this);
+  return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  MG_CHECK(defined(), StateError, "to: the tensor is undefined");
+  if (dtype == dtype_) return *this;
+  return visit_all(dtype_, [&]<class S>() {
+    return visit_all(dtype, [&]<class D>() {
+      return detail::map_unary<D, S>(*this, [](S v) {
+        if constexpr (std::is_floating_point_v<S> && std::is_same_v<D, int64_t>) {
+          // truncation toward zero, as PyTorch's; NaN, inf and values past int64 have no int64 to become
+          MG_CHECK(v == v && v >= S(-0x1p63) && v < S(0x1p63), ValueError, "to: {} does not fit in int64", v);
+        }
+        return static_cast<D>(v);
+      });
+    });
+  });
+}
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  MG_CHECK(defined() && src.defined(), StateError, "copy_: the tensor is undefined");
+  MG_CHECK(src.dtype() == dtype_, DTypeError, "copy_: dtype mismatch, {} into {}",
+           dtype_name(src.dtype()), dtype_name(dtype_));
+  const Shape b = broadcast_shapes(shape_, src.shape(), "copy_");
+  MG_CHECK(b == shape_, ShapeError, "copy_: source shape {} cannot be broadcast to {}",
+           shape_str(src.shape()), shape_str(shape_));
+  MG_CHECK(!has_internal_overlap(*this), ValueError,
+           "copy_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?); "
+           "copy into a tensor of its own, e.g. .contiguous()", shape_str(shape_), shape_str(strides_));
+  // Reading and writing overlapping memory would read values this copy already overwrote.
+  const Tensor from = may_overlap(*this, src) ? src.clone() : src;
+  visit_all(dtype_, [&]<class T>() {
+    T* o = data<T>();
+    const T* s = from.data<T>();
+    detail::for_each_run<2>(
+        shape_, {strides_, broadcast_strides(from.shape(), from.strides(), shape_)},
+        [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+          for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = s[off[1] + j * st[1]];
+        });
+  });
+  return *this;
+}
+
+const Tensor& Tensor::fill_(double value) const {
+  MG_CHECK(defined(), StateError, "fill_: the tensor is undefined");
+  visit_all(dtype_, [&]<class T>() {
+    T* o = data<T>();
+    const T v = checked_cast<T>(value, "fill_");
+    detail::for_each_run<1>(shape_, {strides_},
+                            [&](const std::array<int64_t, 1>& off, int64_t n,
+                                const std::array<int64_t, 1>& st) {
+                              for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = v;
+                            });
+  });
+  return *this;
+}
+
+// ---------------------------------------------------------------- printing
+
+std::string Tensor::str() const {
+  if (!defined()) return "tensor(undefined)";
+  std::ostringstream os;
+  // int64 elements are printed from int64s: a double holds only 53 bits of them
+  const std::vector<double> v = dtype_ == DType::Int64 ? std::vector<double>() : to_vector<double>();
+  const std::vector<int64_t> iv = dtype_ == DType::Int64 ? to_vector<int64_t>() : std::vector<int64_t>();
+  auto put = [&](int64_t i) {
+    if (dtype_ == DType::Int64) os << iv[i];
+    else if (dtype_ == DType::Bool) os << (v[i] != 0 ? "True" : "False");
+    else os << fmt::format("{:.4f}", v[i]);
+  };
+  int64_t pos = 0;
+  // Recursive printer over dims; long dims are shown with "..." after 6 elements.
+  auto rec = [&](auto&& self, int64_t d) -> void {
+    if (d == dim()) {
+      put(pos++);
+      return;
+    }
+    os << "[";
+    const int64_t block = numel_of(Shape(shape_.begin() + d + 1, shape_.end()));
+    for (int64_t i = 0; i < shape_[d]; ++i) {
+      if (shape_[d] > 8 && i == 6) {
+        os << "...";
+        pos += block * (shape_[d] - 7);
+        i = shape_[d] - 1;
+        os << ", ";
+      }
+      self(self, d + 1);
+      if (i + 1 < shape_[d]) os << (d + 1 == dim() ? ", " : ",\n" + std::string(d + 8, ' '));
+    }
+    os << "]";
+  };
+  os << "tensor(";
+  rec(rec, 0);
+  os << ", dtype=" << dtype_name(dtype_) << ")";
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+// ---------------------------------------------------------------- creation
+
+Tensor empty(const Shape& shape, DType dtype) {
+  const int64_t item = static_cast<int64_t>(itemsize(dtype));
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(checked_numel(shape, "empty", item) * item));
+  return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
+}
+
+Tensor zeros(const Shape& shape, DType dtype) {
+  const int64_t item = static_cast<int64_t>(itemsize(dtype));
+  auto storage = std::make_shared<Storage>(static_cast<size_t>(checked_numel(shape, "zeros", item) * item), /*zero=*/true);
+  return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
+}
+
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  visit_all(dtype, [&]<class T>() { checked_cast<T>(value, "full"); });
+  Tensor t = empty(shape, dtype);
+  t.fill_(value);
+  return t;
+}
+
+Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor eye(int64_t n, DType dtype) {
+  MG_CHECK(n >= 0, ValueError, "eye: n must be >= 0, got {}", n);
+  Tensor t = zeros({n, n}, dtype);
+  Tensor(t.storage(), dtype, {n}, {n + 1}, 0).fill_(1);  // the diagonal: a view with stride n + 1
+  return t;
+}
+
+Tensor arange_float(double start, double end, double step, DType dtype) {
+  MG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ValueError,
+           "arange: start, end and step must be finite and step non-zero, got [{}, {}) step {}", start, end, step);
+  MG_CHECK(step > 0 ? end >= start : end <= start, ValueError,
+           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end, step);
+  const double count = std::ceil((end - start) / step);
+  MG_CHECK(count < 4.6e18, ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end, step, count);
+  const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+  Tensor t = empty({n}, dtype);
+  visit_all(dtype, [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  });
+  return t;
+}
+
+Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype) {
+  MG_CHECK(step != 0, ValueError, "arange: step must be non-zero, got [{}, {}) step {}", start, end, step);
+  MG_CHECK(step > 0 ? end >= start : end <= start, ValueError,
+           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end, step);
+  const __int128 span = static_cast<__int128>(end) - start;  // int128: no overflow for any int64 bounds
+  const __int128 count = span == 0 ? 0 : (span + step + (step > 0 ? -1 : 1)) / step;
+  MG_CHECK(count < (__int128{1} << 62), ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end,
+           step, static_cast<double>(count));
+  Tensor t = empty({static_cast<int64_t>(count)}, dtype);
+  visit_all(dtype, [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(static_cast<int64_t>(start + static_cast<__int128>(i) * step));
+  });
+  return t;
+}
+
+Tensor arange(int64_t n, DType dtype) { return arange_int(0, n, 1, dtype); }
+
+// x_i = start + i step for the first half, end - (steps - 1 - i) step for the second, as
+// torch.linspace does: both ends come out exactly
+Tensor linspace(double start, double end, int64_t steps, DType dtype) {
+  MG_CHECK(steps >= 0, ValueError, "linspace: steps must be >= 0, got {}", steps);
+  MG_CHECK(std::isfinite(start) && std::isfinite(end), ValueError, "linspace: start and end must be finite, got {} and {}", start,
+           end);
+  MG_CHECK(is_floating(dtype), DTypeError, "linspace: expected a floating dtype, got {}", dtype_name(dtype));
+  Tensor t = empty({steps}, dtype);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
+  visit_float(dtype, "linspace", [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < steps; ++i)
+      p[i] = static_cast<T>(steps == 1 || i < steps / 2 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i));
+  });
+  return t;
+}
+
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "zeros_like: the tensor is undefined");
+  return zeros(x.shape(), dtype.value_or(x.dtype()));
+}
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "ones_like: the tensor is undefined");
+  return ones(x.shape(), dtype.value_or(x.dtype()));
+}
+Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "full_like: the tensor is undefined");
+  return full(x.shape(), value, dtype.value_or(x.dtype()));
+}
+
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+  MG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError,
+           "from_vector: {} values cannot fill shape {} ({} elements)", values.size(),
+           shape_str(shape), numel_of(shape));
+  Tensor t = empty(shape, dtype_of<T>());
+  std::copy(values.begin(), values.end(), t.data<T>());
+  return t;
+}
+template Tensor from_vector<float>(const std::vector<float>&, const Shape&);
+template Tensor from_vector<double>(const std::vector<double>&, const Shape&);
+template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&);
+
+template <>
+Tensor from_vector<bool>(const std::vector<bool>& values, const Shape& shape) {
+  MG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError,
+           "from_vector: {} values cannot fill shape {} ({} elements)", values.size(),
+           shape_str(shape), numel_of(shape));
+  Tensor t = empty(shape, DType::Bool);
+  bool* p = t.data<bool>();
+  for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  return t;
+}
+
+Tensor tensor(std::initializer_list<float> values, const Shape& shape) {
+  return from_vector(std::vector<float>(values), shape);
+}
+
+namespace {
+template <class Draw>
+Tensor sample(const Shape& shape, DType dtype, std::string_view op, Draw draw) {
+  checked_numel(shape, op, static_cast<int64_t>(itemsize(dtype)));  // errors name the sampler, not empty
+  Tensor t = empty(shape, dtype);
+  visit_float(dtype, op, [&]<class T>() {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(draw());
+  });
+  return t;
+}
+}  // namespace
+
+Tensor randn(const Shape& shape, Generator& gen, DType dtype) {
+  return sample(shape, dtype, "randn", [&] { return gen.next_normal(); });
+}
+
+Tensor randn_like(const Tensor& x, Generator& gen, std::optional<DType> dtype) {
+  MG_CHECK(x.defined(), StateError, "randn_like: the tensor is undefined");
+  return randn(x.shape(), gen, dtype.value_or(x.dtype()));
+}
+
+Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {
+  MG_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high && std::isfinite(high - low), ValueError,
+           "uniform: expected finite low <= high, got [{}, {})", low, high);
+  return sample(shape, dtype, "uniform", [&] { return low + (high - low) * gen.next_double(); });
+}
+
+Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype) {
+  MG_CHECK(p >= 0 && p <= 1, ValueError, "bernoulli: probability must be in [0, 1], got {}", p);
+  return sample(shape, dtype, "bernoulli", [&] { return gen.next_double() < p ? 1.0 : 0.0; });
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen) {
+  MG_CHECK(low < high, ValueError, "randint: expected low < high, got [{}, {})", low, high);
+  checked_numel(shape, "randint", 8);
+  Tensor t = empty(shape, DType::Int64);
+  int64_t* p = t.data<int64_t>();
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);  // up to 2^64 - 1: no overflow
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<int64_t>(static_cast<uint64_t>(low) + gen.next_below(range));
+  return t;
+}
+
+}  // namespace mg

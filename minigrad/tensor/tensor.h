@@ -1,0 +1,189 @@
+#pragma once
+// mg::Tensor: an n-dimensional array of numbers. Nothing in tensor/ knows about gradients.
+//
+// A tensor is a window onto a Storage: element (i0, i1, ...) lives at
+//     storage + (offset + i0*strides[0] + i1*strides[1] + ...) * itemsize.
+// Views (transpose, narrow, expand, ...) only change shape/strides/offset and share the storage,
+// so they cost nothing and writes through a view are seen by the original. docs/01-tensors.md
+// walks through this file.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "minigrad/tensor/dtype.h"
+#include "minigrad/tensor/generator.h"
+#include "minigrad/tensor/shape.h"
+#include "minigrad/tensor/storage.h"
+
+namespace mg {
+
+class Tensor {
+ public:
+  /// An undefined tensor (no storage); `defined()` is false.
+  Tensor() = default;
+  /// A view of `storage` with the given layout. Normally made by the factories below; a view that
+  /// would reach outside the storage is an IndexError.
+  Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset);
+
+  // ---- what it is ----
+  /// False for a default-constructed tensor.
+  bool defined() const { return storage_ != nullptr; }
+  /// Element type.
+  DType dtype() const { return dtype_; }
+  /// Sizes of each dim.
+  const Shape& shape() const { return shape_; }
+  /// Element strides of each dim.
+  const Strides& strides() const { return strides_; }
+  /// Offset of element (0, 0, ...) from the start of storage, in elements.
+  int64_t offset() const { return offset_; }
+  /// Number of dims (0 for a scalar).
+  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  /// Size of dim `d` (negative counts from the end).
+  int64_t size(int64_t d) const;
+  /// Number of elements.
+  int64_t numel() const { return numel_of(shape_); }
+  /// True when the elements are laid out row-major with no gaps.
+  bool is_contiguous() const;
+  /// The shared storage.
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+  // ---- element access ----
+  /// Pointer to element (0, 0, ...); a DTypeError if T does not match dtype().
+  template <class T> T* data() const {
+    check_dtype(dtype_of<T>(), "data");
+    return static_cast<T*>(storage_->data()) + offset_;
+  }
+  /// The single element of a one-element tensor, converted to double.
+  double item() const;
+  /// All elements in row-major order, converted to T.
+  template <class T> std::vector<T> to_vector() const;
+  /// Element at a multi-index, converted to double (slow; for tests and printing).
+  double at(const std::vector<int64_t>& index) const;
+
+  // ---- views: no copy, shared storage ----
+  /// Same data, new shape; one dim may be -1. A ShapeError if the strides do not allow it.
+  Tensor view(Shape shape) const;
+  /// Like view, but copies when the layout does not allow a view (like torch.reshape).
+  Tensor reshape(Shape shape) const;
+  /// Swap two dims.
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  /// Reorder dims: result dim i is input dim dims[i].
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  /// Elements start..start+length-1 of dim `d`.
+  Tensor narrow(int64_t d, int64_t start, int64_t length) const;
+  /// Elements start, start+step, ... < end of dim `d` (Python slicing; negative start/end count
+  /// from the end and are clamped).
+  Tensor slice(int64_t d, int64_t start, int64_t end, int64_t step = 1) const;
+  /// Broadcast to `shape` by giving size-1 (or missing leading) dims stride 0; -1 keeps a size.
+  Tensor expand(const Shape& shape) const;
+  /// Remove dim `d` if it has size 1 (any other size leaves the tensor as it is, as in PyTorch).
+  Tensor squeeze(int64_t d) const;
+  /// Remove every size-1 dim.
+  Tensor squeeze() const;
+  /// Insert a size-1 dim at position `d`.
+  Tensor unsqueeze(int64_t d) const;
+  /// Merge dims start_dim..end_dim into one (all dims by default: 1-D); a view when the layout
+  /// allows it, like torch.flatten.
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// Split dim `d` into `sizes` (one may be -1), the inverse of flatten: (2, 12).unflatten(1, {3, 4})
+  /// is (2, 3, 4).
+  Tensor unflatten(int64_t d, const Shape& sizes) const;
+
+  // ---- copies ----
+  /// A contiguous tensor with the same values (itself when already contiguous).
+  Tensor contiguous() const;
+  /// A contiguous copy that shares nothing with this tensor.
+  Tensor clone() const;
+  /// Values converted to another dtype (a copy; itself when the dtype already matches).
+  Tensor to(DType dtype) const;
+  /// Write `src` (broadcast to this shape, same dtype) into this tensor's elements.
+  const Tensor& copy_(const Tensor& src) const;
+  /// Set every element to `value`.
+  const Tensor& fill_(double value) const;
+
+  /// Python-like printout: tensor([[1.0000, 2.0000], ...], dtype=float32).
+  std::string str() const;
+
+  /// A DTypeError naming `op` unless dtype() == expected.
+  void check_dtype(DType expected, std::string_view op) const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = DType::Float32;
+  Shape shape_;
+  Strides strides_;
+  int64_t offset_ = 0;
+};
+
+/// Prints t.str().
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// True when two elements of `t` may share one memory location (an expanded view, with stride 0):
+/// writing through such a view would write one place several times, so in-place ops refuse it.
+bool has_internal_overlap(const Tensor& t);
+/// True when `a` and `b` may share memory: the same storage and overlapping element ranges
+/// (x and x.transpose(0, 1) do). In-place ops copy such a source first.
+bool may_overlap(const Tensor& a, const Tensor& b);
+
+// ---- creation ----
+/// Uninitialised contiguous tensor.
+Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+/// All zeros.
+Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+/// All ones.
+Tensor ones(const Shape& shape, DType dtype = DType::Float32);
+/// All `value`.
+Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
+/// A 0-dim tensor holding `value`.
+Tensor scalar_tensor(double value, DType dtype = DType::Float32);
+/// The n x n identity matrix.
+Tensor eye(int64_t n, DType dtype = DType::Float32);
+/// start, start+step, ... < end in integer steps (the arange below for integer arguments).
+Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype);
+/// start, start+step, ... < end computed in double (the arange below for floating arguments).
+Tensor arange_float(double start, double end, double step, DType dtype);
+/// start, start+step, ... < end, like torch.arange: int64 when start, end and step are all
+/// integers, float32 when any is a floating-point number (arange(0, 1, 0.1) is ten float32 values
+/// 0, 0.1, ..., 0.9; arange(0.0, 3.0) is float32 too), unless `dtype` says otherwise.
+template <class A, class B, class C = int64_t>
+  requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>
+Tensor arange(A start, B end, C step = 1, std::optional<DType> dtype = std::nullopt) {
+  if constexpr (std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>)
+    return arange_int(start, end, step, dtype.value_or(DType::Int64));
+  else
+    return arange_float(static_cast<double>(start), static_cast<double>(end), static_cast<double>(step),
+                        dtype.value_or(DType::Float32));
+}
+/// 0, 1, ..., n-1.
+Tensor arange(int64_t n, DType dtype = DType::Int64);
+/// Copy `values` into a new tensor of `shape` (numel must match); dtype from T.
+template <class T> Tensor from_vector(const std::vector<T>& values, const Shape& shape);
+/// Float32 tensor from a list: tensor({1, 2, 3, 4}, {2, 2}).
+Tensor tensor(std::initializer_list<float> values, const Shape& shape);
+/// `steps` values evenly spaced from start to end, both ends included (torch.linspace).
+Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
+/// Zeros of x's shape, and x's dtype unless `dtype` is given; likewise ones_like, full_like.
+Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+/// Ones of x's shape (and dtype).
+Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
+/// `value` everywhere, in x's shape (and dtype).
+Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype = std::nullopt);
+/// Normal(0, 1) samples.
+Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32);
+/// Uniform samples on [low, high).
+Tensor uniform(const Shape& shape, double low, double high, Generator& gen = default_generator(),
+               DType dtype = DType::Float32);
+/// 1 with probability p, else 0.
+Tensor bernoulli(const Shape& shape, double p, Generator& gen = default_generator(),
+                 DType dtype = DType::Float32);
+/// Normal(0, 1) samples of x's shape, and x's dtype unless `dtype` is given (floating).
+Tensor randn_like(const Tensor& x, Generator& gen = default_generator(), std::optional<DType> dtype = std::nullopt);
+/// Integers uniform on [low, high).
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen = default_generator());
+
+}  // namespace mg

@@ -1,0 +1,77 @@
+#include "minigrad/viz/report.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "minigrad/tensor/error.h"
+#include "minigrad/viz/svg.h"
+
+namespace mg::viz {
+
+void write_file(const std::string& path, const std::string& text) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    MG_CHECK(out.good(), FileError, "viz: cannot write {}", tmp);
+    out << text;
+    MG_CHECK(out.good(), FileError, "viz: writing {} failed", tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+Report::Report(std::string dir, std::string title, std::string intro)
+    : dir_(std::move(dir)), title_(std::move(title)), intro_(std::move(intro)) {
+  std::filesystem::create_directories(dir_);
+}
+
+std::string Report::path(const std::string& file) const { return dir_ + "/" + file; }
+
+void Report::add_svg(const std::string& file, const std::string& svg, const std::string& caption) {
+  write_file(path(file), svg);
+  items_.push_back({"svg", file, caption});
+}
+
+void Report::add_text(const std::string& file, const std::string& text, const std::string& caption) {
+  write_file(path(file), text);
+  items_.push_back({"link", file, caption});
+}
+
+void Report::add_image(const std::string& file, const std::string& caption) { items_.push_back({"svg", file, caption}); }
+
+void Report::add_note(const std::string& text, bool pre) { items_.push_back({pre ? "pre" : "p", "", text}); }
+
+std::string Report::write_index() {
+  std::string h = fmt::format(
+      "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{0}</title>\n<style>body{{font-family:Helvetica,Arial,"
+      "sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}} figure{{margin:1.5em 0}} figcaption{{color:#444;"
+      "max-width:900px}} pre{{background:#f6f6f6;padding:.8em;overflow-x:auto}}</style></head><body>\n<h1>{0}</h1>\n",
+      escape(title_));
+  if (!intro_.empty()) h += "<p>" + escape(intro_) + "</p>\n";
+  for (const Item& it : items_) {
+    if (it.kind == "svg")
+      h += fmt::format("<figure><img src=\"{0}\" alt=\"{1}\"><figcaption>{1}</figcaption></figure>\n", it.file, escape(it.text));
+    else if (it.kind == "link")
+      h += fmt::format("<p><a href=\"{}\">{}</a>: {}</p>\n", it.file, it.file, escape(it.text));
+    else if (it.kind == "pre")
+      h += "<pre>" + escape(it.text) + "</pre>\n";
+    else
+      h += "<p>" + escape(it.text) + "</p>\n";
+  }
+  h += "</body></html>\n";
+  write_file(path("index.html"), h);
+  return path("index.html");
+}
+
+Report::~Report() {
+  try {
+    write_index();
+  } catch (...) {
+    // a destructor must not throw; write_index() can be called explicitly to see the error
+  }
+}
+
+}  // namespace mg::viz

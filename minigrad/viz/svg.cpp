@@ -1,0 +1,184 @@
+#include "minigrad/viz/svg.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace mg::viz {
+namespace {
+
+struct Rgb {
+  double r, g, b;
+};
+
+// Piecewise-linear colour scales through a few anchor colours.
+Rgb interpolate(const std::vector<Rgb>& anchors, double t) {
+  t = std::clamp(t, 0.0, 1.0) * static_cast<double>(anchors.size() - 1);
+  const size_t i = std::min(static_cast<size_t>(t), anchors.size() - 2);
+  const double f = t - static_cast<double>(i);
+  const Rgb& a = anchors[i];
+  const Rgb& b = anchors[i + 1];
+  return {a.r + (b.r - a.r) * f, a.g + (b.g - a.g) * f, a.b + (b.b - a.b) * f};
+}
+const std::vector<Rgb> kSequential = {{255, 255, 229}, {254, 217, 118}, {253, 141, 60}, {227, 26, 28}, {128, 0, 38}};
+const std::vector<Rgb> kDiverging = {{33, 102, 172}, {146, 197, 222}, {247, 247, 247}, {244, 165, 130}, {178, 24, 43}};
+
+std::string hex(const Rgb& c) {
+  return fmt::format("#{:02x}{:02x}{:02x}", static_cast<int>(c.r), static_cast<int>(c.g), static_cast<int>(c.b));
+}
+double luminance(const Rgb& c) { return (0.299 * c.r + 0.587 * c.g + 0.114 * c.b) / 255; }
+std::string num(double v) {
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  if (std::abs(v) >= 100) return fmt::format("{:.0f}", v);
+  if (std::abs(v) >= 10) return fmt::format("{:.1f}", v);
+  return fmt::format("{:.2f}", v);
+}
+const char* kFont = "font-family=\"Helvetica, Arial, sans-serif\"";
+
+}  // namespace
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
+  MG_CHECK(m.dim() == 2, ShapeError, "heatmap_svg: expected a 2-D tensor, got shape {}", shape_str(m.shape()));
+  const int64_t R = m.size(0), C = m.size(1);
+  const std::vector<double> v = m.to_vector<double>();
+  double lo = o.vmin, hi = o.vmax;
+  if (lo == 0 && hi == 0) {
+    lo = INFINITY, hi = -INFINITY;
+    for (double x : v)
+      if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
+    if (!std::isfinite(lo)) lo = 0, hi = 1;
+    if (o.diverging) hi = std::max(std::abs(lo), std::abs(hi)), lo = -hi;
+    else lo = std::min(lo, 0.0);
+    if (hi == lo) hi = lo + 1;
+  }
+  const bool annotate = o.annotate == 1 || (o.annotate == -1 && R <= 16 && C <= 16);
+  size_t label_len = 0;
+  for (auto& l : o.row_labels) label_len = std::max(label_len, l.size());
+  const int cell = o.cell, left = 30 + static_cast<int>(label_len) * 8, top = 70;
+  const int width = std::max(left + static_cast<int>(C) * cell + 90, 20 + static_cast<int>(o.title.size()) * 9),
+            height = top + static_cast<int>(R) * cell + 50;
+  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n",
+                              width, height, kFont);
+  s += "<defs><pattern id=\"masked\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" "
+       "fill=\"#dddddd\"/><path d=\"M0,6 L6,0\" stroke=\"#999\" stroke-width=\"1\"/></pattern></defs>\n";
+  s += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", 10, escape(o.title));
+  if (!o.col_title.empty())
+    s += fmt::format("<text x=\"{}\" y=\"38\" text-anchor=\"middle\" fill=\"#444\">{} &#8594;</text>\n",
+                     left + C * cell / 2, escape(o.col_title));
+  if (!o.row_title.empty())
+    s += fmt::format("<text x=\"12\" y=\"{}\" text-anchor=\"middle\" fill=\"#444\" transform=\"rotate(-90 12 {})\">{} &#8594;</text>\n",
+                     top + R * cell / 2, top + R * cell / 2, escape(o.row_title));
+  for (int64_t c = 0; c < C && c < static_cast<int64_t>(o.col_labels.size()); ++c)
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + c * cell + cell / 2, top - 6,
+                     escape(o.col_labels[c]));
+  for (int64_t r = 0; r < R && r < static_cast<int64_t>(o.row_labels.size()); ++r)
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, top + r * cell + cell / 2 + 4,
+                     escape(o.row_labels[r]));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      const double x = v[r * C + c];
+      const int px = left + static_cast<int>(c) * cell, py = top + static_cast<int>(r) * cell;
+      if (!std::isfinite(x)) {
+        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#masked)\"><title>masked</title></rect>\n",
+                         px, py, cell, cell);
+        continue;
+      }
+      const Rgb col = interpolate(o.diverging ? kDiverging : kSequential, (x - lo) / (hi - lo));
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n", px, py, cell,
+                       cell, hex(col), num(x));
+      if (annotate)
+        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{}\" fill=\"{}\">{}</text>\n", px + cell / 2,
+                         py + cell / 2 + 4, cell >= 32 ? 10 : 8, luminance(col) < 0.5 ? "white" : "black", num(x));
+    }
+  // Colour scale on the right.
+  const int sx = left + static_cast<int>(C) * cell + 20, sh = static_cast<int>(R) * cell;
+  for (int i = 0; i < 40; ++i) {
+    const Rgb col = interpolate(o.diverging ? kDiverging : kSequential, 1.0 - i / 39.0);
+    s += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"{:.1f}\" fill=\"{}\"/>\n", sx, top + sh * i / 40.0,
+                     sh / 40.0 + 0.5, hex(col));
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n<text x=\"{}\" y=\"{}\">{}</text>\n", sx + 18, top + 10, num(hi), sx + 18,
+                   top + sh, num(lo));
+  return s + "</svg>\n";
+}
+
+std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
+                           const std::string& y_label, bool log_y) {
+  size_t longest = 0;
+  for (auto& se : series) longest = std::max(longest, se.name.size());
+  const int L = 70, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40, B = 50;
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  auto fy = [&](double y) { return log_y ? std::log10(std::max(y, 1e-12)) : y; };
+  for (auto& s : series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (std::isfinite(s.y[i])) x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, fy(s.y[i])), y1 = std::max(y1, fy(s.y[i]));
+  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  if (x1 == x0) x1 = x0 + 1;
+  if (y1 == y0) y1 = y0 + 1;
+  if (!log_y && y0 > 0 && y0 < 0.5 * y1) y0 = 0;
+  auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
+  auto py = [&](double y) { return T + (1 - (fy(y) - y0) / (y1 - y0)) * (H - T - B); };
+  const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
+  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", W, H, kFont);
+  s += fmt::format("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", escape(title));
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", L, T, W - L - R, H - T - B);
+  for (int i = 0; i <= 4; ++i) {
+    const double fx = x0 + (x1 - x0) * i / 4, gy = y0 + (y1 - y0) * i / 4;
+    const double yv = log_y ? std::pow(10.0, gy) : gy;
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(fx), H - B + 16,
+                     x1 - x0 >= 8 ? fmt::format("{:.0f}", fx) : num(fx));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", L - 6, py(yv) + 4, log_y ? fmt::format("{:.3g}", yv) : num(yv));
+    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, py(yv), py(yv));
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 12, escape(x_label));
+  s += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n", (T + H - B) / 2,
+                   (T + H - B) / 2, escape(y_label));
+  for (size_t k = 0; k < series.size(); ++k) {
+    const auto& se = series[k];
+    std::string pts;
+    for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i)
+      if (std::isfinite(se.y[i])) pts += fmt::format("{:.1f},{:.1f} ", px(se.x[i]), py(se.y[i]));
+    s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"/>\n", pts, colors[k % 6]);
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"3\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 12,
+                     T + 10 + 20 * k, colors[k % 6], W - R + 32, T + 15 + 20 * k, escape(se.name));
+  }
+  return s + "</svg>\n";
+}
+
+std::string decision_boundary_svg(const Tensor& probs, const Tensor& points, const Tensor& labels, const std::string& title) {
+  MG_CHECK(probs.dim() == 2 && points.dim() == 2 && points.size(1) == 2 && labels.numel() == points.size(0), ShapeError,
+           "decision_boundary_svg: expected probs (H, W), points (N, 2), labels (N,), got {}, {}, {}", shape_str(probs.shape()),
+           shape_str(points.shape()), shape_str(labels.shape()));
+  const int S = 480, pad = 40;
+  const int64_t H = probs.size(0), W = probs.size(1);
+  const std::vector<double> p = probs.to_vector<double>(), xy = points.to_vector<double>(), lab = labels.to_vector<double>();
+  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", S + 2 * pad,
+                              S + 2 * pad, kFont);
+  s += fmt::format("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", escape(title));
+  const double cw = static_cast<double>(S) / W, ch = static_cast<double>(S) / H;
+  for (int64_t r = 0; r < H; ++r)
+    for (int64_t c = 0; c < W; ++c)
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", pad + c * cw, pad + r * ch,
+                       cw + 0.5, ch + 0.5, hex(interpolate(kDiverging, 0.2 + 0.6 * p[r * W + c])));
+  for (int64_t i = 0; i < points.size(0); ++i)
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" stroke=\"white\" stroke-width=\"0.7\"/>\n",
+                     pad + (xy[2 * i] + 1) / 2 * S, pad + (1 - xy[2 * i + 1]) / 2 * S, lab[i] > 0.5 ? "#b2182b" : "#2166ac");
+  return s + "</svg>\n";
+}
+
+}  // namespace mg::viz

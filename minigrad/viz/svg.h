@@ -1,0 +1,51 @@
+#pragma once
+// Pictures as SVG text: heatmaps (attention maps, weight matrices) and line charts (loss
+// curves). SVG needs no library, scales without blur and keeps its text as text. viz/ reads
+// plain Tensors and knows nothing of gradients.
+#include <string>
+#include <vector>
+
+#include "minigrad/tensor/tensor.h"
+
+namespace mg::viz {
+
+/// How to draw a heatmap.
+struct HeatmapOptions {
+  std::string title;
+  std::vector<std::string> row_labels, col_labels;  // one per row / column (optional)
+  std::string row_title, col_title;                 // axis names, e.g. "query", "key"
+  bool diverging = false;  // blue-white-red around 0 (weights); otherwise light-to-dark (0..max)
+  double vmin = 0, vmax = 0;  // colour range; both 0: from the data (symmetric when diverging)
+  int annotate = -1;       // write values in cells: 1 yes, 0 no, -1 when the map is small
+  int cell = 32;           // cell size in pixels
+};
+
+/// A 2-D tensor as a heatmap with labels on both axes and a colour scale. -inf cells (masked
+/// attention scores) are drawn hatched grey.
+std::string heatmap_svg(const Tensor& matrix, const HeatmapOptions& options);
+
+/// One curve of a line chart.
+struct Series {
+  std::string name;
+  std::vector<double> x, y;
+  /// y against the step number 1, 2, ..., y.size() (a training curve).
+  static Series over_steps(std::string name, std::vector<double> y) {
+    std::vector<double> x(y.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i + 1);
+    return {std::move(name), std::move(x), std::move(y)};
+  }
+};
+
+/// Curves on shared axes with a legend (e.g. train and validation loss against step).
+std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
+                           const std::string& y_label, bool log_y = false);
+
+/// A 2-D classifier's picture: `probs` (H, W) is P(class 1) over the square [-1, 1]^2 (row 0 at
+/// the top), drawn as a background, with the points (N, 2) coloured by their labels (N) on top.
+std::string decision_boundary_svg(const Tensor& probs, const Tensor& points, const Tensor& labels,
+                                  const std::string& title);
+
+/// Escape &, <, > and quotes for SVG and HTML text.
+std::string escape(const std::string& text);
+
+}  // namespace mg::viz
