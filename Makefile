@@ -13,7 +13,7 @@ FUZZ_SECONDS ?= 60
 INSTALL_BUILD ?= build-install
 PREFIX ?= /usr/local
 
-.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench install-build install package clean
+.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench lib-deps install-build install package clean
 
 deps:
 	@scripts/install-deps
@@ -72,11 +72,14 @@ bench: bench-deps build
 # under the prefix): then find_package(minigrad CONFIG REQUIRED) in any project. Built apart from
 # `build`, without tests or examples, and for any x86-64 CPU unless asked otherwise (README: what
 # each choice costs): ARCH=x86-64-v3 for AVX2 CPUs (2013 and later), NATIVE=ON for this CPU only.
-#   make install                       into /usr/local (needs root)
+#   make install-build && sudo cmake --install build-install   into /usr/local (build as you, install as root)
 #   make install PREFIX=$$HOME/.local  anywhere else
 NATIVE ?= OFF
 ARCH ?=
-install-build: deps
+lib-deps:
+	@scripts/install-deps --lib
+
+install-build: lib-deps
 	cmake -S . -B $(INSTALL_BUILD) -DCMAKE_BUILD_TYPE=Release -DMG_NATIVE=$(NATIVE) -DMG_ARCH=$(ARCH) -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
 	cmake --build $(INSTALL_BUILD) -j$(JOBS)
 

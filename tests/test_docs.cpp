@@ -50,14 +50,16 @@ std::string read(const fs::path& p) {
 // Every file of code or build script in the repository (not build output, not data).
 std::vector<fs::path> code_files() {
   std::vector<fs::path> out;
-  for (const char* f : {"minigrad.h", "Makefile", "CMakeLists.txt"}) out.push_back(resolve(f));
-  for (const std::string& dir : kTopDirs)
+  for (const char* f : {"Makefile", "CMakeLists.txt"}) out.push_back(kRoot / f);
+  for (const std::string& dir : kTopDirs) {
+    if (kLayers.count(dir)) continue;  // walked as part of minigrad/
     for (auto& e : fs::recursive_directory_iterator(resolve(dir))) {
       const std::string ext = e.path().extension().string(), name = e.path().filename().string();
       if (e.is_regular_file() && (ext == ".h" || ext == ".cpp" || ext == ".py" || name == "CMakeLists.txt" ||
                                   e.path().parent_path().filename() == "scripts" || name == "run"))
         out.push_back(e.path());
     }
+  }
   return out;
 }
 

@@ -136,4 +136,12 @@ Variable record(std::string name, Tensor out, const std::vector<Variable>& input
   return Variable::from_node(std::move(out), std::move(node));
 }
 
+std::ostream& operator<<(std::ostream& os, const Variable& v) {
+  if (!v.defined()) return os << "Variable(undefined)";
+  std::vector<std::string> suffixes;
+  if (v.grad_fn()) suffixes.push_back("grad_fn=<" + v.grad_fn()->name + ">");
+  else if (v.requires_grad()) suffixes.push_back("requires_grad=True");
+  return os << format_tensor(v.data(), suffixes);
+}
+
 }  // namespace mg

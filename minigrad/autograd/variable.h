@@ -175,6 +175,11 @@ class Variable {
   std::shared_ptr<VariableImpl> impl_;
 };
 
+/// Prints the data as PyTorch prints a tensor, then how it takes part in autograd:
+/// "tensor([2., 4.], grad_fn=<mul>)" (the op that made it), or "tensor([1., 2.],
+/// requires_grad=True)" for a leaf that wants a gradient.
+std::ostream& operator<<(std::ostream& os, const Variable& v);
+
 /// Record an op: `out` computed from `inputs`, with `backward` mapping the output's gradient to
 /// the inputs' gradients. Records nothing (returns a plain variable) when grad mode is off or no
 /// input requires grad. Used by every op in autograd/ops/.

@@ -11,6 +11,7 @@
 // libgomp's, the OpenMP runtime Debian's oneDNN is built on (declared here rather than through
 // <omp.h>, which would be the compiler's own runtime under clang).
 extern "C" void omp_set_num_threads(int);
+extern "C" int omp_get_max_threads();
 
 namespace mg::blas {
 namespace {
@@ -35,9 +36,12 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           int64_t ldb, float beta, float* c, int64_t ldc, Engine engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
   if (engine == Engine::OneDNN && m > 0 && n > 0) {
-    // oneDNN sizes its OpenMP team from this thread's setting: one thread, this one, as for OpenBLAS.
+    // oneDNN sizes its OpenMP team from this thread's setting: one thread, this one, as for OpenBLAS;
+    // the caller's own setting is put back afterwards (this may be a user's thread that uses OpenMP).
+    const int before = omp_get_max_threads();
     omp_set_num_threads(1);
     const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    omp_set_num_threads(before);
     MG_CHECK(st == dnnl_success, ValueError,
              "blas::gemm: dnnl_sgemm failed (status {}) on m={} n={} k={} lda={} ldb={} ldc={}; this is a bug in minigrad, "
              "please report it",

@@ -11,7 +11,20 @@ namespace mg::detail {
 namespace {
 
 constexpr std::size_t kAlign = 64;     // a cache line, and enough for any SIMD load
-constexpr std::size_t kMaxCached = 8;  // buffers kept per thread; more are freed
+constexpr std::size_t kMaxCached = 8;                  // buffers kept per thread; more are freed
+constexpr std::size_t kMaxCachedBytes = std::size_t{64} << 20;  // and bytes: a large buffer is not kept
+
+#if defined(__SANITIZE_ADDRESS__)  // GCC's name
+constexpr bool kCache = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)  // clang's
+constexpr bool kCache = false;
+#else
+constexpr bool kCache = true;
+#endif
+#else
+constexpr bool kCache = true;
+#endif
 
 struct Block {
   void* p;
@@ -21,6 +34,7 @@ struct Block {
 // The calling thread's free buffers; freed when the thread exits.
 struct Cache {
   std::vector<Block> free;
+  std::size_t bytes = 0;  // held in `free`
   ~Cache() {
     for (const Block& b : free) ::operator delete(b.p, std::align_val_t(kAlign));
   }
@@ -42,6 +56,7 @@ void* scratch_acquire(std::size_t bytes, std::size_t& capacity) {
   if (best != free.end()) {
     void* p = best->p;
     capacity = best->bytes;
+    cache().bytes -= best->bytes;
     free.erase(best);
     return p;
   }
@@ -51,20 +66,28 @@ void* scratch_acquire(std::size_t bytes, std::size_t& capacity) {
   return ::operator new(rounded, std::align_val_t(kAlign));
 }
 
+bool scratch_reuses_buffers() { return kCache; }
+
 void scratch_release(void* p, std::size_t capacity) noexcept {
-  auto& free = cache().free;
-  if (free.size() >= kMaxCached) {
-    // keep the larger buffers: drop the smallest of the cached ones and this one
-    auto smallest = std::min_element(free.begin(), free.end(), [](const Block& a, const Block& b) { return a.bytes < b.bytes; });
-    if (smallest->bytes >= capacity) {
+  Cache& c = cache();
+  if (!kCache || capacity > kMaxCachedBytes) {
+    ::operator delete(p, std::align_val_t(kAlign));
+    return;
+  }
+  // make room: drop the smallest cached buffers (keep the large ones, the costly ones to remake)
+  while (!c.free.empty() && (c.free.size() >= kMaxCached || c.bytes + capacity > kMaxCachedBytes)) {
+    auto smallest = std::min_element(c.free.begin(), c.free.end(), [](const Block& x, const Block& y) { return x.bytes < y.bytes; });
+    if (smallest->bytes >= capacity) {  // this one is the smallest: free it instead
       ::operator delete(p, std::align_val_t(kAlign));
       return;
     }
+    c.bytes -= smallest->bytes;
     ::operator delete(smallest->p, std::align_val_t(kAlign));
-    free.erase(smallest);
+    c.free.erase(smallest);
   }
   try {
-    free.push_back({p, capacity});
+    c.free.push_back({p, capacity});
+    c.bytes += capacity;
   } catch (...) {
     ::operator delete(p, std::align_val_t(kAlign));
   }

@@ -400,46 +400,6 @@ const Tensor& Tensor::fill_(double value) const {
 
 // ---------------------------------------------------------------- printing
 
-std::string Tensor::str() const {
-  if (!defined()) return "tensor(undefined)";
-  std::ostringstream os;
-  // int64 elements are printed from int64s: a double holds only 53 bits of them
-  const std::vector<double> v = dtype_ == DType::Int64 ? std::vector<double>() : to_vector<double>();
-  const std::vector<int64_t> iv = dtype_ == DType::Int64 ? to_vector<int64_t>() : std::vector<int64_t>();
-  auto put = [&](int64_t i) {
-    if (dtype_ == DType::Int64) os << iv[i];
-    else if (dtype_ == DType::Bool) os << (v[i] != 0 ? "True" : "False");
-    else os << fmt::format("{:.4f}", v[i]);
-  };
-  int64_t pos = 0;
-  // Recursive printer over dims; long dims are shown with "..." after 6 elements.
-  auto rec = [&](auto&& self, int64_t d) -> void {
-    if (d == dim()) {
-      put(pos++);
-      return;
-    }
-    os << "[";
-    const int64_t block = numel_of(Shape(shape_.begin() + d + 1, shape_.end()));
-    for (int64_t i = 0; i < shape_[d]; ++i) {
-      if (shape_[d] > 8 && i == 6) {
-        os << "...";
-        pos += block * (shape_[d] - 7);
-        i = shape_[d] - 1;
-        os << ", ";
-      }
-      self(self, d + 1);
-      if (i + 1 < shape_[d]) os << (d + 1 == dim() ? ", " : ",\n" + std::string(d + 8, ' '));
-    }
-    os << "]";
-  };
-  os << "tensor(";
-  rec(rec, 0);
-  os << ", dtype=" << dtype_name(dtype_) << ")";
-  return os.str();
-}
-
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
-
 // ---------------------------------------------------------------- creation
 
 Tensor empty(const Shape& shape, DType dtype) {

@@ -106,7 +106,8 @@ class Tensor {
   /// Set every element to `value`.
   const Tensor& fill_(double value) const;
 
-  /// Python-like printout: tensor([[1.0000, 2.0000], ...], dtype=float32).
+  /// The printout PyTorch gives (tensor/print.cpp): tensor([[1.5000, 2.0000], ...]), columns
+  /// aligned, scientific notation when the values' range calls for it, dtype when not the default.
   std::string str() const;
 
   /// A DTypeError naming `op` unless dtype() == expected.
@@ -122,6 +123,10 @@ class Tensor {
 
 /// Prints t.str().
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// t.str() with extra annotations after the values, as PyTorch adds them: "tensor([1., 2.],
+/// requires_grad=True)". Each goes on the last line, or on a line of its own past 80 columns.
+std::string format_tensor(const Tensor& t, const std::vector<std::string>& suffixes);
 
 /// True when two elements of `t` may share one memory location (an expanded view, with stride 0):
 /// writing through such a view would write one place several times, so in-place ops refuse it.

@@ -37,7 +37,9 @@ namespace mg {
 namespace {
 
 constexpr int64_t kBlockColumns = 256;  // aim for this many columns (output pixels) per product
-constexpr int64_t kImagesPerChunk = 4;  // dW's fixed chunks hold at least this many images
+// The backward splits the blocks into at most this many chunks (each one thread's work, with dW and
+// db partials of its own): enough for the threads, and partials that stay small (kMaxChunks O K).
+constexpr int64_t kMaxChunks = 16;
 // float32 products go to oneDNN: on digits_cnn's products (forward 32 x 256 x 144) it runs at 160-210
 // GFLOP/s on one core against OpenBLAS's 83-100 with its Haswell kernel (tensor/blas.h)
 constexpr blas::Engine kEngine = blas::Engine::OneDNN;
@@ -217,6 +219,12 @@ void col2im(const T* dcols, const Geometry& g, const Conv2dArgs& a, T* img, int6
       }
 }
 
+// The multiply-adds of `blocks` blocks' products, for the threads' grain (saturating: only a hint).
+int64_t block_work(const Geometry& g, int64_t blocks) {
+  const double w = static_cast<double>(blocks) * g.nb * g.O * std::max<int64_t>(g.K, 1) * g.HoWo;
+  return w >= 9e18 ? std::numeric_limits<int64_t>::max() : std::max<int64_t>(1, static_cast<int64_t>(w));
+}
+
 // The size of im2col's and col2im's padded buffer (0 when they need none).
 int64_t pad_size(const Geometry& g) { return g.via_padded && g.pads ? g.Cg * g.Hp * g.Wp : 0; }
 
@@ -248,12 +256,13 @@ Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& bias, const Conv
   visit_float(x.dtype(), "conv2d", [&]<class T>() {
     const T *px = x.data<T>(), *pw = w.data<T>(), *pb = b.defined() ? b.data<T>() : nullptr;
     T* py = y.data<T>();
-    const int64_t blocks = (g.N + g.nb - 1) / g.nb, work = std::max<int64_t>(1, g.nb * g.O * g.K * g.HoWo);
+    const int64_t blocks = (g.N + g.nb - 1) / g.nb, work = block_work(g, 1);
+    const bool any_gemm = g.K > 0 && g.Og > 0;
     parallel_for(0, blocks, grain_for(work), [&](int64_t b0, int64_t b1) {
-      // scratch, written before it is read
-      Scratch<T> cols(g.direct ? 0 : g.K * g.nb * g.HoWo);
+      // scratch, written before it is read (none when there is no product to feed)
+      Scratch<T> cols(g.direct || !any_gemm ? 0 : g.K * g.nb * g.HoWo);
       Scratch<T> prod(g.nb == 1 ? 0 : g.Og * g.nb * g.HoWo);
-      Scratch<T> pad(g.direct ? 0 : pad_size(g));
+      Scratch<T> pad(g.direct || !any_gemm ? 0 : pad_size(g));
       for (int64_t blk = b0; blk < b1; ++blk) {
         const int64_t n0 = blk * g.nb, nb = std::min(g.nb, g.N - n0), cols_n = nb * g.HoWo;
         for (int64_t grp = 0; grp < a.groups; ++grp) {
@@ -312,18 +321,18 @@ Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w
     const int64_t blocks = (g.N + g.nb - 1) / g.nb;
     // dW and db sum over images: chunk c (per_chunk blocks, a function of the shapes only) sums into
     // its own partial, and the partials are added in chunk order, so the bits do not depend on threads.
-    const int64_t per_chunk = (kImagesPerChunk + g.nb - 1) / g.nb, chunks = (blocks + per_chunk - 1) / per_chunk;
+    const int64_t per_chunk = (blocks + kMaxChunks - 1) / kMaxChunks, chunks = per_chunk == 0 ? 0 : (blocks + per_chunk - 1) / per_chunk;
     const int64_t wsize = g.O * g.K;
     std::vector<T> dw_part(dw_gemm ? checked_mul(chunks, wsize, "conv2d_backward") : 0);
     std::vector<double> db_part(need_dbias ? checked_mul(chunks, g.O, "conv2d_backward") : 0, 0.0);
-    const int64_t work = std::max<int64_t>(1, per_chunk * g.nb * g.O * std::max<int64_t>(g.K, 1) * g.HoWo);
+    const int64_t work = block_work(g, per_chunk);
     parallel_for(0, chunks, grain_for(work), [&](int64_t c0, int64_t c1) {
       // scratch, written before it is read: dprod (gathered dy), cols (im2col of x), dcols (W^T dprod), pad
       const int64_t block_cols = g.nb * g.HoWo;
       Scratch<T> dprod(g.nb == 1 ? 0 : g.Og * block_cols);
       Scratch<T> cols(dw_gemm && !g.direct ? g.K * block_cols : 0);
       Scratch<T> dcols(dx_gemm && !g.direct ? g.K * block_cols : 0);
-      Scratch<T> pad(g.direct ? 0 : pad_size(g));
+      Scratch<T> pad(g.direct || !gemms ? 0 : pad_size(g));
       for (int64_t c = c0; c < c1; ++c) {
         const int64_t blk0 = c * per_chunk, blk1 = std::min(blocks, (c + 1) * per_chunk);
         for (int64_t blk = blk0; blk < blk1; ++blk) {
