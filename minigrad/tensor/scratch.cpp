@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "minigrad/tensor/error.h"
+#include "minigrad/tensor/sanitizer.h"
 
 namespace mg::detail {
 namespace {
@@ -14,17 +15,7 @@ constexpr std::size_t kAlign = 64;     // a cache line, and enough for any SIMD 
 constexpr std::size_t kMaxCached = 8;                  // buffers kept per thread; more are freed
 constexpr std::size_t kMaxCachedBytes = std::size_t{64} << 20;  // and bytes: a large buffer is not kept
 
-#if defined(__SANITIZE_ADDRESS__)  // GCC's name
-constexpr bool kCache = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)  // clang's
-constexpr bool kCache = false;
-#else
-constexpr bool kCache = true;
-#endif
-#else
-constexpr bool kCache = true;
-#endif
+constexpr bool kCache = !detail::kAddressSanitizer;  // no reuse under ASan (tensor/sanitizer.h)
 
 struct Block {
   void* p;

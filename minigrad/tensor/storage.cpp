@@ -1,6 +1,7 @@
 #include "minigrad/tensor/storage.h"
 
 #include "minigrad/tensor/error.h"
+#include "minigrad/tensor/sanitizer.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -12,17 +13,7 @@
 namespace mg {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)  // GCC's name
-constexpr bool kCache = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)  // clang's
-constexpr bool kCache = false;
-#else
-constexpr bool kCache = true;
-#endif
-#else
-constexpr bool kCache = true;
-#endif
+constexpr bool kCache = !detail::kAddressSanitizer;  // no reuse under ASan (tensor/sanitizer.h)
 
 // Size classes: powers of two up to 4 KiB, then 8 steps per doubling (at most 12.5% waste).
 size_t size_class(size_t n) {
