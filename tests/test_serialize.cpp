@@ -25,8 +25,12 @@ struct TinyMLP : nn::Module {
   std::string type_name() const override { return "TinyMLP"; }
 };
 
+// A path in a folder of this test's own: ctest runs the tests of this file in parallel processes,
+// and one test's temporary files must not show up in another's folder (WritesAreAtomic looks for
+// leftovers, and two tests wrote "bad.safetensors" side by side).
 std::string temp_path(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_serialize";
+  const fs::path dir = fs::temp_directory_path() / "minigrad_test_serialize" /
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
   fs::create_directories(dir);
   return (dir / name).string();
 }
@@ -297,6 +301,7 @@ TEST(Serialize, HeadersMustTileTheDataAndStayShallow) {
   EXPECT_THROW(save_safetensors(bad, {{std::string("w\xff"), zeros({1})}}), ValueError);
   // the same checks on bytes in memory
   EXPECT_THROW(parse_safetensors("12345678", 8), FileError);
+  nn::save(m, temp_path("good.safetensors"));  // (this read another test's file before: a race)
   const std::string ok = read_bytes(temp_path("good.safetensors"));
   EXPECT_EQ(parse_safetensors(ok.data(), ok.size()).tensors.size(), 4u);
 }
