@@ -204,8 +204,10 @@ TEST(Tensor, PrintsLikePyTorch) {
             "         1.9490e+03],\n"
             "        [1.9500e+03, 1.9510e+03, 1.9520e+03,  ..., 1.9970e+03, 1.9980e+03,\n"
             "         1.9990e+03]])");
-  // a strided view prints its own elements
+  // views print their own elements: transposed, expanded (stride 0), offset
   EXPECT_EQ(tensor({1, 2, 3, 4}, {2, 2}).transpose(0, 1).str(), "tensor([[1., 3.],\n        [2., 4.]])");
+  EXPECT_EQ(tensor({1, 2}, {2}).expand({2, 2}).str(), "tensor([[1., 2.],\n        [1., 2.]])");
+  EXPECT_EQ(tensor({1, 2, 3, 4}, {4}).narrow(0, 2, 2).str(), "tensor([3., 4.])");
 }
 
 TEST(Tensor, VariablesPrintHowTheyTakePartInAutograd) {
