@@ -162,7 +162,7 @@ TEST(Tensor, RandomDistributionsHaveTheRightMoments) {
 
 TEST(Tensor, PrintsLikePyTorch) {
   // Each expected string is PyTorch 1.13's repr() of the same tensor (torch.float64 written float64).
-  const double nan = std::nan(""), inf = INFINITY;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(tensor({1, 2, 3, 4}, {2, 2}).str(), "tensor([[1., 2.],\n        [3., 4.]])");
   // small values were printed as 0.0000; a wide range goes to scientific notation
   EXPECT_EQ(tensor({5e-5, 1.0, 2.5}, {3}).str(), "tensor([5.0000e-05, 1.0000e+00, 2.5000e+00])");

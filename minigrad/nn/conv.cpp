@@ -31,8 +31,8 @@ Conv2d::Conv2d(int64_t in, int64_t out, Size2 k, Conv2dOptions o, Generator& gen
   MG_CHECK(k.h > 0 && k.w > 0, ValueError, "Conv2d: kernel_size must be positive, got ({}, {})", k.h, k.w);
   conv2d_args(k.h, k.w, {options.stride, options.padding, options.dilation, options.groups}, "Conv2d");  // padding's checks
   checked_numel({out, in / options.groups, k.h, k.w}, "Conv2d", 4);
-  weight = register_parameter("weight", empty({out, in / options.groups, k.h, k.w}));
-  if (options.bias) bias = register_parameter("bias", empty({out}));
+  register_parameter("weight", weight, empty({out, in / options.groups, k.h, k.w}));
+  if (options.bias) register_parameter("bias", bias, empty({out}));
   reset_parameters(gen);
 }
 
@@ -60,8 +60,8 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, Conv1dOptions o, Generator& g
            "Conv1d: padding is one number, got ({}, {})", options.padding.h, options.padding.w);
   conv2d_args(1, k, {{1, options.stride}, options.padding, {1, options.dilation}, options.groups}, "Conv1d");
   checked_numel({out, in / options.groups, k}, "Conv1d", 4);
-  weight = register_parameter("weight", empty({out, in / options.groups, k}));
-  if (options.bias) bias = register_parameter("bias", empty({out}));
+  register_parameter("weight", weight, empty({out, in / options.groups, k}));
+  if (options.bias) register_parameter("bias", bias, empty({out}));
   reset_parameters(gen);
 }
 

@@ -38,6 +38,9 @@ GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
   register_module("ln_f", ln_f);
   register_module("head", head);
   for (int64_t i = 0; i < o.num_layers; ++i) blocks.emplace_back<GPTBlock>(o.d_model, o.nhead, GPTBlockOptions{.dropout = o.dropout}, gen);
+  // Tying, the PyTorch way: the head's slot now holds the embedding's Variable. The registry reads
+  // the slot, so the model lists, counts, optimizes and saves the matrix once ("tok.weight").
+  if (o.tie_weights) head.weight = tok.weight;
 }
 
 Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
@@ -91,8 +94,8 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperatu
 }
 
 std::string GPT::extra_repr() const {
-  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}", vocab_size, context, options.d_model,
-                     options.nhead, options.num_layers);
+  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}{}", vocab_size, context, options.d_model,
+                     options.nhead, options.num_layers, options.tie_weights ? ", tie_weights=true" : "");
 }
 
 }  // namespace mg::nn

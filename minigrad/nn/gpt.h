@@ -37,6 +37,9 @@ struct GPTOptions {
   int64_t nhead = 4;       // attention heads per block (d_model / nhead features each)
   int64_t num_layers = 4;  // GPT blocks
   double dropout = 0.0;    // in every block (training only)
+  /// The head uses the token embedding's matrix (GPT-2's weight tying: head.weight = tok.weight),
+  /// one (vocab, d_model) parameter for both ends of the model, trained by both uses' gradients.
+  bool tie_weights = false;
 };
 
 /// Every block's KVCache, for incremental decoding: GPT::forward(ids, &cache) runs only the new
@@ -52,7 +55,7 @@ struct GPTCache {
 };
 
 /// A decoder-only Transformer, GPT-2's layout: token + position embeddings, num_layers GPTBlocks,
-/// a final LayerNorm and an untied linear head. The model of examples/char_gpt and bench/gpt
+/// a final LayerNorm and a linear head (tied to the token embedding with options.tie_weights). The model of examples/char_gpt and bench/gpt
 /// (the same as the PyTorch reference bench/torch_gpt_ref.py).
 class GPT : public Module {
  public:

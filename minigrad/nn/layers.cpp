@@ -7,8 +7,8 @@ namespace mg::nn {
 LayerNorm::LayerNorm(Shape shape, LayerNormOptions o) : normalized_shape(std::move(shape)), eps(o.eps) {
   MG_CHECK(!normalized_shape.empty(), ValueError, "LayerNorm: normalized_shape must not be empty");
   if (o.elementwise_affine) {
-    weight = register_parameter("weight", ones(normalized_shape));
-    bias = register_parameter("bias", zeros(normalized_shape));
+    register_parameter("weight", weight, ones(normalized_shape));
+    register_parameter("bias", bias, zeros(normalized_shape));
   }
 }
 

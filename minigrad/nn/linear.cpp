@@ -9,8 +9,8 @@ namespace mg::nn {
 Linear::Linear(int64_t in, int64_t out, LinearOptions o, Generator& gen) : in_features(in), out_features(out) {
   MG_CHECK(in > 0 && out > 0, ValueError, "Linear: sizes must be positive, got in={} out={}", in, out);
   checked_numel({out, in}, "Linear", 4);  // a weight too large to allocate is this layer's error
-  weight = register_parameter("weight", empty({out, in}));
-  if (o.bias) bias = register_parameter("bias", empty({out}));
+  register_parameter("weight", weight, empty({out, in}));
+  if (o.bias) register_parameter("bias", bias, empty({out}));
   reset_parameters(gen);
 }
 

@@ -25,22 +25,39 @@ void Module::check_unused(const std::string& name, const char* what) const {
     if (n == name) throw clash("submodule");
 }
 
-Variable Module::register_parameter(const std::string& name, Tensor data, bool requires_grad) {
+Variable& Module::register_parameter(const std::string& name, Variable& slot, Tensor data, bool requires_grad) {
   check_name(name, "parameter");
   check_unused(name, "parameter");
   MG_CHECK(data.defined(), StateError, "register_parameter: \"{}\" is an undefined tensor", name);
-  Variable v(std::move(data), requires_grad);
-  v.set_name(name);
-  params_.emplace_back(name, v);
-  return v;
+  slot = Variable(std::move(data), requires_grad);
+  slot.set_name(name);
+  params_.emplace_back(name, &slot);
+  return slot;
 }
 
-Tensor Module::register_buffer(const std::string& name, Tensor data) {
+void Module::register_parameter(const std::string& name, Tensor data, bool requires_grad) {
+  check_name(name, "parameter");
+  check_unused(name, "parameter");
+  MG_CHECK(data.defined(), StateError, "register_parameter: \"{}\" is an undefined tensor", name);
+  owned_params_.emplace_back();
+  register_parameter(name, owned_params_.back(), std::move(data), requires_grad);
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor& slot, Tensor data) {
   check_name(name, "buffer");
   check_unused(name, "buffer");
   MG_CHECK(data.defined(), StateError, "register_buffer: \"{}\" is an undefined tensor", name);
-  buffers_.emplace_back(name, data);
-  return data;
+  slot = std::move(data);
+  buffers_.emplace_back(name, &slot);
+  return slot;
+}
+
+void Module::register_buffer(const std::string& name, Tensor data) {
+  check_name(name, "buffer");
+  check_unused(name, "buffer");
+  MG_CHECK(data.defined(), StateError, "register_buffer: \"{}\" is an undefined tensor", name);
+  owned_buffers_.emplace_back();
+  register_buffer(name, owned_buffers_.back(), std::move(data));
 }
 
 void Module::add_child(const std::string& name, Module* child) {
@@ -52,15 +69,30 @@ void Module::add_child(const std::string& name, Module* child) {
     MG_CHECK(m != this, ValueError, "register_module: registering \"{}\" ({}) in {} would put {} inside itself", name,
              child->type_name(), type_name(), type_name());
   children_.emplace_back(name, child);
+  if (child->parent() == nullptr) {  // the first registration names it in error messages
+    child->parent_ = this;
+    child->name_in_parent_ = name;
+    child->parent_life_ = life_;
+  }
 }
 
-std::vector<std::pair<std::string, Variable>> Module::named_parameters(bool recurse) const {
-  std::vector<std::pair<std::string, Variable>> all = params_;
+std::string Module::path() const {
+  std::string out;
+  for (const Module* m = this; m->parent() != nullptr; m = m->parent())
+    out = out.empty() ? m->name_in_parent_ : m->name_in_parent_ + "." + out;
+  return out;
+}
+
+std::vector<std::pair<std::string, Variable>> Module::named_parameters(bool recurse, bool remove_duplicate) const {
+  std::vector<std::pair<std::string, Variable>> all;
+  for (auto& [n, slot] : params_)
+    if (slot->defined()) all.emplace_back(n, *slot);
   if (recurse)
     for (auto& [cname, child] : children_)
-      for (auto& [pname, p] : child->named_parameters(true)) all.emplace_back(cname + "." + pname, p);
-  // A parameter reached twice (a submodule registered under two names) is listed once, under
-  // the first name, as in PyTorch: an optimizer must not step it twice.
+      for (auto& [pname, p] : child->named_parameters(true, false)) all.emplace_back(cname + "." + pname, p);
+  if (!remove_duplicate) return all;
+  // A parameter reached twice (tied weights, a submodule registered under two names) is listed
+  // once, under the first name, as in PyTorch: an optimizer must not step it twice.
   std::vector<std::pair<std::string, Variable>> out;
   std::set<VariableImpl*> seen;
   for (auto& [n, p] : all)
@@ -75,7 +107,9 @@ std::vector<Variable> Module::parameters(bool recurse) const {
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out = buffers_;
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (auto& [n, slot] : buffers_)
+    if (slot->defined()) out.emplace_back(n, *slot);
   if (recurse)
     for (auto& [cname, child] : children_)
       for (auto& [bname, b] : child->named_buffers(true)) out.emplace_back(cname + "." + bname, b);
@@ -130,9 +164,12 @@ void Module::apply(const std::function<void(Module&)>& fn) {
 }
 
 void Module::to(DType dtype) {
-  for (auto& [n, p] : params_) p.set_data(p.data().to(dtype));
+  // Through the slots, so the members change too. A parameter tied into two slots is one
+  // Variable: set_data converts it once for both.
+  for (auto& [n, p] : params_)
+    if (p->defined() && p->dtype() != dtype) p->set_data(p->data().to(dtype));
   for (auto& [n, b] : buffers_)
-    if (is_floating(b.dtype())) b = b.to(dtype);
+    if (b->defined() && is_floating(b->dtype())) *b = b->to(dtype);
   for (auto& [n, c] : children_) c->to(dtype);
 }
 
@@ -145,7 +182,8 @@ void Module::summary_into(std::string& out, int indent) const {
   }
   out += ")";
   for (auto& [n, p] : params_)
-    out += fmt::format("\n{}{}: {}{}", pad, n, shape_str(p.shape()), p.requires_grad() ? "" : " (frozen)");
+    if (p->defined())
+      out += fmt::format("\n{}{}: {}{}", pad, n, shape_str(p->shape()), p->requires_grad() ? "" : " (frozen)");
   for (auto& [n, c] : children_) {
     out += fmt::format("\n{}({}): ", pad, n);
     c->summary_into(out, indent + 2);

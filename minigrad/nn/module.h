@@ -9,9 +9,12 @@
 //   };
 //   for (auto& [name, p] : net.named_parameters()) ...   // "fc1.weight", "fc1.bias", ...
 //
-// Submodules are plain members registered by reference, so a Module can be neither copied nor
-// moved (the registry points at its members). Containers that create modules at run time
-// (Sequential, ModuleList) own them through shared_ptr.
+// Parameters, buffers and submodules are plain members registered by reference: the registry
+// points at the members, so the member and the registry are one object. Assigning to a member
+// (tying a head to an embedding: `head.weight = tok.weight`), Module::to(), loading and apply()
+// all change what both see. A Module can therefore be neither copied nor moved. Containers that
+// create modules at run time (Sequential, ModuleList) own them through shared_ptr.
+#include <deque>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -33,11 +36,17 @@ class Module {
   Module(Module&&) = delete;
   Module& operator=(Module&&) = delete;
 
-  /// Add a parameter: `data` becomes a leaf Variable named `name` (requires_grad by default).
-  /// Returns the Variable, whose copies share the same state.
-  Variable register_parameter(const std::string& name, Tensor data, bool requires_grad = true);
-  /// Add a buffer: state that is saved with the model but not trained (e.g. running statistics).
-  Tensor register_buffer(const std::string& name, Tensor data);
+  /// Add the parameter held by the member `slot`: the slot becomes a leaf Variable holding `data`
+  /// (requires_grad by default), and the registry reads the slot from then on, so assigning
+  /// another Variable to it (weight tying) is seen by parameters(), optimizers and save/load.
+  Variable& register_parameter(const std::string& name, Variable& slot, Tensor data, bool requires_grad = true);
+  /// Add a parameter that is not a member: the module keeps it; read it with parameter(name).
+  void register_parameter(const std::string& name, Tensor data, bool requires_grad = true);
+  /// Add the buffer held by the member `slot` (state saved with the model but not trained, e.g.
+  /// running statistics): the slot takes `data`, and to() and load() change the slot itself.
+  Tensor& register_buffer(const std::string& name, Tensor& slot, Tensor data);
+  /// Add a buffer that is not a member: the module keeps it; read it with buffer(name).
+  void register_buffer(const std::string& name, Tensor data);
   /// Add a submodule under `name`; returns it. The module must outlive this one (a member).
   template <class M>
   M& register_module(const std::string& name, M& module) {
@@ -46,10 +55,13 @@ class Module {
   }
 
   /// Every parameter with its dotted path ("blocks.0.attn.w_q.weight"), in registration order.
-  std::vector<std::pair<std::string, Variable>> named_parameters(bool recurse = true) const;
+  /// A parameter reached under two names (tied weights, a module registered twice) is listed
+  /// once, under the first, unless remove_duplicate is false (as in PyTorch). A slot set to an
+  /// undefined Variable (`bias = Variable()`) is skipped.
+  std::vector<std::pair<std::string, Variable>> named_parameters(bool recurse = true, bool remove_duplicate = true) const;
   /// The parameters without names.
   std::vector<Variable> parameters(bool recurse = true) const;
-  /// Buffers with dotted paths.
+  /// Buffers with dotted paths (undefined slots skipped).
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   /// Direct submodules with their names.
   std::vector<std::pair<std::string, Module*>> named_children() const { return children_; }
@@ -84,6 +96,11 @@ class Module {
   virtual std::string extra_repr() const { return ""; }
   /// The module tree with parameter shapes and counts, like printing a PyTorch model.
   std::string summary() const;
+  /// The module this one was first registered in (null for a model's root, or once the parent
+  /// is gone), and the name it has there.
+  const Module* parent() const { return parent_life_.expired() ? nullptr : parent_; }
+  /// This module's dotted path from the root of its model ("blocks.2.attn"; "" for a root).
+  std::string path() const;
   /// Expires when this module is destroyed: whatever keeps a pointer to a module (a capture)
   /// checks it before touching the module again.
   std::weak_ptr<void> lifetime() const { return life_; }
@@ -94,9 +111,16 @@ class Module {
  private:
   void check_unused(const std::string& name, const char* what) const;
   void summary_into(std::string& out, int indent) const;
-  std::vector<std::pair<std::string, Variable>> params_;
-  std::vector<std::pair<std::string, Tensor>> buffers_;
+  // Each registry entry points at its slot: a member, or an element of owned_params_ /
+  // owned_buffers_ (deques: their elements never move).
+  std::vector<std::pair<std::string, Variable*>> params_;
+  std::vector<std::pair<std::string, Tensor*>> buffers_;
+  std::deque<Variable> owned_params_;
+  std::deque<Tensor> owned_buffers_;
   std::vector<std::pair<std::string, Module*>> children_;
+  const Module* parent_ = nullptr;
+  std::string name_in_parent_;
+  std::weak_ptr<void> parent_life_;
   bool training_ = true;
   std::shared_ptr<int> life_ = std::make_shared<int>(0);
 };

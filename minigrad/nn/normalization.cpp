@@ -8,8 +8,8 @@ BatchNorm::BatchNorm(int64_t c, BatchNormOptions o, const char* layer) : num_fea
   MG_CHECK(!o.momentum || (*o.momentum >= 0 && *o.momentum <= 1), ValueError, "{}: momentum must be in [0, 1], got {}", layer,
            o.momentum.value_or(0));
   if (o.affine) {
-    weight = register_parameter("weight", ones({c}));
-    bias = register_parameter("bias", zeros({c}));
+    register_parameter("weight", weight, ones({c}));
+    register_parameter("bias", bias, zeros({c}));
   }
   if (o.track_running_stats) {
     register_buffer("running_mean", zeros({c}));
@@ -68,8 +68,8 @@ GroupNorm::GroupNorm(int64_t g, int64_t c, GroupNormOptions o) : num_groups(g), 
   MG_CHECK(g > 0 && c > 0 && c % g == 0, ValueError, "GroupNorm: num_groups={} must be positive and divide num_channels={}", g, c);
   MG_CHECK(o.eps >= 0 && std::isfinite(o.eps), ValueError, "GroupNorm: eps must be finite and >= 0, got {}", o.eps);
   if (o.affine) {
-    weight = register_parameter("weight", ones({c}));
-    bias = register_parameter("bias", zeros({c}));
+    register_parameter("weight", weight, ones({c}));
+    register_parameter("bias", bias, zeros({c}));
   }
 }
 

@@ -50,11 +50,11 @@ RNNCell::RNNCell(int64_t in, int64_t hidden, RNNCellOptions o, Generator& gen)
   check_sizes(in, hidden, "RNNCell");
   MG_CHECK(options.nonlinearity == "tanh" || options.nonlinearity == "relu", ValueError,
            "RNNCell: nonlinearity must be \"tanh\" or \"relu\", got \"{}\"", options.nonlinearity);
-  weight_ih = register_parameter("weight_ih", empty({hidden, in}));
-  weight_hh = register_parameter("weight_hh", empty({hidden, hidden}));
+  register_parameter("weight_ih", weight_ih, empty({hidden, in}));
+  register_parameter("weight_hh", weight_hh, empty({hidden, hidden}));
   if (options.bias) {
-    bias_ih = register_parameter("bias_ih", empty({hidden}));
-    bias_hh = register_parameter("bias_hh", empty({hidden}));
+    register_parameter("bias_ih", bias_ih, empty({hidden}));
+    register_parameter("bias_hh", bias_hh, empty({hidden}));
   }
   reset_all(*this, hidden, gen);
 }
@@ -74,11 +74,11 @@ std::string RNNCell::extra_repr() const {
 
 GRUCell::GRUCell(int64_t in, int64_t hidden, GRUCellOptions o, Generator& gen) : input_size(in), hidden_size(hidden) {
   check_sizes(in, hidden, "GRUCell");
-  weight_ih = register_parameter("weight_ih", empty({checked_mul(3, hidden, "GRUCell"), in}));
-  weight_hh = register_parameter("weight_hh", empty({3 * hidden, hidden}));
+  register_parameter("weight_ih", weight_ih, empty({checked_mul(3, hidden, "GRUCell"), in}));
+  register_parameter("weight_hh", weight_hh, empty({3 * hidden, hidden}));
   if (o.bias) {
-    bias_ih = register_parameter("bias_ih", empty({3 * hidden}));
-    bias_hh = register_parameter("bias_hh", empty({3 * hidden}));
+    register_parameter("bias_ih", bias_ih, empty({3 * hidden}));
+    register_parameter("bias_hh", bias_hh, empty({3 * hidden}));
   }
   reset_all(*this, hidden, gen);
 }
@@ -100,11 +100,11 @@ std::string GRUCell::extra_repr() const { return fmt::format("{}, {}, bias={}", 
 
 LSTMCell::LSTMCell(int64_t in, int64_t hidden, LSTMCellOptions o, Generator& gen) : input_size(in), hidden_size(hidden) {
   check_sizes(in, hidden, "LSTMCell");
-  weight_ih = register_parameter("weight_ih", empty({checked_mul(4, hidden, "LSTMCell"), in}));
-  weight_hh = register_parameter("weight_hh", empty({4 * hidden, hidden}));
+  register_parameter("weight_ih", weight_ih, empty({checked_mul(4, hidden, "LSTMCell"), in}));
+  register_parameter("weight_hh", weight_hh, empty({4 * hidden, hidden}));
   if (o.bias) {
-    bias_ih = register_parameter("bias_ih", empty({4 * hidden}));
-    bias_hh = register_parameter("bias_hh", empty({4 * hidden}));
+    register_parameter("bias_ih", bias_ih, empty({4 * hidden}));
+    register_parameter("bias_hh", bias_hh, empty({4 * hidden}));
   }
   reset_all(*this, hidden, gen);
 }
@@ -132,14 +132,20 @@ RNNBase::RNNBase(RNNKind kind, int64_t in, int64_t hidden, RNNOptions o, Generat
   MG_CHECK(options.num_layers >= 1, ValueError, "{}: num_layers must be >= 1, got {}", layer, options.num_layers);
   MG_CHECK(options.dropout >= 0 && options.dropout <= 1, ValueError, "{}: dropout must be in [0, 1], got {}", layer, options.dropout);
   const int64_t G = rnn_gates(kind);
+  // The vectors get their final size first: the registry points at their elements.
+  const size_t slots = static_cast<size_t>(checked_mul(options.num_layers, num_directions(), layer));
+  w_ih_.resize(slots), w_hh_.resize(slots), b_ih_.resize(slots), b_hh_.resize(slots);
   for (int64_t l = 0; l < options.num_layers; ++l)
     for (int64_t d = 0; d < num_directions(); ++d) {
       const std::string sfx = fmt::format("_l{}{}", l, d == 1 ? "_reverse" : "");
       const int64_t layer_in = l == 0 ? in : num_directions() * hidden;
-      w_ih_.push_back(register_parameter("weight_ih" + sfx, empty({checked_mul(G, hidden, layer), layer_in})));
-      w_hh_.push_back(register_parameter("weight_hh" + sfx, empty({G * hidden, hidden})));
-      b_ih_.push_back(options.bias ? register_parameter("bias_ih" + sfx, empty({G * hidden})) : Variable());
-      b_hh_.push_back(options.bias ? register_parameter("bias_hh" + sfx, empty({G * hidden})) : Variable());
+      const size_t i = static_cast<size_t>(l * num_directions() + d);
+      register_parameter("weight_ih" + sfx, w_ih_[i], empty({checked_mul(G, hidden, layer), layer_in}));
+      register_parameter("weight_hh" + sfx, w_hh_[i], empty({G * hidden, hidden}));
+      if (options.bias) {
+        register_parameter("bias_ih" + sfx, b_ih_[i], empty({G * hidden}));
+        register_parameter("bias_hh" + sfx, b_hh_[i], empty({G * hidden}));
+      }
     }
   reset_all(*this, hidden, gen);
 }

@@ -3,7 +3,15 @@
 // (tensor/safetensors.h), under their dotted names, so a file opens in PyTorch with
 // safetensors.torch.load_file and model.load_state_dict. Loading checks every name, shape and
 // dtype before the first parameter is touched, so a failed load leaves the model as it was.
+//
+// Tied weights (one parameter under two names, e.g. GPT's head.weight = tok.weight): safetensors
+// cannot hold two names for one buffer, so save() writes the tensor once, under its first name,
+// and records the other name in the metadata ("head.weight": "tok.weight"), as PyTorch's
+// safetensors.torch.save_model does. load() reads either name through that record: into a tied
+// model (one copy), or into an untied one (the same values into both).
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "minigrad/nn/module.h"
@@ -11,18 +19,52 @@
 
 namespace mg::nn {
 
+/// Named tensors, in a module's order (PyTorch's state_dict).
+using StateDict = std::vector<std::pair<std::string, Tensor>>;
+
+/// Every parameter and buffer under its dotted name, like PyTorch's model.state_dict(): the
+/// tensors themselves (no copies), and a tied parameter under each of its names.
+StateDict state_dict(const Module& module);
+
+/// How load() matches names.
+struct LoadOptions {
+  /// Every name of the model must be in the file and every name of the file in the model. When
+  /// false, missing and unexpected names are returned instead (shapes must still fit).
+  bool strict = true;
+  /// Take only the file's names that start with this prefix, with it removed: "encoder." loads
+  /// a whole model's file into its encoder alone.
+  std::string prefix;
+  /// Skip the file's names that start with any of these (a training checkpoint keeps the
+  /// optimizer's state beside the weights).
+  std::vector<std::string> ignore_prefixes;
+};
+
+/// What a load did not match (empty after a strict load, which throws instead).
+struct LoadResult {
+  std::vector<std::string> missing_keys;     // in the model, not in the file: left as they were
+  std::vector<std::string> unexpected_keys;  // in the file, not in the model: ignored
+};
+
+/// The tensors save() writes and its metadata: each tensor once, under its first name, and for
+/// every other name of a tied tensor a metadata entry naming the first ("head.weight": "tok.weight").
+StateDict saved_state(const Module& module, std::map<std::string, std::string>& metadata);
+
 /// Save a module's parameters and buffers under their dotted names (opens in PyTorch with
-/// safetensors.torch.load_file, then model.load_state_dict).
+/// safetensors.torch.load_file, then model.load_state_dict). A tied parameter is written once.
 void save(const Module& module, const std::string& path);
 
-/// Load parameters and buffers saved by save() (or by PyTorch) into `module`. Every name must
-/// match (missing and unexpected names are listed in the error), shapes must be equal, and
-/// floating dtypes are converted. Nothing is changed unless everything checks out.
-void load(Module& module, const std::string& path);
+/// Load parameters and buffers saved by save() (or by PyTorch) into `module`. Shapes must be
+/// equal and floating dtypes are converted; with options.strict (the default) every name must
+/// match, and missing and unexpected names are listed in the FileError. Nothing is changed
+/// unless everything checks out.
+LoadResult load(Module& module, const std::string& path, const LoadOptions& options = {});
 
-/// The checks of load() on an already-read file, then the copy. Names starting with one of
-/// `ignore_prefixes` are skipped (a training checkpoint keeps optimizer state beside the weights).
-void load_from(Module& module, const SafeTensors& file, const std::string& path,
-               const std::vector<std::string>& ignore_prefixes = {});
+/// load() from a file already read: load_safetensors(path), or parse_safetensors(bytes, size)
+/// for a file held in memory. `name` names it in errors.
+LoadResult load_from(Module& module, const SafeTensors& file, const std::string& name, const LoadOptions& options = {});
+
+/// load() from named tensors (a state_dict() of another model, or tensors made in code), with
+/// the same checks. Like PyTorch's model.load_state_dict(state, strict).
+LoadResult load_state_dict(Module& module, const StateDict& state, const LoadOptions& options = {});
 
 }  // namespace mg::nn

@@ -27,6 +27,9 @@ class Adam : public Optimizer {
   void step() override;
   std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq", "step"}; }
+  std::map<std::string, double> hyper_parameters() const override {
+    return {{"beta1", options.beta1}, {"beta2", options.beta2}, {"eps", options.eps}};
+  }
 
   const AdamOptions options;
 

@@ -24,16 +24,29 @@ std::unordered_map<VariableImpl*, std::string> names_of(const nn::Module& model,
 }
 }  // namespace
 
-void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& opt, int64_t step) {
+namespace {
+// How settings are written and compared: 17 significant digits, enough to read back the same double.
+std::string number(double v) { return fmt::format("{:.17g}", v); }
+}  // namespace
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& opt, int64_t step,
+                     const LRScheduler* scheduler) {
   MG_CHECK(step >= 0, ValueError, "save_checkpoint: step must be >= 0, got {}", step);
   auto name = names_of(model, opt);
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (auto& [n, p] : model.named_parameters()) tensors.emplace_back(n, p.data());
-  for (auto& [n, b] : model.named_buffers()) tensors.emplace_back(n, b);
-  std::map<std::string, std::string> meta{{"format", "pt"}, {"producer", "minigrad"},
-                                          {"optimizer", opt.name()}, {"step", std::to_string(step)}};
+  std::map<std::string, std::string> meta;
+  std::vector<std::pair<std::string, Tensor>> tensors = nn::saved_state(model, meta);
+  meta.insert({{"optimizer", opt.name()}, {"step", std::to_string(step)}});
+  for (auto& [k, v] : opt.hyper_parameters()) meta[kPrefix + k] = number(v);
+  if (scheduler) {
+    meta["scheduler"] = scheduler->name();
+    meta["scheduler.step"] = std::to_string(scheduler->last_step());
+    for (auto& [k, v] : scheduler->settings()) meta["scheduler." + k] = number(v);
+    for (size_t g = 0; g < scheduler->base_lrs().size(); ++g) meta["scheduler.base_lr." + std::to_string(g)] = number(scheduler->base_lrs()[g]);
+  }
   for (size_t g = 0; g < opt.groups().size(); ++g) {
-    meta["lr." + std::to_string(g)] = fmt::format("{:.17g}", opt.groups()[g].lr);
+    meta["lr." + std::to_string(g)] = number(opt.groups()[g].lr);
+    meta["weight_decay." + std::to_string(g)] = number(opt.groups()[g].weight_decay);
+    meta["group." + std::to_string(g) + ".params"] = std::to_string(opt.groups()[g].params.size());
     for (const Variable& p : opt.groups()[g].params)
       if (opt.has_state(p))
         for (auto& [k, t] : const_cast<Optimizer&>(opt).state(p)) tensors.emplace_back(kPrefix + name[p.impl().get()] + "." + k, t);
@@ -41,8 +54,8 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
   save_safetensors(path, tensors, meta);
 }
 
-int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& opt) {
-  return load_checkpoint_from(load_safetensors(path), path, model, opt);
+int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& opt, LRScheduler* scheduler) {
+  return load_checkpoint_from(load_safetensors(path), path, model, opt, scheduler);
 }
 
 namespace {
@@ -62,7 +75,8 @@ std::optional<double> parse_rate(const std::string& text) {
 }
 }  // namespace
 
-int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, nn::Module& model, Optimizer& opt) {
+int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, nn::Module& model, Optimizer& opt,
+                             LRScheduler* scheduler) {
   auto meta = [&](const std::string& key) -> std::string {
     auto it = file.metadata.find(key);
     MG_CHECK(it != file.metadata.end(), FileError, "load_checkpoint: {} has no \"{}\" in its metadata (not a minigrad training checkpoint?)", path, key);
@@ -86,6 +100,45 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
     MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\" in its metadata; expected a finite number >= 0", path,
              key, meta(key));
     lrs.push_back(*lr);
+    const std::string size_key = "group." + std::to_string(g) + ".params";
+    const std::optional<int64_t> size = parse_count(meta(size_key));
+    MG_CHECK(size && static_cast<size_t>(*size) == opt.groups()[g].params.size(), FileError,
+             "load_checkpoint: {} was saved with {} parameter(s) in group {}; this {} has {} there", path, meta(size_key), g,
+             opt.name(), opt.groups()[g].params.size());
+    const std::string wd_key = "weight_decay." + std::to_string(g);
+    MG_CHECK(meta(wd_key) == number(opt.groups()[g].weight_decay), FileError,
+             "load_checkpoint: {} was saved with weight_decay {} in group {}; this {} has {}", path, meta(wd_key), g, opt.name(),
+             number(opt.groups()[g].weight_decay));
+  }
+  for (auto& [k, v] : opt.hyper_parameters())
+    MG_CHECK(meta(kPrefix + k) == number(v), FileError, "load_checkpoint: {} was saved by an {} with {} = {}; this one has {} = {}",
+             path, opt.name(), k, meta(kPrefix + k), k, number(v));
+  // The schedule: the same kind with the same settings; its step and base rates are restored.
+  const bool file_has_scheduler = file.metadata.count("scheduler") > 0;
+  MG_CHECK(file_has_scheduler || scheduler == nullptr, FileError,
+           "load_checkpoint: {} holds no learning-rate schedule, but a {} was given to restore", path,
+           scheduler ? scheduler->name() : "");
+  MG_CHECK(!file_has_scheduler || scheduler != nullptr, FileError,
+           "load_checkpoint: {} holds the state of a {} learning-rate schedule; pass the scheduler to load_checkpoint so "
+           "that it resumes too (or read only the weights with nn::load)", path, meta("scheduler"));
+  int64_t scheduler_step = 0;
+  std::vector<double> base_lrs;
+  if (scheduler) {
+    MG_CHECK(meta("scheduler") == scheduler->name(), FileError, "load_checkpoint: {} holds a {} schedule but the scheduler is a {}",
+             path, meta("scheduler"), scheduler->name());
+    for (auto& [k, v] : scheduler->settings())
+      MG_CHECK(meta("scheduler." + k) == number(v), FileError, "load_checkpoint: {} was saved by a {} with {} = {}; this one has {} = {}",
+               path, scheduler->name(), k, meta("scheduler." + k), k, number(v));
+    const std::optional<int64_t> s = parse_count(meta("scheduler.step"));
+    MG_CHECK(s.has_value(), FileError, "load_checkpoint: {} has scheduler.step \"{}\"; expected a whole number >= 0", path,
+             meta("scheduler.step"));
+    scheduler_step = *s;
+    for (size_t g = 0; g < file_groups; ++g) {
+      const std::string key = "scheduler.base_lr." + std::to_string(g);
+      const std::optional<double> lr = parse_rate(meta(key));
+      MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\"; expected a finite number >= 0", path, key, meta(key));
+      base_lrs.push_back(*lr);
+    }
   }
 
   // Optimizer state: every entry must name an optimized parameter and one of the optimizer's
@@ -124,13 +177,14 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
                pname, sname);
     }
   // The weights are checked (and then copied) last: nothing above has changed anything yet.
-  nn::load_from(model, file, path, {kPrefix});
+  nn::load_from(model, file, path, {.ignore_prefixes = {kPrefix}});
   for (const Group& g : opt.groups())
     for (const Variable& p : g.params) {
       auto it = new_state.find(p.impl().get());
       opt.state(p) = it == new_state.end() ? ParamState{} : it->second;
     }
   for (size_t g = 0; g < lrs.size(); ++g) opt.groups()[g].lr = lrs[g];
+  if (scheduler) scheduler->restore(scheduler_step, std::move(base_lrs));
   return *step;
 }
 

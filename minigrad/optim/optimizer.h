@@ -47,6 +47,9 @@ class Optimizer {
   /// The names of the state tensors a parameter has once it has been stepped ("step", "exp_avg",
   /// "exp_avg_sq" for Adam): a checkpoint's state must have exactly these.
   virtual std::vector<std::string> state_names() const = 0;
+  /// The settings shared by every group ({"beta1", 0.9}, ...), saved in checkpoints and checked
+  /// on load: resuming with other settings is an error, not a silent change of the run.
+  virtual std::map<std::string, double> hyper_parameters() const = 0;
   /// Clear every parameter's gradient.
   void zero_grad();
   /// The groups, with their current learning rates (schedulers change them).

@@ -28,6 +28,15 @@ void LRScheduler::set_step(int64_t s) {
   apply();
 }
 
+void LRScheduler::restore(int64_t s, std::vector<double> base_lrs) {
+  MG_CHECK(s >= 0, ValueError, "{}: step must be >= 0, got {}", name(), s);
+  MG_CHECK(base_lrs.size() == base_lrs_.size(), ValueError, "{}: {} base learning rates for an optimizer with {} groups", name(),
+           base_lrs.size(), base_lrs_.size());
+  for (double lr : base_lrs) MG_CHECK(lr >= 0 && std::isfinite(lr), ValueError, "{}: a base learning rate must be finite and >= 0, got {}", name(), lr);
+  step_ = s;
+  base_lrs_ = std::move(base_lrs);
+}
+
 StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma) : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {
   MG_CHECK(step_size > 0, ValueError, "StepLR: step_size must be positive, got {}", step_size);
   MG_CHECK(gamma >= 0 && std::isfinite(gamma), ValueError, "StepLR: gamma must be finite and >= 0, got {}", gamma);

@@ -1,6 +1,8 @@
 #pragma once
 // Learning-rate schedules. Like torch.optim.lr_scheduler: constructing a scheduler sets each
 // group's lr for step 0; every scheduler.step() (once per optimizer step) moves to the next.
+#include <map>
+#include <string>
 #include <vector>
 
 #include "minigrad/optim/optimizer.h"
@@ -18,6 +20,15 @@ class LRScheduler {
   void set_step(int64_t s);
   /// The learning rate of group 0 now.
   double get_lr() const { return opt_.groups().front().lr; }
+  /// The class name ("WarmupCosineLR"), saved in checkpoints.
+  virtual std::string name() const = 0;
+  /// The schedule's settings ({"warmup_steps", 100}, ...), saved in checkpoints and checked on load.
+  virtual std::map<std::string, double> settings() const = 0;
+  /// Each group's initial learning rate, from which the schedule computes the rate of each step.
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+  /// Restore a saved schedule (load_checkpoint): the step and the base rates, one per group; the
+  /// groups' current rates are not touched (the checkpoint restores them).
+  void restore(int64_t step, std::vector<double> base_lrs);
 
  protected:
   explicit LRScheduler(Optimizer& opt);
@@ -36,6 +47,10 @@ class LRScheduler {
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1);
+  std::string name() const override { return "StepLR"; }
+  std::map<std::string, double> settings() const override {
+    return {{"step_size", static_cast<double>(step_size_)}, {"gamma", gamma_}};
+  }
 
  protected:
   double lr_at(double base, int64_t t) const override;
@@ -52,6 +67,10 @@ class StepLR : public LRScheduler {
 class WarmupCosineLR : public LRScheduler {
  public:
   WarmupCosineLR(Optimizer& opt, int64_t warmup_steps, int64_t total_steps, double min_lr_ratio = 0.0);
+  std::string name() const override { return "WarmupCosineLR"; }
+  std::map<std::string, double> settings() const override {
+    return {{"warmup_steps", static_cast<double>(warmup_)}, {"total_steps", static_cast<double>(total_)}, {"min_lr_ratio", min_ratio_}};
+  }
 
  protected:
   double lr_at(double base, int64_t t) const override;

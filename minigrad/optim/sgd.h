@@ -32,6 +32,10 @@ class SGD : public Optimizer {
     return options.momentum != 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
   }
 
+  std::map<std::string, double> hyper_parameters() const override {
+    return {{"momentum", options.momentum}, {"dampening", options.dampening}, {"nesterov", options.nesterov ? 1.0 : 0.0}};
+  }
+
   const SGDOptions options;
 };
 
