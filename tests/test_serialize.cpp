@@ -219,14 +219,15 @@ TEST(Checkpoint, ResumeContinuesExactly) {
     optim::AdamW opt(first.parameters());
     optim::WarmupCosineLR sched(opt, 2, 10);
     train(first, opt, sched, 3);
-    optim::save_checkpoint(path, first, opt, 3);
+    optim::save_checkpoint(path, first, opt, 3, &sched);
   }
   TinyMLP resumed;  // different random init: everything must come from the file
-  optim::AdamW opt(resumed.parameters());
+  optim::AdamW opt(resumed.parameters(), {.lr = 0.5});  // and the schedule's base rate too
   optim::WarmupCosineLR sched(opt, 2, 10);
-  const int64_t step = optim::load_checkpoint(path, resumed, opt);
+  const int64_t step = optim::load_checkpoint(path, resumed, opt, &sched);
   EXPECT_EQ(step, 3);
-  sched.set_step(step);
+  EXPECT_EQ(sched.last_step(), 3);  // the schedule resumes where it stopped: no set_step by hand
+  EXPECT_EQ(sched.base_lrs(), std::vector<double>{1e-3});
   EXPECT_EQ(opt.state(resumed.fc1.weight).at("step").item(), 3);
   train(resumed, opt, sched, 3);
   EXPECT_EQ(snapshot(resumed), snapshot(straight));  // bit for bit
@@ -263,6 +264,105 @@ TEST(Checkpoint, MismatchedCheckpointsChangeNothing) {
   optim::AdamW opt_b(b.parameters());
   EXPECT_THROW(optim::load_checkpoint(path, b, opt_b), FileError);
   EXPECT_EQ(snapshot(b), before);
+}
+
+// The trap: a checkpoint of one optimizer loaded into another with other settings resumed a
+// different run without a word. Every setting is checked, and the error names both values.
+TEST(Checkpoint, OtherGroupsOrSettingsAreErrorsNamingBoth) {
+  const std::string path = temp_path("settings.safetensors");
+  TinyMLP a;
+  optim::AdamW opt_a({{a.fc1.parameters(), {}}, {a.fc2.parameters(), {.weight_decay = 0.0}}}, {.beta2 = 0.95});
+  optim::WarmupCosineLR sched_a(opt_a, 1, 5);
+  train(a, opt_a, sched_a, 2);
+  optim::save_checkpoint(path, a, opt_a, 2, &sched_a);
+  TinyMLP b;
+  auto before = snapshot(b);
+  auto refused = [&](optim::Optimizer& opt, optim::LRScheduler* sched, const std::string& why) {
+    try {
+      optim::load_checkpoint(path, b, opt, sched);
+      ADD_FAILURE() << "accepted: " << why;
+    } catch (const FileError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(why));
+    }
+    EXPECT_EQ(snapshot(b), before);
+    for (auto& p : b.parameters()) EXPECT_FALSE(opt.has_state(p));
+  };
+  optim::AdamW one_group(b.parameters(), {.beta2 = 0.95});
+  optim::WarmupCosineLR s1(one_group, 1, 5);
+  refused(one_group, &s1, "saved by an optimizer with 2 parameter group(s); this AdamW has 1");
+  optim::AdamW other_split({{{b.fc1.weight}, {}}, {{b.fc1.bias, b.fc2.weight, b.fc2.bias}, {.weight_decay = 0.0}}}, {.beta2 = 0.95});
+  optim::WarmupCosineLR s2(other_split, 1, 5);
+  refused(other_split, &s2, "saved with 2 parameter(s) in group 0; this AdamW has 1 there");
+  optim::AdamW other_decay({{b.fc1.parameters(), {}}, {b.fc2.parameters(), {.weight_decay = 0.1}}}, {.beta2 = 0.95});
+  optim::WarmupCosineLR s3(other_decay, 1, 5);
+  refused(other_decay, &s3, "saved with weight_decay 0 in group 1; this AdamW has 0.1");
+  optim::AdamW other_beta({{b.fc1.parameters(), {}}, {b.fc2.parameters(), {.weight_decay = 0.0}}});
+  optim::WarmupCosineLR s4(other_beta, 1, 5);
+  refused(other_beta, &s4, "saved by an AdamW with beta2 = 0.95; this one has beta2 = 0.999");
+  optim::AdamW same({{b.fc1.parameters(), {}}, {b.fc2.parameters(), {.weight_decay = 0.0}}}, {.beta2 = 0.95});
+  optim::WarmupCosineLR other_schedule(same, 2, 5);
+  refused(same, &other_schedule, "saved by a WarmupCosineLR with warmup_steps = 1; this one has warmup_steps = 2");
+  optim::StepLR step_lr(same, 3);
+  refused(same, &step_lr, "holds a WarmupCosineLR schedule but the scheduler is a StepLR");
+  refused(same, nullptr, "holds the state of a WarmupCosineLR learning-rate schedule; pass the scheduler");
+  optim::WarmupCosineLR fits(same, 1, 5);
+  EXPECT_EQ(optim::load_checkpoint(path, b, same, &fits), 2);
+  EXPECT_EQ(fits.last_step(), 2);
+  EXPECT_EQ(same.groups()[0].lr, opt_a.groups()[0].lr);
+  // A file without a schedule cannot restore one.
+  optim::save_checkpoint(path, a, opt_a, 2);
+  TinyMLP c;
+  before = snapshot(c);
+  optim::AdamW fresh({{c.fc1.parameters(), {}}, {c.fc2.parameters(), {.weight_decay = 0.0}}}, {.beta2 = 0.95});
+  optim::WarmupCosineLR s5(fresh, 1, 5);
+  try {
+    optim::load_checkpoint(path, c, fresh, &s5);
+    ADD_FAILURE();
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("holds no learning-rate schedule, but a WarmupCosineLR was given"));
+  }
+  EXPECT_EQ(snapshot(c), before);
+}
+
+// Named tensors in and out: PyTorch's state_dict / load_state_dict(strict=False), a prefix for a
+// sub-module, and a file held in memory.
+TEST(StateDict, NonStrictPrefixAndBytes) {
+  TinyMLP a, b;
+  const nn::StateDict sd = nn::state_dict(a);
+  ASSERT_EQ(sd.size(), 4u);
+  EXPECT_EQ(sd[0].first, "fc1.weight");
+  EXPECT_EQ(sd[0].second.storage(), a.fc1.weight.data().storage());  // the tensors themselves, as PyTorch's
+  nn::load_state_dict(b, sd);
+  EXPECT_EQ(snapshot(b), snapshot(a));
+
+  // Non-strict: what matched is loaded, the rest reported.
+  TinyMLP c;
+  const auto c_fc2 = c.fc2.weight.data().to_vector<float>();
+  const nn::LoadResult r = nn::load_state_dict(c, {{"fc1.weight", full({4, 3}, 0.5)}, {"fc1.bias", zeros({4})}, {"extra", zeros({1})}},
+                                               {.strict = false});
+  EXPECT_EQ(r.missing_keys, (std::vector<std::string>{"fc2.weight", "fc2.bias"}));
+  EXPECT_EQ(r.unexpected_keys, std::vector<std::string>{"extra"});
+  expect_close(c.fc1.weight.data(), full({4, 3}, 0.5), 0, 0);
+  EXPECT_EQ(c.fc2.weight.data().to_vector<float>(), c_fc2);
+  // Strict (the default) refuses the same and names both lists; a wrong shape is refused either way.
+  try {
+    nn::load_state_dict(c, {{"fc1.weight", full({4, 3}, 0.5)}, {"extra", zeros({1})}});
+    ADD_FAILURE();
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("missing from the file: fc1.bias, fc2.weight, fc2.bias"));
+    EXPECT_THAT(e.what(), HasSubstr("not in the model: extra"));
+  }
+  EXPECT_THROW(nn::load_state_dict(c, {{"fc1.weight", zeros({3, 4})}}, {.strict = false}), FileError);
+  expect_close(c.fc1.weight.data(), full({4, 3}, 0.5), 0, 0);
+
+  // A prefix loads one sub-module out of a whole model's file, from bytes in memory.
+  const std::string path = temp_path("whole.safetensors");
+  nn::save(a, path);
+  const std::string bytes = read_bytes(path);
+  nn::Linear part(4, 2);
+  nn::load_from(part, parse_safetensors(bytes.data(), bytes.size()), "bytes", {.prefix = "fc2."});
+  EXPECT_EQ(part.weight.data().to_vector<float>(), a.fc2.weight.data().to_vector<float>());
+  EXPECT_EQ(part.bias.data().to_vector<float>(), a.fc2.bias.data().to_vector<float>());
 }
 
 TEST(Serialize, HeadersMustTileTheDataAndStayShallow) {

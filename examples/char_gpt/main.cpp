@@ -91,7 +91,7 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
     bar.update(step - start, loss.item(), -1, c.batch * c.context);
     if (step % c.eval_every == 0 || step == c.steps)
       h.val_steps.push_back(static_cast<double>(step)), h.val_losses.push_back(val_loss(m, d, c));
-    if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step);
+    if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step, &sched);
   }
   bar.finish();
   return h;
@@ -177,8 +177,7 @@ int main(int argc, char** argv) {
     const std::string ckpt = c.out + "/checkpoint.safetensors";
     int64_t start = 0;
     if (c.resume) {
-      start = optim::load_checkpoint(ckpt, m, opt);
-      sched.set_step(start);
+      start = optim::load_checkpoint(ckpt, m, opt, &sched);  // the schedule resumes too
       std::printf("resumed from %s at step %lld\n", ckpt.c_str(), static_cast<long long>(start));
     }
     std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters\n", d.text.size(),

@@ -31,6 +31,14 @@ class Sequential : public Module {
     for (auto& f : steps_) y = f(y);
     return y;
   }
+  /// Module i as type M; an IndexError out of range, a ValueError if it is not an M.
+  template <class M>
+  M& at(size_t i) const {
+    MG_CHECK(i < owned_.size(), IndexError, "Sequential: index {} is out of range for {} modules", i, owned_.size());
+    M* m = dynamic_cast<M*>(owned_[i].get());
+    MG_CHECK(m != nullptr, ValueError, "Sequential: module {} is a {}, not the requested type", i, owned_[i]->type_name());
+    return *m;
+  }
   /// Number of modules.
   size_t size() const { return owned_.size(); }
   std::string type_name() const override { return "Sequential"; }

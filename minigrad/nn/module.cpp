@@ -132,7 +132,7 @@ std::vector<std::pair<std::string, Module*>> Module::named_modules() {
 }
 
 Variable Module::parameter(const std::string& name) const {
-  for (auto& [n, p] : named_parameters())
+  for (auto& [n, p] : named_parameters(true, false))  // a tied parameter answers to every name
     if (n == name) return p;
   throw ValueError(fmt::format("parameter: {} has no parameter \"{}\"", type_name(), name));
 }

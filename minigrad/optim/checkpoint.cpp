@@ -25,8 +25,8 @@ std::unordered_map<VariableImpl*, std::string> names_of(const nn::Module& model,
 }  // namespace
 
 namespace {
-// How settings are written and compared: 17 significant digits, enough to read back the same double.
-std::string number(double v) { return fmt::format("{:.17g}", v); }
+// How settings are written and compared: the shortest text that reads back as the same double.
+std::string number(double v) { return fmt::format("{}", v); }
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& opt, int64_t step,
