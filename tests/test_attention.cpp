@@ -99,9 +99,10 @@ TEST(MultiheadAttention, HookSeesEveryForward) {
   nn::MultiheadAttention mha(4, 2);
   int calls = 0;
   Shape seen;
-  mha.set_hook([&](const nn::AttentionOutput& o) {
+  mha.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
     ++calls;
-    seen = o.weights.shape();
+    EXPECT_EQ(in.size(), 3u);  // query, key, value
+    seen = out.at(1).shape();  // the weights, computed because a hook asks
   });
   mha.forward(Variable(ones({3, 5, 4})), Variable(ones({3, 2, 4})), Variable(ones({3, 2, 4})));
   EXPECT_EQ(calls, 1);

@@ -406,7 +406,18 @@ void modules() {
   BAD(ValueError, "ModuleList:", list.at<nn::LayerNorm>(0));
   BAD(ValueError, "parameter:", lin.parameter("nope"));
   BAD(ValueError, "register_module:", [&] { struct H : nn::Module { std::string type_name() const override { return "H"; } } h; h.register_module("a.b", lin); }());
-  BAD(StateError, "AttentionCapture:", [&] { nn::AttentionCapture a(mha), b(mha); }());
+  BAD(ValueError, "register_forward_hook:", mha.register_forward_hook(nullptr));
+  BAD(ValueError, "register_forward_pre_hook:", mha.register_forward_pre_hook(nullptr));
+  {
+    nn::HookHandle drop = mha.register_forward_hook([](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
+      out.pop_back();
+    });
+    BAD(ValueError, "forward hook: 3 outputs became 2", mha.forward(Variable(ones({1, 2, 8}))));
+    drop.remove();
+    nn::HookHandle add = mha.register_forward_pre_hook([](const nn::Module&, std::vector<Variable>& in) { in.push_back(in[0]); });
+    BAD(ValueError, "forward pre-hook: 3 inputs became 4", mha.forward(Variable(ones({1, 2, 8}))));
+    add.remove();
+  }
   BAD(ValueError, "AttentionCapture:", [&] { nn::AttentionCapture a(mha); a.at("nope"); }());
   // convolution, pooling, normalization, recurrent layers and ModuleDict
   BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, 3, {.groups = 2}));

@@ -228,16 +228,22 @@ TEST(Module, NamesAreUniqueAcrossParametersBuffersAndModules) {
   EXPECT_THROW(m.register_buffer("empty", Tensor()), StateError);
 }
 
-TEST(AttentionCapture, OneCaptureAtATimeAndTheModelMayGoFirst) {
+TEST(AttentionCapture, CapturesAreHooksAndTheModelMayGoFirst) {
   nn::MultiheadAttention mha(4, 2);
   {
     nn::AttentionCapture first(mha);
-    // a second capture would replace the first's hook, and its destructor remove both
-    EXPECT_THROW(nn::AttentionCapture second(mha), StateError);
-    mha.forward(Variable(ones({1, 3, 4})));
+    {
+      nn::AttentionCapture second(mha);  // two captures are two hooks: both see the forward
+      mha.forward(Variable(ones({1, 3, 4})));
+      EXPECT_EQ(second.at("").weights.shape(), (Shape{1, 2, 3, 3}));
+    }
     EXPECT_EQ(first.at("").weights.shape(), (Shape{1, 2, 3, 3}));
+    EXPECT_TRUE(mha.has_forward_hooks());  // the second one's removal left the first's hook
+    first.clear();
+    mha.forward(Variable(ones({1, 4, 4})));
+    EXPECT_EQ(first.at("").weights.shape(), (Shape{1, 2, 4, 4}));
   }
-  EXPECT_FALSE(mha.has_hook());
+  EXPECT_FALSE(mha.has_forward_hooks());
   // a capture that outlives its model: its destructor once wrote into the freed module
   auto model = std::make_unique<nn::MultiheadAttention>(4, 2);
   auto capture = std::make_unique<nn::AttentionCapture>(*model);

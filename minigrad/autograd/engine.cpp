@@ -93,7 +93,7 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
                "tensors were freed after the first backward. Pass retain_graph=true to the first "
                "backward if you need to run it twice",
                n->name);
-      in_grads = n->apply(g);
+      in_grads = n->apply(n->grad_hooks.empty() ? g : run_grad_hooks(n->grad_hooks, g, n->name));
     }
     if (!retain_graph) n->release();
     for (size_t i = 0; i < n->next.size(); ++i) {

@@ -15,6 +15,12 @@ namespace mg {
 struct VariableImpl;
 using TensorList = std::vector<Tensor>;
 
+/// A gradient hook (Variable::register_hook): sees a gradient as backward computes it and returns
+/// a replacement of the same shape and dtype, or an undefined Tensor to leave it as it is.
+using GradHook = std::function<Tensor(const Tensor& grad)>;
+/// Hooks with the ids their handles remove them by.
+using GradHooks = std::vector<std::pair<int64_t, GradHook>>;
+
 /// One operation recorded on the tape.
 struct Node {
   /// Frees the chain of nodes behind this one iteratively: a graph of a million ops must not
@@ -44,6 +50,9 @@ struct Node {
   Shape out_shape;
   /// True once backward has freed what the op saved (after a backward without retain_graph).
   bool released = false;
+  /// Hooks on the gradient of this op's output (registered on the Variable it made), run by the
+  /// engine on the summed gradient before apply().
+  GradHooks grad_hooks;
 
   /// Whether input i needs a gradient; backward functions skip the work for the others.
   bool needs(size_t i) const { return i < next.size() && next[i] != nullptr; }

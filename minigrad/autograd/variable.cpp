@@ -22,6 +22,12 @@ Variable Variable::from_node(Tensor data, std::shared_ptr<Node> grad_fn) {
   return v;
 }
 
+Variable Variable::from_impl(std::shared_ptr<VariableImpl> impl) {
+  Variable v;
+  v.impl_ = std::move(impl);
+  return v;
+}
+
 #define MG_CHECK_DEFINED(op) MG_CHECK(impl_, StateError, "{}: the variable is undefined", op)
 
 const Tensor& Variable::data() const {
@@ -107,15 +113,77 @@ std::shared_ptr<Node> Variable::gradient_edge() const {
   return acc;
 }
 
-TensorList AccumulateGrad::apply(const Tensor& g) {
+// Hooks run in registration order, each on what the one before returned. A copy of the list is
+// walked, so a hook may remove itself.
+Tensor run_grad_hooks(const GradHooks& hooks, Tensor g, const std::string& where) {
+  const GradHooks copy = hooks;
+  for (auto& [id, hook] : copy) {
+    Tensor r = hook(g);
+    if (!r.defined()) continue;
+    MG_CHECK(r.shape() == g.shape() && r.dtype() == g.dtype(), ShapeError,
+             "register_hook: a hook on '{}' returned a {} gradient of shape {} for a {} gradient of shape {}", where,
+             dtype_name(r.dtype()), shape_str(r.shape()), dtype_name(g.dtype()), shape_str(g.shape()));
+    g = std::move(r);
+  }
+  return g;
+}
+
+TensorList AccumulateGrad::apply(const Tensor& g_in) {
   std::shared_ptr<VariableImpl> v = leaf.lock();
   if (!v) return {};  // the leaf is gone; nobody can read its gradient
+  const Tensor g = v->grad_hooks.empty() ? g_in : run_grad_hooks(v->grad_hooks, g_in, name);
   if (!v->grad.defined()) {
     v->grad = g.clone();  // a private contiguous copy: g may be a view of another buffer
   } else {
     add_(v->grad, g);
   }
+  if (!v->post_accumulate_hooks.empty()) {
+    const auto hooks = v->post_accumulate_hooks;
+    const Variable leaf_variable = Variable::from_impl(v);
+    for (auto& [id, hook] : hooks) hook(leaf_variable);
+  }
   return {};
+}
+
+GradHookHandle Variable::register_hook(GradHook hook) const {
+  MG_CHECK(impl_, StateError, "register_hook: the variable is undefined");
+  MG_CHECK(hook != nullptr, ValueError, "register_hook: the hook is empty");
+  MG_CHECK(impl_->requires_grad, StateError,
+           "register_hook: the variable does not require grad, so no gradient will ever reach the hook");
+  GradHookHandle h;
+  h.id_ = impl_->next_hook_id++;
+  if (impl_->grad_fn) {  // a non-leaf: its gradient is what its op receives
+    impl_->grad_fn->grad_hooks.emplace_back(h.id_, std::move(hook));
+    h.owner_ = impl_->grad_fn, h.hooks_ = &impl_->grad_fn->grad_hooks;
+  } else {
+    impl_->grad_hooks.emplace_back(h.id_, std::move(hook));
+    h.owner_ = impl_, h.hooks_ = &impl_->grad_hooks;
+  }
+  return h;
+}
+
+GradHookHandle Variable::register_post_accumulate_grad_hook(std::function<void(const Variable&)> hook) const {
+  MG_CHECK(impl_, StateError, "register_post_accumulate_grad_hook: the variable is undefined");
+  MG_CHECK(hook != nullptr, ValueError, "register_post_accumulate_grad_hook: the hook is empty");
+  MG_CHECK(is_leaf() && impl_->requires_grad, StateError,
+           "register_post_accumulate_grad_hook: only a leaf that requires grad accumulates a gradient (this one {})",
+           is_leaf() ? "does not require grad" : "was made by '" + impl_->grad_fn->name + "'");
+  GradHookHandle h;
+  h.id_ = impl_->next_hook_id++;
+  impl_->post_accumulate_hooks.emplace_back(h.id_, std::move(hook));
+  h.owner_ = impl_, h.post_hooks_ = &impl_->post_accumulate_hooks;
+  return h;
+}
+
+void GradHookHandle::remove() {
+  const std::shared_ptr<void> alive = owner_.lock();
+  if (!alive) return;
+  auto drop = [&](auto* hooks) {
+    if (hooks) std::erase_if(*hooks, [&](const auto& e) { return e.first == id_; });
+  };
+  drop(hooks_);
+  drop(post_hooks_);
+  owner_.reset();
 }
 
 Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs,

@@ -1,6 +1,7 @@
 #pragma once
 // mg::Variable: a Tensor plus what autograd needs -- requires_grad, the accumulated gradient, and
 // the Node that produced it. Copies of a Variable share all of that (like a PyTorch tensor).
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,8 @@
 
 namespace mg {
 
+class Variable;
+
 /// The shared state behind a Variable.
 struct VariableImpl {
   Tensor data;
@@ -21,6 +24,25 @@ struct VariableImpl {
   std::shared_ptr<Node> grad_fn;             // the op that made this variable; null for a leaf
   std::weak_ptr<AccumulateGrad> accumulator; // a leaf's end of the tape, shared by every use
   std::string name;                          // shown by to_dot; nn sets parameter names
+  GradHooks grad_hooks;                      // a leaf's gradient hooks, run before it is accumulated
+  std::vector<std::pair<int64_t, std::function<void(const Variable&)>>> post_accumulate_hooks;
+  int64_t next_hook_id = 0;
+};
+
+/// What register_hook returns: remove() takes the hook off again (PyTorch's RemovableHandle).
+/// Removing twice, or once the variable or its graph is gone, does nothing.
+class GradHookHandle {
+ public:
+  GradHookHandle() = default;
+  /// Take the hook off.
+  void remove();
+
+ private:
+  friend class Variable;
+  std::weak_ptr<void> owner_;  // the VariableImpl or the Node holding the hook
+  GradHooks* hooks_ = nullptr;
+  std::vector<std::pair<int64_t, std::function<void(const Variable&)>>>* post_hooks_ = nullptr;
+  int64_t id_ = -1;
 };
 
 class Variable {
@@ -163,10 +185,22 @@ class Variable {
   /// masked_fill(*this, mask, value)
   Variable masked_fill(const Tensor& mask, double value) const;
 
+  /// Call `hook` with this variable's gradient every time backward computes it (PyTorch's
+  /// Tensor.register_hook). The hook may return a replacement (the same shape and dtype), which
+  /// is what flows on: into .grad() for a leaf, into the op that made it otherwise; an undefined
+  /// Tensor leaves the gradient as it is. A StateError on a variable that needs no gradient.
+  GradHookHandle register_hook(GradHook hook) const;
+  /// Call `hook` on this leaf after backward has added a gradient into its .grad() (PyTorch's
+  /// register_post_accumulate_grad_hook): the moment a data-parallel trainer can send that
+  /// gradient. A StateError on a non-leaf or a leaf that needs no gradient.
+  GradHookHandle register_post_accumulate_grad_hook(std::function<void(const Variable&)> hook) const;
+
   /// Shared state (for the engine and to_dot).
   const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
   /// A non-leaf variable produced by `grad_fn`.
   static Variable from_node(Tensor data, std::shared_ptr<Node> grad_fn);
+  /// A Variable sharing `impl` (for hooks that are handed the leaf they belong to).
+  static Variable from_impl(std::shared_ptr<VariableImpl> impl);
   /// The node a gradient for this variable should be sent to: its grad_fn, or for a leaf that
   /// requires grad its AccumulateGrad node; null when it needs no gradient.
   std::shared_ptr<Node> gradient_edge() const;

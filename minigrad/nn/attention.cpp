@@ -66,6 +66,12 @@ void check_inputs(const Variable& query, const Variable& key, const Variable& va
 
 AttentionOutput MultiheadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
                                             const AttentionForwardOptions& opt) const {
+  ForwardCall call(*this, {query, key, value});  // hooks, and errors that say where (nn/module.h)
+  return call.output(attend(call.input(0), call.input(1), call.input(2), opt));
+}
+
+AttentionOutput MultiheadAttention::attend(const Variable& query, const Variable& key, const Variable& value,
+                                           const AttentionForwardOptions& opt) const {
   check_inputs(query, key, value, embed_dim);
   if (opt.cache) {
     MG_CHECK(query.impl() == key.impl() && key.impl() == value.impl(), ValueError,
@@ -91,9 +97,7 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
   // 6. Mix: each query's output is the weighted average of the values.
   const Variable mixed = matmul(attn_dropout.forward(weights), v);  // (B, H, Tq, d_k)
   // 7, 8. Merge the heads side by side again and project with W_O.
-  AttentionOutput out{merge_and_project(mixed, opt.head_mask), weights, scores};
-  if (hook_) hook_(out);
-  return out;
+  return AttentionOutput{merge_and_project(mixed, opt.head_mask), weights, scores};
 }
 
 // ---------------------------------------------------------------- incremental decoding
@@ -142,9 +146,7 @@ AttentionOutput MultiheadAttention::forward_cached(const Variable& x, const Atte
   Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, past + Tq)
   if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, past + Tq}, DType::Bool), 1 + past), -INFINITY);
   const Variable weights = softmax(scores, -1);
-  AttentionOutput out{merge_and_project(matmul(attn_dropout.forward(weights), v), opt.head_mask), weights, scores};
-  if (hook_) hook_(out);
-  return out;
+  return AttentionOutput{merge_and_project(matmul(attn_dropout.forward(weights), v), opt.head_mask), weights, scores};
 }
 
 Variable MultiheadAttention::merge_and_project(const Variable& heads, const Tensor& head_mask) const {

@@ -66,7 +66,7 @@ struct AttentionForwardOptions {
   /// (H) floating: each head's output is multiplied by its entry before W_O (0 removes a head;
   /// for head-ablation experiments).
   Tensor head_mask;
-  /// Return the per-head scores and weights (runs the composed path; a hook implies it).
+  /// Return the per-head scores and weights (runs the composed path; a forward hook implies it).
   bool need_weights = false;
   /// Incremental decoding (self-attention, inference only): the keys and values of earlier tokens.
   /// The input holds only the new tokens; their keys and values are appended to the cache, and
@@ -75,7 +75,7 @@ struct AttentionForwardOptions {
   KVCache* cache = nullptr;
 };
 
-/// What a forward returns. weights and scores are there when asked for (need_weights, a hook, or
+/// What a forward returns. weights and scores are there when asked for (need_weights, a forward hook, or
 /// a mask or dropout the fused kernel does not handle); the fused kernel never builds them.
 struct AttentionOutput {
   Variable output;   // (B, Tq, E)
@@ -95,12 +95,6 @@ class MultiheadAttention : public Module {
   /// Self-attention: forward(x, x, x, options).
   AttentionOutput forward(const Variable& x, const AttentionForwardOptions& options = {}) const;
 
-  /// Called with every AttentionOutput this module produces (nullptr to remove). A way to look
-  /// at the attention inside any model without changing the model's code.
-  void set_hook(std::function<void(const AttentionOutput&)> hook) { hook_ = std::move(hook); }
-  /// Whether a hook is set.
-  bool has_hook() const { return static_cast<bool>(hook_); }
-
   std::string type_name() const override { return "MultiheadAttention"; }
   std::string extra_repr() const override;
 
@@ -119,8 +113,16 @@ class MultiheadAttention : public Module {
                                 const AttentionForwardOptions& options) const;
   // Incremental decoding with options.cache (nn/attention.cpp).
   AttentionOutput forward_cached(const Variable& x, const AttentionForwardOptions& options) const;
-  std::function<void(const AttentionOutput&)> hook_;
+  // Steps 1 to 8 on the inputs as the forward-pre hooks left them.
+  AttentionOutput attend(const Variable& query, const Variable& key, const Variable& value,
+                         const AttentionForwardOptions& options) const;
 };
+
+/// What forward hooks see of an AttentionOutput: {output, weights, scores} (the last two are
+/// always computed when the module has a forward hook).
+inline std::vector<Variable> hook_values(const AttentionOutput& out) { return {out.output, out.weights, out.scores}; }
+/// Put hooked values back into an AttentionOutput.
+inline void set_hook_values(AttentionOutput& out, const std::vector<Variable>& v) { out = {v.at(0), v.at(1), v.at(2)}; }
 
 /// Steps 3 and 4 for any q (B, H, Tq, d) and k (B, H, Tk, d): q k^T / sqrt(d), with the masks of
 /// `options` applied (-inf where a query may not look; a floating attn_mask is added).

@@ -9,9 +9,9 @@
 namespace mg::nn {
 
 // The fused kernel covers no mask but the causal one, no dropout on the weights, and no request
-// for the weights themselves (need_weights or a hook).
+// for the weights themselves (need_weights or a forward hook, which is given them).
 bool MultiheadAttention::can_fuse(const Variable&, const Variable&, const Variable&, const AttentionForwardOptions& opt) const {
-  return options.fused && !opt.need_weights && !hook_ && !opt.attn_mask.defined() && !opt.key_padding_mask.defined() &&
+  return options.fused && !opt.need_weights && !has_forward_hooks() && !opt.attn_mask.defined() && !opt.key_padding_mask.defined() &&
          (attn_dropout.p == 0 || !attn_dropout.is_training());
 }
 

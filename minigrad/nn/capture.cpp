@@ -3,26 +3,20 @@
 namespace mg::nn {
 
 AttentionCapture::AttentionCapture(Module& model) {
-  for (auto& entry : model.named_modules()) {
-    auto* mha = dynamic_cast<MultiheadAttention*>(entry.second);
+  for (auto& [name, module] : model.named_modules()) {
+    auto* mha = dynamic_cast<MultiheadAttention*>(module);
     if (!mha) continue;
-    const std::string name = entry.first;
-    if (mha->has_hook()) {
-      for (auto& [m, life] : modules_) m->set_hook(nullptr);  // undo what this capture did so far
-      throw StateError(fmt::format("AttentionCapture: {} already has a hook (another AttentionCapture of this model?)",
-                                   name.empty() ? std::string("the model") : name));
-    }
     names_.push_back(name);
-    modules_.emplace_back(mha, mha->lifetime());
-    mha->set_hook([this, name](const AttentionOutput& o) {
-      records_[name] = Record{o.scores.data().clone(), o.weights.data().clone()};
-    });
+    // Outputs 1 and 2 of an AttentionOutput: the weights and the scores.
+    hooks_.push_back(mha->register_forward_hook(
+        [this, key = name](const Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
+          records_[key] = Record{out[2].data().clone(), out[1].data().clone()};
+        }));
   }
 }
 
 AttentionCapture::~AttentionCapture() {
-  for (auto& [m, life] : modules_)
-    if (!life.expired()) m->set_hook(nullptr);  // a module destroyed before the capture has no hook to remove
+  for (HookHandle& h : hooks_) h.remove();  // a module destroyed before the capture has no hook to remove
 }
 
 const AttentionCapture::Record& AttentionCapture::at(const std::string& name) const {

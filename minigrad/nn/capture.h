@@ -5,10 +5,11 @@
 //   model.forward(x);
 //   Tensor w = capture.at("blocks.0.attn").weights;   // (B, H, Tq, Tk), post-softmax
 //
-// Every MultiheadAttention found under `model` gets a hook (MultiheadAttention::set_hook) that
-// copies its per-head scores and weights out of the graph. The hooks are removed when the
-// capture goes out of scope (if the model is still there). One capture per model at a time: a
-// second one is a StateError.
+// Every MultiheadAttention found under `model` gets a forward hook (Module::register_forward_hook)
+// that copies its per-head scores and weights out of the graph; a module with a forward hook
+// computes them, so the fused kernel is skipped while a capture is alive. The hooks are removed
+// when the capture goes out of scope (if the model is still there). It is nothing but hooks:
+// several captures, and hooks of your own, can watch the same model.
 #include <map>
 #include <string>
 #include <vector>
@@ -39,7 +40,7 @@ class AttentionCapture {
 
  private:
   std::vector<std::string> names_;
-  std::vector<std::pair<MultiheadAttention*, std::weak_ptr<void>>> modules_;  // with each one's lifetime
+  std::vector<HookHandle> hooks_;
   std::map<std::string, Record> records_;
 };
 

@@ -27,9 +27,10 @@ class Sequential : public Module {
   }
   /// x through every module in order.
   Variable forward(const Variable& x) const {
-    Variable y = x;
+    ForwardCall call(*this, {x});
+    Variable y = call.input(0);
     for (auto& f : steps_) y = f(y);
-    return y;
+    return call.output(y);
   }
   /// Module i as type M; an IndexError out of range, a ValueError if it is not an M.
   template <class M>

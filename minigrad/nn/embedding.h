@@ -25,7 +25,10 @@ class Embedding : public Module {
   Embedding(int64_t num_embeddings, int64_t embedding_dim, EmbeddingOptions options = {},
             Generator& gen = default_generator());
   /// ids: int64 (...) -> (..., embedding_dim). Out-of-range ids are an IndexError.
-  Variable forward(const Tensor& ids) const { return embedding(ids, weight, padding_idx); }
+  Variable forward(const Tensor& ids) const {
+    ForwardCall call(*this, {Variable(ids)});  // hooks see the ids as a Variable that needs no gradient
+    return call.output(embedding(call.input(0).data(), weight, padding_idx));
+  }
 
   std::string type_name() const override { return "Embedding"; }
   std::string extra_repr() const override;

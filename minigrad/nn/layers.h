@@ -15,7 +15,10 @@ class LayerNorm : public Module {
  public:
   explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
   /// x: (..., *normalized_shape) -> same shape.
-  Variable forward(const Variable& x) const { return layer_norm(x, normalized_shape, weight, bias, eps); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(layer_norm(call.input(0), normalized_shape, weight, bias, eps));
+  }
   std::string type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;
 
@@ -34,7 +37,10 @@ struct DropoutOptions {
 class Dropout : public Module {
  public:
   explicit Dropout(DropoutOptions options = {}, Generator& gen = default_generator());
-  Variable forward(const Variable& x) const { return dropout(x, p, is_training(), *gen_); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(dropout(call.input(0), p, is_training(), *gen_));
+  }
   std::string type_name() const override { return "Dropout"; }
   std::string extra_repr() const override { return fmt::format("p={}", p); }
 
@@ -46,7 +52,10 @@ class Dropout : public Module {
 
 /// max(x, 0)
 struct ReLU : Module {
-  Variable forward(const Variable& x) const { return relu(x); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(relu(call.input(0)));
+  }
   std::string type_name() const override { return "ReLU"; }
 };
 /// GELU's settings (PyTorch's default).
@@ -56,25 +65,37 @@ struct GELUOptions {
 /// GELU, erf form ("none") or tanh approximation ("tanh"): GELU({.approximate = "tanh"}).
 struct GELU : Module {
   explicit GELU(GELUOptions options = {}) : approximate(std::move(options.approximate)) {}
-  Variable forward(const Variable& x) const { return gelu(x, approximate); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(gelu(call.input(0), approximate));
+  }
   std::string type_name() const override { return "GELU"; }
   std::string extra_repr() const override { return "approximate=" + approximate; }
   const std::string approximate;
 };
 /// tanh(x)
 struct Tanh : Module {
-  Variable forward(const Variable& x) const { return tanh(x); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(tanh(call.input(0)));
+  }
   std::string type_name() const override { return "Tanh"; }
 };
 /// 1 / (1 + e^-x)
 struct Sigmoid : Module {
-  Variable forward(const Variable& x) const { return sigmoid(x); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(sigmoid(call.input(0)));
+  }
   std::string type_name() const override { return "Sigmoid"; }
 };
 
 /// x * sigmoid(x) (also called swish)
 struct SiLU : Module {
-  Variable forward(const Variable& x) const { return silu(x); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(silu(call.input(0)));
+  }
   std::string type_name() const override { return "SiLU"; }
 };
 /// LeakyReLU's settings (PyTorch's default).
@@ -84,7 +105,10 @@ struct LeakyReLUOptions {
 /// x for x > 0, negative_slope * x below.
 struct LeakyReLU : Module {
   explicit LeakyReLU(LeakyReLUOptions options = {}) : negative_slope(options.negative_slope) {}
-  Variable forward(const Variable& x) const { return leaky_relu(x, negative_slope); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(leaky_relu(call.input(0), negative_slope));
+  }
   std::string type_name() const override { return "LeakyReLU"; }
   std::string extra_repr() const override { return fmt::format("negative_slope={}", negative_slope); }
   const double negative_slope;
@@ -97,7 +121,10 @@ struct SoftplusOptions {
 /// log(1 + e^(beta x)) / beta, a smooth ReLU.
 struct Softplus : Module {
   explicit Softplus(SoftplusOptions options = {}) : beta(options.beta), threshold(options.threshold) {}
-  Variable forward(const Variable& x) const { return softplus(x, beta, threshold); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(softplus(call.input(0), beta, threshold));
+  }
   std::string type_name() const override { return "Softplus"; }
   std::string extra_repr() const override { return fmt::format("beta={}, threshold={}", beta, threshold); }
   const double beta, threshold;
@@ -109,7 +136,10 @@ struct ELUOptions {
 /// x for x > 0, alpha (e^x - 1) below.
 struct ELU : Module {
   explicit ELU(ELUOptions options = {}) : alpha(options.alpha) {}
-  Variable forward(const Variable& x) const { return elu(x, alpha); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(elu(call.input(0), alpha));
+  }
   std::string type_name() const override { return "ELU"; }
   std::string extra_repr() const override { return fmt::format("alpha={}", alpha); }
   const double alpha;
@@ -117,14 +147,20 @@ struct ELU : Module {
 
 /// Returns its input: a placeholder where a model may or may not have a layer.
 struct Identity : Module {
-  Variable forward(const Variable& x) const { return x; }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(call.input(0));
+  }
   std::string type_name() const override { return "Identity"; }
 };
 
 /// Flattens dims start_dim..end_dim into one: Flatten() turns (N, C, H, W) into (N, C H W).
 struct Flatten : Module {
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
-  Variable forward(const Variable& x) const { return flatten(x, start_dim, end_dim); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(flatten(call.input(0), start_dim, end_dim));
+  }
   std::string type_name() const override { return "Flatten"; }
   std::string extra_repr() const override { return fmt::format("start_dim={}, end_dim={}", start_dim, end_dim); }
   const int64_t start_dim, end_dim;
@@ -133,7 +169,10 @@ struct Flatten : Module {
 /// Splits dim into `sizes` (one may be -1): Unflatten(1, {16, 4, 4}) turns (N, 256) into (N, 16, 4, 4).
 struct Unflatten : Module {
   Unflatten(int64_t dim, Shape sizes);
-  Variable forward(const Variable& x) const { return unflatten(x, dim, sizes); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(unflatten(call.input(0), dim, sizes));
+  }
   std::string type_name() const override { return "Unflatten"; }
   std::string extra_repr() const override { return fmt::format("dim={}, unflattened_size={}", dim, shape_str(sizes)); }
   const int64_t dim;

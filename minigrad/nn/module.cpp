@@ -6,6 +6,20 @@
 
 namespace mg::nn {
 namespace {
+// The modules whose forward is running on this thread, innermost last (ForwardCall).
+thread_local std::vector<const Module*> t_forward_stack;
+
+// The prefix of an error raised inside a forward: the innermost running module, named by its
+// path in the model. Nothing for a module that is not part of a model (the caller knows which
+// one they called).
+std::string forward_context() {
+  if (t_forward_stack.empty()) return "";
+  const Module* m = t_forward_stack.back();
+  if (m->parent() == nullptr) return "";
+  return fmt::format("in {} ({}): ", m->path(), m->type_name());
+}
+const bool g_context_installed = (set_error_context(&forward_context), true);
+
 void check_name(const std::string& name, const char* what) {
   MG_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError,
            "register_{}: name \"{}\" must be non-empty and contain no '.'", what, name);
@@ -198,5 +212,57 @@ std::string Module::summary() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.summary(); }
+
+// ---------------------------------------------------------------- hooks
+
+HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+  MG_CHECK(hook != nullptr, ValueError, "register_forward_pre_hook: the hook is empty ({})", type_name());
+  pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return HookHandle(this, life_, next_hook_id_++);
+}
+
+HookHandle Module::register_forward_hook(ForwardHook hook) {
+  MG_CHECK(hook != nullptr, ValueError, "register_forward_hook: the hook is empty ({})", type_name());
+  forward_hooks_.emplace_back(next_hook_id_, std::move(hook));
+  return HookHandle(this, life_, next_hook_id_++);
+}
+
+void HookHandle::remove() {
+  if (module_ == nullptr || life_.expired()) return;
+  auto drop = [&](auto& hooks) { std::erase_if(hooks, [&](const auto& h) { return h.first == id_; }); };
+  drop(module_->pre_hooks_);
+  drop(module_->forward_hooks_);
+  module_ = nullptr;
+}
+
+ForwardCall::ForwardCall(const Module& module, std::vector<Variable> inputs) : module_(module), inputs_(std::move(inputs)) {
+  (void)g_context_installed;
+  t_forward_stack.push_back(&module_);
+  if (module_.pre_hooks_.empty()) return;
+  try {
+    const auto hooks = module_.pre_hooks_;  // a hook may remove itself
+    const size_t n = inputs_.size();
+    for (auto& [id, hook] : hooks) {
+      hook(module_, inputs_);
+      MG_CHECK(inputs_.size() == n, ValueError, "forward pre-hook: {} inputs became {}; a hook may replace inputs, not add or drop them",
+               n, inputs_.size());
+    }
+  } catch (...) {
+    t_forward_stack.pop_back();  // the destructor of a half-built call does not run
+    throw;
+  }
+}
+
+ForwardCall::~ForwardCall() { t_forward_stack.pop_back(); }
+
+void ForwardCall::run_forward_hooks(std::vector<Variable>& outputs) const {
+  const auto hooks = module_.forward_hooks_;
+  const size_t n = outputs.size();
+  for (auto& [id, hook] : hooks) {
+    hook(module_, inputs_, outputs);
+    MG_CHECK(outputs.size() == n, ValueError, "forward hook: {} outputs became {}; a hook may replace outputs, not add or drop them", n,
+             outputs.size());
+  }
+}
 
 }  // namespace mg::nn

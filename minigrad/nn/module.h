@@ -19,6 +19,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,6 +27,32 @@
 #include "minigrad/autograd/variable.h"
 
 namespace mg::nn {
+
+class Module;
+
+/// A forward-pre hook: called before a module's forward with its inputs, which it may replace
+/// (same count). PyTorch's register_forward_pre_hook.
+using ForwardPreHook = std::function<void(const Module& module, std::vector<Variable>& inputs)>;
+/// A forward hook: called after a module's forward with its inputs and outputs, which it may
+/// replace (same count). PyTorch's register_forward_hook.
+using ForwardHook = std::function<void(const Module& module, const std::vector<Variable>& inputs, std::vector<Variable>& outputs)>;
+
+/// What register_forward_hook returns: remove() takes the hook off again (PyTorch's
+/// RemovableHandle). Removing twice, or after the module is gone, does nothing; dropping the
+/// handle leaves the hook in place.
+class HookHandle {
+ public:
+  HookHandle() = default;
+  /// Take the hook off its module.
+  void remove();
+
+ private:
+  friend class Module;
+  HookHandle(Module* module, std::weak_ptr<void> life, int64_t id) : module_(module), life_(std::move(life)), id_(id) {}
+  Module* module_ = nullptr;
+  std::weak_ptr<void> life_;
+  int64_t id_ = -1;
+};
 
 class Module {
  public:
@@ -90,6 +117,14 @@ class Module {
   /// Convert every parameter and buffer to `dtype` in place (float64 for gradcheck).
   void to(DType dtype);
 
+  /// Call `hook` before every forward of this module (see ForwardPreHook).
+  HookHandle register_forward_pre_hook(ForwardPreHook hook);
+  /// Call `hook` after every forward of this module (see ForwardHook). A MultiheadAttention with
+  /// a forward hook computes its weights and scores (the hook's outputs 1 and 2).
+  HookHandle register_forward_hook(ForwardHook hook);
+  /// Whether any forward or forward-pre hook is registered on this module.
+  bool has_forward_hooks() const { return !pre_hooks_.empty() || !forward_hooks_.empty(); }
+
   /// The class name shown in the summary ("Linear").
   virtual std::string type_name() const = 0;
   /// The constructor arguments shown in the summary ("in_features=2, out_features=64, bias=true").
@@ -109,6 +144,8 @@ class Module {
   void add_child(const std::string& name, Module* child);
 
  private:
+  friend class HookHandle;
+  friend class ForwardCall;
   void check_unused(const std::string& name, const char* what) const;
   void summary_into(std::string& out, int indent) const;
   // Each registry entry points at its slot: a member, or an element of owned_params_ /
@@ -118,6 +155,9 @@ class Module {
   std::deque<Variable> owned_params_;
   std::deque<Tensor> owned_buffers_;
   std::vector<std::pair<std::string, Module*>> children_;
+  std::vector<std::pair<int64_t, ForwardPreHook>> pre_hooks_;
+  std::vector<std::pair<int64_t, ForwardHook>> forward_hooks_;
+  int64_t next_hook_id_ = 0;
   const Module* parent_ = nullptr;
   std::string name_in_parent_;
   std::weak_ptr<void> parent_life_;
@@ -127,5 +167,61 @@ class Module {
 
 /// Prints module.summary().
 std::ostream& operator<<(std::ostream& os, const Module& module);
+
+// What hooks see of a forward's result: the Variables in it, in order, and back. A module whose
+// forward returns another type declares the pair next to that type (AttentionOutput does).
+/// A Variable result: itself.
+inline std::vector<Variable> hook_values(const Variable& out) { return {out}; }
+/// Put hooked values back into a Variable result.
+inline void set_hook_values(Variable& out, const std::vector<Variable>& v) { out = v.at(0); }
+/// An (output, state) pair (RNN, GRU, LSTMCell): both.
+inline std::vector<Variable> hook_values(const std::tuple<Variable, Variable>& out) { return {std::get<0>(out), std::get<1>(out)}; }
+/// Put hooked values back into an (output, state) pair.
+inline void set_hook_values(std::tuple<Variable, Variable>& out, const std::vector<Variable>& v) { out = {v.at(0), v.at(1)}; }
+/// LSTM's (output, (h, c)): the three.
+inline std::vector<Variable> hook_values(const std::tuple<Variable, std::tuple<Variable, Variable>>& out) {
+  return {std::get<0>(out), std::get<0>(std::get<1>(out)), std::get<1>(std::get<1>(out))};
+}
+/// Put hooked values back into LSTM's (output, (h, c)).
+inline void set_hook_values(std::tuple<Variable, std::tuple<Variable, Variable>>& out, const std::vector<Variable>& v) {
+  out = {v.at(0), {v.at(1), v.at(2)}};
+}
+
+/// One call of a module's forward, opened at the top of every forward in nn (PyTorch does the same
+/// work in Module.__call__). It runs the forward-pre hooks on the inputs, runs the forward hooks
+/// on what output() is given, and while it is open an mg::Error thrown anywhere below names the
+/// module and its place in the model: "in blocks.2.attn (MultiheadAttention): matmul: ...".
+///
+///   Variable forward(const Variable& x) const {
+///     ForwardCall call(*this, {x});
+///     return call.output(linear(call.input(0), weight, bias));
+///   }
+///
+/// A module of your own gets hooks and error paths by opening one the same way.
+class ForwardCall {
+ public:
+  /// Open the call: runs `module`'s forward-pre hooks, which may replace the inputs.
+  ForwardCall(const Module& module, std::vector<Variable> inputs);
+  ~ForwardCall();
+  ForwardCall(const ForwardCall&) = delete;
+  ForwardCall& operator=(const ForwardCall&) = delete;
+
+  /// Input i as the pre-hooks left it (the caller's when there are none).
+  const Variable& input(size_t i) const { return inputs_.at(i); }
+  /// Run the forward hooks on `out` and return it, with whatever they replaced.
+  template <class Out>
+  Out output(Out out) const {
+    if (module_.forward_hooks_.empty()) return out;
+    std::vector<Variable> values = hook_values(out);
+    run_forward_hooks(values);
+    set_hook_values(out, values);
+    return out;
+  }
+
+ private:
+  void run_forward_hooks(std::vector<Variable>& outputs) const;
+  const Module& module_;
+  std::vector<Variable> inputs_;
+};
 
 }  // namespace mg::nn

@@ -10,7 +10,10 @@ class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(Size2 kernel_size, MaxPool2dOptions options = {});
   /// x: (N, C, H, W) or (C, H, W).
-  Variable forward(const Variable& x) const { return max_pool2d(x, kernel_size, options); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(max_pool2d(call.input(0), kernel_size, options));
+  }
   std::string type_name() const override { return "MaxPool2d"; }
   std::string extra_repr() const override {
     const Pool2dArgs a = pool2d_args(kernel_size, options.stride, options.padding, options.dilation, options.ceil_mode);
@@ -26,7 +29,10 @@ class AvgPool2d : public Module {
  public:
   explicit AvgPool2d(Size2 kernel_size, AvgPool2dOptions options = {});
   /// x: (N, C, H, W) or (C, H, W).
-  Variable forward(const Variable& x) const { return avg_pool2d(x, kernel_size, options); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(avg_pool2d(call.input(0), kernel_size, options));
+  }
   std::string type_name() const override { return "AvgPool2d"; }
   std::string extra_repr() const override {
     const Pool2dArgs a = pool2d_args(kernel_size, options.stride, options.padding, 1, options.ceil_mode);
@@ -43,7 +49,10 @@ class AdaptiveAvgPool2d : public Module {
  public:
   explicit AdaptiveAvgPool2d(Size2 output_size);
   /// x: (N, C, H, W) or (C, H, W) -> (..., out_h, out_w).
-  Variable forward(const Variable& x) const { return adaptive_avg_pool2d(x, output_size); }
+  Variable forward(const Variable& x) const {
+    ForwardCall call(*this, {x});
+    return call.output(adaptive_avg_pool2d(call.input(0), output_size));
+  }
   std::string type_name() const override { return "AdaptiveAvgPool2d"; }
   std::string extra_repr() const override { return fmt::format("output_size=({}, {})", output_size.h, output_size.w); }
   const Size2 output_size;

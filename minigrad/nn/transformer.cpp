@@ -45,14 +45,16 @@ Variable TransformerEncoderLayer::feed_forward(const Variable& x) const {
   return mlp(linear1, dropout, linear2, dropout2, options.activation, x);
 }
 
-Variable TransformerEncoderLayer::forward(const Variable& src, const AttentionForwardOptions& mask) const {
+Variable TransformerEncoderLayer::forward(const Variable& input, const AttentionForwardOptions& mask) const {
+  ForwardCall call(*this, {input});
+  const Variable& src = call.input(0);
   auto sa = [&](const Variable& x) { return dropout1.forward(self_attn.forward(x, x, x, mask).output); };
   if (options.norm_first) {
     Variable x = src + sa(norm1.forward(src));
-    return x + feed_forward(norm2.forward(x));
+    return call.output(x + feed_forward(norm2.forward(x)));
   }
   Variable x = norm1.forward(src + sa(src));
-  return norm2.forward(x + feed_forward(x));
+  return call.output(norm2.forward(x + feed_forward(x)));
 }
 
 std::string TransformerEncoderLayer::extra_repr() const { return layer_repr(self_attn, options); }
@@ -90,8 +92,10 @@ Variable TransformerDecoderLayer::feed_forward(const Variable& x) const {
   return mlp(linear1, dropout, linear2, dropout3, options.activation, x);
 }
 
-Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask,
+Variable TransformerDecoderLayer::forward(const Variable& tgt_in, const Variable& memory_in, const AttentionForwardOptions& tgt_mask,
                                           const AttentionForwardOptions& memory_mask) const {
+  ForwardCall call(*this, {tgt_in, memory_in});
+  const Variable &tgt = call.input(0), &memory = call.input(1);
   auto sa = [&](const Variable& x) { return dropout1.forward(self_attn.forward(x, x, x, tgt_mask).output); };
   // Cross-attention: queries from the decoder stream x, keys and values from the encoder's memory.
   auto ca = [&](const Variable& x) {
@@ -100,11 +104,11 @@ Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& m
   if (options.norm_first) {
     Variable x = tgt + sa(norm1.forward(tgt));
     x = x + ca(norm2.forward(x));
-    return x + feed_forward(norm3.forward(x));
+    return call.output(x + feed_forward(norm3.forward(x)));
   }
   Variable x = norm1.forward(tgt + sa(tgt));
   x = norm2.forward(x + ca(x));
-  return norm3.forward(x + feed_forward(x));
+  return call.output(norm3.forward(x + feed_forward(x)));
 }
 
 std::string TransformerDecoderLayer::extra_repr() const { return layer_repr(self_attn, options); }

@@ -11,9 +11,19 @@
 
 namespace mg {
 
-/// Base class of every error minigrad throws on bad input.
+/// Where an error is being raised, as a prefix for its message ("in blocks.2.attn
+/// (MultiheadAttention): "), or "". nn installs one that names the module whose forward is running
+/// (nn::ForwardCall); the tensor layer knows nothing of modules.
+using ErrorContext = std::string (*)();
+/// Install the function that prefixes every Error's message (nn does, once).
+void set_error_context(ErrorContext context);
+/// The current prefix ("" when no function is installed).
+std::string error_context();
+
+/// Base class of every error minigrad throws on bad input. The message is prefixed by where in a
+/// model it happened, when inside a module's forward (see nn::ForwardCall).
 struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what) : std::runtime_error(error_context() + what) {}
 };
 /// Shapes that do not fit together (matmul, broadcasting, reshape, concat, ...).
 struct ShapeError : Error {
