@@ -4,6 +4,7 @@
 //   autograd/  Variable, the tape, derivative rules, gradcheck
 //   nn/        Module and layers, attention, GPT, save/load
 //   optim/     optimizers, schedules, clipping, checkpoints
+//   data/      TensorDataset and DataLoader: batches of plain tensors    (needs only tensor/)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/ops.h"
 #include "minigrad/tensor/parallel.h"
@@ -33,6 +34,8 @@
 #include "minigrad/nn/rnn.h"
 #include "minigrad/nn/serialize.h"
 #include "minigrad/nn/transformer.h"
+
+#include "minigrad/data/dataloader.h"
 
 #include "minigrad/optim/adam.h"
 #include "minigrad/optim/checkpoint.h"

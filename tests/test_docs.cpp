@@ -28,15 +28,18 @@ const fs::path kRoot = MG_SOURCE_DIR;
 // The library lives in minigrad/ (its headers are included as "minigrad/nn/linear.h"); docs and
 // comments name its files from there, as the layers: `nn/linear.h` is minigrad/nn/linear.h.
 const fs::path kLib = kRoot / "minigrad";
-const std::set<std::string> kLayers = {"tensor", "autograd", "nn", "optim", "viz"};
-const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn", "optim", "viz", "minigrad", "tests", "examples",
+const std::set<std::string> kLayers = {"tensor", "autograd", "nn", "optim", "data", "viz"};
+const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn", "optim", "data", "viz", "minigrad", "tests", "examples",
                                         "bench", "docs", "scripts", "cmake", ".ci"};
 const std::set<std::string> kRootFiles = {"minigrad.h", "Makefile", "CMakeLists.txt", "README.md"};
 
 // Where a path written in the docs lives: under minigrad/ for the library's layers and its
-// umbrella header, under the repository's root otherwise.
+// umbrella header, under the repository's root otherwise. data/ is both a layer (data/dataloader.h)
+// and the folder of data sets (data/digits.csv): a path there is the library's unless only the
+// root has it.
 fs::path resolve(const std::string& path) {
   const std::string first = path.substr(0, path.find('/'));
+  if (first == "data" && !fs::exists(kLib / path) && fs::exists(kRoot / path)) return kRoot / path;
   return kLayers.count(first) || path == "minigrad.h" ? kLib / path : kRoot / path;
 }
 
@@ -106,7 +109,7 @@ bool file_has(const fs::path& file, const std::string& name) {
   return std::regex_search(text, def_re);
 }
 
-// All of the library's code (tensor/, autograd/, nn/, optim/, viz/), as one text.
+// All of the library's code (tensor/, autograd/, nn/, optim/, data/, viz/), as one text.
 const std::string& library_code() {
   static const std::string code = [] {
     std::string all;
@@ -122,7 +125,7 @@ const std::string& library_code() {
 // part that is not one of minigrad's namespaces must occur in the library's code as a word.
 std::vector<std::string> check_cpp_name(const std::string& where, const std::string& ref) {
   static const std::regex name_re(R"(^(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*(?:\(\))?$)");
-  static const std::set<std::string> namespaces = {"mg", "nn", "optim", "viz", "init", "blas", "fast"};
+  static const std::set<std::string> namespaces = {"mg", "nn", "optim", "data", "viz", "init", "blas", "fast"};
   std::vector<std::string> out;
   if (!std::regex_match(ref, name_re) || ref.rfind("std::", 0) == 0) return out;
   std::string name = ref.substr(0, ref.find('('));
@@ -189,7 +192,7 @@ std::vector<std::string> check_reference(const fs::path& md, std::string ref, bo
 std::vector<std::string> check_markdown(const fs::path& md, const std::string& text, int* count = nullptr) {
   static const std::regex span_re("`([^`\\n]+)`"), link_re("\\]\\(([^)\\s]+)\\)");
   // A path written in plain prose, outside backticks: nn/transformer.h, autograd/ops/attention.cpp.
-  static const std::regex plain_re(R"((?:^|[\s(,])((?:tensor|autograd|nn|optim|viz|minigrad|tests|examples|bench|docs|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
+  static const std::regex plain_re(R"((?:^|[\s(,])((?:tensor|autograd|nn|optim|data|viz|minigrad|tests|examples|bench|docs|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
   const std::string prose = prose_of(text);
   std::vector<std::string> out;
   const std::string plain = std::regex_replace(prose, span_re, " ");

@@ -1,0 +1,105 @@
+// data::TensorDataset and data::DataLoader: batch sizes, the last batch, seeded shuffles that
+// cover every example once per epoch, resuming at an epoch, bad settings.
+#include <set>
+
+#include "helpers.h"
+
+using namespace mg;
+using mgtest::expect_close;
+using testing::HasSubstr;
+
+namespace {
+// Ten examples: x row i = (i, 10 i), label i.
+data::TensorDataset ten() {
+  std::vector<float> x;
+  for (int i = 0; i < 10; ++i) x.push_back(static_cast<float>(i)), x.push_back(static_cast<float>(10 * i));
+  return data::TensorDataset({from_vector(x, {10, 2}), arange(10, DType::Int64)});
+}
+std::vector<int64_t> labels(const data::Batch& b) { return b[1].to_vector<int64_t>(); }
+}  // namespace
+
+TEST(DataLoader, BatchesInOrderWithAShortLastBatch) {
+  data::DataLoader loader(ten(), {.batch_size = 4});
+  EXPECT_EQ(loader.size(), 3);
+  std::vector<std::vector<int64_t>> seen;
+  for (const data::Batch& b : loader) {
+    ASSERT_EQ(b.size(), 2u);
+    EXPECT_EQ(b[0].size(0), b[1].size(0));
+    // The rows of a batch belong together: x = (label, 10 label).
+    const auto l = labels(b);
+    for (size_t r = 0; r < l.size(); ++r) {
+      EXPECT_EQ(b[0].narrow(0, static_cast<int64_t>(r), 1).to_vector<float>(),
+                (std::vector<float>{static_cast<float>(l[r]), static_cast<float>(10 * l[r])}));
+    }
+    seen.push_back(l);
+  }
+  EXPECT_EQ(seen, (std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}));
+  data::DataLoader dropping(ten(), {.batch_size = 4, .drop_last = true});
+  EXPECT_EQ(dropping.size(), 2);
+  int n = 0;
+  for (const data::Batch& b : dropping) {
+    EXPECT_EQ(b[0].size(0), 4);
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+  data::DataLoader exact(ten(), {.batch_size = 5, .drop_last = true});
+  EXPECT_EQ(exact.size(), 2);
+}
+
+TEST(DataLoader, ShuffledEpochsCoverEveryExampleOnceInTheirOwnSeededOrder) {
+  data::DataLoader a(ten(), {.batch_size = 3, .shuffle = true, .seed = 42});
+  data::DataLoader b(ten(), {.batch_size = 3, .shuffle = true, .seed = 42});
+  data::DataLoader c(ten(), {.batch_size = 3, .shuffle = true, .seed = 43});
+  std::vector<std::vector<int64_t>> epochs_a, epochs_b, epochs_c;
+  for (int e = 0; e < 3; ++e) {
+    for (auto [loader, out] : {std::pair{&a, &epochs_a}, std::pair{&b, &epochs_b}, std::pair{&c, &epochs_c}}) {
+      std::vector<int64_t> order;
+      for (const data::Batch& batch : *loader)
+        for (int64_t l : labels(batch)) order.push_back(l);
+      out->push_back(order);
+    }
+    EXPECT_EQ(std::set<int64_t>(epochs_a[e].begin(), epochs_a[e].end()).size(), 10u);  // each example once
+    EXPECT_EQ(epochs_a[e].size(), 10u);
+  }
+  EXPECT_EQ(epochs_a, epochs_b);        // same seed, same run
+  EXPECT_NE(epochs_a, epochs_c);        // another seed, another run
+  EXPECT_NE(epochs_a[0], epochs_a[1]);  // every epoch its own order
+  std::vector<int64_t> identity(10);
+  for (int i = 0; i < 10; ++i) identity[i] = i;
+  EXPECT_NE(epochs_a[0], identity);
+  // Resuming at epoch 2 gives epoch 2's order without running epochs 0 and 1.
+  data::DataLoader resumed(ten(), {.batch_size = 3, .shuffle = true, .seed = 42});
+  resumed.set_epoch(2);
+  EXPECT_EQ(resumed.order(2), epochs_a[2]);
+  std::vector<int64_t> order;
+  for (const data::Batch& batch : resumed)
+    for (int64_t l : labels(batch)) order.push_back(l);
+  EXPECT_EQ(order, epochs_a[2]);
+  EXPECT_EQ(resumed.epoch(), 3);
+  EXPECT_EQ(labels(resumed.batch(2, 1)), std::vector<int64_t>(epochs_a[2].begin() + 3, epochs_a[2].begin() + 6));
+}
+
+TEST(DataLoader, BadDatasetsAndSettingsAreNamed) {
+  auto error = [](auto&& make, const std::string& text) {
+    try {
+      make();
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(text));
+    }
+  };
+  error([] { data::TensorDataset({}); }, "TensorDataset: needs at least one tensor");
+  error([] { data::TensorDataset({zeros({3, 2}), zeros({4})}); },
+        "TensorDataset: every tensor needs the same number of examples (dim 0); tensor 0 is (3, 2), tensor 1 is (4,)");
+  error([] { data::TensorDataset({scalar_tensor(1.0)}); }, "TensorDataset: tensor 0 must have a first dimension of examples");
+  error([] { data::DataLoader(ten(), {.batch_size = 0}); }, "DataLoader: batch_size must be >= 1, got 0");
+  error([] { ten().get(10); }, "TensorDataset: example 10 is out of range for 10 examples");
+  error([] { data::DataLoader(ten(), {.batch_size = 4}).batch(0, 3); }, "DataLoader: batch 3 is out of range for 3 batches");
+  error([] { data::DataLoader(ten()).set_epoch(-1); }, "DataLoader: epoch must be >= 0, got -1");
+  // An empty dataset is allowed: no batches.
+  data::DataLoader empty(data::TensorDataset({zeros({0, 3})}), {.batch_size = 2});
+  EXPECT_EQ(empty.size(), 0);
+  int n = 0;
+  for (const data::Batch& b : empty) (void)b, ++n;
+  EXPECT_EQ(n, 0);
+}
