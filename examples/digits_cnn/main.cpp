@@ -142,26 +142,25 @@ struct Result {
   Evaluation test;                                 // after the last epoch
 };
 
-// AdamW on shuffled mini-batches, the learning rate cosine-decayed over all steps.
+// AdamW on shuffled mini-batches (a DataLoader: a new seeded order every epoch), the learning
+// rate cosine-decayed over all steps.
 Result train(DigitsCNN& m, const Split& s, const Config& c) {
-  const int64_t n = s.train.y.size(0), per_epoch = (n + c.batch - 1) / c.batch;
+  data::DataLoader loader(data::TensorDataset({s.train.x, s.train.y}), {.batch_size = c.batch, .shuffle = true, .seed = c.seed + 1});
+  const int64_t n = loader.dataset().size();
   optim::AdamW opt(m.parameters(), {.lr = c.lr, .weight_decay = 1e-4});
-  optim::WarmupCosineLR sched(opt, 0, c.epochs * per_epoch, 0.1);
-  Generator shuffle(c.seed + 1);
+  optim::WarmupCosineLR sched(opt, 0, c.epochs * loader.size(), 0.1);
   Result r;
   viz::ProgressBar bar(c.epochs, "train");
   m.train();
   for (int epoch = 1; epoch <= c.epochs; ++epoch) {
-    const Tensor order = randperm(n, shuffle);
     double total = 0;
-    for (int64_t b = 0; b < per_epoch; ++b) {
-      const Tensor idx = order.narrow(0, b * c.batch, std::min(c.batch, n - b * c.batch));
-      Variable loss = cross_entropy(m.forward(Variable(index_select(s.train.x, 0, idx))), index_select(s.train.y, 0, idx));
+    for (const data::Batch& b : loader) {  // b[0]: images (batch, 1, 8, 8), b[1]: labels (batch)
+      Variable loss = cross_entropy(m.forward(Variable(b[0])), b[1]);
       opt.zero_grad();
       loss.backward();
       opt.step();
       sched.step();
-      total += loss.item() * static_cast<double>(idx.size(0));
+      total += loss.item() * static_cast<double>(b[1].size(0));
     }
     r.train_loss.push_back(total / static_cast<double>(n));
     r.test_accuracy.push_back(evaluate(m, s.test).accuracy);
