@@ -252,3 +252,70 @@ TEST(Autograd, TrainingIsBitForBitReproducible) {
   };
   EXPECT_EQ(run(), run());
 }
+
+// micrograd's example, L = (a * b + c) * f with a = 2, b = -3, c = 10, f = -2: drawn after backward,
+// every node carries its value and gradient (e and d through retain_grad), all by hand:
+// e = -6, d = 4, L = -8; dL/dd = f = -2, dL/de = -2, dL/dc = -2, dL/da = -2 b = 6, dL/db = -2 a = -4, dL/df = d = 4.
+TEST(Autograd, ToDotShowsValuesAndGradientsPerNode) {
+  auto leaf = [](double x, const char* name) {
+    Variable v(full({}, x, DType::Float64), true);
+    v.set_name(name);
+    return v;
+  };
+  Variable a = leaf(2, "a"), b = leaf(-3, "b"), c = leaf(10, "c"), f = leaf(-2, "f");
+  Variable e = a * b, d = e + c;
+  e.retain_grad(), d.retain_grad();
+  EXPECT_TRUE(e.retains_grad());
+  EXPECT_FALSE(a.retains_grad());
+  Variable L = d * f;
+  L.backward();
+  EXPECT_EQ(e.grad().item(), -2);
+  EXPECT_EQ(d.grad().item(), -2);
+  const std::string dot = to_dot(L, {.values = true, .grads = true});
+  EXPECT_THAT(dot, HasSubstr("a\\n()\\nparam (gets .grad)\\ndata 2\\ngrad 6\""));
+  EXPECT_THAT(dot, HasSubstr("b\\n()\\nparam (gets .grad)\\ndata -3\\ngrad -4\""));
+  EXPECT_THAT(dot, HasSubstr("c\\n()\\nparam (gets .grad)\\ndata 10\\ngrad -2\""));
+  EXPECT_THAT(dot, HasSubstr("f\\n()\\nparam (gets .grad)\\ndata -2\\ngrad 4\""));
+  EXPECT_THAT(dot, HasSubstr("mul\\n()\\ndata -6\\ngrad -2\""));  // e
+  EXPECT_THAT(dot, HasSubstr("add\\n()\\ndata 4\\ngrad -2\""));   // d
+  EXPECT_THAT(dot, HasSubstr("mul\\n()\\ndata -8\""));            // L: no retained gradient
+  // without options the labels are as before: op, shape
+  EXPECT_THAT(to_dot(L), testing::Not(HasSubstr("data")));
+}
+
+TEST(Autograd, ToDotShowsNormsOfLargeTensorsAndOnlyLiveValues) {
+  Variable w(full({3, 4}, 0.5, DType::Float64), true);  // norm sqrt(12 * 0.25) = sqrt(3)
+  w.set_name("w");
+  Variable y = sum(relu(w) * 2.0);
+  y.backward();  // dy/dw = 2 everywhere: norm sqrt(12 * 4) = 6.928
+  const std::string dot = to_dot(y, {.values = true, .grads = true});
+  EXPECT_THAT(dot, HasSubstr("|data| 1.732"));
+  EXPECT_THAT(dot, HasSubstr("|grad| 6.928"));
+  // the relu and mul outputs were temporaries: gone, so their nodes show no value
+  EXPECT_THAT(dot, HasSubstr("relu\\n(3, 4)\""));
+  EXPECT_THROW(to_dot(y, {.max_elements = -1}), ValueError);
+}
+
+TEST(Autograd, RetainGradSumsOverBackwardsAndDoesNotKeepTheVariableAlive) {
+  Variable x(tensor({1.0, 2.0}, {2}).to(DType::Float64), true);
+  Variable h = x * 3.0;
+  h.retain_grad();
+  h.retain_grad();  // twice is once
+  Variable y = sum(h * h);  // dy/dh = 2h = (6, 12)
+  y.backward({}, true);
+  expect_values(h.grad(), {2}, {6, 12});
+  y.backward();
+  expect_values(h.grad(), {2}, {12, 24});  // summed, like a leaf's
+  // the node's hook holds h weakly: dropping h frees it although the graph lives on
+  std::weak_ptr<VariableImpl> weak;
+  Variable z;
+  {
+    Variable k = x * 2.0;
+    k.retain_grad();
+    weak = k.impl();
+    z = sum(k);
+  }
+  EXPECT_TRUE(weak.expired());
+  z.backward();  // the hook finds nothing to store into, and nothing breaks
+  EXPECT_THROW(Variable(tensor({1.0}, {1}), false).retain_grad(), StateError);
+}

@@ -53,6 +53,9 @@ struct Node {
   /// Hooks on the gradient of this op's output (registered on the Variable it made), run by the
   /// engine on the summed gradient before apply().
   GradHooks grad_hooks;
+  /// The Variable this op made, while someone still holds it (to_dot shows its value and, after
+  /// retain_grad, its gradient). Weak: the tape never keeps activations alive.
+  std::weak_ptr<VariableImpl> output;
 
   /// Whether input i needs a gradient; backward functions skip the work for the others.
   bool needs(size_t i) const { return i < next.size() && next[i] != nullptr; }

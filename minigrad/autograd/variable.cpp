@@ -19,6 +19,7 @@ Variable Variable::from_node(Tensor data, std::shared_ptr<Node> grad_fn) {
   v.impl_->data = std::move(data);
   v.impl_->requires_grad = true;
   v.impl_->grad_fn = std::move(grad_fn);
+  if (v.impl_->grad_fn) v.impl_->grad_fn->output = v.impl_;
   return v;
 }
 
@@ -161,6 +162,21 @@ GradHookHandle Variable::register_hook(GradHook hook) const {
   }
   return h;
 }
+
+void Variable::retain_grad() const {
+  MG_CHECK(impl_, StateError, "retain_grad: the variable is undefined");
+  MG_CHECK(impl_->requires_grad, StateError, "retain_grad: the variable does not require grad, so it never gets one");
+  if (!impl_->grad_fn || impl_->retains_grad) return;  // a leaf keeps its gradient anyway
+  impl_->retains_grad = true;
+  // The hook holds the variable weakly: the node must not keep its own output alive.
+  std::weak_ptr<VariableImpl> weak = impl_;
+  impl_->grad_fn->grad_hooks.emplace_back(impl_->next_hook_id++, [weak](const Tensor& g) {
+    if (std::shared_ptr<VariableImpl> v = weak.lock()) v->grad = v->grad.defined() ? v->grad + g : g.clone();
+    return Tensor();
+  });
+}
+
+bool Variable::retains_grad() const { return impl_ && impl_->retains_grad; }
 
 GradHookHandle Variable::register_post_accumulate_grad_hook(std::function<void(const Variable&)> hook) const {
   MG_CHECK(impl_, StateError, "register_post_accumulate_grad_hook: the variable is undefined");

@@ -19,7 +19,7 @@ class Variable;
 /// The shared state behind a Variable.
 struct VariableImpl {
   Tensor data;
-  Tensor grad;                               // accumulated gradient of a leaf (undefined until backward)
+  Tensor grad;                               // accumulated gradient of a leaf, or of a non-leaf after retain_grad()
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;             // the op that made this variable; null for a leaf
   std::weak_ptr<AccumulateGrad> accumulator; // a leaf's end of the tape, shared by every use
@@ -27,6 +27,7 @@ struct VariableImpl {
   GradHooks grad_hooks;                      // a leaf's gradient hooks, run before it is accumulated
   std::vector<std::pair<int64_t, std::function<void(const Variable&)>>> post_accumulate_hooks;
   int64_t next_hook_id = 0;
+  bool retains_grad = false;                 // a non-leaf whose gradient backward stores in .grad
 };
 
 /// What register_hook returns: remove() takes the hook off again (PyTorch's RemovableHandle).
@@ -190,6 +191,11 @@ class Variable {
   /// is what flows on: into .grad() for a leaf, into the op that made it otherwise; an undefined
   /// Tensor leaves the gradient as it is. A StateError on a variable that needs no gradient.
   GradHookHandle register_hook(GradHook hook) const;
+  /// Keep this non-leaf's gradient in .grad() after backward, summed over backward calls like a
+  /// leaf's (PyTorch's Tensor.retain_grad). Nothing to do for a leaf.
+  void retain_grad() const;
+  /// Whether retain_grad() was called on this non-leaf.
+  bool retains_grad() const;
   /// Call `hook` on this leaf after backward has added a gradient into its .grad() (PyTorch's
   /// register_post_accumulate_grad_hook): the moment a data-parallel trainer can send that
   /// gradient. A StateError on a non-leaf or a leaf that needs no gradient.
