@@ -16,6 +16,13 @@ class Report {
   void add_text(const std::string& file, const std::string& text, const std::string& caption);
   /// List an image already written into the folder (e.g. rendered by Graphviz).
   void add_image(const std::string& file, const std::string& caption);
+  /// One picture of a grid: its file name, SVG text and caption.
+  struct Figure {
+    std::string file, svg, caption;
+  };
+  /// A grid of pictures, one row per inner vector (e.g. layers x heads), each with its own
+  /// caption, and `caption` under the whole grid.
+  void add_grid(const std::vector<std::vector<Figure>>& rows, const std::string& caption);
   /// A paragraph or a preformatted block (tables) in the index.
   void add_note(const std::string& text, bool preformatted = false);
   /// Write dir/index.html; returns its path. Called by the destructor too.
@@ -27,6 +34,7 @@ class Report {
  private:
   struct Item {
     std::string kind, file, text;
+    std::vector<std::vector<std::pair<std::string, std::string>>> grid;  // (file, caption) per cell
   };
   std::string dir_, title_, intro_;
   std::vector<Item> items_;

@@ -28,11 +28,11 @@ std::string hex(const Rgb& c) {
   return fmt::format("#{:02x}{:02x}{:02x}", static_cast<int>(c.r), static_cast<int>(c.g), static_cast<int>(c.b));
 }
 double luminance(const Rgb& c) { return (0.299 * c.r + 0.587 * c.g + 0.114 * c.b) / 255; }
-std::string num(double v) {
+std::string num(double v, int decimals = 2) {
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   if (std::abs(v) >= 100) return fmt::format("{:.0f}", v);
   if (std::abs(v) >= 10) return fmt::format("{:.1f}", v);
-  return fmt::format("{:.2f}", v);
+  return fmt::format("{:.{}f}", v, decimals);
 }
 const char* kFont = "font-family=\"Helvetica, Arial, sans-serif\"";
 
@@ -67,6 +67,12 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
     if (hi == lo) hi = lo + 1;
   }
   const bool annotate = o.annotate == 1 || (o.annotate == -1 && R <= 16 && C <= 16);
+  int decimals = o.decimals;
+  if (decimals < 0) {  // attention weights (all in [0, 1]) get 3 decimals when "0.997" fits in a cell
+    bool unit = true;
+    for (double x : v) unit = unit && (!std::isfinite(x) || (x >= 0 && x <= 1));
+    decimals = unit && o.cell >= 32 ? 3 : 2;
+  }
   size_t label_len = 0;
   for (auto& l : o.row_labels) label_len = std::max(label_len, l.size());
   const int cell = o.cell, left = 30 + static_cast<int>(label_len) * 8, top = 70;
@@ -100,10 +106,10 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
       }
       const Rgb col = interpolate(o.diverging ? kDiverging : kSequential, (x - lo) / (hi - lo));
       s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n", px, py, cell,
-                       cell, hex(col), num(x));
+                       cell, hex(col), num(x, std::max(decimals, 3)));
       if (annotate)
         s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{}\" fill=\"{}\">{}</text>\n", px + cell / 2,
-                         py + cell / 2 + 4, cell >= 32 ? 10 : 8, luminance(col) < 0.5 ? "white" : "black", num(x));
+                         py + cell / 2 + 4, cell >= 32 ? 10 : 8, luminance(col) < 0.5 ? "white" : "black", num(x, decimals));
     }
   // Colour scale on the right.
   const int sx = left + static_cast<int>(C) * cell + 20, sh = static_cast<int>(R) * cell;
@@ -112,16 +118,48 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
     s += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"{:.1f}\" fill=\"{}\"/>\n", sx, top + sh * i / 40.0,
                      sh / 40.0 + 0.5, hex(col));
   }
-  s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n<text x=\"{}\" y=\"{}\">{}</text>\n", sx + 18, top + 10, num(hi), sx + 18,
-                   top + sh, num(lo));
+  s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n<text x=\"{}\" y=\"{}\">{}</text>\n", sx + 18, top + 10, num(hi, decimals),
+                   sx + 18, top + sh, num(lo, decimals));
   return s + "</svg>\n";
 }
+
+namespace {
+
+// Round tick positions for an axis over [lo, hi]: multiples of 1, 2 or 5 x 10^k, at most about
+// `count` of them, covering the range.
+std::vector<double> linear_ticks(double lo, double hi, int count) {
+  const double raw = (hi - lo) / count, mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * mag;
+  for (double m : {1.0, 2.0, 5.0})
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
+  std::vector<double> t;
+  for (double x = std::floor(lo / step) * step; x <= hi + 1e-9 * step; x += step)
+    if (x >= lo - 1e-9 * step) t.push_back(std::abs(x) < 1e-12 * step ? 0.0 : x);
+  return t;
+}
+
+// A tick label: short and exact for round values ("0.001", "2e-05" written "2e-5", "400").
+std::string tick_label(double v) {
+  std::string s = fmt::format("{:g}", v);
+  const size_t e = s.find('e');
+  if (e != std::string::npos) {
+    size_t d = e + 1;
+    if (s[d] == '-' || s[d] == '+') ++d;
+    while (d + 1 < s.size() && s[d] == '0') s.erase(d, 1);
+    if (s[e + 1] == '+') s.erase(e + 1, 1);
+  }
+  return s;
+}
+
+}  // namespace
 
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
                            const std::string& y_label, bool log_y) {
   size_t longest = 0;
   for (auto& se : series) longest = std::max(longest, se.name.size());
-  const int L = 70, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40, B = 50;
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   auto fy = [&](double y) { return log_y ? std::log10(std::max(y, 1e-12)) : y; };
   for (auto& s : series)
@@ -131,28 +169,47 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
   if (x1 == x0) x1 = x0 + 1;
   if (y1 == y0) y1 = y0 + 1;
   if (!log_y && y0 > 0 && y0 < 0.5 * y1) y0 = 0;
+  // y ticks on round values, and the axis widened to the outermost ones: decades (thinned to at
+  // most 7) on a log axis, 1/2/5 x 10^k steps on a linear one.
+  std::vector<double> yticks;  // in axis units (log10 of the value on a log axis)
+  if (log_y) {
+    y0 = std::floor(y0 + 1e-9), y1 = std::ceil(y1 - 1e-9);
+    if (y1 == y0) y1 = y0 + 1;
+    const int every = static_cast<int>(std::ceil((y1 - y0) / 7));
+    for (double d = y0; d <= y1 + 1e-9; d += every) yticks.push_back(d);
+    y1 = yticks.back();
+  } else {
+    yticks = linear_ticks(y0, y1, 5);
+    const double step = yticks.size() > 1 ? yticks[1] - yticks[0] : 1;
+    if (yticks.front() > y0 + 1e-12) yticks.insert(yticks.begin(), yticks.front() - step);
+    if (yticks.back() < y1 - 1e-12) yticks.push_back(yticks.back() + step);
+    y0 = yticks.front(), y1 = yticks.back();
+  }
+  const std::vector<double> xticks = linear_ticks(x0, x1, 5);
+  size_t widest = 0;  // the widest y tick label sets the left margin, so the axis title clears it
+  for (double t : yticks) widest = std::max(widest, tick_label(log_y ? std::pow(10.0, t) : t).size());
+  const int L = 36 + static_cast<int>(widest) * 7, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40, B = 50;
   auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
-  auto py = [&](double y) { return T + (1 - (fy(y) - y0) / (y1 - y0)) * (H - T - B); };
+  auto py = [&](double a) { return T + (1 - (a - y0) / (y1 - y0)) * (H - T - B); };  // a in axis units
   const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
   std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", W, H, kFont);
   s += fmt::format("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", escape(title));
-  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", L, T, W - L - R, H - T - B);
-  for (int i = 0; i <= 4; ++i) {
-    const double fx = x0 + (x1 - x0) * i / 4, gy = y0 + (y1 - y0) * i / 4;
-    const double yv = log_y ? std::pow(10.0, gy) : gy;
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(fx), H - B + 16,
-                     x1 - x0 >= 8 ? fmt::format("{:.0f}", fx) : num(fx));
-    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", L - 6, py(yv) + 4, log_y ? fmt::format("{:.3g}", yv) : num(yv));
-    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, py(yv), py(yv));
+  for (double t : yticks) {
+    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, py(t), py(t));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", L - 6, py(t) + 4,
+                     tick_label(log_y ? std::pow(10.0, t) : t));
   }
+  for (double t : xticks)
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 16, tick_label(t));
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", L, T, W - L - R, H - T - B);
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 12, escape(x_label));
-  s += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n", (T + H - B) / 2,
+  s += fmt::format("<text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>\n", (T + H - B) / 2,
                    (T + H - B) / 2, escape(y_label));
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& se = series[k];
     std::string pts;
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i)
-      if (std::isfinite(se.y[i])) pts += fmt::format("{:.1f},{:.1f} ", px(se.x[i]), py(se.y[i]));
+      if (std::isfinite(se.y[i])) pts += fmt::format("{:.1f},{:.1f} ", px(se.x[i]), py(fy(se.y[i])));
     s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"/>\n", pts, colors[k % 6]);
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"3\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 12,
                      T + 10 + 20 * k, colors[k % 6], W - R + 32, T + 15 + 20 * k, escape(se.name));

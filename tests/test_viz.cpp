@@ -1,0 +1,98 @@
+// viz/: what the pictures promise a reader. Cell annotations show enough decimals to tell 0.997
+// from 1, chart ticks sit on round values and leave room for the axis title, and the index page
+// scales wide pictures (the autograd graph) to the page.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "helpers.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+
+using namespace mg;
+
+namespace {
+
+// The text of every <text> element, in order.
+std::vector<std::string> texts(const std::string& svg) {
+  std::vector<std::string> out;
+  const std::regex re("<text[^>]*>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it) out.push_back((*it)[1]);
+  return out;
+}
+
+// The y tick labels of a line chart: right-aligned text at the left margin, with their x.
+std::vector<std::pair<double, std::string>> y_ticks(const std::string& svg) {
+  std::vector<std::pair<double, std::string>> out;
+  const std::regex re("<text x=\"([0-9.]+)\" y=\"[0-9.]+\" text-anchor=\"end\">([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    out.emplace_back(std::stod((*it)[1]), (*it)[2]);
+  return out;
+}
+
+}  // namespace
+
+TEST(Heatmap, AttentionCellsShowThreeDecimals) {
+  // 0.997 must not print as 1.00: weights in [0, 1] get three decimals in 32-pixel cells
+  const std::string svg = viz::heatmap_svg(tensor({0.997f, 0.001f, 0.5f, 0.5f}, {2, 2}), {.title = "attention"});
+  const std::vector<std::string> t = texts(svg);
+  EXPECT_NE(std::find(t.begin(), t.end(), "0.997"), t.end());
+  EXPECT_EQ(std::find(t.begin(), t.end(), "1.00"), t.end());
+  // weights outside [0, 1] keep two; an explicit choice wins
+  const std::vector<std::string> w = texts(viz::heatmap_svg(tensor({-1.234f, 2.5f}, {1, 2}), {.diverging = true}));
+  EXPECT_NE(std::find(w.begin(), w.end(), "-1.23"), w.end());
+  const std::vector<std::string> e = texts(viz::heatmap_svg(tensor({0.25f}, {1, 1}), {.decimals = 1}));
+  EXPECT_NE(std::find(e.begin(), e.end(), "0.2"), e.end());
+  // small cells have no room for three
+  const std::vector<std::string> s = texts(viz::heatmap_svg(tensor({0.997f}, {1, 1}), {.annotate = 1, .cell = 18}));
+  EXPECT_NE(std::find(s.begin(), s.end(), "1.00"), s.end());
+}
+
+TEST(LineChart, LogTicksAreRoundDecadesAndClearTheAxisTitle) {
+  // a loss falling from 2.3 to 3e-5: ticks at powers of ten covering the range
+  std::vector<double> y;
+  for (int i = 0; i < 100; ++i) y.push_back(2.3 * std::pow(10.0, -5.0 * i / 99));
+  const std::string svg = viz::line_chart_svg({viz::Series::over_steps("loss", y)}, "t", "step", "cross-entropy", true);
+  const auto ticks = y_ticks(svg);
+  ASSERT_GE(ticks.size(), 3u);
+  for (auto& [x, label] : ticks) {
+    const double v = std::stod(label);
+    EXPECT_NEAR(std::log10(v), std::round(std::log10(v)), 1e-12) << label;  // 1e-5, 0.0001, ..., 10
+  }
+  EXPECT_EQ(ticks.front().second, "1e-5");
+  EXPECT_EQ(ticks.back().second, "10");
+  // the rotated axis title sits left of the widest tick label (7 px per character at font 12)
+  const std::smatch m = [&] {
+    std::smatch r;
+    std::regex_search(svg, r, std::regex("rotate\\(-90 ([0-9.]+) "));
+    return r;
+  }();
+  const double title_x = std::stod(m[1]);
+  for (auto& [x, label] : ticks) EXPECT_LT(title_x + 8, x - 7.0 * static_cast<double>(label.size())) << label;
+}
+
+TEST(LineChart, LinearTicksAreOneTwoOrFiveTimesAPowerOfTen) {
+  const std::string svg =
+      viz::line_chart_svg({viz::Series::over_steps("gap", {3.1, 7.7, 12.4, 14.36})}, "t", "step", "gap", false);
+  std::vector<double> v;
+  for (auto& [x, label] : y_ticks(svg)) v.push_back(std::stod(label));
+  ASSERT_GE(v.size(), 3u);
+  const double step = v[1] - v[0];
+  for (size_t i = 1; i < v.size(); ++i) EXPECT_NEAR(v[i] - v[i - 1], step, 1e-9);
+  const double mant = step / std::pow(10.0, std::floor(std::log10(step)));
+  EXPECT_TRUE(std::abs(mant - 1) < 1e-9 || std::abs(mant - 2) < 1e-9 || std::abs(mant - 5) < 1e-9) << step;
+  EXPECT_LE(v.front(), 3.1);  // the axis covers the data
+  EXPECT_GE(v.back(), 14.36);
+}
+
+TEST(Report, IndexScalesPicturesToThePage) {
+  const std::string dir = testing::TempDir() + "/viz_report";
+  {
+    viz::Report rep(dir, "t");
+    rep.add_svg("a.svg", viz::heatmap_svg(tensor({1.f}, {1, 1}), {}), "a");
+  }
+  std::ifstream in(dir + "/index.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(html, testing::HasSubstr("img{max-width:100%;height:auto}"));
+  EXPECT_THAT(html, testing::HasSubstr("<img src=\"a.svg\""));
+}
