@@ -25,6 +25,7 @@
 #include "minigrad/nn/conv.h"
 #include "minigrad/nn/embedding.h"
 #include "minigrad/nn/gpt.h"
+#include "minigrad/nn/head_scores.h"
 #include "minigrad/nn/init.h"
 #include "minigrad/nn/layers.h"
 #include "minigrad/nn/linear.h"

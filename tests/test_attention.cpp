@@ -274,3 +274,60 @@ TEST(MultiheadAttention, MasksMustFitTheScores) {
   EXPECT_THROW(nn::split_heads(x, 0), ShapeError);  // once a division by zero
   EXPECT_THROW(nn::MultiheadAttention(0, 1), ValueError);
 }
+
+// nn::score_heads against heads whose attention is forced by masks, so every score is known by
+// hand: layer "prev" always looks at t-1 (t = 0 at itself), "first" at position 0, and "ind" at
+// the key after the latest earlier occurrence of the query's token (position 0 if none).
+namespace {
+struct ForcedHeads : nn::Module {
+  nn::Embedding emb;
+  nn::MultiheadAttention prev, first, ind;
+  explicit ForcedHeads(Generator& g) : emb(50, 4, {}, g), prev(4, 1, {}, g), first(4, 1, {}, g), ind(4, 1, {}, g) {
+    register_module("emb", emb), register_module("prev", prev), register_module("first", first), register_module("ind", ind);
+  }
+  // Bool mask (T, T) or (B*H, T, T) -> true where a query may NOT look: all but `key(b, t)`.
+  static Tensor only(int64_t B, int64_t T, const std::function<int64_t(int64_t, int64_t)>& key) {
+    Tensor m = full({B, 1, T, T}, 1, DType::Bool);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t) m.narrow(0, b, 1).narrow(2, t, 1).narrow(3, key(b, t), 1).fill_(0);
+    return m;
+  }
+  void forward(const Tensor& ids) const {
+    const int64_t B = ids.size(0), T = ids.size(1);
+    const Variable x = emb.forward(ids);
+    const std::vector<int64_t> v = ids.to_vector<int64_t>();
+    prev.forward(x, {.attn_mask = only(B, T, [](int64_t, int64_t t) { return t == 0 ? 0 : t - 1; })});
+    first.forward(x, {.attn_mask = only(B, T, [](int64_t, int64_t) { return 0; })});
+    ind.forward(x, {.attn_mask = only(B, T, [&](int64_t b, int64_t t) {
+                  for (int64_t j = t - 1; j >= 0; --j)
+                    if (v[b * T + j] == v[b * T + t]) return j + 1;
+                  return int64_t{0};
+                })});
+  }
+  std::string type_name() const override { return "ForcedHeads"; }
+};
+}  // namespace
+
+TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
+  Generator g(3);
+  ForcedHeads m(g);
+  // a probe without repeats: T = 6, so the "ind" head sits on key 0
+  const Tensor probe = from_vector<int64_t>({0, 1, 2, 3, 4, 0, 4, 3, 2, 1, 0, 4}, {2, 6});
+  const auto s = nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe, 50);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].layer, "prev");
+  EXPECT_NEAR(s[0].previous_token, 1.0, 1e-6);
+  EXPECT_NEAR(s[0].first_token, 1.0 / 5, 1e-6);  // only t = 1, whose previous token is position 0
+  EXPECT_EQ(s[0].label, "previous token");
+  EXPECT_NEAR(s[1].first_token, 1.0, 1e-6);
+  EXPECT_NEAR(s[1].previous_token, 1.0 / 5, 1e-6);
+  EXPECT_EQ(s[1].label, "first token");
+  // on r r (n = 3): every second-copy query finds its first occurrence at t - 3 and looks at
+  // t - 2, the induction key, unless a token repeats inside r (3 tokens out of 50 rarely do)
+  EXPECT_GT(s[2].induction, 0.8);
+  EXPECT_EQ(s[2].label, "induction");
+  EXPECT_NEAR(s[0].induction, 0.0, 1e-6);  // t - 1 is never t - n + 1 for n = 3
+  EXPECT_NEAR(s[1].induction, 0.0, 1e-6);
+  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe.narrow(1, 0, 3), 50), ValueError);
+  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe.to(DType::Float32), 50), ShapeError);
+}
