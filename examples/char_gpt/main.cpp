@@ -110,9 +110,29 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
   return text;
 }
 
-// runs/char_gpt/index.html: the loss curves, the sample, and every head's attention on the
-// sample's first characters (at most 24, and no more than the context).
-std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const History& h, const std::string& sampled) {
+// What each head does, measured (nn/head_scores.h): previous-token and first-token scores on
+// validation text, and the induction score on random characters repeated twice.
+std::vector<nn::HeadScore> label_heads(const nn::GPT& m, const Data& d, const Config& c) {
+  const int64_t T = std::min<int64_t>(c.context, 64), B = 8;
+  MG_CHECK(static_cast<int64_t>(d.val.size()) >= B * T, ValueError, "char_gpt: the validation text is too short to probe the heads");
+  const Tensor probe = from_vector(std::vector<int64_t>(d.val.begin(), d.val.begin() + B * T), {B, T});
+  return nn::score_heads(const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m.forward(ids); }, probe, d.vocab.size());
+}
+
+std::string score_table(const std::vector<nn::HeadScore>& scores) {
+  std::string s = fmt::format("{:<16} {:>4} {:>15} {:>12} {:>10}   {}\n", "layer", "head", "previous-token", "first-token",
+                              "induction", "label");
+  for (const nn::HeadScore& h : scores)
+    s += fmt::format("{:<16} {:>4} {:>15.3f} {:>12.3f} {:>10.3f}   {}\n", h.layer, h.head, h.previous_token, h.first_token,
+                     h.induction, h.label);
+  return s;
+}
+
+// runs/char_gpt/index.html: the loss curves, the sample, each head's scores, and every head's
+// attention on the sample's first characters (at most 24, and no more than the context) as a
+// layers x heads grid labelled by the scores.
+std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const History& h, const std::string& sampled,
+                         const std::vector<nn::HeadScore>& scores) {
   viz::Report rep(c.out, "char_gpt: a character-level GPT", "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
   rep.add_svg("loss.svg",
               viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss", "step", "cross-entropy"),
@@ -128,15 +148,30 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
     NoGradGuard no_grad;
     m.forward(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
   }
+  rep.add_note("What each head does, measured (nn::score_heads): mean attention on the previous character and on the first "
+               "one over validation text, and the induction score, the attention from a character's second occurrence to "
+               "what followed its first, on random characters repeated twice. A head is labelled by its largest score "
+               "if it reaches 0.3.", false);
+  rep.add_note(score_table(scores), true);
+  std::vector<std::vector<viz::Report::Figure>> grid;
   for (const std::string& name : cap.names()) {
     const Tensor w = cap.at(name).weights;  // (1, H, T, T)
-    for (int64_t head = 0; head < c.heads; ++head)
-      rep.add_svg(fmt::format("attn_{}_head{}.svg", name, head),
-                  viz::heatmap_svg(w.narrow(1, head, 1).reshape({w.size(2), w.size(3)}),
-                                   {.title = fmt::format("{} head {}", name, head), .row_labels = labels, .col_labels = labels,
-                                    .row_title = "query", .col_title = "key", .annotate = 0, .cell = 16}),
-                  fmt::format("{}, head {}: causal attention over the text.", name, head));
+    grid.emplace_back();
+    for (int64_t head = 0; head < c.heads; ++head) {
+      const nn::HeadScore* s = nullptr;
+      for (const nn::HeadScore& x : scores)
+        if (x.layer == name && x.head == head) s = &x;
+      grid.back().push_back(
+          {fmt::format("attn_{}_head{}.svg", name, head),
+           viz::heatmap_svg(w.narrow(1, head, 1).reshape({w.size(2), w.size(3)}),
+                            {.title = fmt::format("{} head {}", name, head), .row_labels = labels, .col_labels = labels,
+                             .row_title = "query", .col_title = "key", .annotate = 0, .cell = 16}),
+           s ? fmt::format("{} head {}: {} (previous {:.2f}, first {:.2f}, induction {:.2f})", name, head, s->label,
+                           s->previous_token, s->first_token, s->induction)
+             : fmt::format("{} head {}", name, head)});
+    }
   }
+  rep.add_grid(grid, "Every head's causal attention over the sample's first characters: one row per layer, one column per head.");
   return rep.write_index();
 }
 
@@ -188,7 +223,9 @@ int main(int argc, char** argv) {
     Generator sg(c.seed + 1);
     const std::string sampled = sample(m, d.vocab, c, sg);
     std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature, static_cast<long long>(c.top_k), sampled.c_str());
-    std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled).c_str());
+    const std::vector<nn::HeadScore> scores = label_heads(m, d, c);
+    std::printf("\nwhat each head does (measured):\n%s", score_table(scores).c_str());
+    std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled, scores).c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -1,11 +1,16 @@
 // heads_specialise: "Why several heads? Do they learn different things?"
 //
-// The task needs two look-ups at once: at position t, output the pair (x_{t-1}, x_0) -- the
-// previous token and the first token -- as one class out of vocab^2. One head can look at one
-// place; two heads can split the work. After training we *measure* where each head looks
-// (its mean attention on position t-1 and on position 0) and remove each head in turn
-// (head_mask) to see which half of the answer breaks. The heads start from different random
-// weights, which is what lets them end up with different jobs.
+// At position t the model must output the pair (x_{t-1}, x_0) -- the previous token and the
+// first token -- as one class out of vocab^2. Three runs of the same model and data:
+//   1. two heads: after training we *measure* where each head looks (its mean attention on
+//      position t-1 and on position 0) and remove each head in turn (head_mask) to see which
+//      half of the answer breaks. Each head does one look-up.
+//   2. one head (the control): it solves the task too, by splitting its attention between t-1 and
+//      position 0 (a softmax can put weight on two places). Two heads do not make the task
+//      possible; they divide cleanly what one head does by splitting.
+//   3. two heads started identical (head 1's rows of W_Q, W_K, W_V and its columns of W_O copied
+//      from head 0): they receive identical gradients, stay identical and split the same way.
+//      Heads differ because random initialisation breaks the symmetry between them.
 #include <cmath>
 
 #include <CLI/CLI.hpp>
@@ -21,7 +26,8 @@ using namespace mg;
 struct Config {
   int64_t vocab = 6;     // tokens 0..vocab-1; the answer has vocab^2 classes
   int64_t seq_len = 8;   // tokens per sequence
-  int64_t dim = 32;      // model width (2 heads of 16)
+  int64_t dim = 32;      // model width (2 heads of 16, or 1 head of 32)
+  int64_t heads = 2;     // attention heads
   int64_t hidden = 128;  // MLP width after attention
   int64_t batch = 64;    // sequences per step
   int steps = 1500;      // AdamW steps
@@ -36,7 +42,7 @@ struct Model : nn::Module {
   nn::MultiheadAttention attn;
   nn::Linear fc, out;
   Model(const Config& c, Generator& g)
-      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, 2, {}, g), fc(c.dim, c.hidden, {}, g),
+      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, c.heads, {}, g), fc(c.dim, c.hidden, {}, g),
         out(c.hidden, c.vocab * c.vocab, {}, g) {
     register_module("tok", tok);
     register_module("pos", pos);
@@ -84,17 +90,37 @@ HalfAccuracy evaluate(const Model& m, const Batch& b, const Config& c, const Ten
   return {prev / n, first / n, both / n};
 }
 
+// Give head 1 exactly head 0's weights: its rows of W_Q, W_K, W_V (and their biases) and its
+// columns of W_O. The two heads then compute the same thing and receive the same gradients.
+void make_heads_identical(Model& m) {
+  NoGradGuard no_grad;
+  const int64_t d = m.attn.head_dim;
+  for (nn::Linear* l : {&m.attn.w_q, &m.attn.w_k, &m.attn.w_v}) {
+    l->weight.data().narrow(0, d, d).copy_(l->weight.data().narrow(0, 0, d));
+    l->bias.data().narrow(0, d, d).copy_(l->bias.data().narrow(0, 0, d));
+  }
+  Tensor w_o = m.attn.w_o.weight.data();
+  w_o.narrow(1, d, d).copy_(w_o.narrow(1, 0, d));
+}
+
+// The largest difference between head 0's and head 1's rows of W_Q (0: the heads are identical).
+double head_difference(const Model& m) {
+  const int64_t d = m.attn.head_dim;
+  const Tensor w = m.attn.w_q.weight.data();
+  return max(abs(w.narrow(0, 0, d) - w.narrow(0, d, d))).item();
+}
+
 struct HeadRoles {
-  double on_prev[2], on_first[2];  // mean attention weight on t-1 and on 0, per head, over t >= 2
-  Tensor example[2];               // (T, T) attention of each head on one sequence
+  std::vector<double> on_prev, on_first;  // mean attention weight on t-1 and on 0, per head, over t >= 2
+  std::vector<Tensor> example;            // (T, T) attention of each head on one sequence
 };
 HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
   NoGradGuard no_grad;
   nn::AttentionCapture cap(m);
   m.forward(b.ids);
-  const Tensor w = cap.at("attn").weights;  // (B, 2, T, T)
+  const Tensor w = cap.at("attn").weights;  // (B, H, T, T)
   HeadRoles r;
-  for (int64_t h = 0; h < 2; ++h) {
+  for (int64_t h = 0; h < c.heads; ++h) {
     double prev = 0, first = 0;
     int64_t count = 0;
     for (int64_t t = 2; t < c.seq_len; ++t) {
@@ -102,8 +128,8 @@ HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
       first += mean(w.narrow(1, h, 1).narrow(2, t, 1).narrow(3, 0, 1)).item();
       ++count;
     }
-    r.on_prev[h] = prev / count, r.on_first[h] = first / count;
-    r.example[h] = w.narrow(0, 0, 1).narrow(1, h, 1).reshape({c.seq_len, c.seq_len}).contiguous();
+    r.on_prev.push_back(prev / count), r.on_first.push_back(first / count);
+    r.example.push_back(w.narrow(0, 0, 1).narrow(1, h, 1).reshape({c.seq_len, c.seq_len}).contiguous());
   }
   return r;
 }
@@ -125,57 +151,118 @@ std::vector<double> train(Model& m, const Config& c, Generator& g) {
   return losses;
 }
 
+// The three runs of the experiment, on the same data from the same seed.
+enum class Variant { TwoHeads, OneHead, IdenticalStart };
+const char* variant_name(Variant v) {
+  return v == Variant::TwoHeads ? "two heads" : v == Variant::OneHead ? "one head (control)" : "two heads, identical start";
+}
+
+struct RunResult {
+  HalfAccuracy full;                  // on the test batch, all heads in use
+  std::vector<HalfAccuracy> ablated;  // head h removed (two-head runs)
+  HeadRoles roles;
+  std::vector<double> losses;
+  double head_diff_start = 0, head_diff_end = 0;  // max |W_Q head 0 - head 1| before / after training
+};
+
+RunResult run(Config c, Variant v, int64_t test_size = 512) {
+  c.heads = v == Variant::OneHead ? 1 : 2;
+  Generator g(c.seed);  // W_Q, W_K, W_V, W_O are (dim, dim) for any head count: the same initial numbers
+  Model m(c, g);
+  if (v == Variant::IdenticalStart) make_heads_identical(m);
+  RunResult r;
+  if (c.heads == 2) r.head_diff_start = head_difference(m);
+  r.losses = train(m, c, g);
+  if (c.heads == 2) r.head_diff_end = head_difference(m);
+  const Batch test = make_batch(c, g, test_size);
+  r.full = evaluate(m, test, c);
+  r.roles = measure_heads(m, test, c);
+  if (c.heads == 2)
+    for (int h = 0; h < 2; ++h) r.ablated.push_back(evaluate(m, test, c, from_vector<float>({h == 0 ? 0.f : 1.f, h == 1 ? 0.f : 1.f}, {2})));
+  return r;
+}
+
 }  // namespace heads_specialise
 
 #ifndef MG_EXAMPLE_NO_MAIN
 int main(int argc, char** argv) {
   using namespace heads_specialise;
   Config c;
-  CLI::App app{"heads_specialise: two heads learn two different look-ups"};
+  CLI::App app{"heads_specialise: why several heads, and why they differ"};
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "AdamW learning rate");
   app.add_option("--seed", c.seed, "random seed");
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
-  Generator g(c.seed);
-  Model m(c, g);
   std::printf("task: at position t, output (x_{t-1}, x_0) as one of %lld classes\n", static_cast<long long>(c.vocab * c.vocab));
-  const std::vector<double> losses = train(m, c, g);
-  const Batch test = make_batch(c, g, 512);
-  const HalfAccuracy full = evaluate(m, test, c);
-  const HeadRoles roles = measure_heads(m, test, c);
-
-  viz::Report rep(c.out, "heads_specialise: two heads, two jobs",
-                  "At position t the model must output the previous token and the first token. Each head can look at one place.");
-  std::string t1 = fmt::format("{:<8} {:>22} {:>22}\n", "head", "attention on t-1", "attention on position 0");
-  for (int h = 0; h < 2; ++h) t1 += fmt::format("head {:<3} {:>22.3f} {:>22.3f}\n", h, roles.on_prev[h], roles.on_first[h]);
-  std::string t2 = fmt::format("{:<18} {:>16} {:>16} {:>12}\n", "heads used", "x_{t-1} correct", "x_0 correct", "both");
-  t2 += fmt::format("{:<18} {:>15.1f}% {:>15.1f}% {:>11.1f}%\n", "both", 100 * full.prev, 100 * full.first, 100 * full.both);
-  for (int h = 0; h < 2; ++h) {
-    const HalfAccuracy a = evaluate(m, test, c, from_vector<float>({h == 0 ? 0.f : 1.f, h == 1 ? 0.f : 1.f}, {2}));
-    t2 += fmt::format("{:<18} {:>15.1f}% {:>15.1f}% {:>11.1f}%\n", fmt::format("head {} removed", h), 100 * a.prev, 100 * a.first,
-                      100 * a.both);
+  std::vector<RunResult> runs;
+  for (Variant v : {Variant::TwoHeads, Variant::OneHead, Variant::IdenticalStart}) {
+    std::printf("\n-- %s --\n", variant_name(v));
+    runs.push_back(run(c, v));
   }
+  const RunResult &two = runs[0], &one = runs[1], &same = runs[2];
+
+  viz::Report rep(c.out, "heads_specialise: why several heads, and why they differ",
+                  "At position t the model must output the previous token and the first token. The same model is trained "
+                  "three times on the same data: with two heads, with one head, and with two heads that start identical.");
+  std::string t1 = fmt::format("{:<28} {:>6} {:>10} {:>18} {:>24}\n", "run", "head", "accuracy", "attention on t-1",
+                               "attention on position 0");
+  for (size_t k = 0; k < runs.size(); ++k)
+    for (size_t h = 0; h < runs[k].roles.on_prev.size(); ++h)
+      t1 += fmt::format("{:<28} {:>6} {:>9.1f}% {:>18.3f} {:>24.3f}\n", h == 0 ? variant_name(static_cast<Variant>(k)) : "", h,
+                        100 * runs[k].full.both, runs[k].roles.on_prev[h], runs[k].roles.on_first[h]);
+  std::string t2 = fmt::format("{:<18} {:>16} {:>16} {:>12}\n", "heads used", "x_{t-1} correct", "x_0 correct", "both");
+  auto row = [](const std::string& name, const HalfAccuracy& a) {
+    return fmt::format("{:<18} {:>15.1f}% {:>15.1f}% {:>11.1f}%\n", name, 100 * a.prev, 100 * a.first, 100 * a.both);
+  };
+  t2 += row("both", two.full);
+  for (int h = 0; h < 2; ++h) t2 += row(fmt::format("head {} removed", h), two.ablated[h]);
+  const std::string t3 = fmt::format(
+      "identical start: max |W_Q head 0 - head 1| = {:.1e} before training, {:.1e} after {} steps\n"
+      "random start:    max |W_Q head 0 - head 1| = {:.2f} before training, {:.2f} after {} steps\n",
+      same.head_diff_start, same.head_diff_end, c.steps, two.head_diff_start, two.head_diff_end, c.steps);
   std::printf("\nWhere each head looks (mean over positions t >= 2 of 512 test sequences):\n%s", t1.c_str());
-  std::printf("\nHead ablation (chance for one half is %.1f%%):\n%s", 100.0 / c.vocab, t2.c_str());
-  rep.add_note("Where each head looks, measured:", false);
+  std::printf("\nHead ablation in the two-head run (chance for one half is %.1f%%; at t = 1 the previous token *is*\n"
+              "the first token, so a model that keeps only the x_0 head still gets 1 of the 7 positions right):\n%s",
+              100.0 / c.vocab, t2.c_str());
+  std::printf("\nWhy do the heads differ?\n%s", t3.c_str());
+  rep.add_note("Where each head looks, measured. One head already solves the task by splitting its attention between "
+               "t-1 and position 0; two heads divide that work cleanly, one look-up each. Two heads that start identical "
+               "stay identical and split the same way as the single head.", false);
   rep.add_note(t1, true);
-  rep.add_note("Remove one head (its output multiplied by 0 before W_O) and see which half of the answer breaks:", false);
+  rep.add_note("Remove one head of the two-head run (its output multiplied by 0 before W_O) and see which half of the "
+               "answer breaks:", false);
   rep.add_note(t2, true);
+  rep.add_note("Why do heads differ? Identical heads receive identical gradients, so nothing can ever pull them apart: "
+               "the random initialisation is what breaks the symmetry.", false);
+  rep.add_note(t3, true);
   std::vector<std::string> pos;
   for (int64_t i = 0; i < c.seq_len; ++i) pos.push_back(std::to_string(i));
+  auto map = [&](const std::string& file, const Tensor& w, const std::string& title, const std::string& caption) {
+    rep.add_svg(file, viz::heatmap_svg(w, {.title = title, .row_labels = pos, .col_labels = pos, .row_title = "query position",
+                                           .col_title = "key position"}), caption);
+  };
   for (int h = 0; h < 2; ++h) {
-    std::printf("\nhead %d on one test sequence (rows: query position, cols: key position)\n%s", h,
-                viz::terminal_heatmap(roles.example[h], pos, pos).c_str());
-    rep.add_svg(fmt::format("head{}.svg", h),
-                viz::heatmap_svg(roles.example[h], {.title = fmt::format("Head {}", h), .row_labels = pos, .col_labels = pos,
-                                                    .row_title = "query position", .col_title = "key position"}),
-                fmt::format("Head {} on a test sequence: mean attention {:.2f} on the previous token, {:.2f} on the first.", h,
-                            roles.on_prev[h], roles.on_first[h]));
+    std::printf("\ntwo heads, head %d on one test sequence (rows: query position, cols: key position)\n%s", h,
+                viz::terminal_heatmap(two.roles.example[h], pos, pos).c_str());
+    map(fmt::format("head{}.svg", h), two.roles.example[h], fmt::format("Two heads: head {}", h),
+        fmt::format("Two-head run, head {} on a test sequence: mean attention {:.2f} on the previous token, {:.2f} on the first.",
+                    h, two.roles.on_prev[h], two.roles.on_first[h]));
   }
-  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true), "Loss.");
+  std::printf("\none head, on the same test sequence\n%s", viz::terminal_heatmap(one.roles.example[0], pos, pos).c_str());
+  map("one_head.svg", one.roles.example[0], "One head",
+      fmt::format("The one-head control on the same sequence: it splits its attention, {:.2f} on the previous token and {:.2f} "
+                  "on the first.", one.roles.on_prev[0], one.roles.on_first[0]));
+  for (int h = 0; h < 2; ++h)
+    map(fmt::format("identical_head{}.svg", h), same.roles.example[h], fmt::format("Identical start: head {}", h),
+        fmt::format("Two heads that started identical, head {}: {:.2f} on the previous token, {:.2f} on the first, like the "
+                    "single head.", h, same.roles.on_prev[h], same.roles.on_first[h]));
+  std::vector<viz::Series> curves;
+  for (size_t k = 0; k < runs.size(); ++k) curves.push_back(viz::Series::over_steps(variant_name(static_cast<Variant>(k)), runs[k].losses));
+  rep.add_svg("loss.svg", viz::line_chart_svg(curves, "Training loss", "step", "cross-entropy", true),
+              "Loss of the three runs: all three solve the task.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
-  return full.both >= 0.95 ? 0 : 1;
+  return two.full.both >= 0.95 && one.full.both >= 0.95 ? 0 : 1;
 }
 #endif

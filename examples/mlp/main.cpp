@@ -3,7 +3,7 @@
 // the weights are ordinary Variables, the loss is cross-entropy, and "training" is
 // a momentum SGD step on each weight after every backward().
 //
-//   build/examples/mlp/mlp            (after make demo or make test has built it)
+//   make build && build/examples/mlp/mlp     (make demo and make test build it too; the demo does not run it)
 #include <cmath>
 #include <cstdio>
 #include <numbers>

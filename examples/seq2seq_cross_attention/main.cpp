@@ -1,13 +1,18 @@
 // seq2seq_cross_attention: "How does cross-attention mix the encoder and the decoder?"
 //
-// An encoder-decoder Transformer learns to reverse digit strings: 3 1 4 1 5 9 -> 9 5 1 4 1 3.
-// The encoder reads the source; the decoder writes the answer one digit at a time. In the
-// decoder's cross-attention the queries come from the decoder (what am I writing now?) and the
-// keys and values from the encoder's output (which source digit holds it?). For reversal the
-// answer is "output t reads source L-1-t", so the cross-attention map, output step against
-// source position, becomes the anti-diagonal. Greedy decoding is scored on strings that never
-// appear in training (those whose digit sum is a multiple of 7).
+// An encoder-decoder Transformer learns to reverse digit strings and then say it is done:
+// 3 1 4 1 5 9 -> 9 5 1 4 1 3 </s>. The encoder reads the source (L tokens); the decoder writes the
+// answer one token at a time (L + 1 tokens, so the two lengths differ). In the decoder's
+// cross-attention the queries come from the decoder (what am I writing now?) and the keys and
+// values from the encoder's output (which source digit holds it?): Q has the decoder's length,
+// K and V the encoder's, and the map is (L + 1) x L, not square. For reversal the answer is
+// "output t reads source L-1-t", so the map becomes the anti-diagonal. Greedy decoding is scored
+// on strings that never appear in training (those whose digit sum is a multiple of 7).
+// Two interventions show the decoder really reads the memory: decode with another string's
+// encoder output and the answer follows that string; swap one memory position and exactly the
+// mirrored output digit changes.
 #include <cmath>
+#include <map>
 
 #include <CLI/CLI.hpp>
 
@@ -19,7 +24,9 @@
 namespace seq2seq {
 using namespace mg;
 
-constexpr int64_t kDigits = 10, kBos = 10;  // target vocabulary: digits and a begin-of-sequence token
+// The decoder's vocabulary: the digits, a begin-of-sequence token <s> (first decoder input) and an
+// end-of-sequence token </s> (last output).
+constexpr int64_t kDigits = 10, kBos = 10, kEos = 11, kTargetVocab = 12;
 
 struct Config {
   int64_t length = 6;     // digits per string
@@ -43,13 +50,13 @@ struct Model : nn::Module {
     return {.dim_feedforward = c.ff, .dropout = 0.0, .activation = "gelu", .norm_first = true};
   }
   Model(const Config& c, Generator& g)
-      : src_tok(kDigits, c.dim, {}, g), tgt_tok(kDigits + 1, c.dim, {}, g), pos(c.length, c.dim, {}, g), enc(c.dim, c.heads, layer(c), g),
-        dec(c.dim, c.heads, layer(c), g), norm({c.dim}), out(c.dim, kDigits, {}, g) {
+      : src_tok(kDigits, c.dim, {}, g), tgt_tok(kTargetVocab, c.dim, {}, g), pos(c.length + 1, c.dim, {}, g),
+        enc(c.dim, c.heads, layer(c), g), dec(c.dim, c.heads, layer(c), g), norm({c.dim}), out(c.dim, kTargetVocab, {}, g) {
     register_module("src_tok", src_tok), register_module("tgt_tok", tgt_tok), register_module("pos", pos);
     register_module("enc", enc), register_module("dec", dec), register_module("norm", norm), register_module("out", out);
   }
   Variable encode(const Tensor& src) const { return enc.forward(src_tok.forward(src) + pos.forward(arange(src.size(1)))); }
-  // tgt_in (B, t) starts with BOS -> logits (B, t, 10) for the next digit at each step
+  // tgt_in (B, t) starts with <s>, memory (B, L, E) -> logits (B, t, 12) for the next token at each step
   Variable decode(const Tensor& tgt_in, const Variable& memory) const {
     Variable y = tgt_tok.forward(tgt_in) + pos.forward(arange(tgt_in.size(1)));
     return out.forward(norm.forward(dec.forward(y, memory, {.is_causal = true})));
@@ -64,7 +71,8 @@ bool held_out(const int64_t* digits, int64_t n) {
 }
 
 struct Batch {
-  Tensor src, tgt_in, tgt_out;  // (B, L) each
+  Tensor src;             // (B, L)
+  Tensor tgt_in, tgt_out; // (B, L + 1): <s> + reversed digits; reversed digits + </s>
 };
 // Random strings from one side of the split (train: not held out; test: held out).
 Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
@@ -76,11 +84,11 @@ Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
       for (int64_t i = 0; i < L; ++i) p[b * L + i] = static_cast<int64_t>(g.next_u64() % kDigits);
     } while (held_out(p + b * L, L) != test);
   }
-  Tensor tgt_out = empty({n, L}, DType::Int64), tgt_in = empty({n, L}, DType::Int64);
+  Tensor tgt_out = empty({n, L + 1}, DType::Int64), tgt_in = empty({n, L + 1}, DType::Int64);
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i < L; ++i) {
-      tgt_out.data<int64_t>()[b * L + i] = p[b * L + (L - 1 - i)];
-      tgt_in.data<int64_t>()[b * L + i] = i == 0 ? kBos : p[b * L + (L - i)];
+    for (int64_t i = 0; i <= L; ++i) {
+      tgt_out.data<int64_t>()[b * (L + 1) + i] = i < L ? p[b * L + (L - 1 - i)] : kEos;
+      tgt_in.data<int64_t>()[b * (L + 1) + i] = i == 0 ? kBos : p[b * L + (L - i)];
     }
   return {src, tgt_in, tgt_out};
 }
@@ -93,7 +101,7 @@ std::vector<double> train(Model& m, const Config& c, Generator& g) {
   for (int step = 1; step <= c.steps; ++step) {
     Batch b = make_batch(c, g, c.batch, false);
     Variable logits = m.decode(b.tgt_in, m.encode(b.src));  // teacher forcing
-    Variable loss = cross_entropy(reshape(logits, {-1, kDigits}), b.tgt_out.reshape({-1}));
+    Variable loss = cross_entropy(reshape(logits, {-1, kTargetVocab}), b.tgt_out.reshape({-1}));
     opt.zero_grad();
     loss.backward();
     optim::clip_grad_norm_(m.parameters(), 1.0);
@@ -106,47 +114,119 @@ std::vector<double> train(Model& m, const Config& c, Generator& g) {
   return losses;
 }
 
-// Greedy decoding: feed back the most likely digit, one step at a time.
-Tensor greedy(const Model& m, const Tensor& src, int64_t length) {
+// Greedy decoding of `steps` tokens from the encoder's output: feed back the most likely token,
+// one step at a time.
+Tensor greedy_from(const Model& m, const Variable& memory, int64_t steps) {
   NoGradGuard no_grad;
-  const Variable memory = m.encode(src);
-  Tensor seq = full({src.size(0), 1}, kBos, DType::Int64);
-  for (int64_t t = 0; t < length; ++t) {
+  Tensor seq = full({memory.size(0), 1}, kBos, DType::Int64);
+  for (int64_t t = 0; t < steps; ++t) {
     Tensor next = argmax(m.decode(seq, memory).data().narrow(1, t, 1), -1);  // (B, 1)
     seq = concat({seq, next}, 1);
   }
-  return seq.narrow(1, 1, length).contiguous();
+  return seq.narrow(1, 1, steps).contiguous();
+}
+
+// Greedy decoding of the whole answer (L digits and </s>).
+Tensor greedy(const Model& m, const Tensor& src, int64_t length) {
+  NoGradGuard no_grad;
+  return greedy_from(m, m.encode(src), length + 1);
+}
+
+// Fraction of rows of `pred` equal to `target` in every position.
+double exact(const Tensor& pred, const Tensor& target) {
+  const Tensor row_ok = eq(sum(eq(pred, target).to(DType::Float32), {1}), full({}, static_cast<double>(target.size(1))));
+  return mean(row_ok.to(DType::Float32)).item();
 }
 
 struct Evaluation {
-  double exact_match;       // whole string right
-  double anti_diagonal;     // mean cross-attention weight (all heads) on source position L-1-t
-  Tensor example_map;       // (L, L) head-averaged cross-attention for one test string
+  double exact_match;       // whole answer right (digits and </s>)
+  double anti_diagonal;     // mean cross-attention weight (all heads) of output t on source position L-1-t
+  Tensor example_map;       // (L + 1, L) head-averaged cross-attention for one test string
   Tensor example_src, example_out;
+  std::string shapes;       // the shapes inside the cross-attention, recorded by forward hooks
 };
 
 Evaluation evaluate(Model& m, const Config& c, Generator& g) {
   Batch b = make_batch(c, g, 500, true);
   Tensor pred = greedy(m, b.src, c.length);
-  const Tensor row_ok = eq(sum(eq(pred, b.tgt_out).to(DType::Float32), {1}), full({}, static_cast<double>(c.length)));
   Evaluation e;
-  e.exact_match = mean(row_ok.to(DType::Float32)).item();
+  e.exact_match = exact(pred, b.tgt_out);
   NoGradGuard no_grad;
   nn::AttentionCapture cap(m);
+  // Forward hooks on the cross-attention and its projections record what goes in and comes out.
+  nn::MultiheadAttention& x = m.dec.multihead_attn;
+  std::map<std::string, Shape> seen;
+  std::vector<nn::HookHandle> hooks;
+  hooks.push_back(x.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+    seen["query"] = in[0].shape(), seen["key"] = in[1].shape(), seen["value"] = in[2].shape();
+    seen["output"] = out[0].shape();
+  }));
+  for (auto [name, l] : {std::pair{"Q", &x.w_q}, {"K", &x.w_k}, {"V", &x.w_v}})
+    hooks.push_back(l->register_forward_hook(
+        [&seen, name](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) { seen[name] = out[0].shape(); }));
   m.decode(b.tgt_in, m.encode(b.src));
-  const Tensor w = mean(cap.at("dec.multihead_attn").weights, {1});  // (B, L, L), heads averaged
+  for (auto& h : hooks) h.remove();
+  const Tensor w4 = cap.at("dec.multihead_attn").weights;  // (B, H, L + 1, L)
+  const int64_t H = w4.size(1), dk = c.dim / H;
+  auto str = [](const Shape& s) { return shape_str(s); };
+  e.shapes = fmt::format(
+      "inside the decoder's cross-attention (batch {0}, {1} heads of {2}):\n"
+      "  query input  {3}  the decoder's stream: {4} tokens (<s> and the digits written so far)\n"
+      "  key input    {5}  value input {6}  the encoder's output: {7} source digits\n"
+      "  Q = w_q(query) {8}   K = w_k(key) {9}   V = w_v(value) {10}\n"
+      "  per head: Q_h ({0}, {1}, {4}, {2})  K_h, V_h ({0}, {1}, {7}, {2})\n"
+      "  weights = softmax(Q_h K_h^T / sqrt({2})) {11}: one row per output step, one column per source digit\n"
+      "  output {12}: the decoder's length again\n",
+      w4.size(0), H, dk, str(seen["query"]), seen["query"][1], str(seen["key"]), str(seen["value"]), seen["key"][1], str(seen["Q"]),
+      str(seen["K"]), str(seen["V"]), str(w4.shape()), str(seen["output"]));
+  const Tensor w = mean(w4, {1});  // (B, L + 1, L), heads averaged
   double diag = 0;
   for (int64_t t = 0; t < c.length; ++t) diag += mean(w.narrow(1, t, 1).narrow(2, c.length - 1 - t, 1)).item();
   e.anti_diagonal = diag / static_cast<double>(c.length);
-  e.example_map = w.narrow(0, 0, 1).reshape({c.length, c.length}).contiguous();
+  e.example_map = w.narrow(0, 0, 1).reshape({c.length + 1, c.length}).contiguous();
   e.example_src = b.src.narrow(0, 0, 1).reshape({c.length}).contiguous();
-  e.example_out = pred.narrow(0, 0, 1).reshape({c.length}).contiguous();
+  e.example_out = pred.narrow(0, 0, 1).reshape({c.length + 1}).contiguous();
   return e;
+}
+
+// Interventions on the memory the decoder reads. Pairs of held-out strings a, b:
+//   swapped: a's decoder input (teacher forcing: <s> + a reversed) but b's encoder output. If
+//            the decoder took its answer from its own input, it would continue a; it follows b.
+//   one slot: a's encoder output with position j replaced by b's. Greedy decoding then changes
+//            exactly output L-1-j, to b's digit there, and keeps a's elsewhere.
+struct Intervention {
+  double swapped_follows_memory;  // predicted digits equal to reversed b (teacher-forced on a)
+  double swapped_follows_input;   // ... equal to reversed a
+  double slot_exact;              // greedy answers equal to reversed a with b's digit at L-1-j
+  int64_t slot;                   // j
+};
+
+Intervention intervene(const Model& m, const Config& c, Generator& g, int64_t n = 500) {
+  NoGradGuard no_grad;
+  Batch a = make_batch(c, g, n, true), b = make_batch(c, g, n, true);
+  const Variable mem_a = m.encode(a.src), mem_b = m.encode(b.src);
+  const int64_t L = c.length;
+  Intervention r;
+  {  // whole memory swapped, decoder input from a
+    const Tensor pred = argmax(m.decode(a.tgt_in, mem_b).data(), -1).narrow(1, 0, L);  // the L digits
+    r.swapped_follows_memory = mean(eq(pred, b.tgt_out.narrow(1, 0, L)).to(DType::Float32)).item();
+    r.swapped_follows_input = mean(eq(pred, a.tgt_out.narrow(1, 0, L)).to(DType::Float32)).item();
+  }
+  {  // one memory position swapped
+    r.slot = L / 2;
+    Tensor patched = mem_a.data().clone();
+    patched.narrow(1, r.slot, 1).copy_(mem_b.data().narrow(1, r.slot, 1));
+    const Tensor pred = greedy_from(m, Variable(patched), L + 1);
+    Tensor expect = a.tgt_out.clone();
+    expect.narrow(1, L - 1 - r.slot, 1).copy_(b.src.narrow(1, r.slot, 1));
+    r.slot_exact = exact(pred, expect);
+  }
+  return r;
 }
 
 std::vector<std::string> digits(const Tensor& t) {
   std::vector<std::string> out;
-  for (int64_t d : t.to_vector<int64_t>()) out.push_back(std::to_string(d));
+  for (int64_t d : t.to_vector<int64_t>()) out.push_back(d == kEos ? "</s>" : d == kBos ? "<s>" : std::to_string(d));
   return out;
 }
 
@@ -170,6 +250,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(m.num_parameters()));
   const std::vector<double> losses = train(m, c, g);
   const Evaluation e = evaluate(m, c, g);
+  const Intervention iv = intervene(m, c, g);
   const std::vector<std::string> src = digits(e.example_src), out = digits(e.example_out);
   std::string shown;
   for (auto& s : src) shown += s + " ";
@@ -179,17 +260,27 @@ int main(int argc, char** argv) {
       "held-out exact match (greedy decoding, 500 strings never seen in training): {:.1f}%\n"
       "mean cross-attention weight on the mirrored source position: {:.3f}\nexample: {}\n",
       100 * e.exact_match, e.anti_diagonal, shown);
-  std::printf("\n%s\ncross-attention, heads averaged (rows: output step, cols: source digit)\n%s", summary.c_str(),
-              viz::terminal_heatmap(e.example_map, out, src).c_str());
+  const std::string interventions = fmt::format(
+      "Interventions on the memory (pairs of held-out strings a, b):\n"
+      "  decoder input from a, encoder output of b: {:.1f}% of predicted digits are b's reversal, {:.1f}% a's\n"
+      "  a's encoder output with position {} taken from b: {:.1f}% of greedy answers are a's reversal with\n"
+      "  b's digit at output step {} and nothing else changed\n",
+      100 * iv.swapped_follows_memory, 100 * iv.swapped_follows_input, iv.slot, 100 * iv.slot_exact, c.length - 1 - iv.slot);
+  std::printf("\n%s\n%s\n%s\ncross-attention, heads averaged (rows: output step, cols: source digit)\n%s", summary.c_str(),
+              e.shapes.c_str(), interventions.c_str(), viz::terminal_heatmap(e.example_map, out, src).c_str());
 
   viz::Report rep(c.out, "seq2seq_cross_attention: reversing digit strings",
                   "Queries from the decoder, keys and values from the encoder: the cross-attention map shows which source "
                   "digit each output step reads.");
   rep.add_note(summary, true);
+  rep.add_note(e.shapes, true);
   rep.add_svg("cross_attention.svg",
               viz::heatmap_svg(e.example_map, {.title = "Decoder cross-attention (heads averaged)", .row_labels = out,
-                                               .col_labels = src, .row_title = "output digit", .col_title = "source digit"}),
-              "Each output step attends to the mirrored source position: the anti-diagonal of reversal.");
+                                               .col_labels = src, .row_title = "output step", .col_title = "source digit"}),
+              fmt::format("{} output steps (rows, the decoder's queries) against {} source digits (columns, the encoder's keys): "
+                          "each digit attends to the mirrored source position, the anti-diagonal of reversal. The </s> row has "
+                          "no digit to read.", c.length + 1, c.length));
+  rep.add_note(interventions, true);
   rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true),
               "Teacher-forced training loss.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());

@@ -9,7 +9,10 @@
 //   4. an ablation: learned W_Q/W_K/W_V against fixed identity (Q = K = V = X) and against
 //      frozen random matrices, and the loss each reaches;
 //   5. static vs contextual: a token's embedding row never changes, but its vector after
-//      attention depends on the rest of the sequence.
+//      attention depends on the rest of the sequence;
+//   6. co-occurrence: do tokens that often appear together get similar embeddings? Only when the
+//      objective rewards it. The same data trains two models, one to name the first token and one
+//      to predict the next token; the embedding cosine of co-occurring pairs is measured in both.
 #include <cmath>
 #include <cstdlib>
 
@@ -45,8 +48,11 @@ struct Model : nn::Module {
   nn::Embedding tok, pos;
   nn::MultiheadAttention attn;
   nn::Linear readout;
+  bool causal = false;  // mask the future (for next-token prediction)
+  // fused = false: the composed attention path (matmul, softmax, matmul), so the recorded graph
+  // shows every step and W_Q, W_K, W_V as three separate leaves.
   Model(const Config& c, Generator& g)
-      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, 1, {}, g), readout(c.dim, c.vocab, {}, g) {
+      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, 1, {.fused = false}, g), readout(c.dim, c.vocab, {}, g) {
     register_module("tok", tok);
     register_module("pos", pos);
     register_module("attn", attn);
@@ -56,7 +62,7 @@ struct Model : nn::Module {
   // The contextual vectors: each position's embedding plus what it gathered by attention.
   Variable contextual(const Tensor& ids) const {
     Variable x = embed(ids);
-    return x + attn.forward(x).output;
+    return x + attn.forward(x, {.is_causal = causal}).output;
   }
   Variable forward(const Tensor& ids) const { return readout.forward(contextual(ids)); }
   std::string type_name() const override { return "Model"; }
@@ -111,13 +117,12 @@ RunResult train(Model& m, const Config& c, Variant v, Generator& g) {
   for (int step = 1; step <= c.steps; ++step) {
     Batch b = make_batch(c, g, c.batch);
     Variable loss = loss_of(m, b);
-    if (step == 1) {
+    if (step == 1)
       for (auto& [name, p] : m.named_parameters()) p.set_name(name);  // label the leaves with their paths
-      r.graph_dot = to_dot(loss);
-    }
     opt.zero_grad();
     loss.backward();
     if (step == 1) {
+      r.graph_dot = to_dot(loss, {.grads = true});  // every parameter's box shows its gradient's norm
       for (auto& [name, p] : m.named_parameters())
         if (p.requires_grad()) r.first_grad_norms.emplace_back(name, std::sqrt(sum(p.grad() * p.grad()).item()));
     }
@@ -163,25 +168,126 @@ double embedding_vs_onehot(const Model& m, const Config& c, Generator& g) {
   return max(abs(m.tok.forward(ids).data() - matmul(one_hot(ids, c.vocab), m.tok.weight.data()))).item();
 }
 
+// ---- co-occurrence ------------------------------------------------------------------------
+// Sequences with structure: tokens come in pairs {0, 1}, {2, 3}, ...; a sequence picks one pair
+// and each position is a member of it with probability 0.9 (else any token). So 0 and 1 appear
+// together all the time. Does attention training make their embeddings similar?
+Tensor paired_ids(const Config& c, Generator& g, int64_t n) {
+  Tensor ids = empty({n, c.seq_len}, DType::Int64);
+  int64_t* p = ids.data<int64_t>();
+  for (int64_t b = 0; b < n; ++b) {
+    const int64_t pair = static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(c.vocab / 2));
+    for (int64_t t = 0; t < c.seq_len; ++t)
+      p[b * c.seq_len + t] = g.next_double() < 0.9 ? 2 * pair + static_cast<int64_t>(g.next_u64() % 2)
+                                               : static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(c.vocab));
+  }
+  return ids;
+}
+
+enum class Objective { FirstToken, NextToken };
+
+// Mean cosine between the embedding rows of the two tokens of each pair.
+double pair_cosine(const Model& m) {
+  const Tensor E = m.tok.weight.data();
+  double s = 0;
+  const int64_t pairs = E.size(0) / 2;
+  for (int64_t k = 0; k < pairs; ++k) s += cosine(E.narrow(0, 2 * k, 1), E.narrow(0, 2 * k + 1, 1));
+  return s / static_cast<double>(pairs);
+}
+
+struct CooccurrenceResult {
+  double before, after;  // pair_cosine at initialisation and after training
+  double final_loss;
+};
+
+// Train a fresh model on the paired data with `objective`: name the first token at every position
+// (tokens of a pair must stay distinguishable), or predict the next token with causal attention
+// (both tokens of a pair announce the same next-token distribution, so the objective rewards
+// giving them the same embedding). With weight decay, the parts of the embedding the objective
+// does not use shrink away; without it they keep their random initial values and blur the cosine.
+CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps, double weight_decay) {
+  Generator g(c.seed + 7);
+  Model m(c, g);
+  m.causal = objective == Objective::NextToken;
+  CooccurrenceResult r{pair_cosine(m), 0, 0};
+  optim::AdamW opt(m.parameters(), {.lr = c.lr, .weight_decay = weight_decay});
+  for (int step = 1; step <= steps; ++step) {
+    const Tensor ids = paired_ids(c, g, c.batch);
+    Variable loss;
+    if (objective == Objective::FirstToken) {
+      loss = cross_entropy(reshape(m.forward(ids), {-1, c.vocab}), ids.narrow(1, 0, 1).expand({c.batch, c.seq_len}).contiguous().reshape({-1}));
+    } else {
+      Variable logits = narrow(m.forward(ids), 1, 0, c.seq_len - 1);  // position t predicts t + 1
+      loss = cross_entropy(reshape(logits, {-1, c.vocab}), ids.narrow(1, 1, c.seq_len - 1).contiguous().reshape({-1}));
+    }
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    r.final_loss = loss.item();
+  }
+  r.after = pair_cosine(m);
+  return r;
+}
+
 // The learned run's pictures and facts: W_Q/W_K/W_V before and after, the graph, the first
 // gradient norms, embedding == one-hot @ W, static vs contextual vectors, the attention map.
 void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config& c, Generator& g) {
-  auto heat = [&](const Tensor& t, const std::string& title) {
+  // Before, after and the change, the first two on one shared colour scale so that colours compare.
+  auto heat = [&](const Tensor& t, const std::string& title, double range) {
     return viz::heatmap_svg(t, {.title = title, .row_title = "output feature", .col_title = "input feature",
-                                .diverging = true, .annotate = 0, .cell = 18});
+                                .diverging = true, .vmin = -range, .vmax = range, .annotate = 0, .cell = 18});
   };
+  auto absmax = [](const Tensor& t) { return max(abs(t)).item(); };
   for (auto [name, w0, l] : {std::tuple{"W_Q", r.w_q0, &m.attn.w_q}, {"W_K", r.w_k0, &m.attn.w_k}, {"W_V", r.w_v0, &m.attn.w_v}}) {
-    rep.add_svg(fmt::format("{}_init.svg", name), heat(w0, fmt::format("{} at initialisation", name)),
-                fmt::format("{} before training: Xavier-uniform random numbers.", name));
-    rep.add_svg(fmt::format("{}_trained.svg", name), heat(l->weight.data(), fmt::format("{} after training", name)),
+    const Tensor w1 = l->weight.data(), dw = w1 - w0;
+    const double range = std::max(absmax(w0), absmax(w1));
+    rep.add_svg(fmt::format("{}_init.svg", name), heat(w0, fmt::format("{} at initialisation", name), range),
+                fmt::format("{} before training: Xavier-uniform random numbers (colour scale shared with the next picture).", name));
+    rep.add_svg(fmt::format("{}_trained.svg", name), heat(w1, fmt::format("{} after training", name), range),
                 fmt::format("{} after {} AdamW steps: the same matrix, moved by its gradients.", name, c.steps));
+    rep.add_svg(fmt::format("{}_change.svg", name), heat(dw, fmt::format("{}: after minus before", name), absmax(dw)),
+                fmt::format("What training changed in {} (largest change {:.2f}; the largest initial entry was {:.2f}).", name,
+                            absmax(dw), absmax(w0)));
+  }
+  // The QK circuit: what the scores are made of. x = tok[i] + pos[p], so a score is a sum of
+  // token-token, token-position, position-token and position-position terms (and bias terms);
+  // W_Q alone is unreadable, these products are not.
+  {
+    NoGradGuard no_grad;
+    const Tensor Wq = m.attn.w_q.weight.data(), Wk = m.attn.w_k.weight.data();
+    const double scale = 1 / std::sqrt(static_cast<double>(c.dim));
+    auto circuit = [&](const Tensor& A, const Tensor& B) {  // (A Wq^T)(B Wk^T)^T / sqrt(d)
+      return matmul(matmul(A, Wq.transpose(0, 1)), matmul(B, Wk.transpose(0, 1)).transpose(0, 1)) * scale;
+    };
+    const Tensor E = m.tok.weight.data(), P = m.pos.weight.data();
+    std::vector<std::string> toks, poss;
+    for (int64_t i = 0; i < c.vocab; ++i) toks.push_back(std::to_string(i));
+    for (int64_t i = 0; i < c.seq_len; ++i) poss.push_back(std::to_string(i));
+    const Tensor pp = circuit(P, P), tt = circuit(E, E).contiguous();
+    int64_t low_col = 0;  // the key token with the most negative entry, named in the caption
+    for (int64_t i = 0; i < tt.numel(); ++i)
+      if (tt.data<float>()[i] < tt.data<float>()[low_col]) low_col = i;
+    low_col %= c.vocab;
+    rep.add_svg("qk_positions.svg",
+                viz::heatmap_svg(pp, {.title = "QK circuit, positions: P W_Q^T W_K P^T / sqrt(d)", .row_labels = poss, .col_labels = poss,
+                                      .row_title = "query position", .col_title = "key position", .diverging = true}),
+                "The learned QK circuit over positions: every query position scores key position 0 highest, "
+                "which is where the answer (the first token) is. This is what W_Q and W_K learned, read through the embeddings.");
+    rep.add_svg("qk_tokens.svg",
+                viz::heatmap_svg(tt, {.title = "QK circuit, tokens: E W_Q^T W_K E^T / sqrt(d)", .row_labels = toks, .col_labels = toks,
+                                      .row_title = "query token", .col_title = "key token", .diverging = true}),
+                fmt::format("The same product over the token embeddings: what the token identities alone add to a score. It is one "
+                "of four terms (with position-position and the two token-position cross terms, plus biases), so no one "
+                "picture is the whole score: key token {0}'s negative column does not stop a query from finding a "
+                "first token {0}, because the cross terms make up for it (test accuracy {1:.1f}%).", low_col, 100 * r.test_accuracy));
   }
   rep.add_text("graph.dot", r.graph_dot,
-               "The recorded graph of the first loss (Graphviz DOT): the embeddings and attn.w_q/w_k/w_v/w_o.weight are "
-               "leaves (blue boxes) that receive a gradient, like every other parameter.");
+               "The recorded graph of the first loss (Graphviz DOT), after its backward: the embeddings and "
+               "attn.w_q/w_k/w_v/w_o.weight are leaves (blue boxes), each with the norm of the gradient it received.");
   if (std::system("command -v dot > /dev/null 2>&1") == 0 &&
       std::system(("dot -Tsvg " + rep.path("graph.dot") + " -o " + rep.path("graph.svg")).c_str()) == 0)
-    rep.add_image("graph.svg", "The same graph rendered by Graphviz: follow any parameter box up to the loss.");
+    rep.add_image("graph.svg", "The same graph rendered by Graphviz: follow any parameter box up to the loss. W_Q, W_K and W_V "
+                               "enter as three separate leaves, each through its own linear op, then matmul, softmax, matmul.");
   std::string table = "Gradient norms after the first backward pass: one backward reaches every weight.\n";
   for (auto& [name, n] : r.first_grad_norms) table += fmt::format("  {:<22} {:.3e}\n", name, n);
   table += "(attn.w_k.bias gets ~0, and always will: a key bias adds the same q.b_k to every score of a\n"
@@ -218,12 +324,35 @@ void report_ablation(viz::Report& rep, const std::vector<RunResult>& results, co
   }
   std::printf("\nAblation (same data, same initial weights, %d steps each):\n%s", c.steps, table.c_str());
   rep.add_note("Ablation: the same model trained with learned, identity, and frozen random W_Q/W_K/W_V. With Q = K = V = X "
-               "a query can only look for keys similar to itself, so the embeddings must do the looking-up work too. Frozen "
+               "the score of query i on key j is x_i . x_j, the same as j's on i: the scores are symmetric, so the "
+               "embeddings alone must make position 0 attractive to every query while still saying which token sits "
+               "where. (A query's best key need not be itself: x_i . x_j can exceed x_i . x_i.) Frozen "
                "random matrices are a fixed, invertible change of basis: the embeddings and W_O, still learned, can adapt "
                "around them. Learned projections give the model the most freedom.", false);
   rep.add_note(table, true);
   rep.add_svg("ablation_loss.svg", viz::line_chart_svg(series, "Training loss by variant", "step", "cross-entropy", true),
               "Loss curves of the three variants.");
+}
+
+void report_cooccurrence(viz::Report& rep, const Config& c) {
+  std::string table = fmt::format(
+      "Tokens 0-1, 2-3, 4-5, 6-7 appear together (a sequence is 90% one pair). Mean embedding cosine of the pairs:\n"
+      "  {:<48} {:>12} {:>7} {:>7}\n",
+      "objective (same data)", "weight decay", "before", "after");
+  for (double wd : {0.0, 1.0})
+    for (Objective o : {Objective::FirstToken, Objective::NextToken}) {
+      const CooccurrenceResult r = cooccurrence(c, o, c.steps, wd);
+      table += fmt::format("  {:<48} {:>12} {:>7.3f} {:>7.3f}\n",
+                           o == Objective::FirstToken ? "name the first token (must tell 0 from 1)"
+                                                      : "predict the next token (0 and 1 predict alike)",
+                           wd, r.before, r.after);
+    }
+  table += "Co-occurring is not enough: a pair's embeddings become alike only when the objective gains from it,\n"
+           "and clearly so once weight decay removes the random parts that no objective uses.\n";
+  std::printf("\n%s", table.c_str());
+  rep.add_note("Do tokens that co-occur get similar embeddings? Nothing in self-attention makes them so; the objective "
+               "decides. The same co-occurrence data trains four models:", false);
+  rep.add_note(table, true);
 }
 
 }  // namespace where_weights
@@ -249,6 +378,7 @@ int main(int argc, char** argv) {
     if (v == Variant::Learned) report_learned(rep, m, results.back(), c, g);
   }
   report_ablation(rep, results, c);
+  report_cooccurrence(rep, c);
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return 0;
 }
