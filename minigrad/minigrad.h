@@ -34,6 +34,7 @@
 #include "minigrad/nn/pooling.h"
 #include "minigrad/nn/rnn.h"
 #include "minigrad/nn/serialize.h"
+#include "minigrad/nn/telemetry.h"
 #include "minigrad/nn/transformer.h"
 
 #include "minigrad/data/dataloader.h"

@@ -1,6 +1,10 @@
 #include "minigrad/nn/head_scores.h"
 
+#include <algorithm>
+#include <map>
+
 #include "minigrad/autograd/grad_mode.h"
+#include "minigrad/autograd/ops.h"
 #include "minigrad/tensor/generator.h"
 #include "minigrad/tensor/ops.h"
 
@@ -28,6 +32,35 @@ std::vector<double> diagonal_mean(const Tensor& weights, int64_t from, int64_t b
   return out;
 }
 
+// While it lives, notes for every MultiheadAttention in a model whether each of its forwards
+// was self-attention: query and key the same Variable.
+class SelfAttentionWatch {
+ public:
+  explicit SelfAttentionWatch(Module& model) {
+    for (auto& [name, m] : model.named_modules())
+      if (auto* mha = dynamic_cast<MultiheadAttention*>(m))
+        hooks_.push_back(mha->register_forward_hook(
+            [this, key = name](const Module&, const std::vector<Variable>& in, std::vector<Variable>&) {
+              bool& self = self_.try_emplace(key, true).first->second;
+              self = self && in[0].impl() == in[1].impl();  // in = {query, key, value}
+            }));
+  }
+  ~SelfAttentionWatch() {
+    for (HookHandle& h : hooks_) h.remove();
+  }
+  SelfAttentionWatch(const SelfAttentionWatch&) = delete;
+  SelfAttentionWatch& operator=(const SelfAttentionWatch&) = delete;
+  // Whether every forward of `layer` so far attended within one sequence.
+  bool self(const std::string& layer) const {
+    auto it = self_.find(layer);
+    return it != self_.end() && it->second;
+  }
+
+ private:
+  std::vector<HookHandle> hooks_;
+  std::map<std::string, bool> self_;
+};
+
 }  // namespace
 
 std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward, const Tensor& probe,
@@ -42,6 +75,7 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
   MG_CHECK(o.induction_batch >= 1, ValueError, "score_heads: induction_batch must be >= 1, got {}", o.induction_batch);
   NoGradGuard no_grad;
   AttentionCapture cap(model);
+  SelfAttentionWatch watch(model);
   forward(probe);
   std::vector<std::vector<double>> prev, first;
   for (const std::string& name : cap.names()) {
@@ -53,19 +87,106 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
   // position i + 1, i.e. back n - 1
   Generator g(o.seed);
   const Tensor span = randint(0, vocab, {o.induction_batch, n}, g);
-  forward(concat({span, span}, 1));
+  const Tensor repeated = concat({span, span}, 1);
+  forward(repeated);
+  std::vector<Tensor> repeated_weights;
+  for (const std::string& name : cap.names()) repeated_weights.push_back(cap.at(name).weights);
   std::vector<HeadScore> out;
   for (size_t l = 0; l < cap.names().size(); ++l) {
-    const std::vector<double> ind = diagonal_mean(cap.at(cap.names()[l]).weights, n, n - 1);
+    const std::vector<double> ind = diagonal_mean(repeated_weights[l], n, n - 1);
     for (size_t h = 0; h < ind.size(); ++h) {
-      HeadScore s{cap.names()[l], static_cast<int64_t>(h), prev[l][h], first[l][h], ind[h], "mixed"};
+      HeadScore s{cap.names()[l], static_cast<int64_t>(h), prev[l][h], first[l][h], ind[h], NAN, "mixed"};
+      if (!watch.self(s.layer)) {  // keys from another sequence: no position of them is "t - 1"
+        s.previous_token = s.first_token = s.induction = NAN, s.label = "cross-attention";
+        out.push_back(s);
+        continue;
+      }
       double best = o.threshold;
       for (auto [score, label] : {std::pair{s.previous_token, "previous token"}, {s.first_token, "first token"}, {s.induction, "induction"}})
         if (score >= best) best = score, s.label = label;
       out.push_back(s);
     }
   }
+  if (!o.logits) return out;
+  // Copying: the change of the logits when the head is removed, read at the token the head
+  // attends to most, against the mean change over the vocabulary.
+  const Tensor full = o.logits(repeated).data().to(DType::Float64).contiguous();
+  MG_CHECK(full.dim() == 3 && full.size(0) == o.induction_batch && full.size(1) == 2 * n && full.size(2) == vocab, ShapeError,
+           "score_heads: options.logits must return (B, T, vocab) = ({}, {}, {}), got {}", o.induction_batch, 2 * n, vocab,
+           shape_str(full.shape()));
+  const int64_t* ids = repeated.contiguous().data<int64_t>();
+  for (HeadScore& s : out) {
+    const size_t l = static_cast<size_t>(std::find(cap.names().begin(), cap.names().end(), s.layer) - cap.names().begin());
+    // Only a self-attention over the 2n tokens themselves has a key s* whose token is ids[s*].
+    const Tensor& rw = repeated_weights[l];
+    if (s.label == "cross-attention" || rw.size(2) != 2 * n || rw.size(3) != 2 * n) continue;
+    Tensor ablated;
+    {
+      HeadAblation remove(model, s.layer, {s.head});
+      ablated = o.logits(repeated).data().to(DType::Float64).contiguous();
+    }
+    const Tensor w = rw.narrow(1, s.head, 1).squeeze(1).to(DType::Float64).contiguous();  // (B, T, T)
+    const double *pf = full.data<double>(), *pa = ablated.data<double>(), *pw = w.data<double>();
+    const int64_t T = 2 * n;
+    double total = 0;
+    for (int64_t b = 0; b < o.induction_batch; ++b)
+      for (int64_t t = n; t < T; ++t) {
+        const double* wr = pw + (b * T + t) * T;
+        const int64_t key = std::max_element(wr, wr + T) - wr;
+        const int64_t token = ids[b * T + key];
+        double mean_d = 0;
+        const int64_t row = (b * T + t) * vocab;
+        for (int64_t j = 0; j < vocab; ++j) mean_d += pf[row + j] - pa[row + j];
+        total += (pf[row + token] - pa[row + token]) - mean_d / static_cast<double>(vocab);
+      }
+    s.copying = total / static_cast<double>(o.induction_batch * n);
+  }
   return out;
+}
+
+IclScore icl_score(const std::function<Variable(const Tensor& ids)>& logits, int64_t vocab, int64_t n, int64_t batch,
+                   uint64_t seed) {
+  MG_CHECK(vocab >= 2 && n >= 2 && batch >= 1, ValueError, "icl_score: needs vocab >= 2, n >= 2, batch >= 1, got {}, {}, {}",
+           vocab, n, batch);
+  NoGradGuard no_grad;
+  Generator g(seed);
+  const Tensor span = randint(0, vocab, {batch, n}, g);
+  const Tensor ids = concat({span, span}, 1);  // (B, 2n)
+  const Tensor z = logits(ids).data();
+  MG_CHECK(z.dim() == 3 && z.size(0) == batch && z.size(1) == 2 * n && z.size(2) == vocab, ShapeError,
+           "icl_score: logits must return (B, T, vocab) = ({}, {}, {}), got {}", batch, 2 * n, vocab, shape_str(z.shape()));
+  // position t predicts token t + 1: the first copy's targets are positions 1..n-1, the second's n..2n-1
+  const Tensor nll = -gather(log_softmax(z.narrow(1, 0, 2 * n - 1).to(DType::Float64), -1), 2,
+                            ids.narrow(1, 1, 2 * n - 1).unsqueeze(2));  // (B, 2n-1, 1)
+  IclScore r;
+  r.early = mean(nll.narrow(1, 0, n - 1)).item();
+  r.late = mean(nll.narrow(1, n - 1, n)).item();
+  r.score = r.late - r.early;
+  return r;
+}
+
+HeadAblation::HeadAblation(Module& model, const std::string& layer, std::vector<int64_t> heads) {
+  Module* found = nullptr;
+  for (auto& [name, m] : model.named_modules())
+    if (name == layer) found = m;
+  auto* mha = dynamic_cast<MultiheadAttention*>(found);
+  MG_CHECK(mha, ValueError, "HeadAblation: no MultiheadAttention at \"{}\" in this {}", layer, model.type_name());
+  for (int64_t h : heads)
+    MG_CHECK(h >= 0 && h < mha->num_heads, ValueError, "HeadAblation: head {} of {} does not exist (it has {} heads)", h, layer,
+             mha->num_heads);
+  hook_ = mha->register_forward_hook([mha, heads = std::move(heads)](const Module&, const std::vector<Variable>& in,
+                                                                     std::vector<Variable>& out) {
+    // out = {output (B, Tq, E), weights (B, H, Tq, Tk), scores}; in = {query, key, value}
+    const int64_t d = mha->head_dim;
+    const Variable v = split_heads(mha->w_v.forward(in[2]), mha->num_heads);  // (B, H, Tk, d)
+    Variable output = out[0];
+    for (int64_t h : heads) {
+      const Variable mixed = matmul(narrow(out[1], 1, h, 1), narrow(v, 1, h, 1));  // (B, 1, Tq, d)
+      const Variable w_o = narrow(mha->w_o.weight, 1, h * d, d);                   // (E, d): head h's columns
+      output = output - reshape(matmul(mixed, transpose(w_o, 0, 1)), output.shape());  // minus head h's share
+    }
+    out[0] = output;
+  });
 }
 
 }  // namespace mg::nn

@@ -157,7 +157,7 @@ std::string tick_label(double v) {
 }  // namespace
 
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
-                           const std::string& y_label, bool log_y) {
+                           const std::string& y_label, bool log_y, const std::vector<Marker>& markers) {
   size_t longest = 0;
   for (auto& se : series) longest = std::max(longest, se.name.size());
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
@@ -213,6 +213,12 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"/>\n", pts, colors[k % 6]);
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"3\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 12,
                      T + 10 + 20 * k, colors[k % 6], W - R + 32, T + 15 + 20 * k, escape(se.name));
+  }
+  for (const Marker& m : markers) {
+    if (!std::isfinite(m.x) || m.x < x0 || m.x > x1) continue;
+    s += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\" stroke-dasharray=\"5,4\"/>\n"
+                     "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
+                     px(m.x), T, H - B, px(m.x) + 4, T + 14, escape(m.label));
   }
   return s + "</svg>\n";
 }

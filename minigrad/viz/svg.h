@@ -37,9 +37,16 @@ struct Series {
   }
 };
 
-/// Curves on shared axes with a legend (e.g. train and validation loss against step).
+/// A vertical line across a chart at x, labelled (a phase change, an event).
+struct Marker {
+  double x;
+  std::string label;
+};
+
+/// Curves on shared axes with a legend (e.g. train and validation loss against step), and
+/// optional vertical markers.
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
-                           const std::string& y_label, bool log_y = false);
+                           const std::string& y_label, bool log_y = false, const std::vector<Marker>& markers = {});
 
 /// A 2-D classifier's picture: `probs` (H, W) is P(class 1) over the square [-1, 1]^2 (row 0 at
 /// the top), drawn as a background, with the points (N, 2) coloured by their labels (N) on top.

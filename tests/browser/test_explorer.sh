@@ -1,0 +1,57 @@
+#!/bin/sh
+# The attention explorer in a real browser: headless Chromium opens explorer.html#selftest, whose
+# own script moves the step slider, switches to scores, clicks a head and writes what it saw into
+# <pre id="selftest">; Chromium dumps the DOM after the scripts ran. Checked here: no script
+# errors (none caught by the page, no console message), one grid cell per head, the slider and the
+# mode change the large map, a click selects. Then a screenshot for people to look at.
+#   test_explorer.sh FIXTURE OUTDIR
+# Without Chromium: skipped (exit 77), unless MG_REQUIRE_BROWSER=1 (make test sets it, after
+# scripts/install-deps installed Debian's chromium).
+set -eu
+fixture=$1
+out=$2
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$browser" ]; then
+  if [ "${MG_REQUIRE_BROWSER:-0}" = 1 ]; then
+    echo "FAIL: chromium is not installed (scripts/install-deps installs it)"
+    exit 1
+  fi
+  echo "chromium is not installed: skipped"
+  exit 77
+fi
+rm -rf "$out"
+mkdir -p "$out"
+"$fixture" "$out/explorer.html"
+run() {
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+    --user-data-dir="$out/profile" --enable-logging=stderr --v=0 "$@"
+}
+run --virtual-time-budget=5000 --dump-dom "file://$out/explorer.html#selftest" > "$out/dom.html" 2> "$out/console.log" || {
+  echo "FAIL: chromium exited with an error"; tail -20 "$out/console.log"; exit 1; }
+result=$(sed -n 's:.*<pre id="selftest">\(.*\)</pre>.*:\1:p' "$out/dom.html")
+echo "selftest: $result"
+fail=0
+expect() {  # expect KEY VALUE: "KEY":VALUE appears in the result
+  case "$result" in
+    *"\"$1\":$2"*) ;;
+    *) echo "FAIL: expected \"$1\":$2"; fail=1 ;;
+  esac
+}
+[ -n "$result" ] || { echo "FAIL: the page wrote no self-test result (did its script run?)"; exit 1; }
+expect cells 3       # layer0: 2 heads, layer1: 1 head
+expect heads 3
+expect records 4     # steps 1, 3, 6, 9
+expect slider_changes_map true
+expect slider_changes_label true
+expect mode_changes_map true
+expect click_selects true
+expect big_cells 100 # the selected head's 10 x 10 map
+expect errors '""'
+if grep -n 'CONSOLE(' "$out/console.log"; then
+  echo "FAIL: the page wrote to the console (above)"
+  fail=1
+fi
+run --hide-scrollbars --window-size=1280,1000 --screenshot="$out/explorer.png" "file://$out/explorer.html" > /dev/null 2>&1 || true
+[ -s "$out/explorer.png" ] || { echo "FAIL: no screenshot"; fail=1; }
+[ $fail -eq 0 ] && echo "explorer passed in $("$browser" --version 2>/dev/null | head -1); screenshot $out/explorer.png"
+exit $fail
