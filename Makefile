@@ -29,8 +29,10 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS)
 
+# -O1 -g1 (line tables: file and line in every report): compiles in about 60% of -O2 -g's time.
 build-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMG_SANITIZE=ON -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+	  -DMG_SANITIZE=ON -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # The library, its tests and the examples compiled by clang++ too (built, not run): a second
@@ -49,12 +51,14 @@ fuzz: deps
 	ASAN_OPTIONS=detect_leaks=0 $(FUZZ_BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	  -dict=fuzz/safetensors.dict -print_final_stats=1 $(FUZZ_BUILD)/corpus fuzz/corpus
 
+# MG_REQUIRE_BROWSER=1: the explorer's browser test fails instead of skipping without Chromium
+# (scripts/install-deps has installed it).
 test-release: build
-	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	cd $(BUILD) && MG_REQUIRE_BROWSER=1 ctest --output-on-failure -j$(JOBS)
 
 # detect_leaks=0: oneTBB keeps its worker threads' memory until process exit on purpose.
 test-asan: build-asan
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 MG_REQUIRE_BROWSER=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
 # The fuzz build compiles the library with clang++ (instrumented), which is make test's check that

@@ -7,6 +7,7 @@
 #include "examples/digits_cnn/main.cpp"
 #include "examples/hand_attention/main.cpp"
 #include "examples/heads_specialise/main.cpp"
+#include "examples/induction_heads/main.cpp"
 #include "examples/one_matrix_per_head/main.cpp"
 #include "examples/seq2seq_cross_attention/main.cpp"
 #include "examples/where_weights_come_from/main.cpp"
@@ -14,6 +15,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
 
 using namespace mg;
 
@@ -21,6 +25,37 @@ class Examples : public testing::Test {
  protected:
   void SetUp() override { set_num_threads(1); }  // tiny models: one thread is fastest
 };
+
+namespace {
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// What an example that records telemetry leaves behind: `n` records, each with one score per
+// head of every attention layer (`heads`: the layers' head counts, in model order), the same in
+// the JSON (format "minigrad-telemetry-1"), and an explorer page at `page` that holds that JSON
+// (with "</" written "<\/", as a <script> needs).
+void expect_telemetry(const std::vector<nn::TelemetryRecord>& records, const std::string& json, const std::string& page,
+                      size_t n, const std::vector<int64_t>& heads) {
+  const size_t total = static_cast<size_t>(std::accumulate(heads.begin(), heads.end(), int64_t{0}));
+  ASSERT_EQ(records.size(), n);
+  for (const nn::TelemetryRecord& r : records) {
+    EXPECT_EQ(r.heads.size(), total) << "step " << r.step;
+    EXPECT_EQ(r.patterns.size(), heads.size()) << "step " << r.step;
+  }
+  const nlohmann::json j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["format"], "minigrad-telemetry-1");
+  ASSERT_EQ(j["layers"].size(), heads.size());
+  for (size_t l = 0; l < heads.size(); ++l) EXPECT_EQ(j["layers"][l]["heads"], heads[l]);
+  ASSERT_EQ(j["records"].size(), n);
+  for (const auto& r : j["records"]) EXPECT_EQ(r["heads"].size(), total);
+  ASSERT_TRUE(std::filesystem::exists(page));
+  std::string embedded;
+  for (size_t i = 0; i < json.size(); ++i) embedded += json.compare(i, 2, "</") == 0 ? "<\\" : std::string(1, json[i]);
+  EXPECT_NE(read_text(page).find(embedded), std::string::npos) << page << " does not hold the run's JSON";
+}
+}  // namespace
 
 TEST_F(Examples, HandAttentionSetByHand) {
   const hand_attention::HandResult h = hand_attention::hand_set();
@@ -118,7 +153,12 @@ TEST_F(Examples, WhereWeightsCooccurrenceNeedsAnObjectiveThatRewardsIt) {
 TEST_F(Examples, HeadsSpecialise) {
   heads_specialise::Config c;
   c.steps = 1200;
+  c.out = (std::filesystem::temp_directory_path() / "minigrad_test_heads_specialise").string();
   const auto r = heads_specialise::run(c, heads_specialise::Variant::TwoHeads, 256);
+  // telemetry: step 1 and every 50, both heads; the page made of it
+  expect_telemetry(r.records, r.telemetry_json, heads_specialise::save_explorer(c, r, "two heads"), 25, {2});
+  EXPECT_TRUE(std::filesystem::exists(c.out + "/telemetry.json"));
+  EXPECT_THAT(r.telemetry_json, testing::HasSubstr(R"("query_tokens":["x0=)"));
   EXPECT_GE(r.full.both, 0.95);
   // one head on the previous token, the other on the first token (measured)
   const int prev_head = r.roles.on_prev[0] > r.roles.on_prev[1] ? 0 : 1, first_head = 1 - prev_head;
@@ -186,9 +226,28 @@ TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   c.dim = 32;
   c.ff = 64;
   c.steps = 700;
+  c.out = (std::filesystem::temp_directory_path() / "minigrad_test_seq2seq").string();
   Generator g(c.seed);
   seq2seq::Model m(c, g);
-  seq2seq::train(m, c, g);
+  const seq2seq::TrainResult tr = seq2seq::train(m, c, g);
+  // telemetry of the encoder's, the decoder's and the cross-attention's 4 heads, step 1 and every 50
+  expect_telemetry(tr.records, tr.telemetry_json, seq2seq::save_explorer(c, tr), 15, {4, 4, 4});
+  const nlohmann::json j = nlohmann::json::parse(tr.telemetry_json);
+  EXPECT_EQ(j["layers"][2]["name"], "dec.multihead_attn");
+  EXPECT_EQ(j["layers"][2]["query_tokens"].size(), 6u);  // <s> and 5 digits
+  EXPECT_EQ(j["layers"][2]["query_tokens"][0], "<s>");
+  EXPECT_EQ(j["layers"][2]["key_tokens"].size(), 5u);    // the 5 source digits
+  for (const nn::HeadScore& h : tr.records.back().heads) EXPECT_EQ(h.label == "cross-attention", h.layer == "dec.multihead_attn");
+  // the recorded cross-attention map (probe row 0) is 6 x 5 and turns into the anti-diagonal
+  const auto mirrored = [&](const nn::TelemetryRecord& r) {
+    const Tensor w = r.patterns[2].weights;  // (H, 6, 5)
+    EXPECT_EQ(w.shape(), (Shape{4, 6, 5}));
+    double s = 0;
+    for (int64_t t = 0; t < 5; ++t) s += mean(w.narrow(1, t, 1).narrow(2, 4 - t, 1)).item();
+    return s / 5;
+  };
+  EXPECT_LT(mirrored(tr.records.front()), 0.4);
+  EXPECT_GT(mirrored(tr.records.back()), 0.8);
   const seq2seq::Evaluation e = seq2seq::evaluate(m, c, g);
   EXPECT_GE(e.exact_match, 0.99);
   EXPECT_GT(e.anti_diagonal, 0.8);
@@ -215,7 +274,7 @@ TEST_F(Examples, CharGptRunsWithAShortContext) {
   }
   char_gpt::Config c;
   c.data = (dir / "text.txt").string();
-  c.context = 16, c.dim = 16, c.heads = 2, c.layers = 1, c.batch = 4, c.steps = 40, c.eval_every = 20, c.ckpt_every = 40;
+  c.context = 16, c.dim = 16, c.heads = 2, c.layers = 1, c.batch = 4, c.steps = 40, c.eval_every = 20, c.ckpt_every = 40, c.every = 10;
   c.sample_len = 30, c.out = (dir / "run").string();
   const char_gpt::Data d = char_gpt::load_data(c);
   Generator g(c.seed);
@@ -226,6 +285,12 @@ TEST_F(Examples, CharGptRunsWithAShortContext) {
   const char_gpt::History h = char_gpt::train(m, opt, sched, d, c, 0, c.out + "/checkpoint.safetensors");
   ASSERT_EQ(h.val_losses.size(), 2u);
   EXPECT_LT(h.val_losses.back(), std::log(static_cast<double>(d.vocab.size())) - 0.5);  // it learns
+  // telemetry at steps 1, 10, 20, 30, 40 with copying and ICL scores (a language model); spaces shown as "␣"
+  expect_telemetry(h.records, h.telemetry_json, char_gpt::save_explorer(c, h), 5, {2});
+  EXPECT_FALSE(std::isnan(h.records.back().icl.score));
+  EXPECT_FALSE(std::isnan(h.records.back().heads[0].copying));
+  EXPECT_EQ(h.records.back().patterns[0].weights.shape(), (Shape{2, 16, 16}));  // the whole 16-character probe
+  EXPECT_THAT(h.telemetry_json, testing::HasSubstr("\u2423"));
   Generator sg(1);
   const std::string sampled = char_gpt::sample(m, d.vocab, c, sg);
   EXPECT_EQ(sampled.size(), c.prompt.size() + 30);
@@ -293,4 +358,86 @@ TEST_F(Examples, CharLstmLearnsARepeatedSentence) {
   EXPECT_EQ(s.hidden.shape(), (Shape{static_cast<int64_t>(c.prompt.size()) + 40, 48}));
   EXPECT_NE(s.text.find("cat sat on the ", c.prompt.size()), std::string::npos) << s.text;  // the words, in order, after the prompt
   EXPECT_TRUE(fs::exists(char_lstm::write_report(h, s, c)));
+}
+
+// induction_heads at a smaller size (vocab 16, 32 tokens, width 32, 2 heads per layer): the same
+// story in a few seconds. Seeds 0-2 put the phase change at steps 875-1025 of 1500.
+induction_heads::Config induction_config() {
+  induction_heads::Config c;
+  c.vocab = 16, c.seq_len = 32, c.span_min = 6, c.span_max = 16, c.dim = 32, c.heads = 2, c.batch = 32;
+  return c;
+}
+
+// The step at which a score series first reaches half of its final value.
+int64_t half_way(const std::vector<nn::TelemetryRecord>& records, const std::function<double(const nn::TelemetryRecord&)>& f) {
+  const double target = 0.5 * f(records.back());
+  for (const auto& r : records)
+    if (f(r) >= target) return r.step;
+  return -1;
+}
+
+TEST_F(Examples, InductionHeadsFormInAPhaseChangeAndTheCircuitIsCausal) {
+  const induction_heads::Config c = induction_config();
+  Generator g(c.seed);
+  induction_heads::Model m(c, g);
+  const induction_heads::RunResult r = induction_heads::train(m, c, g);
+  ASSERT_EQ(r.records.size(), 61u);  // step 1 and every 25
+  // The plateau: after 250 steps the in-context-learning score has barely moved; at the end the
+  // second copy of a span costs 1.8+ nats less than the first.
+  const auto icl_at = [&](int64_t step) { return r.records[static_cast<size_t>(step / c.every)].icl.score; };
+  EXPECT_GT(icl_at(250), -0.2);
+  EXPECT_LT(r.records.back().icl.score, -1.8);
+  // Then the jump: half of the whole move is made late, and the 250 steps around that point make
+  // at least 35% of it: over twice the average rate (250 of 1500 steps is 17%).
+  ASSERT_GT(r.phase_step, 500);
+  const double move = r.records.back().icl.score - r.records.front().icl.score;
+  EXPECT_GT((icl_at(r.phase_step + 125) - icl_at(r.phase_step - 125)) / move, 0.35) << r.phase_step;
+  // The head roles, and they appear at the same steps as the jump.
+  EXPECT_EQ(r.prev_head.layer, "attn0");
+  EXPECT_GT(r.prev_head.previous_token, 0.4);
+  EXPECT_EQ(r.induction_head.layer, "attn1");
+  EXPECT_GT(r.induction_head.induction, 0.6);
+  const int64_t prev_step = half_way(r.records, [&](const auto& rec) {
+    return induction_heads::score_of(rec, "attn0", r.prev_head.head).previous_token;
+  });
+  const int64_t ind_step = half_way(r.records, [&](const auto& rec) {
+    return induction_heads::score_of(rec, "attn1", r.induction_head.head).induction;
+  });
+  EXPECT_LE(std::abs(prev_step - r.phase_step), 150) << prev_step << " vs " << r.phase_step;
+  EXPECT_LE(std::abs(ind_step - r.phase_step), 250) << ind_step << " vs " << r.phase_step;
+  EXPECT_GT(r.final_span.accuracy, 0.65);
+  // Interventions: without the previous-token head(s) the induction head stops finding the token
+  // and the repeated span is lost; without the other layer-0 heads, almost nothing changes.
+  const std::vector<induction_heads::Ablation> ab = induction_heads::ablate(m, c, r);
+  ASSERT_GE(ab.size(), 3u);
+  const auto& none = ab.front();
+  const auto& strongest = ab[1];
+  const auto& others = ab.back();
+  EXPECT_EQ(none.span.accuracy, r.final_span.accuracy);
+  EXPECT_LT(strongest.span.accuracy, 0.3);
+  EXPECT_LT(strongest.induction, 0.5 * none.induction);
+  ASSERT_NE(others.removed.find("all the others"), std::string::npos);
+  EXPECT_EQ(std::count(others.heads.begin(), others.heads.end(), r.prev_head.head), 0);
+  EXPECT_GT(others.span.accuracy, none.span.accuracy - 0.05);
+  EXPECT_GT(others.induction, 0.8 * none.induction);
+  // The circuits: the induction head's QK circuit through the previous-token head matches a
+  // query's token to the token before the key; the layer's OV circuit copies.
+  const induction_heads::Circuits circ = induction_heads::circuits(m, r);
+  EXPECT_GE(circ.qk_diagonal, 0.9);
+  EXPECT_GE(circ.ov_layer_diagonal, 0.9);
+}
+
+TEST_F(Examples, InductionHeadsNeedTwoLayers) {
+  // The same data, steps and seed with one layer: no previous-token information can reach a key,
+  // so no induction head. What it learns instead (raising tokens seen earlier in the sequence)
+  // helps a little: better than chance, far below the 2-layer model's 74%.
+  induction_heads::Config c = induction_config();
+  c.layers = 1;
+  Generator g(c.seed);
+  induction_heads::Model m(c, g);
+  const induction_heads::RunResult r = induction_heads::train(m, c, g);
+  EXPECT_LT(r.induction_head.induction, 0.5);
+  EXPECT_LT(r.final_span.accuracy, 0.4);
+  EXPECT_GT(r.final_span.accuracy, 2.0 / static_cast<double>(c.vocab));
+  EXPECT_GT(r.records.back().icl.score, -1.2);
 }

@@ -7,6 +7,8 @@
 // and --resume continues a run exactly where it stopped: each step's batch is drawn from a
 // generator seeded by (seed, step), so nothing else needs saving. Then it samples with
 // temperature and top-k, and draws the loss curves and the attention of every head on a prompt.
+// While it trains it records every head (nn::Telemetry) on a fixed piece of validation text:
+// runs/char_gpt/explorer.html replays the attention maps and head scores over the steps.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -16,6 +18,7 @@
 
 #include "text_data.h"  // the text, shared with char_lstm
 #include "minigrad/minigrad.h"
+#include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
 #include "minigrad/viz/terminal.h"
@@ -34,6 +37,7 @@ struct Config {
   double lr = 3e-3;          // peak learning rate
   int eval_every = 100;      // validation loss every N steps
   int ckpt_every = 200;      // checkpoint every N steps
+  int64_t every = 25;        // telemetry every N steps (and at step 1)
   bool resume = false;       // continue from the checkpoint in --out
   int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
   std::string prompt = "A ";  // the sample continues this text
@@ -66,10 +70,44 @@ double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
   return s / 8;
 }
 
-// Loss curves: training loss every step, validation loss every eval_every steps.
+// Loss curves: training loss every step, validation loss every eval_every steps; the telemetry.
 struct History {
   std::vector<double> steps, losses, val_steps, val_losses;
+  std::vector<nn::TelemetryRecord> records;  // the steps of this run (after a resume: from there on)
+  std::string telemetry_json;                // the same, as nn::Telemetry writes it
 };
+
+// B windows of T = min(context, 64) characters from the start of the validation text: the probe
+// of the head scores and of the telemetry.
+Tensor val_probe(const Data& d, const Config& c, int64_t B) {
+  const int64_t T = std::min<int64_t>(c.context, 64);
+  MG_CHECK(static_cast<int64_t>(d.val.size()) >= B * T, ValueError, "char_gpt: the validation text is too short to probe the heads");
+  return from_vector(std::vector<int64_t>(d.val.begin(), d.val.begin() + B * T), {B, T});
+}
+
+// A character as the explorer shows it: "\n" for a newline, "␣" for a space, "\xNN" for a byte
+// that is not printable ASCII (a piece of a UTF-8 character is no text of its own).
+std::string explorer_label(char ch) {
+  const auto u = static_cast<unsigned char>(ch);
+  if (ch == '\n') return "\\n";
+  if (ch == ' ') return "\u2423";
+  if (u < 0x20 || u >= 0x7f) return fmt::format("\\x{:02X}", u);
+  return std::string(1, ch);
+}
+
+// Telemetry on 4 windows of validation text, its first 32 characters drawn (pattern_length), and
+// for the induction, copying and ICL scores 8 random spans of T / 2 characters repeated twice.
+// The sizes keep a recording near one training step of work and telemetry.json a few MB.
+nn::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
+  const Tensor probe = val_probe(d, c, 4);
+  std::vector<std::string> labels;
+  for (int64_t t = 0; t < probe.size(1); ++t) labels.push_back(explorer_label(d.vocab.chars[probe.data<int64_t>()[t]]));
+  const nn::GPT* model = &m;
+  auto logits = [model](const Tensor& ids) { return model->forward(ids); };
+  return nn::Telemetry(m, [model](const Tensor& ids) { model->forward(ids); },
+                       {.vocab = d.vocab.size(), .probe = probe, .tokens = labels, .pattern_length = 32, .every = c.every,
+                        .scores = {.induction_batch = 8, .logits = logits}});
+}
 
 // AdamW steps start+1 ... last, with gradient clipping and the schedule; a checkpoint every
 // ckpt_every steps and at the end. Each step's batch depends only on (seed, step), so a resumed
@@ -77,6 +115,7 @@ struct History {
 History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c, int64_t start,
               const std::string& ckpt) {
   History h;
+  nn::Telemetry tel = make_telemetry(m, d, c);
   const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
   viz::ProgressBar bar(last - start, "train");
   for (int64_t step = start + 1; step <= last; ++step) {
@@ -88,12 +127,16 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
     opt.step();
     sched.step();
     h.steps.push_back(static_cast<double>(step)), h.losses.push_back(loss.item());
+    if (tel.due(step)) tel.record(step, loss.item());
     bar.update(step - start, loss.item(), -1, c.batch * c.context);
     if (step % c.eval_every == 0 || step == c.steps)
       h.val_steps.push_back(static_cast<double>(step)), h.val_losses.push_back(val_loss(m, d, c));
     if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step, &sched);
   }
   bar.finish();
+  h.records = tel.records();
+  h.telemetry_json = tel.json({{"example", "char_gpt"}, {"data", c.data.empty() ? std::string("fortunes") : c.data},
+                               {"layers", std::to_string(c.layers)}, {"heads", std::to_string(c.heads)}});
   return h;
 }
 
@@ -113,9 +156,7 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
 // What each head does, measured (nn/head_scores.h): previous-token and first-token scores on
 // validation text, and the induction score on random characters repeated twice.
 std::vector<nn::HeadScore> label_heads(const nn::GPT& m, const Data& d, const Config& c) {
-  const int64_t T = std::min<int64_t>(c.context, 64), B = 8;
-  MG_CHECK(static_cast<int64_t>(d.val.size()) >= B * T, ValueError, "char_gpt: the validation text is too short to probe the heads");
-  const Tensor probe = from_vector(std::vector<int64_t>(d.val.begin(), d.val.begin() + B * T), {B, T});
+  const Tensor probe = val_probe(d, c, 8);
   return nn::score_heads(const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m.forward(ids); }, probe, d.vocab.size());
 }
 
@@ -175,6 +216,14 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
   return rep.write_index();
 }
 
+// OUT/telemetry.json and OUT/explorer.html (viz/explorer.h); returns the page's path, or "" when
+// this run trained no step (a resume at its last step).
+std::string save_explorer(const Config& c, const History& h) {
+  if (h.records.empty()) return "";
+  viz::write_file(c.out + "/telemetry.json", h.telemetry_json);
+  return viz::write_explorer(c.out + "/explorer.html", "char_gpt: a character-level GPT", h.telemetry_json);
+}
+
 }  // namespace char_gpt
 
 #ifndef MG_EXAMPLE_NO_MAIN
@@ -192,6 +241,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", c.batch, "sequences per step");
   app.add_option("--eval-every", c.eval_every, "validation loss every N steps");
   app.add_option("--ckpt-every", c.ckpt_every, "checkpoint every N steps");
+  app.add_option("--every", c.every, "telemetry every N steps");
   app.add_flag("--resume", c.resume, "continue from OUT/checkpoint.safetensors");
   app.add_option("--stop-at", c.stop_at, "stop after this step, as if interrupted (then --resume)");
   app.add_option("--prompt", c.prompt, "text to continue");
@@ -226,6 +276,7 @@ int main(int argc, char** argv) {
     const std::vector<nn::HeadScore> scores = label_heads(m, d, c);
     std::printf("\nwhat each head does (measured):\n%s", score_table(scores).c_str());
     std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled, scores).c_str());
+    if (const std::string page = save_explorer(c, h); !page.empty()) std::printf("explorer: %s\n", page.c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -11,11 +11,14 @@
 //   3. two heads started identical (head 1's rows of W_Q, W_K, W_V and its columns of W_O copied
 //      from head 0): they receive identical gradients, stay identical and split the same way.
 //      Heads differ because random initialisation breaks the symmetry between them.
+// Every run records its heads while it trains (nn::Telemetry); the two-head run's recording
+// becomes runs/heads_specialise/explorer.html, where a slider moves over the training steps.
 #include <cmath>
 
 #include <CLI/CLI.hpp>
 
 #include "minigrad/minigrad.h"
+#include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
 #include "minigrad/viz/terminal.h"
@@ -32,6 +35,7 @@ struct Config {
   int64_t batch = 64;    // sequences per step
   int steps = 1500;      // AdamW steps
   double lr = 3e-3;      // AdamW learning rate
+  int64_t every = 50;    // telemetry every this many steps
   uint64_t seed = 0;
   std::string out = "runs/heads_specialise";
 };
@@ -134,7 +138,20 @@ HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
   return r;
 }
 
-std::vector<double> train(Model& m, const Config& c, Generator& g) {
+// The probe the telemetry watches: 8 sequences from a generator of their own (the training's is
+// untouched), and row 0's labels "x0=3", "x1=5", ...: the task's names for the position and its token.
+Tensor telemetry_probe(const Config& c) {
+  Generator g(c.seed + 99);
+  return make_batch(c, g, 8).ids;
+}
+std::vector<std::string> token_labels(const Tensor& probe) {
+  std::vector<std::string> out;
+  const Tensor row = probe.narrow(0, 0, 1).contiguous();
+  for (int64_t t = 0; t < row.numel(); ++t) out.push_back(fmt::format("x{}={}", t, row.data<int64_t>()[t]));
+  return out;
+}
+
+std::vector<double> train(Model& m, const Config& c, Generator& g, nn::Telemetry& tel) {
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   viz::ProgressBar bar(c.steps, "train");
   std::vector<double> losses;
@@ -145,6 +162,7 @@ std::vector<double> train(Model& m, const Config& c, Generator& g) {
     loss.backward();
     opt.step();
     losses.push_back(loss.item());
+    if (tel.due(step)) tel.record(step, loss.item());
     bar.update(step, loss.item(), -1, c.batch * c.seq_len);
   }
   bar.finish();
@@ -163,6 +181,8 @@ struct RunResult {
   HeadRoles roles;
   std::vector<double> losses;
   double head_diff_start = 0, head_diff_end = 0;  // max |W_Q head 0 - head 1| before / after training
+  std::vector<nn::TelemetryRecord> records;      // step 1 and every c.every steps
+  std::string telemetry_json;                     // the same, as nn::Telemetry writes it
 };
 
 RunResult run(Config c, Variant v, int64_t test_size = 512) {
@@ -172,7 +192,12 @@ RunResult run(Config c, Variant v, int64_t test_size = 512) {
   if (v == Variant::IdenticalStart) make_heads_identical(m);
   RunResult r;
   if (c.heads == 2) r.head_diff_start = head_difference(m);
-  r.losses = train(m, c, g);
+  const Tensor probe = telemetry_probe(c);
+  nn::Telemetry tel(m, [&](const Tensor& ids) { m.forward(ids); },
+                    {.vocab = c.vocab, .probe = probe, .tokens = token_labels(probe), .pattern_length = c.seq_len, .every = c.every});
+  r.losses = train(m, c, g, tel);
+  r.records = tel.records();
+  r.telemetry_json = tel.json({{"example", "heads_specialise"}, {"run", variant_name(v)}, {"steps", std::to_string(c.steps)}});
   if (c.heads == 2) r.head_diff_end = head_difference(m);
   const Batch test = make_batch(c, g, test_size);
   r.full = evaluate(m, test, c);
@@ -180,6 +205,12 @@ RunResult run(Config c, Variant v, int64_t test_size = 512) {
   if (c.heads == 2)
     for (int h = 0; h < 2; ++h) r.ablated.push_back(evaluate(m, test, c, from_vector<float>({h == 0 ? 0.f : 1.f, h == 1 ? 0.f : 1.f}, {2})));
   return r;
+}
+
+// OUT/telemetry.json and OUT/explorer.html (viz/explorer.h) of one run; returns the page's path.
+std::string save_explorer(const Config& c, const RunResult& r, const std::string& title) {
+  viz::write_file(c.out + "/telemetry.json", r.telemetry_json);
+  return viz::write_explorer(c.out + "/explorer.html", title, r.telemetry_json);
 }
 
 }  // namespace heads_specialise
@@ -191,6 +222,7 @@ int main(int argc, char** argv) {
   CLI::App app{"heads_specialise: why several heads, and why they differ"};
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "AdamW learning rate");
+  app.add_option("--every", c.every, "telemetry every this many steps");
   app.add_option("--seed", c.seed, "random seed");
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
@@ -263,6 +295,7 @@ int main(int argc, char** argv) {
   rep.add_svg("loss.svg", viz::line_chart_svg(curves, "Training loss", "step", "cross-entropy", true),
               "Loss of the three runs: all three solve the task.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
+  std::printf("explorer: %s\n", save_explorer(c, two, "heads_specialise: two heads").c_str());
   return two.full.both >= 0.95 && one.full.both >= 0.95 ? 0 : 1;
 }
 #endif

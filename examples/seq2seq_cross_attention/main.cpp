@@ -11,12 +11,16 @@
 // Two interventions show the decoder really reads the memory: decode with another string's
 // encoder output and the answer follows that string; swap one memory position and exactly the
 // mirrored output digit changes.
+// Training records every head of the three attention layers (nn::Telemetry): the encoder's
+// self-attention, the decoder's self-attention and the cross-attention, whose (L + 1) x L map
+// runs/seq2seq_cross_attention/explorer.html shows turning into the anti-diagonal step by step.
 #include <cmath>
 #include <map>
 
 #include <CLI/CLI.hpp>
 
 #include "minigrad/minigrad.h"
+#include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
 #include "minigrad/viz/terminal.h"
@@ -36,6 +40,7 @@ struct Config {
   int64_t batch = 64;
   int steps = 1200;       // AdamW steps
   double lr = 3e-3;       // peak learning rate (warm-up, then cosine decay)
+  int64_t every = 50;     // telemetry every this many steps
   uint64_t seed = 0;
   std::string out = "runs/seq2seq_cross_attention";
 };
@@ -74,6 +79,17 @@ struct Batch {
   Tensor src;             // (B, L)
   Tensor tgt_in, tgt_out; // (B, L + 1): <s> + reversed digits; reversed digits + </s>
 };
+
+// The decoder's input under teacher forcing for sources src (B, L): <s>, then the reversed digits
+// but the last one -> (B, L + 1).
+Tensor decoder_input(const Tensor& src) {
+  const int64_t n = src.size(0), L = src.size(1);
+  const Tensor s = src.contiguous();
+  Tensor in = empty({n, L + 1}, DType::Int64);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i <= L; ++i) in.data<int64_t>()[b * (L + 1) + i] = i == 0 ? kBos : s.data<int64_t>()[b * L + (L - i)];
+  return in;
+}
 // Random strings from one side of the split (train: not held out; test: held out).
 Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
   const int64_t L = c.length;
@@ -84,20 +100,46 @@ Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
       for (int64_t i = 0; i < L; ++i) p[b * L + i] = static_cast<int64_t>(g.next_u64() % kDigits);
     } while (held_out(p + b * L, L) != test);
   }
-  Tensor tgt_out = empty({n, L + 1}, DType::Int64), tgt_in = empty({n, L + 1}, DType::Int64);
+  Tensor tgt_out = empty({n, L + 1}, DType::Int64);
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i <= L; ++i) {
-      tgt_out.data<int64_t>()[b * (L + 1) + i] = i < L ? p[b * L + (L - 1 - i)] : kEos;
-      tgt_in.data<int64_t>()[b * (L + 1) + i] = i == 0 ? kBos : p[b * L + (L - i)];
-    }
-  return {src, tgt_in, tgt_out};
+    for (int64_t i = 0; i <= L; ++i) tgt_out.data<int64_t>()[b * (L + 1) + i] = i < L ? p[b * L + (L - 1 - i)] : kEos;
+  return {src, decoder_input(src), tgt_out};
 }
 
-std::vector<double> train(Model& m, const Config& c, Generator& g) {
+std::vector<std::string> digits(const Tensor& t) {
+  std::vector<std::string> out;
+  for (int64_t d : t.to_vector<int64_t>()) out.push_back(d == kEos ? "</s>" : d == kBos ? "<s>" : std::to_string(d));
+  return out;
+}
+
+// Telemetry's forward takes one ids tensor: the source digits (B, L); the decoder reads the
+// teacher-forced input made from them, as in training. The probe is 8 held-out strings from a
+// generator of its own (the training's is untouched). The decoder's layers are labelled with
+// the decoder's tokens (<s> and the digits written so far), the cross-attention's keys with the
+// source digits.
+nn::Telemetry make_telemetry(Model& m, const Config& c) {
+  Generator g(c.seed + 99);
+  const Batch probe = make_batch(c, g, 8, true);
+  const std::vector<std::string> src = digits(probe.src.narrow(0, 0, 1)), dec = digits(probe.tgt_in.narrow(0, 0, 1));
+  Model* model = &m;
+  return nn::Telemetry(m, [model](const Tensor& ids) { model->decode(decoder_input(ids), model->encode(ids)); },
+                       {.vocab = kDigits, .probe = probe.src, .tokens = src, .pattern_length = c.length + 1, .every = c.every,
+                        .query_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", dec}},
+                        .key_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", src}}});
+}
+
+struct TrainResult {
+  std::vector<double> losses;                // per step
+  std::vector<nn::TelemetryRecord> records;  // step 1 and every c.every steps
+  std::string telemetry_json;                // the same, as nn::Telemetry writes it
+};
+
+TrainResult train(Model& m, const Config& c, Generator& g) {
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   optim::WarmupCosineLR sched(opt, c.steps / 20, c.steps, 0.05);
+  nn::Telemetry tel = make_telemetry(m, c);
   viz::ProgressBar bar(c.steps, "train");
-  std::vector<double> losses;
+  TrainResult r;
   for (int step = 1; step <= c.steps; ++step) {
     Batch b = make_batch(c, g, c.batch, false);
     Variable logits = m.decode(b.tgt_in, m.encode(b.src));  // teacher forcing
@@ -107,11 +149,14 @@ std::vector<double> train(Model& m, const Config& c, Generator& g) {
     optim::clip_grad_norm_(m.parameters(), 1.0);
     opt.step();
     sched.step();
-    losses.push_back(loss.item());
+    r.losses.push_back(loss.item());
+    if (tel.due(step)) tel.record(step, loss.item());
     bar.update(step, loss.item(), -1, c.batch * c.length);
   }
   bar.finish();
-  return losses;
+  r.records = tel.records();
+  r.telemetry_json = tel.json({{"example", "seq2seq_cross_attention"}, {"length", std::to_string(c.length)}});
+  return r;
 }
 
 // Greedy decoding of `steps` tokens from the encoder's output: feed back the most likely token,
@@ -224,10 +269,10 @@ Intervention intervene(const Model& m, const Config& c, Generator& g, int64_t n 
   return r;
 }
 
-std::vector<std::string> digits(const Tensor& t) {
-  std::vector<std::string> out;
-  for (int64_t d : t.to_vector<int64_t>()) out.push_back(d == kEos ? "</s>" : d == kBos ? "<s>" : std::to_string(d));
-  return out;
+// OUT/telemetry.json and OUT/explorer.html (viz/explorer.h); returns the page's path.
+std::string save_explorer(const Config& c, const TrainResult& r) {
+  viz::write_file(c.out + "/telemetry.json", r.telemetry_json);
+  return viz::write_explorer(c.out + "/explorer.html", "seq2seq_cross_attention: reversing digit strings", r.telemetry_json);
 }
 
 }  // namespace seq2seq
@@ -240,6 +285,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--length", c.length, "digits per string")->check(CLI::Range(2, 16));
   app.add_option("--lr", c.lr, "peak AdamW learning rate");
+  app.add_option("--every", c.every, "telemetry every this many steps");
   app.add_option("--seed", c.seed, "random seed");
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
@@ -248,7 +294,7 @@ int main(int argc, char** argv) {
   Model m(c, g);
   std::printf("%lld parameters; training on strings whose digit sum is not a multiple of 7\n",
               static_cast<long long>(m.num_parameters()));
-  const std::vector<double> losses = train(m, c, g);
+  const TrainResult tr = train(m, c, g);
   const Evaluation e = evaluate(m, c, g);
   const Intervention iv = intervene(m, c, g);
   const std::vector<std::string> src = digits(e.example_src), out = digits(e.example_out);
@@ -281,9 +327,10 @@ int main(int argc, char** argv) {
                           "each digit attends to the mirrored source position, the anti-diagonal of reversal. The </s> row has "
                           "no digit to read.", c.length + 1, c.length));
   rep.add_note(interventions, true);
-  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true),
+  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", tr.losses)}, "Training loss", "step", "cross-entropy", true),
               "Teacher-forced training loss.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
+  std::printf("explorer: %s\n", save_explorer(c, tr).c_str());
   return e.exact_match >= 0.99 ? 0 : 1;
 }
 #endif
