@@ -37,7 +37,7 @@ struct Config {
   double lr = 3e-3;          // peak learning rate
   int eval_every = 100;      // validation loss every N steps
   int ckpt_every = 200;      // checkpoint every N steps
-  int64_t every = 25;        // telemetry every N steps (and at step 1)
+  int64_t every = 50;        // telemetry every N steps (and at step 1): 13 records in 600 steps
   bool resume = false;       // continue from the checkpoint in --out
   int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
   std::string prompt = "A ";  // the sample continues this text
