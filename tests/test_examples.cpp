@@ -155,8 +155,8 @@ TEST_F(Examples, HeadsSpecialise) {
   c.steps = 1200;
   c.out = (std::filesystem::temp_directory_path() / "minigrad_test_heads_specialise").string();
   const auto r = heads_specialise::run(c, heads_specialise::Variant::TwoHeads, 256);
-  // telemetry: step 1 and every 50, both heads; the page made of it
-  expect_telemetry(r.records, r.telemetry_json, heads_specialise::save_explorer(c, r, "two heads"), 25, {2});
+  // telemetry at step 1, every 5 up to 100 and every 50 (43 records), both heads; the page made of it
+  expect_telemetry(r.records, r.telemetry_json, heads_specialise::save_explorer(c, r, "two heads"), 43, {2});
   EXPECT_TRUE(std::filesystem::exists(c.out + "/telemetry.json"));
   EXPECT_THAT(r.telemetry_json, testing::HasSubstr(R"("query_tokens":["x0=)"));
   EXPECT_GE(r.full.both, 0.95);
@@ -230,8 +230,9 @@ TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   Generator g(c.seed);
   seq2seq::Model m(c, g);
   const seq2seq::TrainResult tr = seq2seq::train(m, c, g);
-  // telemetry of the encoder's, the decoder's and the cross-attention's 4 heads, step 1 and every 50
-  expect_telemetry(tr.records, tr.telemetry_json, seq2seq::save_explorer(c, tr), 15, {4, 4, 4});
+  // telemetry of the encoder's, the decoder's and the cross-attention's 4 heads at step 1, every 5
+  // up to 100 and every 50 (33 records)
+  expect_telemetry(tr.records, tr.telemetry_json, seq2seq::save_explorer(c, tr), 33, {4, 4, 4});
   const nlohmann::json j = nlohmann::json::parse(tr.telemetry_json);
   EXPECT_EQ(j["layers"][2]["name"], "dec.multihead_attn");
   EXPECT_EQ(j["layers"][2]["query_tokens"].size(), 6u);  // <s> and 5 digits

@@ -37,7 +37,7 @@ struct Config {
   double lr = 3e-3;          // peak learning rate
   int eval_every = 100;      // validation loss every N steps
   int ckpt_every = 200;      // checkpoint every N steps
-  int64_t every = 50;        // telemetry every N steps (and at step 1): 13 records in 600 steps
+  int64_t every = 30;        // telemetry every N steps (and at step 1): 21 records in 600 steps
   bool resume = false;       // continue from the checkpoint in --out
   int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
   std::string prompt = "A ";  // the sample continues this text
@@ -96,7 +96,7 @@ std::string explorer_label(char ch) {
 }
 
 // Telemetry on 4 windows of validation text, its first 32 characters drawn (pattern_length), and
-// for the induction, copying and ICL scores 8 random spans of T / 2 characters repeated twice.
+// for the induction, copying and ICL scores 4 random spans of T / 2 characters repeated twice.
 // The sizes keep a recording near one training step of work and telemetry.json a few MB.
 nn::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
   const Tensor probe = val_probe(d, c, 4);
@@ -106,7 +106,7 @@ nn::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
   auto logits = [model](const Tensor& ids) { return model->forward(ids); };
   return nn::Telemetry(m, [model](const Tensor& ids) { model->forward(ids); },
                        {.vocab = d.vocab.size(), .probe = probe, .tokens = labels, .pattern_length = 32, .every = c.every,
-                        .scores = {.induction_batch = 8, .logits = logits}});
+                        .scores = {.induction_batch = 4, .logits = logits}});
 }
 
 // AdamW steps start+1 ... last, with gradient clipping and the schedule; a checkpoint every

@@ -35,7 +35,7 @@ struct Config {
   int64_t batch = 64;    // sequences per step
   int steps = 1500;      // AdamW steps
   double lr = 3e-3;      // AdamW learning rate
-  int64_t every = 50;    // telemetry every this many steps
+  int64_t every = 50;    // telemetry every this many steps, and every 5 of the first 100 (where the heads settle)
   uint64_t seed = 0;
   std::string out = "runs/heads_specialise";
 };
@@ -162,7 +162,7 @@ std::vector<double> train(Model& m, const Config& c, Generator& g, nn::Telemetry
     loss.backward();
     opt.step();
     losses.push_back(loss.item());
-    if (tel.due(step)) tel.record(step, loss.item());
+    if (tel.due(step) || (step <= 100 && step % 5 == 0)) tel.record(step, loss.item());  // densely while it learns
     bar.update(step, loss.item(), -1, c.batch * c.seq_len);
   }
   bar.finish();
@@ -181,7 +181,7 @@ struct RunResult {
   HeadRoles roles;
   std::vector<double> losses;
   double head_diff_start = 0, head_diff_end = 0;  // max |W_Q head 0 - head 1| before / after training
-  std::vector<nn::TelemetryRecord> records;      // step 1 and every c.every steps
+  std::vector<nn::TelemetryRecord> records;      // step 1, every 5 up to 100, every c.every
   std::string telemetry_json;                     // the same, as nn::Telemetry writes it
 };
 

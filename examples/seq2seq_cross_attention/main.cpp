@@ -40,7 +40,7 @@ struct Config {
   int64_t batch = 64;
   int steps = 1200;       // AdamW steps
   double lr = 3e-3;       // peak learning rate (warm-up, then cosine decay)
-  int64_t every = 50;     // telemetry every this many steps
+  int64_t every = 50;     // telemetry every this many steps, and every 5 of the first 100 (where the map forms)
   uint64_t seed = 0;
   std::string out = "runs/seq2seq_cross_attention";
 };
@@ -130,7 +130,7 @@ nn::Telemetry make_telemetry(Model& m, const Config& c) {
 
 struct TrainResult {
   std::vector<double> losses;                // per step
-  std::vector<nn::TelemetryRecord> records;  // step 1 and every c.every steps
+  std::vector<nn::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
   std::string telemetry_json;                // the same, as nn::Telemetry writes it
 };
 
@@ -150,7 +150,7 @@ TrainResult train(Model& m, const Config& c, Generator& g) {
     opt.step();
     sched.step();
     r.losses.push_back(loss.item());
-    if (tel.due(step)) tel.record(step, loss.item());
+    if (tel.due(step) || (step <= 100 && step % 5 == 0)) tel.record(step, loss.item());  // densely while it learns
     bar.update(step, loss.item(), -1, c.batch * c.length);
   }
   bar.finish();

@@ -29,7 +29,7 @@ h1{font-size:22px;margin:0 0 4px} .meta{color:#555;font-size:13px;margin-bottom:
 #grid{display:grid;gap:10px;margin:14px 0}
 .cell{border:2px solid transparent;padding:4px;cursor:pointer;font-size:11px;line-height:1.3}
 .cell.selected{border-color:#c0392b} .cell canvas{width:100%;image-rendering:pixelated;display:block}
-.rowname{font-weight:bold;font-size:12px;align-self:center}
+.rowname{font-weight:bold;font-size:12px;align-self:center;overflow-wrap:anywhere}
 #detail{display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start}
 #big{border-collapse:collapse;font-size:10px} #big td{width:16px;height:16px;padding:0}
 #big th{font-weight:normal;padding:0 2px;color:#444} #big th.col{writing-mode:vertical-rl;transform:rotate(180deg);height:auto}
