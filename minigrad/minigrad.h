@@ -9,6 +9,7 @@
 #include "minigrad/tensor/ops.h"
 #include "minigrad/tensor/parallel.h"
 #include "minigrad/tensor/safetensors.h"
+#include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/tensor.h"
 
 #include "minigrad/autograd/dot.h"

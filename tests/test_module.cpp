@@ -120,6 +120,20 @@ TEST(ModuleSlots, ToConvertsTheMembersThemselves) {
   expect_close(y.data(), tensor({1, 0, 1}, {3}).to(DType::Float64), 0, 0);
 }
 
+// As PyTorch: a module converts to floating dtypes only (to(Int64) converted frozen parameters and
+// buffers, then failed half way with set_data's error at the first trainable one).
+TEST(ModuleSlots, ToAnIntegerDtypeIsRefusedBeforeAnythingChanges) {
+  Masked m;
+  try {
+    m.to(DType::Int64);
+    ADD_FAILURE() << "no error";
+  } catch (const DTypeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Module::to: int64 is not a floating dtype"));
+  }
+  EXPECT_EQ(m.mask.dtype(), DType::Float32);
+  EXPECT_EQ(m.scale.dtype(), DType::Float32);
+}
+
 TEST(ModuleSlots, AssignmentsThroughApplyAndLoadsReachTheRegistry) {
   nn::Sequential net;
   net.emplace_back<nn::Linear>(3, 2);

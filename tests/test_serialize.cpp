@@ -305,6 +305,9 @@ TEST(Checkpoint, OtherGroupsOrSettingsAreErrorsNamingBoth) {
   optim::StepLR step_lr(same, 3);
   refused(same, &step_lr, "holds a WarmupCosineLR schedule but the scheduler is a StepLR");
   refused(same, nullptr, "holds the state of a WarmupCosineLR learning-rate schedule; pass the scheduler");
+  // a schedule built on another (one-group) optimizer: refused before the weights are touched
+  optim::WarmupCosineLR of_another(one_group, 1, 5);
+  refused(same, &of_another, "the WarmupCosineLR was made for an optimizer with 1 parameter groups");
   optim::WarmupCosineLR fits(same, 1, 5);
   EXPECT_EQ(optim::load_checkpoint(path, b, same, &fits), 2);
   EXPECT_EQ(fits.last_step(), 2);
@@ -474,4 +477,46 @@ TEST(Checkpoint, TamperedCheckpointsChangeNothing) {
   };
   refused(with("optimizer.fc1.weight.step", from_vector<int64_t>({-1}, {})), good.metadata, "= -1");
   refused(with("optimizer.fc1.weight.bogus", zeros({4, 3})), good.metadata, "which AdamW does not keep");
+}
+
+TEST(TextFile, ReplacedWholeOrNotAtAll) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "minigrad_test_text_file";
+  fs::remove_all(dir);
+  const std::string path = (dir / "sub" / "a.json").string();
+  auto read = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  write_text_file(path, "first", "test");  // creates dir/sub
+  write_text_file(path, "second", "test");
+  EXPECT_EQ(read(path), "second");
+  for (auto& e : fs::directory_iterator(dir / "sub")) EXPECT_EQ(e.path().filename(), "a.json");  // no temporary left
+  // a folder where the file should go: the rename fails, named; no temporary is left behind
+  fs::create_directories(dir / "taken");
+  try {
+    write_text_file((dir / "taken").string(), "x", "Telemetry::save");
+    ADD_FAILURE() << "no error";
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("Telemetry::save"));
+    EXPECT_THAT(e.what(), testing::HasSubstr("taken"));
+  }
+  for (auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  // a parent that is a file: a FileError, and the file written before is untouched
+  try {
+    write_text_file((dir / "sub" / "a.json" / "b.json").string(), "x", "viz");
+    ADD_FAILURE() << "no error";
+  } catch (const FileError& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("viz"));
+  }
+  EXPECT_EQ(read(path), "second");
+  // a writer that fails half way (here: throws after some bytes) leaves the old file and no temporary
+  EXPECT_THROW(write_file_atomic(path, "test", [](const ByteSink& write) {
+                 write("half", 4);
+                 throw ValueError("stopped");
+               }),
+               ValueError);
+  EXPECT_EQ(read(path), "second");
+  for (auto& e : fs::directory_iterator(dir / "sub")) EXPECT_EQ(e.path().filename(), "a.json");
+  fs::remove_all(dir);
 }

@@ -142,12 +142,13 @@ TEST(Telemetry, BadOptionsAreNamed) {
 }
 
 TEST(Explorer, EmbedsTheRunAndRefusesOtherText) {
-  const std::string json = R"({"format":"minigrad-telemetry-1","meta":{"x":"</script><b>"},"layers":[],"records":[]})";
+  const std::string json = R"({"format":"minigrad-telemetry-1","meta":{"x":"</script><b>","y":"<!--"},"layers":[],"records":[]})";
   const std::string html = viz::explorer_html("run <1>", json);
   EXPECT_NE(html.find("<title>run &lt;1&gt;</title>"), std::string::npos);
-  // "</" inside the data is escaped so the data cannot close its <script> element
-  EXPECT_NE(html.find(R"("<\/script><b>")"), std::string::npos);
+  // every '<' of the data is written \u003c: it can neither close its <script> element nor open a comment
+  EXPECT_NE(html.find(R"("\u003c/script>\u003cb>")"), std::string::npos);
   EXPECT_EQ(html.find("</script><b>"), std::string::npos);
+  EXPECT_EQ(html.find("<!--"), std::string::npos);
   EXPECT_NE(html.find("id=\"grid\""), std::string::npos);
   EXPECT_NE(html.find("id=\"step\""), std::string::npos);
   EXPECT_THROW(viz::explorer_html("x", "[]"), ValueError);

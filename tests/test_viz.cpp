@@ -85,6 +85,30 @@ TEST(LineChart, LinearTicksAreOneTwoOrFiveTimesAPowerOfTen) {
   EXPECT_GE(v.back(), 14.36);
 }
 
+TEST(LineChart, LogAxisCoversDataOverManyDecades) {
+  // 2.3 down to 1e-7: nine decades, ticks thinned to every second one. The top tick must still
+  // be at or above the data (it was 0.1, with the curve drawn above the frame).
+  std::vector<double> y;
+  for (int i = 0; i < 100; ++i) y.push_back(2.3 * std::pow(10.0, -7.4 * i / 99));
+  const auto ticks = y_ticks(viz::line_chart_svg({viz::Series::over_steps("loss", y)}, "t", "step", "loss", true));
+  ASSERT_GE(ticks.size(), 2u);
+  EXPECT_LE(std::stod(ticks.front().second), 1e-7 * 0.5);
+  EXPECT_GE(std::stod(ticks.back().second), 2.3);
+}
+
+TEST(LineChart, NearlyConstantSeriesEndsWithTicksAroundIt) {
+  // values one rounding step apart: a tick step that small could not advance (it hung, growing
+  // memory); now the flat range is widened as for a constant series
+  for (double v : {1.0, 1e20, -3e-8, 0.0}) {
+    const double next = std::nextafter(v, INFINITY);
+    const auto ticks = y_ticks(viz::line_chart_svg({viz::Series::over_steps("flat", {v, next, v})}, "t", "step", "y", false));
+    ASSERT_GE(ticks.size(), 2u) << v;
+    EXPECT_LE(ticks.size(), 12u) << v;
+    EXPECT_LE(std::stod(ticks.front().second), v + 1e-6 * std::abs(v)) << v;  // labels have 6 digits
+    EXPECT_GE(std::stod(ticks.back().second), next - 1e-6 * std::abs(v)) << v;
+  }
+}
+
 TEST(Report, IndexScalesPicturesToThePage) {
   const std::string dir = testing::TempDir() + "/viz_report";
   {

@@ -3,21 +3,22 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "minigrad/tensor/ops.h"
+
 namespace mg {
 namespace {
 
 // "data [0.5, -1.25]" for a small tensor, "|data| 3.162" (the norm) for a big one.
 std::string describe(const char* what, const Tensor& t, int64_t max_elements) {
-  const std::vector<double> v = t.to_vector<double>();
-  if (static_cast<int64_t>(v.size()) <= max_elements) {
+  if (t.numel() <= max_elements) {
+    const std::vector<double> v = t.to_vector<double>();
     std::string s = fmt::format("{} ", what);
     if (t.dim() > 0) s += "[";
     for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}{:.4g}", i ? ", " : "", v[i]);
     return t.dim() > 0 ? s + "]" : s;
   }
-  double ss = 0;
-  for (double x : v) ss += x * x;
-  return fmt::format("|{}| {:.4g}", what, std::sqrt(ss));
+  const Tensor d = t.to(DType::Float64);  // the norm by a reduction, not a copy into a vector
+  return fmt::format("|{}| {:.4g}", what, std::sqrt(sum(d * d).item()));
 }
 
 // The value and gradient lines of a node, as asked for.

@@ -9,8 +9,9 @@ AttentionCapture::AttentionCapture(Module& model) {
     names_.push_back(name);
     // Outputs 1 and 2 of an AttentionOutput: the weights and the scores.
     hooks_.push_back(mha->register_forward_hook(
-        [this, key = name](const Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
-          records_[key] = Record{out[2].data().clone(), out[1].data().clone()};
+        [this, key = name](const Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+          // in = {query, key, value}; out = {output, weights, scores}
+          records_[key] = Record{out[2].data().clone(), out[1].data().clone(), in[0].impl() == in[1].impl()};
         }));
   }
 }

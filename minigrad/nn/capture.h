@@ -24,6 +24,7 @@ class AttentionCapture {
   struct Record {
     Tensor scores;   // (B, H, Tq, Tk) pre-softmax, masked entries -inf
     Tensor weights;  // (B, H, Tq, Tk) post-softmax
+    bool self_attention = true;  // query and key were the same Variable (false: cross-attention)
   };
   /// Hook every MultiheadAttention in `model` (found through named_modules()).
   explicit AttentionCapture(Module& model);

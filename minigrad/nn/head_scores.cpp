@@ -1,7 +1,6 @@
 #include "minigrad/nn/head_scores.h"
 
 #include <algorithm>
-#include <map>
 
 #include "minigrad/autograd/grad_mode.h"
 #include "minigrad/autograd/ops.h"
@@ -32,35 +31,6 @@ std::vector<double> diagonal_mean(const Tensor& weights, int64_t from, int64_t b
   return out;
 }
 
-// While it lives, notes for every MultiheadAttention in a model whether each of its forwards
-// was self-attention: query and key the same Variable.
-class SelfAttentionWatch {
- public:
-  explicit SelfAttentionWatch(Module& model) {
-    for (auto& [name, m] : model.named_modules())
-      if (auto* mha = dynamic_cast<MultiheadAttention*>(m))
-        hooks_.push_back(mha->register_forward_hook(
-            [this, key = name](const Module&, const std::vector<Variable>& in, std::vector<Variable>&) {
-              bool& self = self_.try_emplace(key, true).first->second;
-              self = self && in[0].impl() == in[1].impl();  // in = {query, key, value}
-            }));
-  }
-  ~SelfAttentionWatch() {
-    for (HookHandle& h : hooks_) h.remove();
-  }
-  SelfAttentionWatch(const SelfAttentionWatch&) = delete;
-  SelfAttentionWatch& operator=(const SelfAttentionWatch&) = delete;
-  // Whether every forward of `layer` so far attended within one sequence.
-  bool self(const std::string& layer) const {
-    auto it = self_.find(layer);
-    return it != self_.end() && it->second;
-  }
-
- private:
-  std::vector<HookHandle> hooks_;
-  std::map<std::string, bool> self_;
-};
-
 }  // namespace
 
 std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward, const Tensor& probe,
@@ -75,11 +45,12 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
   MG_CHECK(o.induction_batch >= 1, ValueError, "score_heads: induction_batch must be >= 1, got {}", o.induction_batch);
   NoGradGuard no_grad;
   AttentionCapture cap(model);
-  SelfAttentionWatch watch(model);
   forward(probe);
   std::vector<std::vector<double>> prev, first;
+  std::vector<bool> self;  // keys from the same sequence as the queries (not cross-attention)
   for (const std::string& name : cap.names()) {
     const Tensor& w = cap.at(name).weights;
+    self.push_back(cap.at(name).self_attention);
     prev.push_back(diagonal_mean(w, 1, 1));
     first.push_back(diagonal_mean(w, 1, -1));
   }
@@ -96,7 +67,7 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
     const std::vector<double> ind = diagonal_mean(repeated_weights[l], n, n - 1);
     for (size_t h = 0; h < ind.size(); ++h) {
       HeadScore s{cap.names()[l], static_cast<int64_t>(h), prev[l][h], first[l][h], ind[h], NAN, "mixed"};
-      if (!watch.self(s.layer)) {  // keys from another sequence: no position of them is "t - 1"
+      if (!self[l]) {  // keys from another sequence: no position of them is "t - 1"
         s.previous_token = s.first_token = s.induction = NAN, s.label = "cross-attention";
         out.push_back(s);
         continue;
@@ -114,7 +85,8 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
   MG_CHECK(full.dim() == 3 && full.size(0) == o.induction_batch && full.size(1) == 2 * n && full.size(2) == vocab, ShapeError,
            "score_heads: options.logits must return (B, T, vocab) = ({}, {}, {}), got {}", o.induction_batch, 2 * n, vocab,
            shape_str(full.shape()));
-  const int64_t* ids = repeated.contiguous().data<int64_t>();
+  const Tensor rep = repeated.contiguous();  // (concat already gives one; kept alive while read)
+  const int64_t* ids = rep.data<int64_t>();
   for (HeadScore& s : out) {
     const size_t l = static_cast<size_t>(std::find(cap.names().begin(), cap.names().end(), s.layer) - cap.names().begin());
     // Only a self-attention over the 2n tokens themselves has a key s* whose token is ids[s*].

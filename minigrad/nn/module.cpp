@@ -178,10 +178,13 @@ void Module::apply(const std::function<void(Module&)>& fn) {
 }
 
 void Module::to(DType dtype) {
+  // As PyTorch's Module.to(dtype): floating dtypes only, and only floating tensors convert.
+  MG_CHECK(is_floating(dtype), DTypeError, "Module::to: {} is not a floating dtype (a module's parameters and buffers "
+           "convert to float32 or float64)", dtype_name(dtype));
   // Through the slots, so the members change too. A parameter tied into two slots is one
   // Variable: set_data converts it once for both.
   for (auto& [n, p] : params_)
-    if (p->defined() && p->dtype() != dtype) p->set_data(p->data().to(dtype));
+    if (p->defined() && is_floating(p->dtype()) && p->dtype() != dtype) p->set_data(p->data().to(dtype));
   for (auto& [n, b] : buffers_)
     if (b->defined() && is_floating(b->dtype())) *b = b->to(dtype);
   for (auto& [n, c] : children_) c->to(dtype);

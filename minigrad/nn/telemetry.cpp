@@ -1,15 +1,13 @@
 #include "minigrad/nn/telemetry.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "minigrad/autograd/grad_mode.h"
 #include "minigrad/nn/attention.h"
+#include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/ops.h"
 
 namespace mg::nn {
@@ -101,7 +99,7 @@ const TelemetryRecord& Telemetry::record(int64_t step, double loss) {
                "Telemetry: {} attends from {} queries to {} keys (the recorded part), but has {} query and {} key labels; "
                "give it labels of its own in options.query_tokens / key_tokens[\"{}\"]", name, q, k, nq, nk, name);
       auto cut = [&](const Tensor& t) { return t.narrow(2, 0, q).narrow(3, 0, k).squeeze(0).contiguous(); };
-      r.patterns.push_back({cut(c.scores), cut(c.weights)});
+      r.patterns.push_back({cut(c.scores), cut(c.weights), c.self_attention});
     }
   }
   records_.push_back(std::move(r));
@@ -157,19 +155,7 @@ std::string Telemetry::json(const std::map<std::string, std::string>& meta) cons
 }
 
 void Telemetry::save(const std::string& path, const std::map<std::string, std::string>& meta) const {
-  const std::string text = json(meta);
-  const std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    MG_CHECK(out.good(), FileError, "Telemetry: cannot write {}", tmp);
-    out << text;
-    out.flush();
-    MG_CHECK(out.good(), FileError, "Telemetry: writing {} failed", tmp);
-  }
-  MG_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, FileError, "Telemetry: cannot rename {} to {}", tmp, path);
+  write_text_file(path, json(meta), "Telemetry::save");
 }
 
 }  // namespace mg::nn

@@ -133,6 +133,10 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
     MG_CHECK(s.has_value(), FileError, "load_checkpoint: {} has scheduler.step \"{}\"; expected a whole number >= 0", path,
              meta("scheduler.step"));
     scheduler_step = *s;
+    // checked here, before anything changes (restore() would refuse it only after the weights are in)
+    MG_CHECK(scheduler->base_lrs().size() == file_groups, FileError,
+             "load_checkpoint: the {} was made for an optimizer with {} parameter groups, but {} holds {}", scheduler->name(),
+             scheduler->base_lrs().size(), path, file_groups);
     for (size_t g = 0; g < file_groups; ++g) {
       const std::string key = "scheduler.base_lr." + std::to_string(g);
       const std::optional<double> lr = parse_rate(meta(key));

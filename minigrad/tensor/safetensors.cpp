@@ -9,12 +9,10 @@
 #include <fstream>
 #include <set>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
+
+#include "minigrad/tensor/atomic_file.h"
 
 namespace mg {
 
@@ -51,47 +49,6 @@ std::string short_dump(const nlohmann::json& j) {
   return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
 
-// Write all of `data` to fd; a FileError on failure.
-void write_all(int fd, const char* data, size_t n, const std::string& path) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, data, n);
-    if (w < 0 && errno == EINTR) continue;
-    MG_CHECK(w > 0, FileError, "save_safetensors: writing {} failed: {}", path, errno_text());
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-std::string parent_dir(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-}
-
-// The mode a save gives its file: the mode of the file it replaces, or what the process's umask
-// leaves of rw-rw-rw- for a new one (as for any file a program creates).
-mode_t new_file_mode(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) return st.st_mode & 07777;
-  const mode_t mask = ::umask(0);  // reading the umask means setting it: put it straight back
-  ::umask(mask);
-  return 0666 & ~mask;
-}
-
-// Remove "<path>.tmp-<pid>-XXXXXX" files whose process no longer runs: what a save killed half way
-// leaves behind. A temporary of a save still running (its process alive) is left alone.
-void remove_stale_temporaries(const std::string& path) {
-  namespace fs = std::filesystem;
-  const std::string prefix = fs::path(path).filename().string() + ".tmp-";
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(parent_dir(path), ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    const bool gone = pid <= 0 || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
-    if (gone) fs::remove(e.path(), ec);
-  }
-}
-
 }  // namespace
 
 Tensor SafeTensors::find(const std::string& name) const {
@@ -126,41 +83,13 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   h.append((8 - h.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
   const uint64_t n = h.size();
 
-  // Temporary file beside the target, so the final rename stays on one file system. Its name
-  // carries this process's id, so that a later save can tell the leftovers of a save that was
-  // killed half way (its process gone) from a save still running, and remove them.
-  remove_stale_temporaries(path);
-  std::string tmp = fmt::format("{}.tmp-{}-XXXXXX", path, ::getpid());
-  const int fd = ::mkstemp(tmp.data());
-  MG_CHECK(fd >= 0, FileError, "save_safetensors: cannot create a temporary file beside {}: {}", path, errno_text());
-  bool closed = false;
-  try {
-    // mkstemp makes the file 0600; give it the mode the file it replaces had, or the one a new file gets
-    MG_CHECK(::fchmod(fd, new_file_mode(path)) == 0, FileError, "save_safetensors: cannot set the mode of {}: {}", tmp, errno_text());
-    write_all(fd, reinterpret_cast<const char*>(&n), 8, tmp);
-    write_all(fd, h.data(), h.size(), tmp);
+  // Atomically (tensor/atomic_file.h): a reader sees the old file or the new one, never half.
+  write_file_atomic(path, "save_safetensors", [&](const ByteSink& write) {
+    write(reinterpret_cast<const char*>(&n), 8);
+    write(h.data(), h.size());
     for (const Tensor& c : data)
-      write_all(fd, static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()),
-                c.numel() * itemsize(c.dtype()), tmp);
-    MG_CHECK(::fsync(fd) == 0, FileError, "save_safetensors: fsync of {} failed: {}", tmp, errno_text());
-    closed = true;
-    MG_CHECK(::close(fd) == 0, FileError, "save_safetensors: closing {} failed: {}", tmp, errno_text());
-  } catch (...) {
-    if (!closed) ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    throw FileError(fmt::format("save_safetensors: cannot rename {} to {}: {}", tmp, path, why));
-  }
-  // Make the rename itself durable.
-  const int dfd = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+      write(static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()), c.numel() * itemsize(c.dtype()));
+  });
 }
 
 SafeTensors load_safetensors(const std::string& path) {

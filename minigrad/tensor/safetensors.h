@@ -6,7 +6,7 @@
 //   header: {"fc1.weight": {"dtype": "F32", "shape": [64, 2], "data_offsets": [0, 512]}, ...,
 //            "__metadata__": {"key": "value"}}
 //
-// Writes are atomic: a temporary file in the same folder, fsync, then rename over the target,
+// Writes are atomic (tensor/atomic_file.h: a temporary in the same folder, fsync, rename over the target),
 // so a crash mid-write leaves the old file intact. Reads validate the whole file (header size,
 // JSON, dtypes, shapes, offsets) before returning anything. Saving and loading whole modules is
 // nn/serialize.h, on top of this.

@@ -208,12 +208,15 @@ std::string explorer_html(const std::string& title, const std::string& telemetry
                telemetry_json.find("\"minigrad-telemetry-1\"") != std::string::npos,
            ValueError, "explorer_html: the text is not minigrad telemetry (format \"minigrad-telemetry-1\"), it starts with \"{}\"",
            telemetry_json.substr(0, 40));
-  // "</" may not appear inside a <script> element; "<\/" is the same JSON string.
+  // Inside a <script> element "</script" would end it and "<!--" changes how it is parsed. In JSON
+  // a '<' can only stand inside a string, where "\u003c" is the same character: write every one so.
   std::string data;
   data.reserve(telemetry_json.size());
-  for (size_t i = 0; i < telemetry_json.size(); ++i) {
-    data += telemetry_json[i];
-    if (telemetry_json[i] == '<' && i + 1 < telemetry_json.size() && telemetry_json[i + 1] == '/') data += '\\';
+  for (const char c : telemetry_json) {
+    if (c == '<')
+      data += "\\u003c";
+    else
+      data += c;
   }
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title><style>{1}</style></head>\n<body>\n"

@@ -7,22 +7,12 @@
 #include <fmt/format.h>
 
 #include "minigrad/tensor/error.h"
+#include "minigrad/tensor/atomic_file.h"
 #include "minigrad/viz/svg.h"
 
 namespace mg::viz {
 
-void write_file(const std::string& path, const std::string& text) {
-  const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    MG_CHECK(out.good(), FileError, "viz: cannot write {}", tmp);
-    out << text;
-    MG_CHECK(out.good(), FileError, "viz: writing {} failed", tmp);
-  }
-  std::filesystem::rename(tmp, path);
-}
+void write_file(const std::string& path, const std::string& text) { write_text_file(path, text, "viz"); }
 
 Report::Report(std::string dir, std::string title, std::string intro)
     : dir_(std::move(dir)), title_(std::move(title)), intro_(std::move(intro)) {

@@ -135,10 +135,21 @@ std::vector<double> linear_ticks(double lo, double hi, int count) {
       step = m * mag;
       break;
     }
+  // the multiples k * step inside [lo, hi], counted in integers (adding a step to x could leave x
+  // unchanged when the step is below x's precision)
+  const double first = std::ceil(lo / step - 1e-9), last = std::floor(hi / step + 1e-9);
   std::vector<double> t;
-  for (double x = std::floor(lo / step) * step; x <= hi + 1e-9 * step; x += step)
-    if (x >= lo - 1e-9 * step) t.push_back(std::abs(x) < 1e-12 * step ? 0.0 : x);
+  for (int64_t i = 0; i <= static_cast<int64_t>(last - first); ++i) {
+    const double x = (first + static_cast<double>(i)) * step;
+    t.push_back(std::abs(x) < 1e-12 * step ? 0.0 : x);
+  }
   return t;
+}
+
+// Widen [lo, hi] when it is empty or too narrow to draw: under a billionth of the values' size,
+// or so small (near the smallest doubles) that its round tick steps would underflow.
+void widen_if_flat(double& lo, double& hi) {
+  if (hi - lo <= std::max(1e-9 * std::max(std::abs(lo), std::abs(hi)), 1e-290)) hi = lo + std::max(1.0, std::abs(lo));
 }
 
 // A tick label: short and exact for round values ("0.001", "2e-05" written "2e-5", "400").
@@ -166,8 +177,8 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
       if (std::isfinite(s.y[i])) x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, fy(s.y[i])), y1 = std::max(y1, fy(s.y[i]));
   if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  if (x1 == x0) x1 = x0 + 1;
-  if (y1 == y0) y1 = y0 + 1;
+  widen_if_flat(x0, x1);
+  widen_if_flat(y0, y1);
   if (!log_y && y0 > 0 && y0 < 0.5 * y1) y0 = 0;
   // y ticks on round values, and the axis widened to the outermost ones: decades (thinned to at
   // most 7) on a log axis, 1/2/5 x 10^k steps on a linear one.
@@ -176,13 +187,13 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     y0 = std::floor(y0 + 1e-9), y1 = std::ceil(y1 - 1e-9);
     if (y1 == y0) y1 = y0 + 1;
     const int every = static_cast<int>(std::ceil((y1 - y0) / 7));
+    y1 = y0 + every * std::ceil((y1 - y0) / every);  // the top tick at or above the data
     for (double d = y0; d <= y1 + 1e-9; d += every) yticks.push_back(d);
-    y1 = yticks.back();
   } else {
     yticks = linear_ticks(y0, y1, 5);
     const double step = yticks.size() > 1 ? yticks[1] - yticks[0] : 1;
-    if (yticks.front() > y0 + 1e-12) yticks.insert(yticks.begin(), yticks.front() - step);
-    if (yticks.back() < y1 - 1e-12) yticks.push_back(yticks.back() + step);
+    if (yticks.front() > y0 + 1e-9 * step) yticks.insert(yticks.begin(), yticks.front() - step);
+    if (yticks.back() < y1 - 1e-9 * step) yticks.push_back(yticks.back() + step);
     y0 = yticks.front(), y1 = yticks.back();
   }
   const std::vector<double> xticks = linear_ticks(x0, x1, 5);
