@@ -57,14 +57,51 @@ def args_of(cfg, steps):
     return out + ["--steps", str(steps)]
 
 
-def minigrad_gpt(cfg, steps, threads, core):
-    return run([os.path.join(BUILD, "bench", "bench_gpt")] + args_of(cfg, steps) + ["--threads", str(threads)], env_for(core))
+def minigrad_gpt(cfg, steps, threads, core, bf16=False):
+    return run([os.path.join(BUILD, "bench", "bench_gpt")] + args_of(cfg, steps) + ["--threads", str(threads)] +
+               (["--bf16"] if bf16 else []), env_for(core))
 
 
-def torch_gpt(cfg, steps, threads, core):
+def torch_gpt(cfg, steps, threads, core, bf16=False):
     extra = {"OMP_WAIT_POLICY": "PASSIVE"} if threads > 1 else {}
-    return run([PY, os.path.join(ROOT, "bench", "torch_rss.py"), REF] + args_of(cfg, steps) + ["--threads", str(threads)],
-               env_for(core, extra))
+    return run([PY, os.path.join(ROOT, "bench", "torch_rss.py"), REF] + args_of(cfg, steps) + ["--threads", str(threads)] +
+               (["--bf16", "1"] if bf16 else []), env_for(core, extra))
+
+
+def bf16_rows(core):
+    """minigrad under AutocastGuard beside PyTorch under torch.autocast("cpu", dtype=torch.bfloat16)."""
+    rows = []
+    for name, cfg in (("small", SMALL), ("large", LARGE)):
+        m = minigrad_gpt(cfg, STEPS[name], 2, core, bf16=True)
+        t1 = torch_gpt(cfg, STEPS[name], 1, core, bf16=True)
+        t2 = torch_gpt(cfg, STEPS[name], 2, core, bf16=True)
+        best = min((t1, t2), key=lambda r: float(r["ms/step"]))
+        rows.append(dict(name=name, m=m, t1=t1, t2=t2, best=best, best_threads=1 if best is t1 else 2))
+    return rows
+
+
+def fmt_bf16(rows, f32_rows, peak):
+    lines = ["| config | minigrad bf16 ms/step (2 thr) | PyTorch autocast best ms/step | ratio | minigrad GFLOP/s | "
+             "% of bf16 peak | minigrad float32 ms/step | peak RSS bf16 / float32 / PyTorch bf16 (MB) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r, f in zip(rows, f32_rows):
+        m, b = float(r["m"]["ms/step"]), float(r["best"]["ms/step"])
+        lines.append(f"| {r['name']} | {m:.1f} | {b:.1f} (threads={r['best_threads']}) | **{m / b:.2f}x** | "
+                     f"{float(r['m']['gflops']):.0f} | {100 * float(r['m']['gflops']) / peak:.0f}% | "
+                     f"{float(f['m2']['ms/step']):.1f} | {float(r['m']['peak_rss_mb']):.0f} / "
+                     f"{float(f['m2']['peak_rss_mb']):.0f} / {float(r['best']['peak_rss_mb']):.0f} |")
+    lines.append("")
+    lines.append(f"bfloat16 products run on: {rows[0]['m'].get('bf16_kernel', '?')}. PyTorch both ways: " + "; ".join(
+        f"{r['name']}: --threads 1 {float(r['t1']['ms/step']):.1f} ms, --threads 2 {float(r['t2']['ms/step']):.1f} ms"
+        for r in rows) + ".")
+    lines += ["", "Targets:", ""]
+    ok = lambda c: "met" if c else "**missed**"
+    for r, f in zip(rows, f32_rows):
+        ratio = float(r["m"]["ms/step"]) / float(r["best"]["ms/step"])
+        lines.append(f"- {r['name']} bf16 step <= 0.8x PyTorch autocast's: {ratio:.2f}x, {ok(ratio <= 0.8)}")
+    mem = all(float(r["m"]["peak_rss_mb"]) <= float(f["m2"]["peak_rss_mb"]) for r, f in zip(rows, f32_rows))
+    lines.append(f"- peak memory in bf16 not above float32's: {ok(mem)}")
+    return lines
 
 
 def gpt_rows(core):
@@ -183,6 +220,13 @@ def main():
         doc += fmt_gpt(rows, sgemm)
         doc += ["", "Targets:", ""] + targets(rows, sgemm) + [""]
         if core == "auto":
+            peak = mine["BM_bf16gemm_minigrad/1024"][1]
+            doc += ["### Mixed precision: bfloat16 autocast on both sides", "",
+                    f"bfloat16 GEMM rate this sitting (1024^3, bfloat16 operands, float32 sums): {peak:.0f} GFLOP/s on 2 "
+                    "threads through mg::matmul. minigrad runs the forward inside mg::AutocastGuard (bench_gpt --bf16); "
+                    "PyTorch inside torch.autocast(\"cpu\", dtype=torch.bfloat16) (torch_gpt_ref.py --bf16 1).", ""]
+            doc += fmt_bf16(bf16_rows(core), rows, peak) + [""]
+        if core == "auto":
             sc = scaling_rows(core)
             doc += ["### Context scaling (d 128, 4 heads, 4 layers, batch 8; minigrad 2 threads, PyTorch --threads 1)", "",
                     "| T | minigrad ms/step | PyTorch ms/step | ratio | minigrad peak RSS MB | PyTorch peak RSS MB |",
@@ -211,7 +255,7 @@ def main():
                 doc.append(f"| {base[3:]} | {cfg} | {ms:.3f} | {t:.3f} | {ms / t:.2f}x |" if t else
                            f"| {base[3:]} | {cfg} | {ms:.3f} | - | - |")
             doc += ["", "attention_fused is compared with PyTorch's composed attention (PyTorch 1.13 has no fused CPU "
-                    "kernel); sgemm_openblas_1thread has no PyTorch twin. generate_500: a GPT of d 128, 4 heads, 4 layers "
+                    "kernel); sgemm_openblas_1thread and bf16gemm_minigrad have no PyTorch twin. generate_500: a GPT of d 128, 4 heads, 4 layers "
                     "and a 512-token context writes 500 tokens after a 1-token prompt; both rows are compared with "
                     "PyTorch's uncached loop (nanoGPT's generate on bench/torch_gpt_ref.py's model). Tokens per "
                     "second: " + ", ".join(f"{'KV cache' if n.endswith('/1') else 'no cache'} {500 / (ms / 1e3):.0f}"

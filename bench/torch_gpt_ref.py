@@ -1,6 +1,8 @@
 """PyTorch CPU reference for bench/gpt: training-step time of the same GPT (nn::GPT's layout), same shapes.
 Run by bench/run.py (`make bench`) beside bench_gpt, in the same sitting.
-Usage: torch_gpt_ref.py --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2
+Usage: torch_gpt_ref.py --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2 [--bf16 1]
+--bf16 1 runs the forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16), as PyTorch's
+documentation recommends (the backward outside it, float32 parameters and AdamW as always).
 Prints one line: tokens/s and ms/step (median over steps after warm-up)."""
 import argparse, math, statistics, time
 import torch, torch.nn as nn, torch.nn.functional as F
@@ -36,7 +38,7 @@ class GPT(nn.Module):
 
 def main():
     p = argparse.ArgumentParser()
-    for k, v in dict(vocab=65, ctx=64, d=128, heads=4, layers=4, batch=32, steps=20, threads=2, warmup=3).items():
+    for k, v in dict(vocab=65, ctx=64, d=128, heads=4, layers=4, batch=32, steps=20, threads=2, warmup=3, bf16=0).items():
         p.add_argument('--' + k, type=int, default=v)
     a = p.parse_args()
     torch.manual_seed(0); torch.set_num_threads(a.threads)
@@ -46,11 +48,12 @@ def main():
     times = []
     for i in range(a.warmup + a.steps):
         t = time.perf_counter()
-        loss = F.cross_entropy(m(x).view(-1, a.vocab), y.view(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bool(a.bf16)):
+            loss = F.cross_entropy(m(x).view(-1, a.vocab), y.view(-1))
         opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
         if i >= a.warmup: times.append(time.perf_counter() - t)
     ms = statistics.median(times) * 1e3
-    print(f"torch {torch.__version__} threads={a.threads} params={sum(p.numel() for p in m.parameters())} "
+    print(f"torch {torch.__version__} threads={a.threads} bf16={a.bf16} params={sum(p.numel() for p in m.parameters())} "
           f"ms/step={ms:.2f} tokens/s={a.batch * a.ctx / ms * 1e3:.0f} loss={loss.item():.4f}")
 
 if __name__ == '__main__': main()

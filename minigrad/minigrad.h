@@ -12,6 +12,7 @@
 #include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/tensor.h"
 
+#include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/dot.h"
 #include "minigrad/autograd/engine.h"
 #include "minigrad/autograd/function.h"

@@ -2,7 +2,10 @@
 // minigrad's nn modules (nn::GPT): token + position embeddings, pre-LN blocks (causal multi-head
 // attention, GELU MLP 4x), final LayerNorm, untied head, AdamW(lr 3e-4), random tokens.
 //
-//   bench_gpt --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2
+//   bench_gpt --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2 [--bf16]
+//
+// --bf16 runs the forward and the loss inside an mg::AutocastGuard (bfloat16 matrix products with
+// float32 sums), as torch_gpt_ref.py --bf16 1 runs them under torch.autocast.
 //
 // Prints one line: median ms/step after warm-up, tokens/s, effective GFLOP/s, peak RSS (VmHWM).
 // Effective FLOPs count the matrix products only, forward + backward (3x forward):
@@ -24,6 +27,7 @@ using namespace mg;
 int main(int argc, char** argv) {
   int64_t vocab = 65, ctx = 64, d = 128, heads = 4, layers = 4, batch = 32;
   int steps = 20, warmup = 3, threads = 2;
+  bool bf16 = false;
   CLI::App app{"bench_gpt: GPT training-step time, same shapes as torch_gpt_ref.py"};
   app.add_option("--vocab", vocab);
   app.add_option("--ctx", ctx);
@@ -34,6 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps");
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--threads", threads, "threads for minigrad's loops and OpenBLAS");
+  app.add_flag("--bf16", bf16, "bfloat16 matrix products (mg::AutocastGuard) in the forward and its backward");
   CLI11_PARSE(app, argc, argv);
 
   set_num_threads(threads);
@@ -45,7 +50,11 @@ int main(int argc, char** argv) {
   double loss = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    Variable l = cross_entropy(reshape(m.forward(x), {-1, vocab}), y.reshape({-1}));
+    Variable l;
+    {
+      AutocastGuard autocast(bf16);
+      l = cross_entropy(reshape(m.forward(x), {-1, vocab}), y.reshape({-1}));
+    }
     opt.zero_grad();
     l.backward();
     opt.step();
@@ -72,8 +81,8 @@ int main(int argc, char** argv) {
         break;
       }
   }
-  std::printf("minigrad threads=%d params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
-              threads, static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
+  std::printf("minigrad threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
+              threads, bf16 ? 1 : 0, bf16 ? blas::bf16_kernel().c_str() : "-", static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
               peak_mb, loss, blas::core_name());
   return 0;
 }

@@ -43,6 +43,16 @@ void BM_sgemm_minigrad(benchmark::State& st) {
 }
 BENCHMARK(BM_sgemm_minigrad)->Arg(1024)->Unit(benchmark::kMillisecond);
 
+// The bfloat16 peak of this sitting: a (1024, 1024) bfloat16 product with float32 sums (what
+// autocast's products run on), operands already bfloat16, through mg::matmul on all threads.
+void BM_bf16gemm_minigrad(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  Tensor a = randn({n, n}).to(DType::BFloat16), b = randn({n, n}).to(DType::BFloat16);
+  for (auto _ : st) benchmark::DoNotOptimize(matmul(a, b, Precision::BFloat16));
+  flops(st, 2.0 * n * n * n);
+}
+BENCHMARK(BM_bf16gemm_minigrad)->Arg(1024)->Unit(benchmark::kMillisecond);
+
 // The MLP's first Linear (d -> 4d) forward + backward.
 void BM_linear_fwd_bwd(benchmark::State& st) {
   const Shape4& s = config(st.range(0));

@@ -39,6 +39,7 @@ struct Config {
   int ckpt_every = 200;      // checkpoint every N steps
   int64_t every = 30;        // telemetry every N steps (and at step 1): 21 records in 600 steps
   bool resume = false;       // continue from the checkpoint in --out
+  bool bf16 = false;         // bfloat16 matrix products (mg::AutocastGuard) in training and validation
   int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
   std::string prompt = "A ";  // the sample continues this text
   int sample_len = 300;      // characters to sample
@@ -65,6 +66,7 @@ Variable loss_on(const nn::GPT& m, const Tensor& x, const Tensor& y) {
 
 double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
   NoGradGuard no_grad;
+  AutocastGuard autocast(c.bf16);
   double s = 0;
   for (const auto& [x, y] : char_text::val_batches(d, c.batch, c.context, c.seed)) s += loss_on(m, x, y).item();
   return s / 8;
@@ -120,7 +122,11 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
   viz::ProgressBar bar(last - start, "train");
   for (int64_t step = start + 1; step <= last; ++step) {
     auto [x, y] = char_text::train_batch(d, c.batch, c.context, c.seed, step);
-    Variable loss = loss_on(m, x, y);
+    Variable loss;
+    {
+      AutocastGuard autocast(c.bf16);  // off unless --bf16; the backward runs as the forward did
+      loss = loss_on(m, x, y);
+    }
     opt.zero_grad();
     loss.backward();
     optim::clip_grad_norm_(m.parameters(), 1.0);
@@ -243,6 +249,7 @@ int main(int argc, char** argv) {
   app.add_option("--ckpt-every", c.ckpt_every, "checkpoint every N steps");
   app.add_option("--every", c.every, "telemetry every N steps");
   app.add_flag("--resume", c.resume, "continue from OUT/checkpoint.safetensors");
+  app.add_flag("--bf16", c.bf16, "bfloat16 matrix products with float32 sums (mixed precision, as torch.autocast)");
   app.add_option("--stop-at", c.stop_at, "stop after this step, as if interrupted (then --resume)");
   app.add_option("--prompt", c.prompt, "text to continue");
   app.add_option("--sample-len", c.sample_len, "characters to sample");

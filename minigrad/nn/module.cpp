@@ -179,6 +179,9 @@ void Module::apply(const std::function<void(Module&)>& fn) {
 
 void Module::to(DType dtype) {
   // As PyTorch's Module.to(dtype): floating dtypes only, and only floating tensors convert.
+  MG_CHECK(dtype != DType::BFloat16, DTypeError, "Module::to: minigrad keeps parameters in float32 or float64, not "
+           "bfloat16 (it does not compute in bfloat16); to train with bfloat16 matrix products, keep float32 parameters "
+           "and run the forward inside an mg::AutocastGuard");
   MG_CHECK(is_floating(dtype), DTypeError, "Module::to: {} is not a floating dtype (a module's parameters and buffers "
            "convert to float32 or float64)", dtype_name(dtype));
   // Through the slots, so the members change too. A parameter tied into two slots is one

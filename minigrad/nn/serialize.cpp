@@ -59,7 +59,7 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
       if (!f.defined()) continue;
       if (f.shape() != t.shape()) {
         problems.push_back(fmt::format("{}: shape {} in the file, {} in the model", n, shape_str(f.shape()), shape_str(t.shape())));
-      } else if (f.dtype() != t.dtype() && !(is_floating(f.dtype()) && is_floating(t.dtype()))) {
+      } else if (f.dtype() != t.dtype() && !(is_floating_point(f.dtype()) && is_floating(t.dtype()))) {  // BF16 files load widened
         problems.push_back(fmt::format("{}: dtype {} in the file, {} in the model", n, dtype_name(f.dtype()), dtype_name(t.dtype())));
       } else if (!from.defined()) {
         from = f, from_name = n;

@@ -11,7 +11,15 @@
 // A float32 product may instead go to oneDNN's dnnl_sgemm, with Engine::OneDNN, for the shapes where it
 // is measured faster: OpenBLAS stays the reference and the default. oneDNN brings its own OpenMP
 // pool; each call runs it on one thread, the calling one, for the same reason.
+//
+// bfloat16 products (autocast's, autograd/autocast.h) read bfloat16 A and B and accumulate and write
+// float32 C. They run on oneDNN's matmul primitive where the CPU has bfloat16 instructions
+// (AVX512-BF16, or AMX); elsewhere oneDNN could only emulate them, slower than float32, so minigrad
+// widens the operands (exactly) and calls sgemm instead: the same products, other summation order.
 #include <cstdint>
+#include <string>
+
+#include "minigrad/tensor/bfloat16.h"
 
 namespace mg::blas {
 
@@ -27,6 +35,13 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 /// float64 GEMM (cblas_dgemm, row-major; `engine` is ignored).
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc, Engine engine = Engine::OpenBLAS);
+
+/// bfloat16 GEMM, float32 accumulation and C: C = alpha op(A) op(B) + beta C (row-major), on one thread.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, int64_t lda,
+          const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc);
+/// What runs bfloat16 products here: oneDNN's kernel name (e.g. "brg:avx512_core_amx_bf16"), or
+/// "sgemm on widened operands" where the CPU lacks bfloat16 instructions or MG_BF16_GEMM=sgemm is set.
+std::string bf16_kernel();
 
 /// Switch BLAS's own threading off (minigrad hands it one block of work per thread).
 void use_one_thread();

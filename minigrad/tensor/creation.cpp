@@ -22,7 +22,7 @@ Tensor zeros(const Shape& shape, DType dtype) {
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Tensor full(const Shape& shape, double value, DType dtype) {
-  visit_all(dtype, [&]<class T>() { checked_cast<T>(value, "full"); });
+  visit_stored(dtype, [&]<class T>() { checked_cast<T>(value, "full"); });
   Tensor t = empty(shape, dtype);
   t.fill_(value);
   return t;
@@ -46,7 +46,7 @@ Tensor arange_float(double start, double end, double step, DType dtype) {
   MG_CHECK(count < 4.6e18, ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end, step, count);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Tensor t = empty({n}, dtype);
-  visit_all(dtype, [&]<class T>() {
+  visit_all(dtype, "arange", [&]<class T>() {
     T* p = t.data<T>();
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
   });
@@ -62,7 +62,7 @@ Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype) {
   MG_CHECK(count < (__int128{1} << 62), ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end,
            step, static_cast<double>(count));
   Tensor t = empty({static_cast<int64_t>(count)}, dtype);
-  visit_all(dtype, [&]<class T>() {
+  visit_all(dtype, "arange", [&]<class T>() {
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(static_cast<int64_t>(start + static_cast<__int128>(i) * step));
   });

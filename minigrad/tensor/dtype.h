@@ -4,13 +4,22 @@
 #include <string_view>
 #include <type_traits>
 
+#include "minigrad/tensor/bfloat16.h"
 #include "minigrad/tensor/error.h"
 
 namespace mg {
 
 /// Element type of a tensor. Float32 is the default; Float64 is used by gradient checking;
-/// Int64 holds indices and class targets; Bool holds masks (one byte per element).
-enum class DType : uint8_t { Float32, Float64, Int64, Bool };
+/// Int64 holds indices and class targets; Bool holds masks (one byte per element). BFloat16 is a
+/// storage type (tensor/bfloat16.h): tensors of it can be made, copied, converted, printed and saved,
+/// and matrix products read it under autocast, but arithmetic ops take float32 or float64.
+enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
+
+/// How a matrix product multiplies. Native: in its operands' dtype. BFloat16: each operand rounded
+/// to bfloat16 (float32 or bfloat16 operands), products summed and written in float32, as under
+/// autocast (autograd/autocast.h); the only difference from float32 on the rounded operands is the
+/// order of the sums.
+enum class Precision : uint8_t { Native, BFloat16 };
 
 /// Bytes per element.
 constexpr size_t itemsize(DType t) {
@@ -19,23 +28,28 @@ constexpr size_t itemsize(DType t) {
     case DType::Float64: return 8;
     case DType::Int64: return 8;
     case DType::Bool: return 1;
+    case DType::BFloat16: return 2;
   }
   return 0;
 }
 
-/// "float32", "float64", "int64" or "bool".
+/// "float32", "float64", "int64", "bool" or "bfloat16".
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
     case DType::Int64: return "int64";
     case DType::Bool: return "bool";
+    case DType::BFloat16: return "bfloat16";
   }
   return "?";
 }
 
-/// True for Float32 and Float64.
+/// True for Float32 and Float64, the floating dtypes minigrad computes in (not BFloat16, which it
+/// only stores: see is_floating_point).
 constexpr bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
+/// True for every floating dtype, BFloat16 included (torch.is_floating_point's sense).
+constexpr bool is_floating_point(DType t) { return is_floating(t) || t == DType::BFloat16; }
 
 /// The DType of a C++ element type: dtype_of<float> == Float32, dtype_of<bool> == Bool.
 template <class T> constexpr DType dtype_of();
@@ -43,6 +57,7 @@ template <> constexpr DType dtype_of<float>() { return DType::Float32; }
 template <> constexpr DType dtype_of<double>() { return DType::Float64; }
 template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
 template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }
 
 /// `value` as an element of type T. Into int64 and bool only values they hold exactly are taken
 /// (2.5, NaN or 1e30 into int64, 2 into bool are a ValueError naming `op`): minigrad never rounds a
@@ -72,14 +87,30 @@ decltype(auto) visit_float(DType t, std::string_view op, F&& f) {
   }
 }
 
-/// Like visit_float, and also accepts Int64 and Bool.
+/// Like visit_float, and also accepts Int64 and Bool: the dtypes minigrad computes with. BFloat16 is
+/// a DTypeError naming `op` (only storage operations take it: see visit_stored).
 template <class F>
-decltype(auto) visit_all(DType t, F&& f) {
+decltype(auto) visit_all(DType t, std::string_view op, F&& f) {
   switch (t) {
     case DType::Float32: return f.template operator()<float>();
     case DType::Float64: return f.template operator()<double>();
     case DType::Int64: return f.template operator()<int64_t>();
     case DType::Bool: return f.template operator()<bool>();
+    case DType::BFloat16: break;
+  }
+  throw DTypeError(fmt::format("{}: bfloat16 tensors are for storage and matrix products under autocast; minigrad does "
+                               "not compute with them elsewhere (convert with .to(DType::Float32) first)", op));
+}
+
+/// Every dtype, BFloat16 included (as mg::bfloat16): for copying, converting, filling and printing.
+template <class F>
+decltype(auto) visit_stored(DType t, F&& f) {
+  switch (t) {
+    case DType::Float32: return f.template operator()<float>();
+    case DType::Float64: return f.template operator()<double>();
+    case DType::Int64: return f.template operator()<int64_t>();
+    case DType::Bool: return f.template operator()<bool>();
+    case DType::BFloat16: return f.template operator()<bfloat16>();
   }
   return f.template operator()<float>();
 }

@@ -45,7 +45,7 @@ struct Formatter {
   bool boolean = false;
   size_t width = 1;
 
-  Formatter(DType dtype, const std::vector<Tensor>& shown) : floating(is_floating(dtype)), boolean(dtype == DType::Bool) {
+  Formatter(DType dtype, const std::vector<Tensor>& shown) : floating(is_floating_point(dtype)), boolean(dtype == DType::Bool) {
     if (!floating) {
       for (const Tensor& e : shown) width = std::max(width, plain(e).size());
       return;

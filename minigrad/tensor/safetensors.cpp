@@ -26,6 +26,7 @@ const char* st_dtype(DType t) {
     case DType::Float64: return "F64";
     case DType::Int64: return "I64";
     case DType::Bool: return "BOOL";
+    case DType::BFloat16: return "BF16";
   }
   return "?";
 }
@@ -35,6 +36,7 @@ bool parse_dtype(const std::string& s, DType& t) {
   else if (s == "F64") t = DType::Float64;
   else if (s == "I64") t = DType::Int64;
   else if (s == "BOOL") t = DType::Bool;
+  else if (s == "BF16") t = DType::BFloat16;
   else return false;
   return true;
 }
@@ -153,7 +155,7 @@ SafeTensors parse_safetensors(const void* bytes_in, size_t size, const std::stri
       throw bad("needs dtype, shape and data_offsets");
     DType dt;
     if (!entry["dtype"].is_string() || !parse_dtype(entry["dtype"].get<std::string>(), dt))
-      throw bad("unsupported dtype " + short_dump(entry["dtype"]) + " (minigrad reads F32, F64, I64, BOOL)");
+      throw bad("unsupported dtype " + short_dump(entry["dtype"]) + " (minigrad reads F32, F64, I64, BOOL, BF16)");
     const auto& js = entry["shape"];
     const auto& jo = entry["data_offsets"];
     if (!js.is_array()) throw bad("shape must be an array");

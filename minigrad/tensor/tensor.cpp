@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "minigrad/tensor/loops.h"
+#include "minigrad/tensor/parallel.h"
 
 namespace mg {
 
@@ -59,7 +60,7 @@ double Tensor::at(const std::vector<int64_t>& index) const {
              "at: index {} is out of range for dim {} of size {}", index[d], d, shape_[d]);
     off += index[d] * strides_[d];
   }
-  return visit_all(dtype_, [&]<class T>() {
+  return visit_stored(dtype_, [&]<class T>() {
     return static_cast<double>(static_cast<const T*>(storage_->data())[off]);
   });
 }
@@ -75,7 +76,7 @@ template <class T>
 std::vector<T> Tensor::to_vector() const {
   Tensor c = contiguous();
   std::vector<T> out(numel());
-  visit_all(dtype_, [&]<class S>() {
+  visit_stored(dtype_, [&]<class S>() {
     const S* p = c.data<S>();
     for (int64_t i = 0; i < numel(); ++i) out[i] = static_cast<T>(p[i]);
   });
@@ -346,14 +347,29 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType dtype) const {
   MG_CHECK(defined(), StateError, "to: the tensor is undefined");
   if (dtype == dtype_) return *this;
-  return visit_all(dtype_, [&]<class S>() {
-    return visit_all(dtype, [&]<class D>() {
-      return detail::map_unary<D, S>(*this, [](S v) {
-        if constexpr (std::is_floating_point_v<S> && std::is_same_v<D, int64_t>) {
+  // Into bfloat16: rounded to nearest even (once, from any source dtype); out of it: exact (tensor/bfloat16.h).
+  return visit_stored(dtype_, [&]<class S>() {
+    return visit_stored(dtype, [&]<class D>() {
+      if constexpr (std::is_same_v<S, float> && std::is_same_v<D, bfloat16>) {
+        if (is_contiguous()) {  // the hot case (autocast's operands): one vectorised pass
+          Tensor out = empty(shape_, dtype);
+          const float* in = data<float>();
+          bfloat16* o = out.data<bfloat16>();
+          parallel_for(0, numel(), 1 << 16, [&](int64_t i0, int64_t i1) { to_bfloat16(in + i0, o + i0, i1 - i0); });
+          return out;
+        }
+      }
+      const auto convert = [](auto v) {
+        using V = decltype(v);
+        if constexpr (std::is_floating_point_v<V> && std::is_same_v<D, int64_t>) {
           // truncation toward zero, as PyTorch's; NaN, inf and values past int64 have no int64 to become
-          MG_CHECK(v == v && v >= S(-0x1p63) && v < S(0x1p63), ValueError, "to: {} does not fit in int64", v);
+          MG_CHECK(v == v && v >= V(-0x1p63) && v < V(0x1p63), ValueError, "to: {} does not fit in int64", v);
         }
         return static_cast<D>(v);
+      };
+      return detail::map_unary<D, S>(*this, [&](S v) {
+        if constexpr (std::is_same_v<S, bfloat16>) return convert(static_cast<float>(v));  // widening is exact
+        else return convert(v);
       });
     });
   });
@@ -371,7 +387,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
            "copy into a tensor of its own, e.g. .contiguous()", shape_str(shape_), shape_str(strides_));
   // Reading and writing overlapping memory would read values this copy already overwrote.
   const Tensor from = may_overlap(*this, src) ? src.clone() : src;
-  visit_all(dtype_, [&]<class T>() {
+  visit_stored(dtype_, [&]<class T>() {
     T* o = data<T>();
     const T* s = from.data<T>();
     detail::for_each_run<2>(
@@ -385,7 +401,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 
 const Tensor& Tensor::fill_(double value) const {
   MG_CHECK(defined(), StateError, "fill_: the tensor is undefined");
-  visit_all(dtype_, [&]<class T>() {
+  visit_stored(dtype_, [&]<class T>() {
     T* o = data<T>();
     const T v = checked_cast<T>(value, "fill_");
     detail::for_each_run<1>(shape_, {strides_},

@@ -152,7 +152,7 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
 namespace {
 // A number beside a variable: a 0-dim constant of its dtype, if that dtype holds the number exactly.
 Variable constant(double v, const Variable& like, std::string_view op) {
-  visit_all(like.dtype(), [&]<class T>() { checked_cast<T>(v, op); });
+  visit_all(like.dtype(), op, [&]<class T>() { checked_cast<T>(v, op); });
   return Variable(scalar_tensor(v, like.dtype()));
 }
 }  // namespace

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "minigrad/tensor/ops/attention.h"
+#include "minigrad/tensor/ops/matmul.h"
 
 #include "minigrad/tensor/blas.h"
 #include "minigrad/tensor/fastmath.h"
@@ -50,19 +51,51 @@ struct Heads {
 // An uninitialised (B, H, T, d) tensor laid out as (B, T, H, d).
 Tensor empty_heads(int64_t B, int64_t H, int64_t T, int64_t d, DType dt) { return empty({B, T, H, d}, dt).transpose(1, 2); }
 
+// The first n values of buf as the operand type In: buf itself, or rounded to bfloat16 into `round`.
+template <class T, class In>
+const In* operand(const std::vector<T>& buf, std::vector<In>& round, int64_t n) {
+  if constexpr (std::is_same_v<T, In>) {
+    return buf.data();
+  } else {
+    to_bfloat16(buf.data(), round.data(), n);
+    return round.data();
+  }
+}
+
+// One head's (T, d) operand as the products read it: in place, or, for bfloat16 operands read from a
+// wider tensor (the heads of a (B, T, 3E) projection), copied once per head into a dense buffer, since
+// oneDNN's fast kernels take only dense matrices (blas.cpp). Sets ld to the leading dimension to use.
+template <class In>
+const In* head_operand(const In* p, int64_t T, int64_t d, int64_t& ld, std::vector<In>& buf) {
+  if constexpr (std::is_same_v<In, bfloat16>) {
+    if (ld != d && T > 1) {
+      buf.resize(static_cast<size_t>(T * d));
+      for (int64_t i = 0; i < T; ++i) std::copy(p + i * ld, p + i * ld + d, buf.data() + i * d);
+      ld = d;
+      return buf.data();
+    }
+  }
+  return p;
+}
+
 // Keys query row qi may attend to: [0, limit).
 int64_t key_limit(int64_t qi, int64_t Tk, bool causal) { return causal ? std::min(qi + 1, Tk) : Tk; }
 
 // Forward for one (batch, head):  S = scale Q K^T,  P = softmax_rows(S),  O = P V,  lse = log sum exp S
-template <class T>
+// T is the type of the sums, S, P, O and lse; In the operands': T itself, or bfloat16 under autocast,
+// when P is rounded to bfloat16 (into Pb) before it multiplies V.
+template <class T, class In = T>
 void forward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, T* lse, int64_t bh, bool causal, T scale,
-                  std::vector<T>& S) {
+                  std::vector<T>& S, std::vector<In>& Pb) {
   const int64_t Tq = q.T, Tk = k.T, d = q.d;
-  const T *qp = q.at<T>(bh), *kp = k.at<T>(bh), *vp = v.at<T>(bh);
+  thread_local std::vector<In> qbuf, kbuf, vbuf;
+  int64_t qld = q.ld, kld = k.ld, vld = v.ld;
+  const In *qp = head_operand(q.at<In>(bh), Tq, d, qld, qbuf), *kp = head_operand(k.at<In>(bh), Tk, d, kld, kbuf),
+           *vp = head_operand(v.at<In>(bh), Tk, d, vld, vbuf);
   T* op = o.at<T>(bh);
   for (int64_t q0 = 0; q0 < Tq; q0 += kBlock) {
     const int64_t rows = std::min(kBlock, Tq - q0), kend = causal ? std::min(Tk, q0 + rows) : Tk;
-    blas::gemm(false, true, rows, kend, d, scale, qp + q0 * q.ld, q.ld, kp, k.ld, T(0), S.data(), kend);
+    blas::gemm(false, true, rows, kend, d, scale, qp + q0 * qld, qld, kp, kld, T(0), S.data(), kend);
     for (int64_t i = 0; i < rows; ++i) {
       T* s = S.data() + i * kend;
       const int64_t lim = key_limit(q0 + i, Tk, causal);
@@ -75,29 +108,36 @@ void forward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o
       for (int64_t j = 0; j < lim; ++j) s[j] *= inv;
       lse[q0 + i] = mx + std::log(l);
     }
-    blas::gemm(false, false, rows, d, kend, T(1), S.data(), kend, vp, v.ld, T(0), op + q0 * o.ld, o.ld);
+    const In* p = operand(S, Pb, rows * kend);
+    blas::gemm(false, false, rows, d, kend, T(1), p, kend, vp, vld, T(0), op + q0 * o.ld, o.ld);
   }
 }
 
 // Backward for one (batch, head). With P recomputed from lse and D_i = sum_c dO_ic O_ic:
 //   dV = P^T dO      dP = dO V^T      dS = P * (dP - D)      dQ = scale dS K      dK = scale dS^T Q
-template <class T>
-void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, const Heads& dout, const T* lse,
-                   const Heads& dq, const Heads& dk, const Heads& dv, int64_t bh, bool causal, T scale, std::vector<T>& P,
-                   std::vector<T>& dP, std::vector<T>& D) {
+// Under autocast (In = bfloat16) the products read bfloat16: Q, K, V, dO (as gin) and P and dS
+// rounded into Pb and dSb; D is summed in float32 from the float32 dO and O.
+template <class T, class In = T>
+void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, const Heads& dout, const Heads& gin,
+                   const T* lse, const Heads& dq, const Heads& dk, const Heads& dv, int64_t bh, bool causal, T scale,
+                   std::vector<T>& P, std::vector<T>& dP, std::vector<T>& D, std::vector<In>& Pb, std::vector<In>& dSb) {
   const int64_t Tq = q.T, Tk = k.T, d = q.d;
-  const T *qp = q.at<T>(bh), *kp = k.at<T>(bh), *vp = v.at<T>(bh), *op = o.at<T>(bh), *gp = dout.at<T>(bh);
+  thread_local std::vector<In> qbuf, kbuf, vbuf, gbuf;
+  int64_t qld = q.ld, kld = k.ld, vld = v.ld, gld = gin.ld;
+  const In *qp = head_operand(q.at<In>(bh), Tq, d, qld, qbuf), *kp = head_operand(k.at<In>(bh), Tk, d, kld, kbuf),
+           *vp = head_operand(v.at<In>(bh), Tk, d, vld, vbuf), *gp = head_operand(gin.at<In>(bh), Tq, d, gld, gbuf);
+  const T *op = o.at<T>(bh), *g32 = dout.at<T>(bh);
   T *dqp = dq.at<T>(bh), *dkp = dk.at<T>(bh), *dvp = dv.at<T>(bh);
   for (int64_t j = 0; j < Tk; ++j)
     for (int64_t c = 0; c < d; ++c) dkp[j * dk.ld + c] = 0, dvp[j * dv.ld + c] = 0;  // accumulated below
   for (int64_t i = 0; i < Tq; ++i) {
     T s = 0;
-    for (int64_t c = 0; c < d; ++c) s += gp[i * dout.ld + c] * op[i * o.ld + c];
+    for (int64_t c = 0; c < d; ++c) s += g32[i * dout.ld + c] * op[i * o.ld + c];
     D[i] = s;
   }
   for (int64_t q0 = 0; q0 < Tq; q0 += kBlock) {
     const int64_t rows = std::min(kBlock, Tq - q0), kend = causal ? std::min(Tk, q0 + rows) : Tk;
-    blas::gemm(false, true, rows, kend, d, scale, qp + q0 * q.ld, q.ld, kp, k.ld, T(0), P.data(), kend);
+    blas::gemm(false, true, rows, kend, d, scale, qp + q0 * qld, qld, kp, kld, T(0), P.data(), kend);
     for (int64_t i = 0; i < rows; ++i) {
       T* p = P.data() + i * kend;
       const int64_t lim = key_limit(q0 + i, Tk, causal);
@@ -105,13 +145,14 @@ void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& 
       for (int64_t j = 0; j < lim; ++j) p[j] = fast::exp(p[j] - l);
       for (int64_t j = lim; j < kend; ++j) p[j] = 0;
     }
-    const T* g = gp + q0 * dout.ld;
-    blas::gemm(true, false, kend, d, rows, T(1), P.data(), kend, g, dout.ld, T(1), dvp, dv.ld);
-    blas::gemm(false, true, rows, kend, d, T(1), g, dout.ld, vp, v.ld, T(0), dP.data(), kend);
+    const In* g = gp + q0 * gld;
+    blas::gemm(true, false, kend, d, rows, T(1), operand(P, Pb, rows * kend), kend, g, gld, T(1), dvp, dv.ld);
+    blas::gemm(false, true, rows, kend, d, T(1), g, gld, vp, vld, T(0), dP.data(), kend);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < kend; ++j) dP[i * kend + j] = P[i * kend + j] * (dP[i * kend + j] - D[q0 + i]);
-    blas::gemm(false, false, rows, d, kend, scale, dP.data(), kend, kp, k.ld, T(0), dqp + q0 * dq.ld, dq.ld);
-    blas::gemm(true, false, kend, d, rows, scale, dP.data(), kend, qp + q0 * q.ld, q.ld, T(1), dkp, dk.ld);
+    const In* ds = operand(dP, dSb, rows * kend);
+    blas::gemm(false, false, rows, d, kend, scale, ds, kend, kp, kld, T(0), dqp + q0 * dq.ld, dq.ld);
+    blas::gemm(true, false, kend, d, rows, scale, ds, kend, qp + q0 * qld, qld, T(1), dkp, dk.ld);
   }
 }
 
@@ -145,33 +186,48 @@ void check_backward(const Tensor& dout, const Shape& qshape, DType dt, const Att
   MG_CHECK(fwd.lse.is_contiguous(), ValueError, "{}: lse must be contiguous, as the forward made it", op);
 }
 
-// The fused forward over views q, k, v.
-AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal) {
+// Calls f.template operator()<T, In>(): (float, float) or (double, double) natively, (float,
+// bfloat16) under Precision::BFloat16, when q, k and v are bfloat16 tensors (the callers convert).
+template <class F>
+void visit_attention(DType dt, Precision p, std::string_view op, F&& f) {
+  if (p == Precision::BFloat16) return f.template operator()<float, bfloat16>();
+  visit_float(dt, op, [&]<class T>() { f.template operator()<T, T>(); });
+}
+
+// The fused forward over views q, k, v (bfloat16 ones under Precision::BFloat16; out and lse float32).
+AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal, Precision precision) {
   const int64_t B = hq.B, H = hq.H, Tq = hq.T, Tk = hk.T, d = hq.d;
-  Tensor out = empty_heads(B, H, Tq, d, hq.t.dtype()), lse = empty({B, H, Tq}, hq.t.dtype());
+  const DType dt = precision == Precision::BFloat16 ? DType::Float32 : hq.t.dtype();
+  Tensor out = empty_heads(B, H, Tq, d, dt), lse = empty({B, H, Tq}, dt);
   const Heads ho(out);
-  visit_float(hq.t.dtype(), "scaled_dot_product_attention", [&]<class T>() {
+  visit_attention(dt, precision, "scaled_dot_product_attention", [&]<class T, class In>() {
     const T scale = T(1) / std::sqrt(static_cast<T>(d));
     T* pl = lse.data<T>();
     parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
       std::vector<T> S(kBlock * std::max<int64_t>(Tk, 1));
-      for (int64_t bh = b0; bh < b1; ++bh) forward_head<T>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S);
+      std::vector<In> Pb(std::is_same_v<T, In> ? 0 : S.size());
+      for (int64_t bh = b0; bh < b1; ++bh) forward_head<T, In>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S, Pb);
     });
   });
   return {out, lse};
 }
 
-// The fused backward, writing into the views dq, dk, dv.
+// The fused backward, writing into the views dq, dk, dv (float32 under Precision::BFloat16, with
+// q, k, v bfloat16).
 void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& lse, const Tensor& dy,
-                  const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal) {
+                  const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal, Precision precision) {
   const Heads hg(dy);
-  visit_float(dy.dtype(), "scaled_dot_product_attention backward", [&]<class T>() {
+  const bool bf16 = precision == Precision::BFloat16;
+  const Heads hgin(bf16 ? dy.to(DType::BFloat16) : dy);  // dO as the products read it
+  visit_attention(dy.dtype(), precision, "scaled_dot_product_attention backward", [&]<class T, class In>() {
     const T scale = T(1) / std::sqrt(static_cast<T>(hq.d));
     const T* pl = lse.data<T>();
     parallel_for(0, hq.B * hq.H, 1, [&](int64_t b0, int64_t b1) {
       std::vector<T> P(kBlock * std::max<int64_t>(hk.T, 1)), dP(P.size()), D(hq.T);
+      std::vector<In> Pb(std::is_same_v<T, In> ? 0 : P.size()), dSb(Pb.size());
       for (int64_t bh = b0; bh < b1; ++bh)
-        backward_head<T>(hq, hk, hv, ho, hg, pl + bh * hq.T, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D);
+        backward_head<T, In>(hq, hk, hv, ho, hg, hgin, pl + bh * hq.T, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D, Pb,
+                             dSb);
     });
   });
 }
@@ -179,20 +235,31 @@ void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads
 }  // namespace
 
 // q (B, H, Tq, d), k and v (B, H, Tk, d) -> out (B, H, Tq, d), lse (B, H, Tq)
-AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal) {
+AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, Precision precision) {
   check_qkv(q, k, v, "scaled_dot_product_attention");
-  return forward_all(Heads(q), Heads(k), Heads(v), is_causal);
+  if (precision == Precision::BFloat16) {
+    const char* op = "scaled_dot_product_attention";
+    return attention_forward(bf16_operand(q, op), bf16_operand(k, op), bf16_operand(v, op), is_causal, Precision::Native);
+  }
+  check_qkv(q, k, v, "scaled_dot_product_attention");
+  if (q.dtype() == DType::BFloat16) return forward_all(Heads(q), Heads(k), Heads(v), is_causal, Precision::BFloat16);
+  return forward_all(Heads(q), Heads(k), Heads(v), is_causal, Precision::Native);
 }
 
 // dq, dk, dv: the shapes of q, k, v, stored with the heads interleaved like `out`
-std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                                         const AttentionForward& fwd, bool is_causal) {
-  check_qkv(q, k, v, "scaled_dot_product_attention backward");
-  check_backward(dout, q.shape(), q.dtype(), fwd, "scaled_dot_product_attention backward");
+std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q0, const Tensor& k0, const Tensor& v0,
+                                         const AttentionForward& fwd, bool is_causal, Precision precision) {
+  const char* op = "scaled_dot_product_attention backward";
+  check_qkv(q0, k0, v0, op);
+  const bool bf16 = precision == Precision::BFloat16 || q0.dtype() == DType::BFloat16;
+  const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0, v = bf16 ? bf16_operand(v0, op) : v0;
+  check_qkv(q, k, v, op);
+  check_backward(dout, q.shape(), bf16 ? DType::Float32 : q.dtype(), fwd, op);
   const Heads hq(q), hk(k), hv(v);
   Tensor dq = empty_heads(hq.B, hq.H, hq.T, hq.d, dout.dtype()), dk = empty_heads(hk.B, hk.H, hk.T, hk.d, dout.dtype()),
          dv = empty_heads(hv.B, hv.H, hv.T, hv.d, dout.dtype());
-  backward_all(hq, hk, hv, Heads(fwd.out), fwd.lse, dout, Heads(dq), Heads(dk), Heads(dv), is_causal);
+  backward_all(hq, hk, hv, Heads(fwd.out), fwd.lse, dout, Heads(dq), Heads(dk), Heads(dv), is_causal,
+               bf16 ? Precision::BFloat16 : Precision::Native);
   return {dq, dk, dv};
 }
 
@@ -212,23 +279,27 @@ void check_qkv_projection(const Tensor& qkv, int64_t num_heads) {
 }  // namespace
 
 // qkv (B, T, 3E) -> out (B, H, T, E/H), lse (B, H, T)
-AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bool is_causal) {
+AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bool is_causal, Precision precision) {
   check_qkv_projection(qkv0, num_heads);
-  const Tensor qkv = qkv0.contiguous();
-  return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), is_causal);
+  const bool bf16 = precision == Precision::BFloat16 || qkv0.dtype() == DType::BFloat16;
+  const Tensor qkv = bf16 ? bf16_operand(qkv0, "self_attention_qkv").contiguous() : qkv0.contiguous();
+  return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), is_causal,
+                     bf16 ? Precision::BFloat16 : Precision::Native);
 }
 
 // dout (B, H, T, E/H) -> dqkv (B, T, 3E)
 Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv0, int64_t num_heads, const AttentionForward& fwd,
-                              bool is_causal) {
+                              bool is_causal, Precision precision) {
   check_qkv_projection(qkv0, num_heads);
   const int64_t B = qkv0.size(0), T = qkv0.size(1), E = qkv0.size(2) / 3;
-  check_backward(dout, {B, num_heads, T, E / num_heads}, qkv0.dtype(), fwd, "self_attention_qkv backward");
-  const Tensor qkv = qkv0.contiguous();
+  const bool bf16 = precision == Precision::BFloat16 || qkv0.dtype() == DType::BFloat16;
+  check_backward(dout, {B, num_heads, T, E / num_heads}, bf16 ? DType::Float32 : qkv0.dtype(), fwd,
+                 "self_attention_qkv backward");
+  const Tensor qkv = bf16 ? bf16_operand(qkv0, "self_attention_qkv backward").contiguous() : qkv0.contiguous();
   Tensor dqkv = empty(qkv.shape(), dout.dtype());
   backward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), Heads(fwd.out),
                fwd.lse, dout, qkv_heads(dqkv, num_heads, 0), qkv_heads(dqkv, num_heads, 1), qkv_heads(dqkv, num_heads, 2),
-               is_causal);
+               is_causal, bf16 ? Precision::BFloat16 : Precision::Native);
   return dqkv;
 }
 

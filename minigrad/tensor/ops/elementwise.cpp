@@ -32,7 +32,7 @@ template <class F>
 Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f) {
   check_same_dtype(a, b, op);
   MG_CHECK(a.dtype() != DType::Bool, DTypeError, "{}: arithmetic on bool tensors is not supported", op);
-  return visit_all(a.dtype(), [&]<class T>() {
+  return visit_all(a.dtype(), op, [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) return Tensor();  // refused above
     else return detail::map_binary<T, T>(a, b, [&](T x, T y) { return static_cast<T>(f(x, y)); }, op);
   });
@@ -41,7 +41,7 @@ Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f) 
 template <class F>
 Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, F f) {
   check_same_dtype(a, b, op);
-  return visit_all(a.dtype(), [&]<class T>() {
+  return visit_all(a.dtype(), op, [&]<class T>() {
     return detail::map_binary<bool, T>(a, b, [&](T x, T y) { return f(x, y); }, op);
   });
 }
@@ -142,7 +142,7 @@ Tensor logical_not(const Tensor& mask) {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   cond.check_dtype(DType::Bool, "where (condition)");
   check_same_dtype(a, b, "where");
-  return visit_all(a.dtype(), [&]<class T>() {
+  return visit_all(a.dtype(), "where", [&]<class T>() {
     return detail::map_ternary<T, bool, T, T>(
         cond, a, b, [](bool c, T x, T y) { return c ? x : y; }, "where");
   });
@@ -154,7 +154,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   const Shape b = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
   MG_CHECK(b == x.shape(), ShapeError, "masked_fill: mask of shape {} cannot be broadcast to {}",
            shape_str(mask.shape()), shape_str(x.shape()));
-  visit_all(x.dtype(), [&]<class T>() { checked_cast<T>(value, "masked_fill"); });
+  visit_all(x.dtype(), "masked_fill", [&]<class T>() { checked_cast<T>(value, "masked_fill"); });
   return where(mask, scalar_tensor(value, x.dtype()), x);
 }
 
@@ -167,7 +167,7 @@ namespace {
 // A number beside a tensor becomes a 0-dim tensor of its dtype, if that dtype holds it exactly.
 Tensor scalar_for(const Tensor& like, double v, std::string_view op) {
   MG_CHECK(like.defined(), StateError, "{}: the tensor is undefined", op);
-  visit_all(like.dtype(), [&]<class T>() { checked_cast<T>(v, op); });
+  visit_all(like.dtype(), op, [&]<class T>() { checked_cast<T>(v, op); });
   return scalar_tensor(v, like.dtype());
 }
 }  // namespace
@@ -187,7 +187,7 @@ Tensor& add_(Tensor& a, const Tensor& b) {
            "add_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?)",
            shape_str(a.shape()), shape_str(a.strides()));
   const Tensor from = may_overlap(a, b) ? b.clone() : b;
-  visit_all(a.dtype(), [&]<class T>() {
+  visit_all(a.dtype(), "add_", [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw DTypeError("add_: arithmetic on bool tensors is not supported");
     } else {

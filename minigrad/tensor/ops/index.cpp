@@ -78,7 +78,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   Strides xs = x.strides();
   const int64_t step = xs[dim];
   xs[dim] = 0;  // the loop walks x everywhere but along `dim`; the index supplies that coordinate
-  visit_all(x.dtype(), [&]<class T>() {
+  visit_all(x.dtype(), "gather", [&]<class T>() {
     T* o = out.data<T>();
     const int64_t* pi = index.data<int64_t>();
     const T* px = x.data<T>();
@@ -108,7 +108,7 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
   Tensor out = base.clone();
   const Tensor idx = index.contiguous();
   const Strides os = out.strides();
-  visit_all(base.dtype(), [&]<class T>() {
+  visit_all(base.dtype(), "scatter_add", [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       T* o = out.data<T>();
       const T* s = src.data<T>();
@@ -182,7 +182,7 @@ Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype) {
   Tensor out = zeros(shape, dtype);
   const Tensor c = ids.contiguous();
   const int64_t* p = c.data<int64_t>();
-  visit_all(dtype, [&]<class T>() {
+  visit_all(dtype, "one_hot", [&]<class T>() {
     T* o = out.data<T>();
     for (int64_t i = 0; i < c.numel(); ++i) o[i * num_classes + p[i]] = static_cast<T>(1);
   });

@@ -33,9 +33,10 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, BlasMat& m)
 }
 
 // One single-threaded GEMM: C (n, m) = A (n, k) @ B (k, m) + beta C, C row-major with leading
-// dim m. beta = 1 adds the product to what C holds (a bias already written there).
-template <class T>
-void gemm1(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc, T beta = 0) {
+// dim m. beta = 1 adds the product to what C holds (a bias already written there). In is the
+// operands' type, T the result's: the same, or bfloat16 operands with a float32 result.
+template <class T, class In = T>
+void gemm1(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const In* pa, const In* pb, T* pc, T beta = 0) {
   blas::gemm(a.trans, b.trans, n, m, k, T(1), pa, a.ld, pb, b.ld, beta, pc, m);
 }
 
@@ -44,43 +45,62 @@ constexpr int64_t kParallelGemmWork = 1 << 18;
 
 // C = A @ B, split into one block of rows per thread when it is large enough. Row block r of C
 // needs row block r of A: rows start at i*ld (no transpose) or column i (transposed storage).
-template <class T>
-void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const T* pa, const T* pb, T* pc, T beta = 0) {
+template <class T, class In = T>
+void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const In* pa, const In* pb, T* pc, T beta = 0) {
   const int64_t threads = get_num_threads();
   if (threads == 1 || static_cast<double>(n) * m * k < kParallelGemmWork || n < 2 * threads) {
-    gemm1<T>(a, b, n, m, k, pa, pb, pc, beta);
+    gemm1<T, In>(a, b, n, m, k, pa, pb, pc, beta);
     return;
   }
   const int64_t rows = (n + threads - 1) / threads;
   tbb::parallel_for(int64_t{0}, threads, [&](int64_t t) {
     const int64_t r0 = t * rows, r1 = std::min(n, r0 + rows);
     if (r0 >= r1) return;
-    const T* a0 = !a.trans ? pa + r0 * a.ld : pa + r0;
-    gemm1<T>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m, beta);
+    const In* a0 = !a.trans ? pa + r0 * a.ld : pa + r0;
+    gemm1<T, In>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m, beta);
   }, tbb::static_partitioner());
+}
+
+// Calls f.template operator()<T, In>() for the product's result and operand types: (float, float)
+// or (double, double) natively, (float, bfloat16) in Precision::BFloat16.
+template <class F>
+decltype(auto) visit_product(DType dt, Precision p, std::string_view op, F&& f) {
+  if (p == Precision::BFloat16) return f.template operator()<float, bfloat16>();
+  return visit_float(dt, op, [&]<class T>() { return f.template operator()<T, T>(); });
 }
 
 }  // namespace
 
-Tensor linear(const Tensor& x0, const Tensor& w, const Tensor& bias) {
-  MG_CHECK(x0.defined() && w.defined(), StateError, "linear: an operand is undefined");
-  MG_CHECK(w.dim() == 2, ShapeError, "linear: weight must be 2-D (out, in), got shape {}", shape_str(w.shape()));
-  MG_CHECK(x0.dim() >= 1 && x0.size(-1) == w.size(1), ShapeError,
+Tensor bf16_operand(const Tensor& t, std::string_view op) {
+  MG_CHECK(t.dtype() == DType::Float32 || t.dtype() == DType::BFloat16, DTypeError,
+           "{}: a bfloat16 product takes float32 or bfloat16 operands, got {}", op, dtype_name(t.dtype()));
+  return t.to(DType::BFloat16);
+}
+
+Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias, Precision precision) {
+  MG_CHECK(x0.defined() && w0.defined(), StateError, "linear: an operand is undefined");
+  MG_CHECK(w0.dim() == 2, ShapeError, "linear: weight must be 2-D (out, in), got shape {}", shape_str(w0.shape()));
+  MG_CHECK(x0.dim() >= 1 && x0.size(-1) == w0.size(1), ShapeError,
            "linear: input of shape {} does not fit weight of shape {} (expected last dim {})", shape_str(x0.shape()),
-           shape_str(w.shape()), w.size(1));
-  MG_CHECK(x0.dtype() == w.dtype() && (!bias.defined() || bias.dtype() == w.dtype()), DTypeError,
-           "linear: dtype mismatch between input {}, weight {}{}", dtype_name(x0.dtype()), dtype_name(w.dtype()),
+           shape_str(w0.shape()), w0.size(1));
+  const bool bf16 = precision == Precision::BFloat16;
+  MG_CHECK(bf16 || (x0.dtype() == w0.dtype() && (!bias.defined() || bias.dtype() == w0.dtype())), DTypeError,
+           "linear: dtype mismatch between input {}, weight {}{}", dtype_name(x0.dtype()), dtype_name(w0.dtype()),
            bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
+  MG_CHECK(!bf16 || !bias.defined() || bias.dtype() == DType::Float32, DTypeError,
+           "linear: a bfloat16 product adds a float32 bias, got {}", dtype_name(bias.dtype()));
+  const Tensor x1 = bf16 ? bf16_operand(x0, "linear") : x0, w = bf16 ? bf16_operand(w0, "linear") : w0;
+  const DType out_dt = bf16 ? DType::Float32 : x0.dtype();
   const int64_t in = w.size(1), out = w.size(0);
   MG_CHECK(!bias.defined() || bias.shape() == Shape{out}, ShapeError, "linear: bias has shape {} but weight {} needs ({},)",
            shape_str(bias.shape()), shape_str(w.shape()), out);
-  const int64_t rows = numel_of(Shape(x0.shape().begin(), x0.shape().end() - 1));
-  const Tensor x = x0.reshape({rows, in});  // all leading dims are rows of one GEMM
-  Shape out_shape = x0.shape();
+  const int64_t rows = numel_of(Shape(x1.shape().begin(), x1.shape().end() - 1));
+  const Tensor x = x1.reshape({rows, in});  // all leading dims are rows of one GEMM
+  Shape out_shape = x1.shape();
   out_shape.back() = out;
-  Tensor y = empty(out_shape, x0.dtype());
+  Tensor y = empty(out_shape, out_dt);
   if (bias.defined()) y.view({rows, out}).copy_(bias);  // then beta = 1 adds the product to it
-  return visit_float(x0.dtype(), "linear", [&]<class T>() {
+  return visit_product(out_dt, precision, "linear", [&]<class T, class In>() {
     if (rows == 0 || out == 0) return y;
     if (in == 0) {
       if (!bias.defined()) y.fill_(0);
@@ -91,13 +111,15 @@ Tensor linear(const Tensor& x0, const Tensor& w, const Tensor& bias) {
     if (!blas_layout(rows, in, X.strides()[0], X.strides()[1], lx)) X = X.contiguous(), lx = {false, in};
     // y = x W^T: W (out, in) row-major read as its transpose
     if (!blas_layout(in, out, W.strides()[1], W.strides()[0], lw)) W = W.contiguous(), lw = {true, in};
-    gemm<T>(lx, lw, rows, out, in, X.data<T>(), W.data<T>(), y.data<T>(), bias.defined() ? T(1) : T(0));
+    gemm<T, In>(lx, lw, rows, out, in, X.data<In>(), W.data<In>(), y.data<T>(), bias.defined() ? T(1) : T(0));
     return y;
   });
 }
 
-Tensor matmul(const Tensor& a0, const Tensor& b0) {
-  MG_CHECK(a0.defined() && b0.defined(), StateError, "matmul: an operand is undefined");
+Tensor matmul(const Tensor& a1, const Tensor& b1, Precision precision) {
+  MG_CHECK(a1.defined() && b1.defined(), StateError, "matmul: an operand is undefined");
+  const bool bf16 = precision == Precision::BFloat16;
+  const Tensor a0 = bf16 ? bf16_operand(a1, "matmul") : a1, b0 = bf16 ? bf16_operand(b1, "matmul") : b1;
   MG_CHECK(a0.dim() >= 1 && b0.dim() >= 1, ShapeError,
            "matmul: both operands need at least 1 dim, got shapes {} and {}", shape_str(a0.shape()),
            shape_str(b0.shape()));
@@ -125,8 +147,8 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
   out_shape.push_back(n);
   out_shape.push_back(m);
 
-  Tensor out = visit_float(a.dtype(), "matmul", [&]<class T>() {
-    Tensor out = empty(out_shape, a.dtype());
+  Tensor out = visit_product(a.dtype(), precision, "matmul", [&]<class T, class In>() {
+    Tensor out = empty(out_shape, dtype_of<T>());
     if (out.numel() > 0 && k == 0) out.fill_(0);  // a sum over nothing
     if (out.numel() == 0 || k == 0) return out;
     Tensor A = a, B = b;
@@ -139,8 +161,8 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
         ? broadcast_strides(abatch, Strides(A.strides().begin(), A.strides().end() - 2), batch) : ast;
     const Strides bst2 = B.is_contiguous() && !b.is_contiguous()
         ? broadcast_strides(bbatch, Strides(B.strides().begin(), B.strides().end() - 2), batch) : bst;
-    const T* pa = A.data<T>();
-    const T* pb = B.data<T>();
+    const In* pa = A.data<In>();
+    const In* pb = B.data<In>();
     T* pc = out.data<T>();
     const int64_t nb = numel_of(batch);
 
@@ -154,9 +176,9 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
       expect *= batch[d];
     }
     if (nb > 1 && b_shared && a_flat) {
-      gemm<T>(la, lb, nb * n, m, k, pa, pb, pc);
+      gemm<T, In>(la, lb, nb * n, m, k, pa, pb, pc);
     } else if (nb == 1) {
-      gemm<T>(la, lb, n, m, k, pa, pb, pc);
+      gemm<T, In>(la, lb, n, m, k, pa, pb, pc);
     } else {
       // Many products (attention's B*H heads): one single-threaded GEMM per batch entry, shared
       // out over the pool.
@@ -173,7 +195,7 @@ Tensor matmul(const Tensor& a0, const Tensor& b0) {
         for (int64_t i = i0; i < i1; ++i) {
           int64_t oa, ob;
           offsets(i, oa, ob);
-          gemm1<T>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
+          gemm1<T, In>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
         }
       });
     }

@@ -85,7 +85,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdi
            dtype_name(x.dtype()));
   Plan p = plan_reduction(x, dims, keepdim, op);
   Tensor out = empty(p.out_shape, x.dtype());
-  visit_all(x.dtype(), [&]<class T>() {
+  visit_all(x.dtype(), op, [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       T* o = out.data<T>();
       const double scale = mean ? 1.0 / static_cast<double>(p.R) : 1.0;
@@ -141,7 +141,7 @@ std::pair<Tensor, Tensor> extremum(const Tensor& x, int64_t dim, bool keepdim, s
   Plan p = plan_reduction(x, {dim}, keepdim, op);
   Tensor rows = p.rows.defined() ? p.rows : p.cols.reshape({p.R, p.M}).permute({1, 0}).contiguous();
   Tensor values = empty(p.out_shape, x.dtype()), indices = empty(p.out_shape, DType::Int64);
-  visit_all(x.dtype(), [&]<class T>() {
+  visit_all(x.dtype(), op, [&]<class T>() {
     const T* a = rows.data<T>();
     T* v = values.data<T>();
     int64_t* ix = indices.data<int64_t>();
@@ -220,7 +220,7 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   const Rows r = rows_along(x, d);
   const int64_t M = r.rows.size(0), n = r.rows.size(1);
   Tensor out = empty({M}, x.dtype());
-  visit_all(x.dtype(), [&]<class T>() {
+  visit_all(x.dtype(), "prod", [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       const T* a = r.rows.data<T>();
       T* o = out.data<T>();
@@ -284,7 +284,7 @@ Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {
   const Rows r = rows_along(x, d);
   const int64_t M = r.rows.size(0), n = r.rows.size(1);
   Tensor out = empty({M, n}, x.dtype());
-  visit_all(x.dtype(), [&]<class T>() {
+  visit_all(x.dtype(), "cumsum", [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       const T* a = r.rows.data<T>();
       T* o = out.data<T>();

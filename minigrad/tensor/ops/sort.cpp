@@ -27,7 +27,7 @@ std::pair<Tensor, Tensor> sorted_positions(const Tensor& x, int64_t dim, int64_t
   const detail::Rows r = detail::rows_along(x, d);
   const int64_t M = r.rows.size(0);
   Tensor values = empty({M, k}, x.dtype()), indices = empty({M, k}, DType::Int64);
-  visit_all(x.dtype(), [&]<class T>() {
+  visit_all(x.dtype(), op, [&]<class T>() {
     const T* a = r.rows.data<T>();
     T* v = values.data<T>();
     int64_t* ix = indices.data<int64_t>();

@@ -1,0 +1,51 @@
+#pragma once
+// Autocast: mixed precision as PyTorch's torch.autocast("cpu", dtype=torch.bfloat16).
+//
+//   {
+//     mg::AutocastGuard autocast;          // bfloat16 products from here to the end of the scope
+//     loss = cross_entropy(model.forward(x), y);
+//   }
+//   loss.backward();                        // each product's backward runs as its forward did
+//
+// Inside the scope the matrix products (linear, matmul and batched matmul, and the two products of
+// fused attention, Q K^T and P V) round their operands to bfloat16 and sum in float32; their outputs
+// are float32. Nothing else changes: softmax, layer norm, GELU, the losses and every reduction run in
+// float32 on float32 inputs, the parameters stay float32 and the optimizer updates them in float32.
+// Gradients flow back in float32; a product's backward rounds its operands (the incoming gradient
+// and the saved inputs) to bfloat16 as its forward did, whether or not the scope is still open.
+//
+// Why only the products: they are nearly all of a transformer's arithmetic, bfloat16 doubles (AMX:
+// quadruples) their rate, and a dot product of bfloat16 values summed in float32 loses little (each
+// term carries one bfloat16 rounding of each factor, relative 2^-9, and they do not compound). The
+// rest is where rounding does compound or cancel: a softmax's exponent sums, layer norm's variance,
+// the log-sum-exp of a loss, and an update lr * m / sqrt(v) added to a weight 1000x its size, which
+// in bfloat16 (8 bits) would round away. PyTorch's CPU autocast keeps the same ops in float32; its
+// products also write bfloat16 outputs, minigrad's write float32 (one rounding fewer, same speed).
+//
+// bfloat16 has float32's exponent range, so gradients neither underflow nor overflow where float32's
+// would not: no loss scaling is needed (float16, 5 exponent bits, needs it).
+
+namespace mg {
+
+/// Thread-local autocast state (what AutocastGuard sets).
+struct AutocastMode {
+  /// True inside an AutocastGuard on this thread.
+  static bool is_enabled();
+  /// Turn autocast on or off for this thread.
+  static void set_enabled(bool enabled);
+};
+
+/// RAII: matrix products run with bfloat16 operands and float32 sums while one of these is alive (on
+/// this thread); AutocastGuard(false) turns it off inside an enabled scope. Restores the previous state.
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(bool enabled = true) : prev_(AutocastMode::is_enabled()) { AutocastMode::set_enabled(enabled); }
+  ~AutocastGuard() { AutocastMode::set_enabled(prev_); }
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+}  // namespace mg
