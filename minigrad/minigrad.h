@@ -5,6 +5,7 @@
 //   nn/        Module and layers, attention, GPT, save/load
 //   optim/     optimizers, schedules, clipping, checkpoints
 //   data/      TensorDataset and DataLoader: batches of plain tensors    (needs only tensor/)
+//   distributed/  data-parallel training over processes on MPI (optional: built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/ops.h"
 #include "minigrad/tensor/parallel.h"
@@ -47,3 +48,9 @@
 #include "minigrad/optim/optimizer.h"
 #include "minigrad/optim/scheduler.h"
 #include "minigrad/optim/sgd.h"
+
+// distributed/ (data parallelism on MPI) exists when MPI was found at build time.
+#ifdef MG_HAVE_MPI
+#include "minigrad/distributed/ddp.h"
+#include "minigrad/distributed/process_group.h"
+#endif

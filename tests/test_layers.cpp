@@ -1,5 +1,5 @@
 // The layers point downward, and nothing but the build keeps them so:
-//   tensor/ <- autograd/ <- nn/ <- optim/        data/ <- tensor/        viz/ <- tensor/
+//   tensor/ <- autograd/ <- nn/ <- optim/ <- distributed/        data/ <- tensor/        viz/ <- tensor/
 // A file may include headers of its own layer and the layers below it, never above. Inside
 // tensor/, the loop machinery (tensor/loops.h, `detail::`) and the fast math are private: the
 // layers above call kernels, not loops. And BLAS has one door, tensor/blas.cpp.
@@ -24,6 +24,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"autograd", {"tensor", "autograd"}},
     {"nn", {"tensor", "autograd", "nn"}},
     {"optim", {"tensor", "autograd", "nn", "optim"}},
+    {"distributed", {"tensor", "autograd", "nn", "optim", "distributed"}},
     {"data", {"tensor", "data"}},
     {"viz", {"tensor", "viz"}},
 };
@@ -59,7 +60,7 @@ std::vector<std::string> violations(const std::string& layer, const std::string&
       out.push_back(file + " includes " + header + ", which is private to tensor/: call a kernel of tensor/ops.h instead");
   }
   // a library header included without the prefix could be a user's file of the same name
-  static const std::regex bare_re(R"re(#include\s+"((tensor|autograd|nn|optim|data|viz)/[^"]+)")re");
+  static const std::regex bare_re(R"re(#include\s+"((tensor|autograd|nn|optim|data|viz|distributed)/[^"]+)")re");
   for (std::sregex_iterator it(text.begin(), text.end(), bare_re), end; it != end; ++it)
     out.push_back(file + " includes \"" + (*it)[1].str() + "\" without the minigrad/ prefix");
   if (layer != "tensor" && text.find("detail::") != std::string::npos)

@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fstream>
+#include <memory>
 
 #include "minigrad/minigrad.h"
 #include "minigrad/tensor/blas.h"
@@ -41,11 +42,27 @@ int main(int argc, char** argv) {
   app.add_flag("--bf16", bf16, "bfloat16 matrix products (mg::AutocastGuard) in the forward and its backward");
   CLI11_PARSE(app, argc, argv);
 
+  int rank = 0, world = 1;
+#ifdef MG_HAVE_MPI
+  // Under mpirun -np N: data parallel, each process on batch / N rows (the same global batch).
+  distributed::init(&argc, &argv);
+  rank = distributed::rank(), world = distributed::world_size();
+#endif
+  if (batch % world != 0) {
+    std::fprintf(stderr, "bench_gpt: --batch %lld does not split over %d processes\n", static_cast<long long>(batch), world);
+    return 1;
+  }
   set_num_threads(threads);
   Generator g(0);
   nn::GPT m(vocab, ctx, {.d_model = d, .nhead = heads, .num_layers = layers}, g);
   optim::AdamW opt(m.parameters(), {.lr = 3e-4});
-  const Tensor x = randint(0, vocab, {batch, ctx}, g), y = randint(0, vocab, {batch, ctx}, g);
+  const Tensor x0 = randint(0, vocab, {batch, ctx}, g), y0 = randint(0, vocab, {batch, ctx}, g);
+  const Tensor x = x0.narrow(0, rank * (batch / world), batch / world), y = y0.narrow(0, rank * (batch / world), batch / world);
+  double wait_s = 0, total_s = 0;  // time blocked on communication, and in timed steps
+#ifdef MG_HAVE_MPI
+  std::unique_ptr<distributed::DistributedDataParallel> ddp;
+  if (world > 1) ddp = std::make_unique<distributed::DistributedDataParallel>(m);
+#endif
   std::vector<double> times;
   double loss = 0;
   for (int i = 0; i < warmup + steps; ++i) {
@@ -56,10 +73,22 @@ int main(int argc, char** argv) {
       l = cross_entropy(reshape(m.forward(x), {-1, vocab}), y.reshape({-1}));
     }
     opt.zero_grad();
+#ifdef MG_HAVE_MPI
+    const double waited = ddp ? ddp->wait_seconds() : 0;
+#endif
     l.backward();
+#ifdef MG_HAVE_MPI
+    if (ddp) {
+      ddp->wait();
+      if (i >= warmup) wait_s += ddp->wait_seconds() - waited;
+    }
+#endif
     opt.step();
     loss = l.item();
-    if (i >= warmup) times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (i >= warmup) {
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      total_s += times.back() / 1e3;
+    }
   }
   std::sort(times.begin(), times.end());
   const double ms = times.empty() ? 0 : times[times.size() / 2];
@@ -81,8 +110,9 @@ int main(int argc, char** argv) {
         break;
       }
   }
-  std::printf("minigrad threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
-              threads, bf16 ? 1 : 0, bf16 ? blas::bf16_kernel().c_str() : "-", static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
+  if (rank != 0) return 0;
+  std::printf("minigrad processes=%d comm_wait_fraction=%.3f threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
+              world, total_s > 0 ? wait_s / total_s : 0.0, threads, bf16 ? 1 : 0, bf16 ? blas::bf16_kernel().c_str() : "-", static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
               peak_mb, loss, blas::core_name());
   return 0;
 }

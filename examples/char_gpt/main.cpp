@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <fstream>
 
 #include <CLI/CLI.hpp>
@@ -40,6 +42,8 @@ struct Config {
   int64_t every = 30;        // telemetry every N steps (and at step 1): 21 records in 600 steps
   bool resume = false;       // continue from the checkpoint in --out
   bool bf16 = false;         // bfloat16 matrix products (mg::AutocastGuard) in training and validation
+  int threads = 0;           // oneTBB threads; 0: the cores divided among the processes
+  int rank = 0, world = 1;   // under mpirun: this process and how many (each trains on its rows of every batch)
   int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
   std::string prompt = "A ";  // the sample continues this text
   int sample_len = 300;      // characters to sample
@@ -115,13 +119,17 @@ nn::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
 // ckpt_every steps and at the end. Each step's batch depends only on (seed, step), so a resumed
 // run sees exactly the batches the uninterrupted one would have.
 History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c, int64_t start,
-              const std::string& ckpt) {
+              const std::string& ckpt, const std::function<double(double)>& after_backward = {}) {
   History h;
   nn::Telemetry tel = make_telemetry(m, d, c);
   const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
   viz::ProgressBar bar(last - start, "train");
   for (int64_t step = start + 1; step <= last; ++step) {
     auto [x, y] = char_text::train_batch(d, c.batch, c.context, c.seed, step);
+    if (c.world > 1) {  // data parallel: this process's rows of the step's batch (the same batch everywhere)
+      const int64_t rows = c.batch / c.world;
+      x = x.narrow(0, c.rank * rows, rows), y = y.narrow(0, c.rank * rows, rows);
+    }
     Variable loss;
     {
       AutocastGuard autocast(c.bf16);  // off unless --bf16; the backward runs as the forward did
@@ -129,17 +137,19 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
     }
     opt.zero_grad();
     loss.backward();
+    // under DDP: wait for the averaged gradients (and the loss averaged over the processes, to print)
+    const double loss_value = after_backward ? after_backward(loss.item()) : loss.item();
     optim::clip_grad_norm_(m.parameters(), 1.0);
     opt.step();
     sched.step();
-    h.steps.push_back(static_cast<double>(step)), h.losses.push_back(loss.item());
-    if (tel.due(step)) tel.record(step, loss.item());
-    bar.update(step - start, loss.item(), -1, c.batch * c.context);
+    h.steps.push_back(static_cast<double>(step)), h.losses.push_back(loss_value);
+    if (c.rank == 0 && tel.due(step)) tel.record(step, loss_value);
+    if (c.rank == 0) bar.update(step - start, loss_value, -1, c.batch * c.context);
     if (step % c.eval_every == 0 || step == c.steps)
       h.val_steps.push_back(static_cast<double>(step)), h.val_losses.push_back(val_loss(m, d, c));
-    if (step % c.ckpt_every == 0 || step == last) optim::save_checkpoint(ckpt, m, opt, step, &sched);
+    if (c.rank == 0 && (step % c.ckpt_every == 0 || step == last)) optim::save_checkpoint(ckpt, m, opt, step, &sched);
   }
-  bar.finish();
+  if (c.rank == 0) bar.finish();
   h.records = tel.records();
   h.telemetry_json = tel.json({{"example", "char_gpt"}, {"data", c.data.empty() ? std::string("fortunes") : c.data},
                                {"layers", std::to_string(c.layers)}, {"heads", std::to_string(c.heads)}});
@@ -250,6 +260,7 @@ int main(int argc, char** argv) {
   app.add_option("--every", c.every, "telemetry every N steps");
   app.add_flag("--resume", c.resume, "continue from OUT/checkpoint.safetensors");
   app.add_flag("--bf16", c.bf16, "bfloat16 matrix products with float32 sums (mixed precision, as torch.autocast)");
+  app.add_option("--threads", c.threads, "threads per process (0: the cores divided among the processes)");
   app.add_option("--stop-at", c.stop_at, "stop after this step, as if interrupted (then --resume)");
   app.add_option("--prompt", c.prompt, "text to continue");
   app.add_option("--sample-len", c.sample_len, "characters to sample");
@@ -260,6 +271,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+#ifdef MG_HAVE_MPI
+    // Under mpirun: N processes, each on batch / N rows of every step (docs/07-data-parallel.md).
+    distributed::init(&argc, &argv);
+    c.rank = distributed::rank(), c.world = distributed::world_size();
+#endif
+    MG_CHECK(c.batch % c.world == 0, ValueError, "char_gpt: --batch {} does not split evenly over {} processes", c.batch, c.world);
+    if (c.threads > 0 || c.world > 1)
+      set_num_threads(c.threads > 0 ? c.threads : std::max<int>(1, get_num_threads() / c.world));
     const Data d = load_data(c);
     Generator g(c.seed);
     nn::GPT m(d.vocab.size(), c.context, gpt_options(c), g);
@@ -268,13 +287,29 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(c.out);
     const std::string ckpt = c.out + "/checkpoint.safetensors";
     int64_t start = 0;
-    if (c.resume) {
+    if (c.resume) {  // every process reads rank 0's checkpoint
       start = optim::load_checkpoint(ckpt, m, opt, &sched);  // the schedule resumes too
-      std::printf("resumed from %s at step %lld\n", ckpt.c_str(), static_cast<long long>(start));
+      if (c.rank == 0) std::printf("resumed from %s at step %lld\n", ckpt.c_str(), static_cast<long long>(start));
     }
-    std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters\n", d.text.size(),
-                static_cast<long long>(d.vocab.size()), d.train.size(), static_cast<long long>(m.num_parameters()));
-    const History h = train(m, opt, sched, d, c, start, ckpt);
+    if (c.rank == 0)
+      std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters%s\n", d.text.size(),
+                  static_cast<long long>(d.vocab.size()), d.train.size(), static_cast<long long>(m.num_parameters()),
+                  c.world > 1 ? fmt::format("; {} processes x {} threads", c.world, get_num_threads()).c_str() : "");
+    std::function<double(double)> after_backward;
+#ifdef MG_HAVE_MPI
+    std::unique_ptr<distributed::DistributedDataParallel> ddp;
+    if (c.world > 1) {
+      ddp = std::make_unique<distributed::DistributedDataParallel>(m);
+      after_backward = [&](double loss) {
+        ddp->wait();
+        const Tensor t = full({1}, loss, DType::Float64);
+        distributed::all_reduce_sum(t);
+        return t.item() / c.world;
+      };
+    }
+#endif
+    const History h = train(m, opt, sched, d, c, start, ckpt, after_backward);
+    if (c.rank != 0) return 0;  // rank 0 reports, samples and draws
     if (!h.val_losses.empty())
       std::printf("validation loss %.4f (uniform guessing: %.4f)\n", h.val_losses.back(), std::log(static_cast<double>(d.vocab.size())));
     Generator sg(c.seed + 1);

@@ -1,0 +1,186 @@
+// DistributedDataParallel and DistributedSampler (distributed/ddp.h).
+#include "minigrad/distributed/ddp.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/ranges.h>
+
+#include "minigrad/autograd/grad_mode.h"
+#include "minigrad/tensor/ops.h"
+
+namespace mg::distributed {
+namespace {
+
+// A fingerprint of the parameter list (dtypes and shapes, in order), FNV-1a over their numbers.
+int64_t fingerprint(const std::vector<Variable>& params) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](int64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((static_cast<uint64_t>(v) >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  for (const Variable& p : params) {
+    mix(static_cast<int64_t>(p.dtype()));
+    mix(p.dim());
+    for (int64_t s : p.shape()) mix(s);
+  }
+  return static_cast<int64_t>(h);
+}
+
+// Rank 0's values into `t` everywhere (through a contiguous copy if `t` is not contiguous).
+void broadcast_into(const Tensor& t) {
+  if (t.is_contiguous()) return broadcast(t, 0);
+  const Tensor c = t.contiguous();
+  broadcast(c, 0);
+  t.copy_(c);
+}
+
+}  // namespace
+
+DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
+  MG_CHECK(options.bucket_cap_mb > 0, ValueError, "DistributedDataParallel: bucket_cap_mb must be positive, got {}",
+           options.bucket_cap_mb);
+  std::vector<std::string> names;
+  for (auto& [name, p] : module.named_parameters())
+    if (p.requires_grad()) {
+      MG_CHECK(is_floating(p.dtype()), DTypeError, "DistributedDataParallel: parameter {} is {}; float32 or float64 only",
+               name, dtype_name(p.dtype()));
+      params_.push_back(p), names.push_back(name);
+    }
+  // Same model everywhere? Compare (count, fingerprint) across ranks: one fixed-size exchange, so
+  // a mismatch is an error on every rank instead of a collective that some ranks never join.
+  const std::vector<int64_t> all = all_gather({static_cast<int64_t>(params_.size()), fingerprint(params_)});
+  for (int r = 1; r < world_size(); ++r)
+    if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) {
+      std::string counts;
+      for (int q = 0; q < world_size(); ++q) counts += fmt::format("{}rank {}: {} parameters", q ? ", " : "", q, all[2 * q]);
+      throw ShapeError(fmt::format("DistributedDataParallel: the processes hold different models ({}; or the same count "
+                                   "with different shapes or dtypes); every process must build the same model "
+                                   "(this is rank {})", counts, rank()));
+    }
+  {
+    NoGradGuard no_grad;
+    for (const Variable& p : params_) broadcast_into(p.data());
+    if (options.broadcast_buffers)
+      for (auto& [name, b] : module.named_buffers())
+        if (b.dtype() == DType::Float32 || b.dtype() == DType::Float64 || b.dtype() == DType::Int64) broadcast_into(b);
+  }
+  // Buckets over the parameters in reverse order, one dtype each, about bucket_cap_mb each.
+  const double cap = options.bucket_cap_mb * 1024 * 1024;
+  bucket_of_.assign(params_.size(), -1);
+  double bytes = 0;
+  for (int64_t i = static_cast<int64_t>(params_.size()) - 1; i >= 0; --i) {
+    const double b = static_cast<double>(params_[i].numel()) * itemsize(params_[i].dtype());
+    if (buckets_.empty() || bytes + b > cap || params_[buckets_.back().params.front()].dtype() != params_[i].dtype())
+      buckets_.emplace_back(), bytes = 0;
+    buckets_.back().params.push_back(i);
+    bucket_of_[i] = static_cast<int64_t>(buckets_.size()) - 1;
+    bytes += b;
+  }
+  for (Bucket& bk : buckets_) {
+    int64_t n = 0;
+    for (int64_t i : bk.params) n += params_[i].numel();
+    bk.flat = empty({n}, params_[bk.params.front()].dtype());
+  }
+  got_.assign(params_.size(), false);
+  for (int64_t i = 0; i < static_cast<int64_t>(params_.size()); ++i)
+    hooks_.push_back(params_[i].register_post_accumulate_grad_hook([this, i](const Variable&) { on_grad_ready(i); }));
+}
+
+DistributedDataParallel::~DistributedDataParallel() {
+  for (GradHookHandle& h : hooks_) h.remove();
+}
+
+void DistributedDataParallel::on_grad_ready(int64_t i) {
+  if (!sync_) return;  // no_sync: gradients only accumulate
+  if (ready_total_ == 0) events_.clear();
+  MG_CHECK(!got_[i], StateError, "DistributedDataParallel: parameter {} got two gradients in one backward before wait(); "
+           "call backward once per step (or use no_sync() for accumulation)", i);
+  got_[i] = true;
+  Bucket& bk = buckets_[bucket_of_[i]];
+  ++bk.ready, ++ready_total_;
+  pending_ = true;
+  events_.push_back({DDPEvent::GradReady, bucket_of_[i], ready_total_});
+  start_ready_buckets();
+  for (Bucket& b : buckets_)  // let MPI move the ones under way along
+    if (b.started) b.work.test();
+  if (ready_total_ == num_params()) wait();  // the end of the backward: finish here, as PyTorch does
+}
+
+void DistributedDataParallel::start_ready_buckets() {
+  const double inv = 1.0 / world_size();
+  while (next_bucket_ < num_buckets() && buckets_[next_bucket_].ready == static_cast<int64_t>(buckets_[next_bucket_].params.size())) {
+    Bucket& bk = buckets_[next_bucket_];
+    // flat = grads / N side by side; summed over the N processes it is their average
+    int64_t off = 0;
+    for (int64_t i : bk.params) {
+      const Tensor& g = params_[i].grad();
+      const int64_t n = params_[i].numel();
+      bk.flat.narrow(0, off, n).copy_(g.reshape({n}) * inv);
+      off += n;
+    }
+    bk.work = all_reduce_sum_async(bk.flat, fmt::format("the all-reduce of gradient bucket {}", next_bucket_));
+    bk.started = true;
+    events_.push_back({DDPEvent::BucketStarted, next_bucket_, ready_total_});
+    ++next_bucket_;
+  }
+}
+
+void DistributedDataParallel::wait() {
+  if (!pending_) return;
+  if (ready_total_ < num_params()) {
+    std::vector<std::string> missing;
+    for (auto& [name, p] : module_.named_parameters())
+      for (int64_t i = 0; i < num_params(); ++i)
+        if (p.impl() == params_[i].impl() && !got_[i]) missing.push_back(name);
+    throw StateError(fmt::format("DistributedDataParallel::wait: {} of {} parameters got a gradient in this backward (missing: "
+                                 "{}); every parameter must take part in every step",
+                                 ready_total_, num_params(), fmt::join(missing, ", ")));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t b = 0; b < num_buckets(); ++b) {
+    Bucket& bk = buckets_[b];
+    bk.work.wait();
+    int64_t off = 0;
+    for (int64_t i : bk.params) {
+      const int64_t n = params_[i].numel();
+      params_[i].grad().copy_(bk.flat.narrow(0, off, n).view(params_[i].shape()));
+      off += n;
+    }
+    events_.push_back({DDPEvent::BucketFinished, b, ready_total_});
+    bk.ready = 0, bk.started = false;
+  }
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  next_bucket_ = 0, ready_total_ = 0, pending_ = false;
+  got_.assign(params_.size(), false);
+}
+
+DistributedSampler::DistributedSampler(int64_t n, int num_replicas, int rank, bool shuffle, uint64_t seed, bool drop_last)
+    : n_(n), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
+  MG_CHECK(n >= 0, ValueError, "DistributedSampler: the dataset size must be >= 0, got {}", n);
+  MG_CHECK(num_replicas >= 1 && rank >= 0 && rank < num_replicas, ValueError,
+           "DistributedSampler: rank {} is not in [0, {}) (num_replicas {})", rank, num_replicas, num_replicas);
+  num_samples_ = drop_last ? n / num_replicas : (n + num_replicas - 1) / num_replicas;
+}
+
+void DistributedSampler::set_epoch(int64_t e) {
+  MG_CHECK(e >= 0, ValueError, "DistributedSampler::set_epoch: the epoch must be >= 0, got {}", e);
+  epoch_ = e;
+}
+
+std::vector<int64_t> DistributedSampler::indices() const {
+  std::vector<int64_t> order(n_);
+  for (int64_t i = 0; i < n_; ++i) order[i] = i;
+  if (shuffle_ && n_ > 1) {
+    Generator g(seed_ + static_cast<uint64_t>(epoch_));  // the same order on every rank
+    order = randperm(n_, g).to_vector<int64_t>();
+  }
+  const int64_t total = num_samples_ * num_replicas_;
+  if (!drop_last_)
+    for (int64_t i = 0; n_ > 0 && static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[i % n_]);
+  order.resize(total);
+  std::vector<int64_t> mine;
+  for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(order[i]);
+  return mine;
+}
+
+}  // namespace mg::distributed

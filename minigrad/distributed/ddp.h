@@ -1,0 +1,153 @@
+#pragma once
+// Data-parallel training, as PyTorch's DistributedDataParallel: N processes each hold the whole
+// model, each runs forward and backward on its own 1/N of the batch, and before the optimizer step
+// every gradient is replaced by its average over the processes. Every process then takes the same
+// step from the same weights, so they stay identical, and the step is the one a single process
+// would take on the whole batch (the average of N shard means is the mean over the batch).
+//
+//   distributed::init(&argc, &argv);
+//   nn::GPT model(...);                                  // same seed everywhere (rank 0's weights win anyway)
+//   distributed::DistributedDataParallel ddp(model);     // broadcasts rank 0's parameters
+//   optim::AdamW opt(model.parameters(), {...});
+//   for (...) {
+//     Variable loss = cross_entropy(model.forward(my_shard_x), my_shard_y);
+//     opt.zero_grad();
+//     loss.backward();                                    // all-reduces start during this
+//     ddp.wait();                                         // gradients are averaged once this returns
+//     opt.step();
+//   }
+//
+// Why average gradients and not losses: a loss is one number per process, and the backward of
+// an all-reduced loss would still only reach this process's activations. The gradient is what every
+// process needs, and it is linear in the loss: the mean over processes of per-shard gradients is the
+// gradient of the mean loss.
+//
+// Overlap: the parameters are grouped into buckets (about bucket_cap_mb each) in reverse order of
+// registration, which is roughly the order the backward produces their gradients (the last layer's
+// first). A hook on each parameter fires once its gradient has been accumulated; when a bucket's
+// last gradient arrives, the bucket is copied into one flat buffer and its all-reduce is started
+// without waiting, while the backward goes on with the layers below. Buckets start in index order
+// on every process (an MPI requirement: collectives in the same order everywhere). wait() finishes
+// them and writes the averages back into each parameter's .grad().
+//
+// no_sync(): inside it gradients only accumulate locally (micro-batches); the first backward after
+// it all-reduces the accumulated sums.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "minigrad/autograd/variable.h"
+#include "minigrad/distributed/process_group.h"
+#include "minigrad/nn/module.h"
+
+namespace mg::distributed {
+
+/// DistributedDataParallel's settings (PyTorch's names).
+struct DDPOptions {
+  double bucket_cap_mb = 25;          ///< bytes of gradient per bucket, in MiB (PyTorch's default)
+  bool broadcast_buffers = true;      ///< also copy rank 0's buffers at construction
+};
+
+/// What happened when, for tests and profiles: a parameter's gradient became ready, a bucket's
+/// all-reduce started, or finished (in wait()).
+struct DDPEvent {
+  enum Kind { GradReady, BucketStarted, BucketFinished } kind;
+  int64_t bucket;        ///< the bucket
+  int64_t ready_params;  ///< gradients ready so far this backward (of num_params())
+};
+
+/// Wraps a model for data-parallel training (see the file comment). The model must outlive it, and
+/// every process must build the same model: the constructor checks the parameter shapes across
+/// processes (a ShapeError on every rank if they differ) and copies rank 0's values to all.
+class DistributedDataParallel {
+ public:
+  /// Check, broadcast, build the buckets and hook every parameter that requires grad.
+  explicit DistributedDataParallel(nn::Module& module, DDPOptions options = {});
+  ~DistributedDataParallel();
+  DistributedDataParallel(const DistributedDataParallel&) = delete;
+  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
+
+  /// The wrapped model.
+  nn::Module& module() const { return module_; }
+  /// Finish every bucket's all-reduce and put the averaged gradients into .grad(). Call before the
+  /// optimizer step. A StateError if some parameter got no gradient in this backward (every
+  /// parameter must take part in every step, or the processes' buckets would not match).
+  void wait();
+
+  /// RAII: while alive, backward accumulates gradients locally without communicating.
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallel& ddp) : ddp_(ddp), prev_(ddp.sync_) { ddp_.sync_ = false; }
+    ~NoSync() { ddp_.sync_ = prev_; }
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+
+   private:
+    DistributedDataParallel& ddp_;
+    bool prev_;
+  };
+  /// Gradient accumulation: `{ auto guard = ddp.no_sync(); loss.backward(); }` for all but the last
+  /// micro-batch (PyTorch's `with ddp.no_sync():`).
+  [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
+
+  /// Number of buckets.
+  int64_t num_buckets() const { return static_cast<int64_t>(buckets_.size()); }
+  /// The parameters of bucket b, as indices into module().parameters().
+  const std::vector<int64_t>& bucket(int64_t b) const { return buckets_.at(b).params; }
+  /// Number of parameters that require grad (those synchronised).
+  int64_t num_params() const { return static_cast<int64_t>(params_.size()); }
+  /// The events of the last backward (cleared when a new one starts).
+  const std::vector<DDPEvent>& events() const { return events_; }
+  /// Seconds spent blocked in wait() (communication that the backward did not hide), summed since
+  /// construction.
+  double wait_seconds() const { return wait_seconds_; }
+
+ private:
+  struct Bucket {
+    std::vector<int64_t> params;  // indices into params_
+    Tensor flat;                  // the gradients side by side, all-reduced in place
+    int64_t ready = 0;
+    bool started = false;
+    Work work;
+  };
+  void on_grad_ready(int64_t param);
+  void start_ready_buckets();
+
+  nn::Module& module_;
+  std::vector<Variable> params_;
+  std::vector<int64_t> bucket_of_;
+  std::vector<bool> got_;     // which parameters have a gradient in this backward
+  std::vector<Bucket> buckets_;
+  std::vector<GradHookHandle> hooks_;
+  std::vector<DDPEvent> events_;
+  int64_t next_bucket_ = 0;   // buckets start in this order
+  int64_t ready_total_ = 0;   // gradients ready in this backward
+  bool sync_ = true;
+  bool pending_ = false;      // a backward has started buckets that wait() has not finished
+  double wait_seconds_ = 0;
+};
+
+/// The indices of a dataset that one rank reads (PyTorch's DistributedSampler): each epoch's order
+/// (a shuffle seeded by seed + epoch, the same on every rank, or 0 ... n-1) padded by repeating its
+/// start to a multiple of the world size (or cut down to one, with drop_last), then every
+/// num_replicas-th index from position rank. The ranks' shards are disjoint and, together, the epoch.
+class DistributedSampler {
+ public:
+  /// A ValueError for n < 0, num_replicas < 1 or rank outside [0, num_replicas).
+  DistributedSampler(int64_t n, int num_replicas = world_size(), int rank = distributed::rank(), bool shuffle = true,
+                     uint64_t seed = 0, bool drop_last = false);
+  /// Use epoch e's order from now on (call before each epoch, as in PyTorch).
+  void set_epoch(int64_t e);
+  /// This rank's indices for the current epoch.
+  std::vector<int64_t> indices() const;
+  /// How many indices each rank gets.
+  int64_t num_samples() const { return num_samples_; }
+
+ private:
+  int64_t n_, num_samples_, epoch_ = 0;
+  int num_replicas_, rank_;
+  bool shuffle_, drop_last_;
+  uint64_t seed_;
+};
+
+}  // namespace mg::distributed

@@ -1,0 +1,187 @@
+// MPI underneath distributed/process_group.h. Every call is checked: MPI_COMM_WORLD is set to
+// return errors instead of aborting, and a failing call becomes a DistributedError naming it.
+// Waiting is a loop of MPI_Test with a deadline, so a rank that never arrives is an error after
+// timeout_seconds() rather than a process blocked forever in MPI_Wait.
+#include "minigrad/distributed/process_group.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include <mpi.h>
+
+namespace mg::distributed {
+namespace {
+
+bool we_started = false;  // init() called MPI_Init (so finalize() may call MPI_Finalize)
+bool broken = false;      // a collective failed or timed out: finalize() aborts the run instead
+
+void check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  broken = true;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw DistributedError(fmt::format("distributed: {} failed on rank {}: {}", call, rank(), std::string(text, len)));
+}
+
+MPI_Datatype mpi_type(const Tensor& t, const char* op) {
+  MG_CHECK(t.defined(), StateError, "distributed::{}: the tensor is undefined", op);
+  MG_CHECK(t.is_contiguous(), ValueError, "distributed::{}: the tensor must be contiguous, got strides {}", op,
+           shape_str(t.strides()));
+  switch (t.dtype()) {
+    case DType::Float32: return MPI_FLOAT;
+    case DType::Float64: return MPI_DOUBLE;
+    case DType::Int64: return MPI_INT64_T;
+    default:
+      throw DTypeError(fmt::format("distributed::{}: float32, float64 or int64 tensors only, got {}", op, dtype_name(t.dtype())));
+  }
+}
+
+int count_of(const Tensor& t, const char* op) {
+  MG_CHECK(t.numel() <= INT32_MAX, ValueError, "distributed::{}: {} elements are more than MPI's int count holds", op,
+           t.numel());
+  return static_cast<int>(t.numel());
+}
+
+// Test `req` until it completes or the deadline passes.
+void wait_bounded(MPI_Request& req, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds());
+  for (int spins = 0;; ++spins) {
+    int done = 0;
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      broken = true;
+      throw DistributedError(fmt::format("distributed: {} did not finish within {} s on rank {} of {}; another process may "
+                                         "have died or be stuck (MG_DIST_TIMEOUT sets the limit)",
+                                         what, timeout_seconds(), rank(), world_size()));
+    }
+    if (spins > 1000) std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+struct Work::Impl {
+  MPI_Request req = MPI_REQUEST_NULL;
+  std::string what;
+  bool done = false;
+};
+
+void init(int* argc, char*** argv) {
+  int started = 0;
+  MPI_Initialized(&started);
+  if (started) return;
+  int provided = 0;
+  // Only the thread that called init makes MPI calls (the backward's hooks run on it).
+  check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  we_started = true;
+  std::atexit(finalize);
+}
+
+bool is_initialized() {
+  int started = 0, finished = 0;
+  MPI_Initialized(&started);
+  MPI_Finalized(&finished);
+  return started && !finished;
+}
+
+int rank() {
+  if (!is_initialized()) return 0;
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world_size() {
+  if (!is_initialized()) return 1;
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+bool is_main_process() { return rank() == 0; }
+
+void finalize() {
+  if (!we_started || !is_initialized()) return;
+  // After a failed collective MPI_Finalize could wait forever for the missing rank: end them all.
+  if (broken) MPI_Abort(MPI_COMM_WORLD, 1);
+  MPI_Finalize();
+}
+
+double timeout_seconds() {
+  static const double seconds = [] {
+    const char* env = std::getenv("MG_DIST_TIMEOUT");
+    const double v = env ? std::atof(env) : 0;
+    return v > 0 ? v : 300.0;
+  }();
+  return seconds;
+}
+
+void barrier() {
+  if (world_size() == 1) return;
+  MPI_Request req;
+  check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+  wait_bounded(req, "barrier");
+}
+
+void broadcast(const Tensor& t, int root) {
+  const MPI_Datatype type = mpi_type(t, "broadcast");
+  MG_CHECK(root >= 0 && root < world_size(), ValueError, "distributed::broadcast: root {} is not a rank of {}", root,
+           world_size());
+  if (world_size() == 1 || t.numel() == 0) return;
+  MPI_Request req;
+  check(MPI_Ibcast(t.storage()->data() ? static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()) : nullptr,
+                   count_of(t, "broadcast"), type, root, MPI_COMM_WORLD, &req),
+        "MPI_Ibcast");
+  wait_bounded(req, "broadcast");
+}
+
+void all_reduce_sum(const Tensor& t) {
+  Work w = all_reduce_sum_async(t, "all-reduce");
+  w.wait();
+}
+
+std::vector<int64_t> all_gather(const std::vector<int64_t>& values) {
+  const int n = world_size();
+  if (n == 1) return values;
+  std::vector<int64_t> out(values.size() * n);
+  MPI_Request req;
+  check(MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, out.data(), static_cast<int>(values.size()),
+                       MPI_INT64_T, MPI_COMM_WORLD, &req),
+        "MPI_Iallgather");
+  wait_bounded(req, "all-gather");
+  return out;
+}
+
+Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
+  const MPI_Datatype type = mpi_type(t, "all_reduce_sum");
+  Work w;
+  w.impl_ = std::make_shared<Work::Impl>();
+  w.impl_->what = what;
+  if (world_size() == 1 || t.numel() == 0) {
+    w.impl_->done = true;
+    return w;
+  }
+  void* data = static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype());
+  check(MPI_Iallreduce(MPI_IN_PLACE, data, count_of(t, "all_reduce_sum"), type, MPI_SUM, MPI_COMM_WORLD, &w.impl_->req),
+        "MPI_Iallreduce");
+  return w;
+}
+
+bool Work::test() {
+  if (!impl_ || impl_->done) return true;
+  int done = 0;
+  check(MPI_Test(&impl_->req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  impl_->done = done != 0;
+  return impl_->done;
+}
+
+void Work::wait() {
+  if (!impl_ || impl_->done) return;
+  wait_bounded(impl_->req, impl_->what);
+  impl_->done = true;
+}
+
+}  // namespace mg::distributed

@@ -1,0 +1,244 @@
+// Data parallelism across processes, run by ctest under `mpirun --oversubscribe -np 2` and `-np 3`.
+// Every process runs every test; a test fails if it fails on any rank (each prints its own). The
+// single-process references are computed in each process, without MPI.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "helpers.h"
+#include "minigrad/distributed/ddp.h"
+#include "minigrad/minigrad.h"
+
+using namespace mg;
+namespace dist = mg::distributed;
+
+namespace {
+
+// A small MLP whose layers give several buckets with a small bucket_cap_mb.
+struct Net : nn::Module {
+  nn::Linear fc1, fc2, fc3;
+  Net(Generator& g, int64_t hidden = 16) : fc1(6, hidden, {}, g), fc2(hidden, hidden, {}, g), fc3(hidden, 3, {}, g) {
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+    register_module("fc3", fc3);
+  }
+  Variable forward(const Variable& x) const { return fc3.forward(tanh(fc2.forward(tanh(fc1.forward(x))))); }
+  std::string type_name() const override { return "Net"; }
+};
+
+// mean squared error of net on rows [r0, r1) of (x, y)
+Variable loss_on(const Net& net, const Tensor& x, const Tensor& y, int64_t r0, int64_t r1) {
+  const Variable d = net.forward(Variable(x.narrow(0, r0, r1 - r0))) - Variable(y.narrow(0, r0, r1 - r0));
+  return mean(d * d);
+}
+
+std::vector<Tensor> params_of(const Net& net) {
+  std::vector<Tensor> out;
+  for (const Variable& p : net.parameters()) out.push_back(p.data().clone());
+  return out;
+}
+
+// 20 AdamW steps on the whole batch in one process, or on this rank's shard under DDP.
+std::vector<Tensor> train(DType dt, bool ddp_run, double bucket_mb = 25) {
+  Generator g(42 + (ddp_run ? dist::rank() : 0));  // different starting weights per rank: DDP must broadcast rank 0's
+  Generator g0(42);
+  Net net(ddp_run ? g : g0);
+  net.to(dt);
+  const int64_t B = 12;  // divisible by 2 and 3
+  Generator gd(7);
+  const Tensor x = randn({B, 6}, gd).to(dt), y = randn({B, 3}, gd).to(dt);
+  std::unique_ptr<dist::DistributedDataParallel> ddp;
+  if (ddp_run) ddp = std::make_unique<dist::DistributedDataParallel>(net, dist::DDPOptions{.bucket_cap_mb = bucket_mb});
+  optim::AdamW opt(net.parameters(), {.lr = 1e-2});
+  const int64_t n = ddp_run ? dist::world_size() : 1, r = ddp_run ? dist::rank() : 0, shard = B / n;
+  for (int step = 0; step < 20; ++step) {
+    Variable l = loss_on(net, x, y, r * shard, (r + 1) * shard);
+    opt.zero_grad();
+    l.backward();
+    if (ddp) ddp->wait();
+    opt.step();
+  }
+  return params_of(net);
+}
+
+void expect_same(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) mgtest::expect_close(a[i], b[i], tol, tol);
+}
+
+}  // namespace
+
+TEST(DDP, RunsUnderSeveralProcesses) {
+  EXPECT_GE(dist::world_size(), 2) << "run this binary under mpirun -np 2 (or more)";
+  EXPECT_GE(dist::rank(), 0);
+  EXPECT_LT(dist::rank(), dist::world_size());
+}
+
+TEST(DDP, ShardsGiveTheSameParametersAsOneProcessOnTheWholeBatch) {
+  expect_same(train(DType::Float64, true), train(DType::Float64, false), 1e-12);
+  expect_same(train(DType::Float32, true), train(DType::Float32, false), 1e-6);
+  // with one bucket per parameter (several all-reduces under way at once) too
+  expect_same(train(DType::Float64, true, 1e-6), train(DType::Float64, false), 1e-12);
+}
+
+TEST(DDP, BucketsStartBeforeTheBackwardHasFinished) {
+  Generator g(1);
+  Net net(g, 64);
+  dist::DistributedDataParallel ddp(net, {.bucket_cap_mb = 0.01});  // 10 KiB: fc3+fc2.bias, fc2.weight, ... 
+  ASSERT_GE(ddp.num_buckets(), 3);
+  // bucket 0 holds the last layer's parameters: the first gradients the backward makes
+  EXPECT_EQ(ddp.bucket(0).front(), ddp.num_params() - 1);
+  Generator gd(3);
+  Variable l = loss_on(net, randn({8, 6}, gd), randn({8, 3}, gd), 0, 8);
+  l.backward();
+  const auto& ev = ddp.events();
+  int64_t first_start = -1;
+  for (size_t i = 0; i < ev.size(); ++i)
+    if (ev[i].kind == dist::DDPEvent::BucketStarted) {
+      first_start = static_cast<int64_t>(i);
+      break;
+    }
+  ASSERT_GE(first_start, 0);
+  // when bucket 0 started, gradients of other parameters were still to come
+  EXPECT_EQ(ev[first_start].bucket, 0);
+  EXPECT_LT(ev[first_start].ready_params, ddp.num_params());
+  bool grad_after_start = false;
+  for (size_t i = first_start + 1; i < ev.size(); ++i) grad_after_start |= ev[i].kind == dist::DDPEvent::GradReady;
+  EXPECT_TRUE(grad_after_start);
+  // every bucket started in order, and finished
+  int64_t started = 0, finished = 0;
+  for (const auto& e : ev) {
+    if (e.kind == dist::DDPEvent::BucketStarted) EXPECT_EQ(e.bucket, started++);
+    if (e.kind == dist::DDPEvent::BucketFinished) ++finished;
+  }
+  EXPECT_EQ(started, ddp.num_buckets());
+  EXPECT_EQ(finished, ddp.num_buckets());
+}
+
+TEST(DDP, NoSyncAccumulationEqualsOneStepOnTheConcatenatedBatch) {
+  // k = 3 micro-batches of 2 rows per rank, accumulated under no_sync (loss / k each), then one
+  // step; against one process taking one step on all k * 2 * N rows.
+  const int64_t k = 3, m = 2, N = dist::world_size(), r = dist::rank();
+  Generator gd(11);
+  const Tensor x = randn({k * m * N, 6}, gd).to(DType::Float64), y = randn({k * m * N, 3}, gd).to(DType::Float64);
+  auto one_step = [&](bool ddp_run) {
+    Generator g(5);
+    Net net(g);
+    net.to(DType::Float64);
+    std::unique_ptr<dist::DistributedDataParallel> ddp;
+    if (ddp_run) ddp = std::make_unique<dist::DistributedDataParallel>(net);
+    optim::AdamW opt(net.parameters(), {.lr = 1e-2});
+    opt.zero_grad();
+    if (ddp_run) {
+      // this rank's rows: micro-batch j is rows [(j * N + r) * m, ... + m)
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t r0 = (j * N + r) * m;
+        Variable l = loss_on(net, x, y, r0, r0 + m) * (1.0 / k);
+        if (j < k - 1) {
+          auto guard = ddp->no_sync();
+          l.backward();
+        } else {
+          l.backward();
+        }
+      }
+      ddp->wait();
+    } else {
+      loss_on(net, x, y, 0, k * m * N).backward();
+    }
+    opt.step();
+    return params_of(net);
+  };
+  expect_same(one_step(true), one_step(false), 1e-12);
+}
+
+TEST(DDP, DifferentModelsAreATypedErrorOnEveryRank) {
+  Generator g(0);
+  nn::Linear lin(4, dist::rank() == 1 ? 5 : 6, {}, g);  // rank 1 differs
+  try {
+    dist::DistributedDataParallel ddp(lin);
+    ADD_FAILURE() << "no error on rank " << dist::rank();
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("different models"), std::string::npos) << e.what();
+  }
+  // and the processes can go on afterwards: a collective still works
+  Tensor t = full({3}, 1.0, DType::Float64);
+  dist::all_reduce_sum(t);
+  EXPECT_EQ(t.at({0}), dist::world_size());
+}
+
+TEST(DDP, ParametersStartFromRankZeros) {
+  Generator g(100 + dist::rank());
+  Net net(g);
+  dist::DistributedDataParallel ddp(net);
+  Generator g0(100);
+  Net ref(g0);
+  expect_same(params_of(net), params_of(ref), 0);
+}
+
+TEST(DDP, AParameterWithoutAGradientIsNamedInWait) {
+  Generator g(2);
+  Net net(g);
+  dist::DistributedDataParallel ddp(net);
+  Generator gd(3);
+  // fc3 only: fc1 and fc2 get no gradient
+  Variable l = mean(net.fc3.forward(Variable(randn({4, 16}, gd))));
+  l.backward();
+  try {
+    ddp.wait();
+    ADD_FAILURE() << "no error";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("fc1.weight"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
+  const int N = dist::world_size();
+  for (bool shuffle : {false, true})
+    for (int64_t n : {10, 11, 0}) {
+      std::multiset<int64_t> all;
+      std::vector<int64_t> epoch0;
+      for (int r = 0; r < N; ++r) {
+        dist::DistributedSampler s(n, N, r, shuffle, 9);
+        const auto idx = s.indices();
+        EXPECT_EQ(static_cast<int64_t>(idx.size()), s.num_samples());
+        EXPECT_EQ(s.num_samples(), (n + N - 1) / N);
+        all.insert(idx.begin(), idx.end());
+        if (r == 0) epoch0 = idx;
+        s.set_epoch(1);
+        if (shuffle && n >= 10 && r == 0) EXPECT_NE(s.indices(), epoch0);  // another order next epoch
+      }
+      for (int64_t i = 0; i < n; ++i) EXPECT_GE(all.count(i), 1u) << i;  // every example
+      EXPECT_EQ(static_cast<int64_t>(all.size()), n == 0 ? 0 : ((n + N - 1) / N) * N);  // padded by repeats only
+    }
+  dist::DistributedSampler drop(11, N, 0, false, 0, true);
+  EXPECT_EQ(drop.num_samples(), 11 / N);
+  EXPECT_THROW(dist::DistributedSampler(5, N, N), ValueError);
+}
+
+// Prints a failing assertion with the rank it happened on (for the ranks other than 0).
+struct FailurePrinter : ::testing::EmptyTestEventListener {
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", dist::rank(), r.file_name() ? r.file_name() : "?", r.line_number(),
+                   r.message());
+  }
+};
+
+int main(int argc, char** argv) {
+  dist::init(&argc, &argv);
+  set_num_threads(1);  // several processes share the cores
+  ::testing::InitGoogleTest(&argc, argv);
+  // only rank 0 prints the passing tests; every rank prints its failures
+  if (dist::rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new FailurePrinter);
+  }
+  const int rc = RUN_ALL_TESTS();
+  // a failure on any rank fails the run everywhere
+  Tensor failed = full({1}, rc != 0 ? 1 : 0, DType::Int64);
+  dist::all_reduce_sum(failed);
+  if (failed.at({0}) > 0 && dist::rank() == 0 && rc == 0) std::fprintf(stderr, "a test failed on another rank\n");
+  return failed.at({0}) > 0 ? 1 : 0;
+}
