@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "helpers.h"
@@ -150,6 +151,38 @@ TEST(DDP, NoSyncAccumulationEqualsOneStepOnTheConcatenatedBatch) {
     return params_of(net);
   };
   expect_same(one_step(true), one_step(false), 1e-12);
+}
+
+TEST(DDP, ResumingFromRankZerosCheckpointContinuesTheSameRun) {
+  // 4 steps, rank 0 saves a checkpoint, every rank loads it into a fresh model and optimizer and
+  // takes 4 more: the same parameters as 8 steps straight (same world size).
+  const std::string path = ::testing::TempDir() + "ddp_resume.safetensors";
+  const int64_t N = dist::world_size(), r = dist::rank(), B = 12, shard = B / N;
+  Generator gd(9);
+  const Tensor x = randn({B, 6}, gd).to(DType::Float64), y = randn({B, 3}, gd).to(DType::Float64);
+  auto run = [&](int from, int to, bool load, bool save) {
+    Generator g(4);
+    Net net(g);
+    net.to(DType::Float64);
+    optim::AdamW opt(net.parameters(), {.lr = 1e-2});
+    if (load) optim::load_checkpoint(path, net, opt);
+    dist::DistributedDataParallel ddp(net);
+    for (int step = from; step < to; ++step) {
+      Variable l = loss_on(net, x, y, r * shard, (r + 1) * shard);
+      opt.zero_grad();
+      l.backward();
+      ddp.wait();
+      opt.step();
+    }
+    if (save && dist::is_main_process()) optim::save_checkpoint(path, net, opt, to);
+    dist::barrier();  // the file is complete before anyone reads it
+    return params_of(net);
+  };
+  const auto straight = run(0, 8, false, false);
+  run(0, 4, false, true);
+  expect_same(run(4, 8, true, false), straight, 1e-12);
+  dist::barrier();
+  if (dist::is_main_process()) std::remove(path.c_str());
 }
 
 TEST(DDP, DifferentModelsAreATypedErrorOnEveryRank) {
