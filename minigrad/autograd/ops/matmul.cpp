@@ -2,9 +2,10 @@
 // transpose flags, so no matrix is copied to compute a gradient.
 //
 // Under autocast (autograd/autocast.h), with float32 operands, each product rounds its operands to
-// bfloat16 once, multiplies them summing in float32, and keeps the bfloat16 copies for the backward
-// (half the memory of float32 inputs); the backward rounds the incoming gradient too, once, and
-// runs its two products the same way. The gradients it returns are float32.
+// bfloat16, multiplies them summing in float32, and keeps the bfloat16 copies of its inputs for the
+// backward (half the memory of float32 ones; linear's weight is rounded again instead); the backward
+// rounds the incoming gradient too, once, and runs its two products the same way. The gradients it
+// returns are float32.
 #include "minigrad/autograd/ops/matmul.h"
 
 #include "minigrad/autograd/autocast.h"
@@ -54,14 +55,17 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   if (autocast_bf16(x.data(), weight.data()) && (!b.defined() || b.dtype() == DType::Float32)) {
-    const Tensor xb = bf16_operand(x.data(), "linear"), wb = bf16_operand(weight.data(), "linear");
-    return record("linear", mg::linear(xb, wb, b, Precision::BFloat16), inputs,
-                  [xb, wb](const Tensor& dy, const Node& n) -> TensorList {
-                    const int64_t in = wb.size(1), out = wb.size(0);
+    // The input's bfloat16 copy is kept for the backward (the float32 input can then be freed); the
+    // weight's is not: the float32 weight lives on as a parameter, and rounding it again in the
+    // backward costs less than holding a second copy of every weight until then.
+    const Tensor xb = bf16_operand(x.data(), "linear");
+    return record("linear", mg::linear(xb, weight.data(), b, Precision::BFloat16), inputs,
+                  [xb, w = weight.data()](const Tensor& dy, const Node& n) -> TensorList {
+                    const int64_t in = w.size(1), out = w.size(0);
                     const int64_t rows = numel_of(Shape(xb.shape().begin(), xb.shape().end() - 1));
                     const Tensor g = dy.to(DType::BFloat16), g2 = g.reshape({rows, out});
                     TensorList grads(n.next.size());
-                    if (n.needs(0)) grads[0] = mg::matmul(g, wb, Precision::BFloat16);
+                    if (n.needs(0)) grads[0] = mg::matmul(g, w, Precision::BFloat16);
                     if (n.needs(1)) grads[1] = mg::matmul(g2.transpose(0, 1), xb.reshape({rows, in}), Precision::BFloat16);
                     if (n.needs(2)) grads[2] = mg::sum(dy.reshape({rows, out}), {0});  // float32, unrounded
                     return grads;
