@@ -321,6 +321,9 @@ int main(int argc, char** argv) {
     if (const std::string page = save_explorer(c, h); !page.empty()) std::printf("explorer: %s\n", page.c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
+#ifdef MG_HAVE_MPI
+    if (distributed::world_size() > 1) distributed::abort(1);  // the other processes would wait for this one
+#endif
     return 1;
   }
   return 0;

@@ -11,8 +11,9 @@
 // fused attention, Q K^T and P V) round their operands to bfloat16 and sum in float32; their outputs
 // are float32. Nothing else changes: softmax, layer norm, GELU, the losses and every reduction run in
 // float32 on float32 inputs, the parameters stay float32 and the optimizer updates them in float32.
-// Gradients flow back in float32; a product's backward rounds its operands (the incoming gradient
-// and the saved inputs) to bfloat16 as its forward did, whether or not the scope is still open.
+// Gradients flow back in float32; a product's backward rounds its operands (the incoming gradient,
+// and the inputs, kept as bfloat16 copies or, for linear's weight, rounded again) to bfloat16 as its
+// forward did, whether or not the scope is still open.
 //
 // Why only the products: they are nearly all of a transformer's arithmetic, bfloat16 doubles (AMX:
 // quadruples) their rate, and a dot product of bfloat16 values summed in float32 loses little (each

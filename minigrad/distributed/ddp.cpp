@@ -39,16 +39,21 @@ void broadcast_into(const Tensor& t) {
 DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
   MG_CHECK(options.bucket_cap_mb > 0, ValueError, "DistributedDataParallel: bucket_cap_mb must be positive, got {}",
            options.bucket_cap_mb);
-  std::vector<std::string> names;
-  for (auto& [name, p] : module.named_parameters())
+  std::vector<Variable> all_params;  // frozen ones too: checked and broadcast, not averaged
+  for (auto& [name, p] : module.named_parameters()) {
+    all_params.push_back(p);
     if (p.requires_grad()) {
       MG_CHECK(is_floating(p.dtype()), DTypeError, "DistributedDataParallel: parameter {} is {}; float32 or float64 only",
                name, dtype_name(p.dtype()));
-      params_.push_back(p), names.push_back(name);
+      params_.push_back(p), names_.push_back(name);
     }
+  }
   // Same model everywhere? Compare (count, fingerprint) across ranks: one fixed-size exchange, so
-  // a mismatch is an error on every rank instead of a collective that some ranks never join.
-  const std::vector<int64_t> all = all_gather({static_cast<int64_t>(params_.size()), fingerprint(params_)});
+  // a mismatch is an error on every rank instead of a collective that some ranks never join. Which
+  // parameters are trainable is part of it (they decide the buckets).
+  int64_t print = fingerprint(all_params);
+  for (const Variable& p : all_params) print = print * 31 + (p.requires_grad() ? 1 : 2);
+  const std::vector<int64_t> all = all_gather({static_cast<int64_t>(all_params.size()), print});
   for (int r = 1; r < world_size(); ++r)
     if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) {
       std::string counts;
@@ -59,7 +64,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
     }
   {
     NoGradGuard no_grad;
-    for (const Variable& p : params_) broadcast_into(p.data());
+    for (const Variable& p : all_params) broadcast_into(p.data());
     if (options.broadcast_buffers)
       for (auto& [name, b] : module.named_buffers())
         if (b.dtype() == DType::Float32 || b.dtype() == DType::Float64 || b.dtype() == DType::Int64) broadcast_into(b);
@@ -88,13 +93,32 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
 
 DistributedDataParallel::~DistributedDataParallel() {
   for (GradHookHandle& h : hooks_) h.remove();
+  drain();
+}
+
+void DistributedDataParallel::drain() noexcept {
+  for (Bucket& bk : buckets_) {
+    if (bk.started) {
+      try {
+        bk.work.wait();  // bounded by the timeout; the Work keeps the buffer alive meanwhile
+      } catch (const Error&) {
+        // the run is broken (finalize() will abort it); nothing more to do here
+      }
+    }
+    bk.ready = 0, bk.started = false, bk.work = Work();
+  }
+  next_bucket_ = 0, ready_total_ = 0, pending_ = false;
+  got_.assign(params_.size(), false);
 }
 
 void DistributedDataParallel::on_grad_ready(int64_t i) {
   if (!sync_) return;  // no_sync: gradients only accumulate
   if (ready_total_ == 0) events_.clear();
-  MG_CHECK(!got_[i], StateError, "DistributedDataParallel: parameter {} got two gradients in one backward before wait(); "
-           "call backward once per step (or use no_sync() for accumulation)", i);
+  if (got_[i]) {
+    drain();
+    throw StateError(fmt::format("DistributedDataParallel: parameter {} got a second gradient in one backward before wait(); "
+                                 "call backward once per step (or use no_sync() for accumulation)", names_[i]));
+  }
   got_[i] = true;
   Bucket& bk = buckets_[bucket_of_[i]];
   ++bk.ready, ++ready_total_;
@@ -129,12 +153,13 @@ void DistributedDataParallel::wait() {
   if (!pending_) return;
   if (ready_total_ < num_params()) {
     std::vector<std::string> missing;
-    for (auto& [name, p] : module_.named_parameters())
-      for (int64_t i = 0; i < num_params(); ++i)
-        if (p.impl() == params_[i].impl() && !got_[i]) missing.push_back(name);
+    for (int64_t i = 0; i < num_params(); ++i)
+      if (!got_[i]) missing.push_back(names_[i]);
+    const int64_t ready = ready_total_;
+    drain();  // the buckets already under way finish; the next step starts clean
     throw StateError(fmt::format("DistributedDataParallel::wait: {} of {} parameters got a gradient in this backward (missing: "
                                  "{}); every parameter must take part in every step",
-                                 ready_total_, num_params(), fmt::join(missing, ", ")));
+                                 ready, num_params(), fmt::join(missing, ", ")));
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t b = 0; b < num_buckets(); ++b) {

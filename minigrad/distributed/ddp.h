@@ -51,14 +51,21 @@ struct DDPOptions {
 /// What happened when, for tests and profiles: a parameter's gradient became ready, a bucket's
 /// all-reduce started, or finished (in wait()).
 struct DDPEvent {
-  enum Kind { GradReady, BucketStarted, BucketFinished } kind;
+  /// What happened.
+  enum Kind {
+    GradReady,       ///< a parameter's gradient was accumulated
+    BucketStarted,   ///< a bucket's all-reduce was started
+    BucketFinished,  ///< a bucket's all-reduce finished and its averages were written back
+  } kind;
   int64_t bucket;        ///< the bucket
   int64_t ready_params;  ///< gradients ready so far this backward (of num_params())
 };
 
 /// Wraps a model for data-parallel training (see the file comment). The model must outlive it, and
-/// every process must build the same model: the constructor checks the parameter shapes across
-/// processes (a ShapeError on every rank if they differ) and copies rank 0's values to all.
+/// every process must build the same model: the constructor checks every parameter's shape and dtype
+/// across processes, frozen ones included (a ShapeError on every rank if they differ), and copies rank
+/// 0's values of all of them (and of the buffers) to every process. Only the parameters that require
+/// grad are bucketed and averaged.
 class DistributedDataParallel {
  public:
   /// Check, broadcast, build the buckets and hook every parameter that requires grad.
@@ -112,9 +119,13 @@ class DistributedDataParallel {
   };
   void on_grad_ready(int64_t param);
   void start_ready_buckets();
+  // Wait (bounded) for the buckets already started and forget this backward's progress: after an
+  // error, so that no all-reduce is left writing into a buffer, and the next step starts clean.
+  void drain() noexcept;
 
   nn::Module& module_;
   std::vector<Variable> params_;
+  std::vector<std::string> names_;  // params_' names
   std::vector<int64_t> bucket_of_;
   std::vector<bool> got_;     // which parameters have a gradient in this backward
   std::vector<Bucket> buckets_;

@@ -56,13 +56,16 @@ void wait_bounded(MPI_Request& req, const std::string& what) {
                                          "have died or be stuck (MG_DIST_TIMEOUT sets the limit)",
                                          what, timeout_seconds(), rank(), world_size()));
     }
-    if (spins > 1000) std::this_thread::yield();
+    // Spin briefly (a sum in flight often lands within microseconds), then give the core away: with
+    // more processes than cores, a spinning rank would take time from one still computing.
+    if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 
 }  // namespace
 
 struct Work::Impl {
+  Tensor buffer;  // what MPI writes into: alive until the request is done
   MPI_Request req = MPI_REQUEST_NULL;
   std::string what;
   bool done = false;
@@ -76,6 +79,12 @@ void init(int* argc, char*** argv) {
   // Only the thread that called init makes MPI calls (the backward's hooks run on it).
   check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (provided < MPI_THREAD_FUNNELED) {
+    broken = true;
+    throw DistributedError(fmt::format("distributed::init: this MPI gives thread level {}, minigrad needs "
+                                       "MPI_THREAD_FUNNELED ({}): oneTBB's threads run beside the MPI calls",
+                                       provided, MPI_THREAD_FUNNELED));
+  }
   we_started = true;
   std::atexit(finalize);
 }
@@ -108,6 +117,11 @@ void finalize() {
   // After a failed collective MPI_Finalize could wait forever for the missing rank: end them all.
   if (broken) MPI_Abort(MPI_COMM_WORLD, 1);
   MPI_Finalize();
+}
+
+void abort(int code) {
+  if (is_initialized()) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
 }
 
 double timeout_seconds() {
@@ -160,6 +174,7 @@ Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
   Work w;
   w.impl_ = std::make_shared<Work::Impl>();
   w.impl_->what = what;
+  w.impl_->buffer = t;
   if (world_size() == 1 || t.numel() == 0) {
     w.impl_->done = true;
     return w;

@@ -44,6 +44,9 @@ int world_size();
 bool is_main_process();
 /// Finish MPI (after the last collective). Called at exit if init() ran.
 void finalize();
+/// End every process of the run now with exit code `code` (MPI_Abort): what a process that failed
+/// on its own (a full disk, a bad file) calls, so that the others do not wait for it until the timeout.
+[[noreturn]] void abort(int code);
 /// Wait until every process arrives here (bounded by the timeout).
 void barrier();
 /// Seconds a collective may take before it is a DistributedError (MG_DIST_TIMEOUT, default 300).
@@ -72,8 +75,9 @@ class Work {
   std::shared_ptr<Impl> impl_;
   friend Work all_reduce_sum_async(const Tensor& t, const std::string& what);
 };
-/// Start summing `t` (contiguous float32/float64) over all processes, in place. `t` must stay alive
-/// and untouched until wait(). `what` names it in a timeout error ("bucket 3").
+/// Start summing `t` (contiguous float32/float64) over all processes, in place. The Work keeps `t`'s
+/// storage alive until the sum is done; nothing may touch it before wait(). `what` names it in a
+/// timeout error ("bucket 3").
 Work all_reduce_sum_async(const Tensor& t, const std::string& what);
 
 }  // namespace mg::distributed

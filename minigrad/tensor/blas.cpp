@@ -120,10 +120,13 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
-Bf16Matmul& bf16_primitive(const Bf16Key& key) {
+// The primitive for `key`, or null where oneDNN has no kernel for it (remembered too, so such a
+// shape goes straight to sgemm the next time). Made with oneDNN's OpenMP sized to one thread: its
+// kernels fix their thread count when they are created, not when they run.
+Bf16Matmul* bf16_primitive(const Bf16Key& key) {
   thread_local std::unordered_map<Bf16Key, std::unique_ptr<Bf16Matmul>, Bf16KeyHash> cache;
   auto it = cache.find(key);
-  if (it != cache.end()) return *it->second;
+  if (it != cache.end()) return it->second.get();
   if (cache.size() >= 512) cache.clear();  // a bound for programs that see endless shapes
   using dt = dnnl::memory::data_type;
   using dims = dnnl::memory::dims;
@@ -139,11 +142,18 @@ Bf16Matmul& bf16_primitive(const Bf16Key& key) {
     ops.append_sum(beta);  // C = alpha A B + beta C
     attr.set_post_ops(ops);
   }
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, cpu_engine());
-  auto entry = std::make_unique<Bf16Matmul>(Bf16Matmul{dnnl::matmul(pd), dnnl::memory(ad, cpu_engine(), nullptr),
-                                                       dnnl::memory(bd, cpu_engine(), nullptr),
-                                                       dnnl::memory(cd, cpu_engine(), nullptr)});
-  return *cache.emplace(key, std::move(entry)).first->second;
+  std::unique_ptr<Bf16Matmul> entry;
+  try {
+    on_this_thread([&] {
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, cpu_engine());
+      entry = std::make_unique<Bf16Matmul>(Bf16Matmul{dnnl::matmul(pd), dnnl::memory(ad, cpu_engine(), nullptr),
+                                                      dnnl::memory(bd, cpu_engine(), nullptr),
+                                                      dnnl::memory(cd, cpu_engine(), nullptr)});
+    });
+  } catch (const dnnl::error&) {
+    entry.reset();  // no kernel for this shape: sgemm from now on
+  }
+  return cache.emplace(key, std::move(entry)).first->second.get();
 }
 
 // The product on sgemm: both operands widened to float32 (exactly), stored as they were.
@@ -189,10 +199,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     if (beta != 0)
       for (int64_t i = 0; i < m; ++i) std::memcpy(dc + i * n, c + i * ldc, n * sizeof(float));
   }
-  Bf16Matmul* found = nullptr;
-  try {
-    found = &bf16_primitive({ta, tb, m, n, k, a_cols, b_cols, n, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
-  } catch (const dnnl::error&) {  // a shape oneDNN has no kernel for: the same product on sgemm
+  Bf16Matmul* found = bf16_primitive({ta, tb, m, n, k, a_cols, b_cols, n, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
+  if (!found) {  // a shape oneDNN has no kernel for: the same product on sgemm
     gemm_bf16_widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -214,7 +222,9 @@ std::string bf16_kernel() {
   // The kernel a (256, 256) @ (256, 256) product gets: the same one the model's products get.
   const dnnl::memory::desc d({256, 256}, dnnl::memory::data_type::bf16, dnnl::memory::dims{256, 1});
   const dnnl::memory::desc c({256, 256}, dnnl::memory::data_type::f32, dnnl::memory::dims{256, 1});
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str();
+  std::string name;
+  on_this_thread([&] { name = dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str(); });
+  return name;
 }
 
 void use_one_thread() { openblas_set_num_threads(1); }

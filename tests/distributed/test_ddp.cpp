@@ -209,20 +209,41 @@ TEST(DDP, ParametersStartFromRankZeros) {
   expect_same(params_of(net), params_of(ref), 0);
 }
 
-TEST(DDP, AParameterWithoutAGradientIsNamedInWait) {
+TEST(DDP, AParameterWithoutAGradientIsNamedInWaitAndTheNextStepStartsClean) {
   Generator g(2);
   Net net(g);
-  dist::DistributedDataParallel ddp(net);
+  dist::DistributedDataParallel ddp(net, {.bucket_cap_mb = 1e-6});  // one bucket per parameter: fc3's start
   Generator gd(3);
   // fc3 only: fc1 and fc2 get no gradient
   Variable l = mean(net.fc3.forward(Variable(randn({4, 16}, gd))));
   l.backward();
+  EXPECT_GT(ddp.events().size(), 0u);
   try {
     ddp.wait();
     ADD_FAILURE() << "no error";
   } catch (const StateError& e) {
     EXPECT_NE(std::string(e.what()).find("fc1.weight"), std::string::npos) << e.what();
   }
+  // The buckets that had started were finished; a whole step now works, and every rank holds the
+  // same averaged gradient.
+  net.zero_grad();
+  const Tensor x = randn({4, 6}, gd).narrow(0, 0, 4);
+  mean(net.forward(Variable(x * (1.0 + dist::rank())))).backward();  // different data per rank
+  EXPECT_NO_THROW(ddp.wait());
+  const Tensor mine = net.fc1.weight.grad().clone(), total = mine.clone();
+  dist::all_reduce_sum(total);
+  mgtest::expect_close(total * (1.0 / dist::world_size()), mine, 1e-6, 1e-6);
+}
+
+TEST(DDP, FrozenParametersAreCheckedAndBroadcastToo) {
+  Generator g(50 + dist::rank());  // different weights per rank
+  Net net(g);
+  net.fc1.weight.set_requires_grad(false);
+  dist::DistributedDataParallel ddp(net);
+  EXPECT_EQ(ddp.num_params(), 5);  // fc1.weight is not averaged
+  Generator g0(50);
+  Net ref(g0);
+  mgtest::expect_close(net.fc1.weight.data(), ref.fc1.weight.data(), 0, 0);  // but it is rank 0's
 }
 
 TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {

@@ -236,12 +236,10 @@ void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads
 
 // q (B, H, Tq, d), k and v (B, H, Tk, d) -> out (B, H, Tq, d), lse (B, H, Tq)
 AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, Precision precision) {
-  check_qkv(q, k, v, "scaled_dot_product_attention");
-  if (precision == Precision::BFloat16) {
-    const char* op = "scaled_dot_product_attention";
+  const char* op = "scaled_dot_product_attention";
+  if (precision == Precision::BFloat16 && q.defined() && k.defined() && v.defined())  // float32 or bfloat16, each
     return attention_forward(bf16_operand(q, op), bf16_operand(k, op), bf16_operand(v, op), is_causal, Precision::Native);
-  }
-  check_qkv(q, k, v, "scaled_dot_product_attention");
+  check_qkv(q, k, v, op);
   if (q.dtype() == DType::BFloat16) return forward_all(Heads(q), Heads(k), Heads(v), is_causal, Precision::BFloat16);
   return forward_all(Heads(q), Heads(k), Heads(v), is_causal, Precision::Native);
 }
@@ -250,7 +248,7 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
 std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q0, const Tensor& k0, const Tensor& v0,
                                          const AttentionForward& fwd, bool is_causal, Precision precision) {
   const char* op = "scaled_dot_product_attention backward";
-  check_qkv(q0, k0, v0, op);
+  if (!q0.defined() || !k0.defined() || !v0.defined()) check_qkv(q0, k0, v0, op);  // the StateError
   const bool bf16 = precision == Precision::BFloat16 || q0.dtype() == DType::BFloat16;
   const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0, v = bf16 ? bf16_operand(v0, op) : v0;
   check_qkv(q, k, v, op);
