@@ -51,9 +51,9 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
   // Same model everywhere? Compare (count, fingerprint) across ranks: one fixed-size exchange, so
   // a mismatch is an error on every rank instead of a collective that some ranks never join. Which
   // parameters are trainable is part of it (they decide the buckets).
-  int64_t print = fingerprint(all_params);
+  uint64_t print = static_cast<uint64_t>(fingerprint(all_params));  // unsigned: wraps, never overflows
   for (const Variable& p : all_params) print = print * 31 + (p.requires_grad() ? 1 : 2);
-  const std::vector<int64_t> all = all_gather({static_cast<int64_t>(all_params.size()), print});
+  const std::vector<int64_t> all = all_gather({static_cast<int64_t>(all_params.size()), static_cast<int64_t>(print)});
   for (int r = 1; r < world_size(); ++r)
     if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) {
       std::string counts;
