@@ -235,6 +235,12 @@ TEST(Autocast, MatmulAndLinearEqualFloat64OnRoundedOperandsInEveryLayout) {
   const Tensor ref = add(matmul(rounded(x).to(DType::Float64), rounded(W).to(DType::Float64).transpose(0, 1)),
                          bias.to(DType::Float64)).to(DType::Float32);
   expect_close(linear(x, W, bias, Precision::BFloat16), ref, 1e-5, 1e-5);
+  // a single vector (1-D input) and zero rows
+  expect_close(linear(x.narrow(0, 0, 1).narrow(1, 0, 1).reshape({40}), W, bias, Precision::BFloat16),
+               ref.narrow(0, 0, 1).narrow(1, 0, 1).reshape({5}), 1e-5, 1e-5);
+  const Tensor none = linear(x.narrow(0, 0, 0), W, bias, Precision::BFloat16);
+  EXPECT_EQ(none.shape(), (Shape{0, 3, 5}));
+  EXPECT_EQ(none.dtype(), DType::Float32);
   expect_close(linear(x.transpose(0, 1), W.transpose(0, 1).contiguous().transpose(0, 1), Tensor(), Precision::BFloat16),
                matmul(rounded(x.transpose(0, 1)).to(DType::Float64), rounded(W).to(DType::Float64).transpose(0, 1))
                    .to(DType::Float32), 1e-5, 1e-5);

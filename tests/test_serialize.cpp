@@ -1,61 +1,17 @@
-// safetensors checkpoints: round trips, a file written from PyTorch, bad files refused with the
-// model unchanged, atomic writes, and training runs that resume exactly.
+// safetensors files and nn::save/load: round trips, a file written from PyTorch, bad files refused
+// with the model unchanged, atomic writes. Optimizer checkpoints: test_checkpoint.cpp.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include <sys/stat.h>
 
-#include "helpers.h"
+#include "file_helpers.h"
 
 using namespace mg;
-using mgtest::expect_close;
+using namespace mgtest;
 using testing::HasSubstr;
-namespace fs = std::filesystem;
 
-namespace {
-// The architecture of tests/golden/safetensors_io.py's MLP.
-struct TinyMLP : nn::Module {
-  nn::Linear fc1{3, 4}, fc2{4, 2};
-  TinyMLP() {
-    register_module("fc1", fc1);
-    register_module("fc2", fc2);
-  }
-  Variable forward(const Variable& x) const { return fc2.forward(tanh(fc1.forward(x))); }
-  std::string type_name() const override { return "TinyMLP"; }
-};
-
-// A path in a folder of this test's own: ctest runs the tests of this file in parallel processes,
-// and one test's temporary files must not show up in another's folder (WritesAreAtomic looks for
-// leftovers, and two tests wrote "bad.safetensors" side by side).
-std::string temp_path(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_serialize" /
-                       ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
-
-std::vector<std::vector<float>> snapshot(const nn::Module& m) {
-  std::vector<std::vector<float>> out;
-  for (auto& p : m.parameters()) out.push_back(p.data().to_vector<float>());
-  return out;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// A file with an 8-byte length and a hand-written header, for the malformed cases.
-std::string with_header(const std::string& json, const std::string& data) {
-  std::string h = json;
-  uint64_t n = h.size();
-  return std::string(reinterpret_cast<const char*>(&n), 8) + h + data;
-}
-}  // namespace
 
 TEST(Serialize, RoundTripRestoresEveryParameter) {
   Generator g1(1), g2(2);
@@ -188,147 +144,6 @@ TEST(Serialize, WritesAreAtomic) {
     EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
 }
 
-namespace {
-// A few AdamW steps with a warm-up schedule on a fixed regression problem.
-void train(TinyMLP& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, int steps) {
-  Generator g(123);
-  Tensor x = randn({16, 3}, g), y = randn({16, 2}, g);
-  for (int i = 0; i < steps; ++i) {
-    Variable loss = mse_loss(m.forward(Variable(x)), Variable(y));
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    sched.step();
-  }
-}
-}  // namespace
-
-TEST(Checkpoint, ResumeContinuesExactly) {
-  const std::string path = temp_path("resume.safetensors");
-  Generator g0(5);
-  TinyMLP straight;
-  straight.fc1.reset_parameters(g0);
-  TinyMLP first;
-  for (size_t i = 0; i < 4; ++i) first.parameters()[i].data().copy_(straight.parameters()[i].data());
-  {
-    optim::AdamW opt(straight.parameters());
-    optim::WarmupCosineLR sched(opt, 2, 10);
-    train(straight, opt, sched, 6);
-  }
-  {
-    optim::AdamW opt(first.parameters());
-    optim::WarmupCosineLR sched(opt, 2, 10);
-    train(first, opt, sched, 3);
-    optim::save_checkpoint(path, first, opt, 3, &sched);
-  }
-  TinyMLP resumed;  // different random init: everything must come from the file
-  optim::AdamW opt(resumed.parameters(), {.lr = 0.5});  // and the schedule's base rate too
-  optim::WarmupCosineLR sched(opt, 2, 10);
-  const int64_t step = optim::load_checkpoint(path, resumed, opt, &sched);
-  EXPECT_EQ(step, 3);
-  EXPECT_EQ(sched.last_step(), 3);  // the schedule resumes where it stopped: no set_step by hand
-  EXPECT_EQ(sched.base_lrs(), std::vector<double>{1e-3});
-  EXPECT_EQ(opt.state(resumed.fc1.weight).at("step").item(), 3);
-  train(resumed, opt, sched, 3);
-  EXPECT_EQ(snapshot(resumed), snapshot(straight));  // bit for bit
-  // The checkpoint still opens as plain weights; optimizer entries are named after parameters.
-  SafeTensors f = load_safetensors(path);
-  EXPECT_TRUE(f.find("optimizer.fc1.weight.exp_avg").defined());
-  EXPECT_EQ(f.metadata.at("optimizer"), "AdamW");
-}
-
-TEST(Checkpoint, MismatchedCheckpointsChangeNothing) {
-  const std::string path = temp_path("mismatch.safetensors");
-  TinyMLP a;
-  optim::AdamW opt_a(a.parameters());
-  optim::WarmupCosineLR sched(opt_a, 1, 5);
-  train(a, opt_a, sched, 2);
-  optim::save_checkpoint(path, a, opt_a, 2);
-  TinyMLP b;
-  const auto before = snapshot(b);
-  optim::SGD sgd(b.parameters());
-  try {
-    optim::load_checkpoint(path, b, sgd);
-    ADD_FAILURE();
-  } catch (const FileError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("holds AdamW state but the optimizer is SGD"));
-  }
-  EXPECT_EQ(snapshot(b), before);
-  // An optimizer over only part of the model cannot take state for the rest.
-  optim::AdamW partial(b.fc2.parameters());
-  EXPECT_THROW(optim::load_checkpoint(path, b, partial), FileError);
-  EXPECT_EQ(snapshot(b), before);
-  EXPECT_FALSE(partial.has_state(b.fc2.weight));
-  // Weights-only files are not training checkpoints.
-  nn::save(a, path);
-  optim::AdamW opt_b(b.parameters());
-  EXPECT_THROW(optim::load_checkpoint(path, b, opt_b), FileError);
-  EXPECT_EQ(snapshot(b), before);
-}
-
-// The trap: a checkpoint of one optimizer loaded into another with other settings resumed a
-// different run without a word. Every setting is checked, and the error names both values.
-TEST(Checkpoint, OtherGroupsOrSettingsAreErrorsNamingBoth) {
-  const std::string path = temp_path("settings.safetensors");
-  TinyMLP a;
-  optim::AdamW opt_a({{a.fc1.parameters(), {}}, {a.fc2.parameters(), {.weight_decay = 0.0}}}, {.beta2 = 0.95});
-  optim::WarmupCosineLR sched_a(opt_a, 1, 5);
-  train(a, opt_a, sched_a, 2);
-  optim::save_checkpoint(path, a, opt_a, 2, &sched_a);
-  TinyMLP b;
-  auto before = snapshot(b);
-  auto refused = [&](optim::Optimizer& opt, optim::LRScheduler* sched, const std::string& why) {
-    try {
-      optim::load_checkpoint(path, b, opt, sched);
-      ADD_FAILURE() << "accepted: " << why;
-    } catch (const FileError& e) {
-      EXPECT_THAT(e.what(), HasSubstr(why));
-    }
-    EXPECT_EQ(snapshot(b), before);
-    for (auto& p : b.parameters()) EXPECT_FALSE(opt.has_state(p));
-  };
-  optim::AdamW one_group(b.parameters(), {.beta2 = 0.95});
-  optim::WarmupCosineLR s1(one_group, 1, 5);
-  refused(one_group, &s1, "saved by an optimizer with 2 parameter group(s); this AdamW has 1");
-  optim::AdamW other_split({{{b.fc1.weight}, {}}, {{b.fc1.bias, b.fc2.weight, b.fc2.bias}, {.weight_decay = 0.0}}}, {.beta2 = 0.95});
-  optim::WarmupCosineLR s2(other_split, 1, 5);
-  refused(other_split, &s2, "saved with 2 parameter(s) in group 0; this AdamW has 1 there");
-  optim::AdamW other_decay({{b.fc1.parameters(), {}}, {b.fc2.parameters(), {.weight_decay = 0.1}}}, {.beta2 = 0.95});
-  optim::WarmupCosineLR s3(other_decay, 1, 5);
-  refused(other_decay, &s3, "saved with weight_decay 0 in group 1; this AdamW has 0.1");
-  optim::AdamW other_beta({{b.fc1.parameters(), {}}, {b.fc2.parameters(), {.weight_decay = 0.0}}});
-  optim::WarmupCosineLR s4(other_beta, 1, 5);
-  refused(other_beta, &s4, "saved by an AdamW with beta2 = 0.95; this one has beta2 = 0.999");
-  optim::AdamW same({{b.fc1.parameters(), {}}, {b.fc2.parameters(), {.weight_decay = 0.0}}}, {.beta2 = 0.95});
-  optim::WarmupCosineLR other_schedule(same, 2, 5);
-  refused(same, &other_schedule, "saved by a WarmupCosineLR with warmup_steps = 1; this one has warmup_steps = 2");
-  optim::StepLR step_lr(same, 3);
-  refused(same, &step_lr, "holds a WarmupCosineLR schedule but the scheduler is a StepLR");
-  refused(same, nullptr, "holds the state of a WarmupCosineLR learning-rate schedule; pass the scheduler");
-  // a schedule built on another (one-group) optimizer: refused before the weights are touched
-  optim::WarmupCosineLR of_another(one_group, 1, 5);
-  refused(same, &of_another, "the WarmupCosineLR was made for an optimizer with 1 parameter groups");
-  optim::WarmupCosineLR fits(same, 1, 5);
-  EXPECT_EQ(optim::load_checkpoint(path, b, same, &fits), 2);
-  EXPECT_EQ(fits.last_step(), 2);
-  EXPECT_EQ(same.groups()[0].lr, opt_a.groups()[0].lr);
-  // A file without a schedule cannot restore one.
-  optim::save_checkpoint(path, a, opt_a, 2);
-  TinyMLP c;
-  before = snapshot(c);
-  optim::AdamW fresh({{c.fc1.parameters(), {}}, {c.fc2.parameters(), {.weight_decay = 0.0}}}, {.beta2 = 0.95});
-  optim::WarmupCosineLR s5(fresh, 1, 5);
-  try {
-    optim::load_checkpoint(path, c, fresh, &s5);
-    ADD_FAILURE();
-  } catch (const FileError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("holds no learning-rate schedule, but a WarmupCosineLR was given"));
-  }
-  EXPECT_EQ(snapshot(c), before);
-}
-
-// Named tensors in and out: PyTorch's state_dict / load_state_dict(strict=False), a prefix for a
-// sub-module, and a file held in memory.
 TEST(StateDict, NonStrictPrefixAndBytes) {
   TinyMLP a, b;
   const nn::StateDict sd = nn::state_dict(a);
@@ -426,57 +241,6 @@ TEST(Serialize, SavesCleanUpAndRespectTheUmask) {
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
   nn::save(m, path);
   EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
-}
-
-TEST(Checkpoint, TamperedCheckpointsChangeNothing) {
-  const std::string path = temp_path("tamper.safetensors"), bad = temp_path("tampered.safetensors");
-  TinyMLP a;
-  optim::AdamW opt_a(a.parameters());
-  optim::WarmupCosineLR sched(opt_a, 1, 5);
-  train(a, opt_a, sched, 2);
-  optim::save_checkpoint(path, a, opt_a, 2);
-  const SafeTensors good = load_safetensors(path);
-  TinyMLP b;
-  optim::AdamW opt_b(b.parameters(), {.lr = 0.5});
-  const auto before = snapshot(b);
-  auto refused = [&](std::vector<std::pair<std::string, Tensor>> tensors, std::map<std::string, std::string> meta,
-                     const std::string& text) {
-    SCOPED_TRACE(text);
-    save_safetensors(bad, tensors, meta);
-    try {
-      optim::load_checkpoint(bad, b, opt_b);
-      ADD_FAILURE() << "loaded a tampered checkpoint";
-    } catch (const FileError& e) {
-      EXPECT_THAT(e.what(), HasSubstr(text));
-    }
-    EXPECT_EQ(snapshot(b), before);
-    EXPECT_FALSE(opt_b.has_state(b.fc1.weight));
-    EXPECT_EQ(opt_b.groups()[0].lr, 0.5);
-  };
-  auto meta_with = [&](const std::string& k, const std::string& v) {
-    auto m = good.metadata;
-    m[k] = v;
-    return m;
-  };
-  refused(good.tensors, meta_with("step", "-3"), "step \"-3\"");
-  refused(good.tensors, meta_with("step", "12abc"), "step \"12abc\"");
-  refused(good.tensors, meta_with("lr.0", "nan"), "lr.0 \"nan\"");
-  refused(good.tensors, meta_with("lr.0", "1e-3garbage"), "lr.0 \"1e-3garbage\"");
-  refused(good.tensors, meta_with("lr.1", "0.1"), "saved by an optimizer with 2 parameter group(s); this AdamW has 1");
-  auto without = [&](const std::string& name) {
-    std::vector<std::pair<std::string, Tensor>> out;
-    for (auto& [n, t] : good.tensors)
-      if (n != name) out.emplace_back(n, t);
-    return out;
-  };
-  refused(without("optimizer.fc1.weight.exp_avg_sq"), good.metadata, "no \"optimizer.fc1.weight.exp_avg_sq\"");
-  auto with = [&](const std::string& name, const Tensor& t) {
-    auto out = without(name);
-    out.emplace_back(name, t);
-    return out;
-  };
-  refused(with("optimizer.fc1.weight.step", from_vector<int64_t>({-1}, {})), good.metadata, "= -1");
-  refused(with("optimizer.fc1.weight.bogus", zeros({4, 3})), good.metadata, "which AdamW does not keep");
 }
 
 TEST(TextFile, ReplacedWholeOrNotAtAll) {

@@ -4,6 +4,10 @@
 //
 //   bench_gpt --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2 [--bf16]
 //
+// Under `mpirun -np N` (minigrad built with MPI) it trains data-parallel: each process on batch / N
+// rows, gradients averaged by distributed::DistributedDataParallel; rank 0 prints, with processes=N,
+// comm_wait_fraction (the share of the step blocked in DDP's wait) and its own shard's loss.
+//
 // --bf16 runs the forward and the loss inside an mg::AutocastGuard (bfloat16 matrix products with
 // float32 sums), as torch_gpt_ref.py --bf16 1 runs them under torch.autocast.
 //
