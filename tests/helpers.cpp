@@ -1,6 +1,7 @@
 #include "helpers.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -36,7 +37,7 @@ Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo, double hi) {
 namespace {
 std::map<std::string, GoldenCase> load_all() {
   std::map<std::string, GoldenCase> all;
-  for (const char* file : {"ops.txt", "nn.txt", "torch_mlp.txt"}) {
+  for (const char* file : {"ops.txt", "nn.txt", "torch_mlp.txt", "edge.txt"}) {
   std::ifstream in(std::string(MG_GOLDEN_DIR) + "/" + file);
   if (!in) throw std::runtime_error("cannot open " + std::string(MG_GOLDEN_DIR) + "/" + file);
   std::string line, current;
@@ -56,10 +57,14 @@ std::map<std::string, GoldenCase> load_all() {
       mg::Shape shape(nd);
       for (auto& s : shape) ss >> s;
       const int64_t n = mg::numel_of(shape);
-      if (dtype == "float64") {
+      if (dtype == "float64" || dtype == "float32") {  // float32 values are written exactly, as doubles
         std::vector<double> v(n);
-        for (auto& x : v) ss >> x;
-        all[current][key] = mg::from_vector(v, shape);
+        for (auto& x : v) {  // strtod, unlike >>, reads "inf", "-inf" and "nan"
+          std::string word;
+          ss >> word;
+          x = std::strtod(word.c_str(), nullptr);
+        }
+        all[current][key] = mg::from_vector(v, shape).to(dtype == "float32" ? mg::DType::Float32 : mg::DType::Float64);
       } else {
         std::vector<int64_t> v(n);
         for (auto& x : v) ss >> x;

@@ -133,8 +133,8 @@ TEST(Telemetry, BadOptionsAreNamed) {
     return o;
   };
   EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.vocab = 1; })), ValueError);
-  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.probe = o.probe.to(DType::Float32); })), ShapeError);
-  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.probe = Tensor(); })), ShapeError);
+  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.probe = o.probe.to(DType::Float32); })), DTypeError);
+  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.probe = Tensor(); })), StateError);
   EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.every = 0; })), ValueError);
   EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.tokens = {"a", "b"}; })), ShapeError);
   nn::Linear lonely(2, 2);

@@ -232,6 +232,6 @@ TEST(Generate, TopKAndTemperatureSelectAsDocumented) {
   EXPECT_EQ(gpt.generate(prompt, 0).shape(), (Shape{1, 1}));
   EXPECT_THROW(gpt.generate(prompt, 5, -1.0), ValueError);
   EXPECT_THROW(gpt.generate(prompt, 5, 1.0, 0), ValueError);
-  EXPECT_THROW(gpt.generate(zeros({1, 2}), 5), ShapeError);
+  EXPECT_THROW(gpt.generate(zeros({1, 2}), 5), DTypeError);
   EXPECT_THROW(gpt.generate(prompt, -1), ValueError);
 }

@@ -121,9 +121,11 @@ Tensor run_grad_hooks(const GradHooks& hooks, Tensor g, const std::string& where
   for (auto& [id, hook] : copy) {
     Tensor r = hook(g);
     if (!r.defined()) continue;
-    MG_CHECK(r.shape() == g.shape() && r.dtype() == g.dtype(), ShapeError,
-             "register_hook: a hook on '{}' returned a {} gradient of shape {} for a {} gradient of shape {}", where,
-             dtype_name(r.dtype()), shape_str(r.shape()), dtype_name(g.dtype()), shape_str(g.shape()));
+    MG_CHECK(r.dtype() == g.dtype(), DTypeError, "register_hook: a hook on '{}' returned a {} gradient for a {} gradient",
+             where, dtype_name(r.dtype()), dtype_name(g.dtype()));
+    MG_CHECK(r.shape() == g.shape(), ShapeError,
+             "register_hook: a hook on '{}' returned a gradient of shape {} for a gradient of shape {}", where,
+             shape_str(r.shape()), shape_str(g.shape()));
     g = std::move(r);
   }
   return g;

@@ -53,7 +53,12 @@ void DataLoader::set_epoch(int64_t e) {
 std::vector<int64_t> DataLoader::order(int64_t e) const {
   MG_CHECK(e >= 0, ValueError, "DataLoader: epoch must be >= 0, got {}", e);
   const int64_t n = dataset_.size();
-  std::vector<int64_t> idx(static_cast<size_t>(n));
+  std::vector<int64_t> idx;
+  try {
+    idx.resize(static_cast<size_t>(n));
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
+    throw MemoryError(fmt::format("DataLoader: cannot hold the order of {} examples", n));
+  }
   std::iota(idx.begin(), idx.end(), int64_t{0});
   if (!options_.shuffle) return idx;
   Generator gen(options_.seed ^ (0x9E3779B97F4A7C15ULL * (static_cast<uint64_t>(e) + 1)));

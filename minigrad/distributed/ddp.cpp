@@ -184,7 +184,8 @@ DistributedSampler::DistributedSampler(int64_t n, int num_replicas, int rank, bo
   MG_CHECK(n >= 0, ValueError, "DistributedSampler: the dataset size must be >= 0, got {}", n);
   MG_CHECK(num_replicas >= 1 && rank >= 0 && rank < num_replicas, ValueError,
            "DistributedSampler: rank {} is not in [0, {}) (num_replicas {})", rank, num_replicas, num_replicas);
-  num_samples_ = drop_last ? n / num_replicas : (n + num_replicas - 1) / num_replicas;
+  num_samples_ = n / num_replicas + (!drop_last && n % num_replicas != 0 ? 1 : 0);  // no n + R - 1: it may overflow
+  checked_mul(num_samples_, num_replicas, "DistributedSampler");  // the padded epoch's size must fit too
 }
 
 void DistributedSampler::set_epoch(int64_t e) {
@@ -193,7 +194,14 @@ void DistributedSampler::set_epoch(int64_t e) {
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
-  std::vector<int64_t> order(n_);
+  // the whole epoch's order is built on every rank (as PyTorch's sampler does): n_ int64 values
+  std::vector<int64_t> order;
+  try {
+    order.resize(static_cast<size_t>(n_));
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past the vector's max_size()
+    throw MemoryError(fmt::format("DistributedSampler::indices: cannot hold the order of {} samples ({} bytes)", n_,
+                                  static_cast<double>(n_) * 8));
+  }
   for (int64_t i = 0; i < n_; ++i) order[i] = i;
   if (shuffle_ && n_ > 1) {
     Generator g(seed_ + static_cast<uint64_t>(epoch_));  // the same order on every rank

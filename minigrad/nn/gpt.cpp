@@ -66,9 +66,11 @@ Variable GPT::forward(const Tensor& ids_in, GPTCache* cache) const {
 
 Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
                      Generator& gen, bool use_cache) const {
-  MG_CHECK(ids.defined() && ids.dim() == 2 && ids.dtype() == DType::Int64 && ids.size(1) >= 1, ShapeError,
-           "GPT::generate: ids must be (batch, seq) int64 with seq >= 1, got {} {}", ids.defined() ? dtype_name(ids.dtype()) : "undefined",
-           ids.defined() ? shape_str(ids.shape()) : "");
+  MG_CHECK(ids.defined(), StateError, "GPT::generate: ids is undefined; expected (batch, seq) int64 token ids");
+  MG_CHECK(ids.dtype() == DType::Int64, DTypeError, "GPT::generate: ids must be int64 token ids, got {} {}",
+           dtype_name(ids.dtype()), shape_str(ids.shape()));
+  MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1, ShapeError, "GPT::generate: ids must be (batch, seq) with seq >= 1, got shape {}",
+           shape_str(ids.shape()));
   MG_CHECK(max_new_tokens >= 0 && max_new_tokens <= std::numeric_limits<int64_t>::max() - ids.size(1), ValueError,
            "GPT::generate: max_new_tokens must be >= 0, got {}", max_new_tokens);
   MG_CHECK(std::isfinite(temperature) && temperature >= 0, ValueError,

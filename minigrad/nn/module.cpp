@@ -248,10 +248,15 @@ ForwardCall::ForwardCall(const Module& module, std::vector<Variable> inputs) : m
   try {
     const auto hooks = module_.pre_hooks_;  // a hook may remove itself
     const size_t n = inputs_.size();
+    std::vector<bool> was_defined;  // an optional input (a mask) may be undefined to start with
+    for (const Variable& v : inputs_) was_defined.push_back(v.defined());
     for (auto& [id, hook] : hooks) {
       hook(module_, inputs_);
       MG_CHECK(inputs_.size() == n, ValueError, "forward pre-hook: {} inputs became {}; a hook may replace inputs, not add or drop them",
                n, inputs_.size());
+      for (size_t i = 0; i < n; ++i)
+        MG_CHECK(inputs_[i].defined() || !was_defined[i], StateError,
+                 "forward pre-hook: input {} of {} was replaced by an undefined Variable", i, module_.type_name());
     }
   } catch (...) {
     t_forward_stack.pop_back();  // the destructor of a half-built call does not run
@@ -268,6 +273,9 @@ void ForwardCall::run_forward_hooks(std::vector<Variable>& outputs) const {
     hook(module_, inputs_, outputs);
     MG_CHECK(outputs.size() == n, ValueError, "forward hook: {} outputs became {}; a hook may replace outputs, not add or drop them", n,
              outputs.size());
+    for (size_t i = 0; i < n; ++i)
+      MG_CHECK(outputs[i].defined(), StateError, "forward hook: output {} of {} was replaced by an undefined Variable", i,
+               module_.type_name());
   }
 }
 

@@ -19,6 +19,18 @@ std::string join(const std::vector<std::string>& v) {
   return s;
 }
 
+// A training checkpoint (optim::save_checkpoint) keeps the optimizer's state under "optimizer.":
+// loading one as plain weights says so, instead of only listing those names.
+std::string checkpoint_hint(const std::vector<std::string>& unexpected, const LoadOptions& options) {
+  if (!options.strict) return "";
+  for (const std::string& n : unexpected)
+    if (n.rfind("optimizer.", 0) == 0)
+      return "\n  hint: the names under \"optimizer.\" are a training checkpoint's optimizer state: resume with "
+             "optim::load_checkpoint(path, model, optimizer), or load only the weights with "
+             "LoadOptions{.ignore_prefixes = {\"optimizer.\"}}";
+  return "";
+}
+
 // The checks and the copy behind every load. `state` holds the file's tensors (already cut to
 // options.prefix); `aliases` maps a name the file left out to the name it was saved under.
 LoadResult load_checked(Module& module, const StateDict& state, const std::map<std::string, std::string>& aliases,
@@ -53,10 +65,12 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
     const Tensor& t = expected[g.front()].second;
     Tensor from;
     std::string from_name;
+    bool in_file = false;  // under any of its names, fitting or not
     for (size_t i : g) {
       const std::string& n = expected[i].first;
       const Tensor f = source_of(n);
       if (!f.defined()) continue;
+      in_file = true;
       if (f.shape() != t.shape()) {
         problems.push_back(fmt::format("{}: shape {} in the file, {} in the model", n, shape_str(f.shape()), shape_str(t.shape())));
       } else if (f.dtype() != t.dtype() && !(is_floating_point(f.dtype()) && is_floating(t.dtype()))) {  // BF16 files load widened
@@ -67,8 +81,9 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
         problems.push_back(fmt::format("{} and {}: one tied tensor in the model, but different values in the file", from_name, n));
       }
     }
-    if (!from.defined()) {
-      for (size_t i : g) result.missing_keys.push_back(expected[i].first);
+    if (!from.defined()) {  // missing when the file has none of its names; else it is listed as mismatched above
+      if (!in_file)
+        for (size_t i : g) result.missing_keys.push_back(expected[i].first);
       continue;
     }
     if (has_internal_overlap(t))
@@ -76,11 +91,11 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
     copies.emplace_back(t, from);
   }
   const bool names_fit = !options.strict || (result.missing_keys.empty() && result.unexpected_keys.empty());
-  MG_CHECK(names_fit && problems.empty(), FileError, "load: {} does not fit {} (the model was left unchanged){}{}{}", source,
+  MG_CHECK(names_fit && problems.empty(), FileError, "load: {} does not fit {} (the model was left unchanged){}{}{}{}", source,
            module.type_name(),
            options.strict && !result.missing_keys.empty() ? "\n  missing from the file: " + join(result.missing_keys) : "",
            options.strict && !result.unexpected_keys.empty() ? "\n  not in the model: " + join(result.unexpected_keys) : "",
-           problems.empty() ? "" : "\n  mismatched: " + join(problems));
+           problems.empty() ? "" : "\n  mismatched: " + join(problems), checkpoint_hint(result.unexpected_keys, options));
   // Everything checked: now copy, in place, so the members, the registry and the optimizers
   // holding these tensors all see the new values.
   for (auto& [t, f] : copies) t.copy_(f.to(t.dtype()));

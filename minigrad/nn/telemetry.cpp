@@ -52,10 +52,11 @@ Telemetry::Telemetry(Module& model, std::function<void(const Tensor& ids)> forwa
   const TelemetryOptions& o = options_;
   MG_CHECK(forward_ != nullptr, ValueError, "Telemetry: no forward function");
   MG_CHECK(o.vocab >= 2, ValueError, "Telemetry: vocab must be >= 2, got {}", o.vocab);
-  MG_CHECK(o.probe.defined() && o.probe.dim() == 2 && o.probe.dtype() == DType::Int64 && o.probe.size(0) >= 1 &&
-               o.probe.size(1) >= 4,
-           ShapeError, "Telemetry: the probe must be Int64 ids (B, T) with B >= 1 and T >= 4, got {}",
-           o.probe.defined() ? std::string(dtype_name(o.probe.dtype())) + " " + shape_str(o.probe.shape()) : std::string("nothing"));
+  MG_CHECK(o.probe.defined(), StateError, "Telemetry: the probe is undefined; expected int64 ids (B, T)");
+  MG_CHECK(o.probe.dtype() == DType::Int64, DTypeError, "Telemetry: the probe must be int64 token ids, got {} {}",
+           dtype_name(o.probe.dtype()), shape_str(o.probe.shape()));
+  MG_CHECK(o.probe.dim() == 2 && o.probe.size(0) >= 1 && o.probe.size(1) >= 4, ShapeError,
+           "Telemetry: the probe must be ids (B, T) with B >= 1 and T >= 4, got shape {}", shape_str(o.probe.shape()));
   MG_CHECK(o.every >= 1, ValueError, "Telemetry: every must be >= 1, got {}", o.every);
   MG_CHECK(o.pattern_length >= 1, ValueError, "Telemetry: pattern_length must be >= 1, got {}", o.pattern_length);
   MG_CHECK(o.tokens.empty() || static_cast<int64_t>(o.tokens.size()) == o.probe.size(1), ShapeError,

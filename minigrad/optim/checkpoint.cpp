@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <unordered_map>
+
+#include <fmt/ranges.h>
 
 #include "minigrad/nn/serialize.h"
 
@@ -27,11 +30,37 @@ std::unordered_map<VariableImpl*, std::string> names_of(const nn::Module& model,
 namespace {
 // How settings are written and compared: the shortest text that reads back as the same double.
 std::string number(double v) { return fmt::format("{}", v); }
+
+// A generator's state as metadata: its six int64 words (Generator::get_state), space-separated.
+std::string generator_text(const Generator& g) { return fmt::format("{}", fmt::join(g.get_state().to_vector<int64_t>(), " ")); }
+
+// The generator that `text` describes, or nothing when it is not six whole numbers that make a state.
+std::optional<Generator> parse_generator(const std::string& text) {
+  std::vector<int64_t> words;
+  const char *p = text.data(), *end = text.data() + text.size();
+  while (p < end && words.size() < 7) {
+    int64_t v = 0;
+    auto [next, ec] = std::from_chars(p, end, v);
+    if (ec != std::errc()) return std::nullopt;
+    words.push_back(v);
+    p = next;
+    if (p < end && *p++ != ' ') return std::nullopt;
+  }
+  if (words.size() != 6 || text.empty() || text.back() == ' ') return std::nullopt;
+  Generator g;
+  try {
+    g.set_state(from_vector(words, {6}));
+  } catch (const ValueError&) {
+    return std::nullopt;
+  }
+  return g;
+}
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& opt, int64_t step,
-                     const LRScheduler* scheduler) {
+                     const LRScheduler* scheduler, const NamedGenerators& generators) {
   MG_CHECK(step >= 0, ValueError, "save_checkpoint: step must be >= 0, got {}", step);
+  MG_CHECK(step < std::numeric_limits<int64_t>::max(), ValueError, "save_checkpoint: step {} leaves no room for one more", step);
   auto name = names_of(model, opt);
   std::map<std::string, std::string> meta;
   std::vector<std::pair<std::string, Tensor>> tensors = nn::saved_state(model, meta);
@@ -51,11 +80,17 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
       if (opt.has_state(p))
         for (auto& [k, t] : const_cast<Optimizer&>(opt).state(p)) tensors.emplace_back(kPrefix + name[p.impl().get()] + "." + k, t);
   }
+  for (auto& [gname, gen] : generators) {
+    MG_CHECK(gen != nullptr, ValueError, "save_checkpoint: generator \"{}\" is null", gname);
+    MG_CHECK(meta.emplace("rng." + gname, generator_text(*gen)).second, ValueError,
+             "save_checkpoint: generator \"{}\" is named twice", gname);
+  }
   save_safetensors(path, tensors, meta);
 }
 
-int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& opt, LRScheduler* scheduler) {
-  return load_checkpoint_from(load_safetensors(path), path, model, opt, scheduler);
+int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& opt, LRScheduler* scheduler,
+                        const NamedGenerators& generators) {
+  return load_checkpoint_from(load_safetensors(path), path, model, opt, scheduler, generators);
 }
 
 namespace {
@@ -64,6 +99,12 @@ std::optional<int64_t> parse_count(const std::string& text) {
   int64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || v < 0) return std::nullopt;
+  return v;
+}
+// A counter that a run goes on from: a count < INT64_MAX (one more step must fit).
+std::optional<int64_t> parse_counter(const std::string& text) {
+  const std::optional<int64_t> v = parse_count(text);
+  if (v && *v == std::numeric_limits<int64_t>::max()) return std::nullopt;
   return v;
 }
 // The whole of `text` as a finite, non-negative double ("1e-3garbage", "inf", "nan", "-1" are nothing).
@@ -76,7 +117,8 @@ std::optional<double> parse_rate(const std::string& text) {
 }  // namespace
 
 int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, nn::Module& model, Optimizer& opt,
-                             LRScheduler* scheduler) {
+                             LRScheduler* scheduler,
+                             const NamedGenerators& generators) {
   auto meta = [&](const std::string& key) -> std::string {
     auto it = file.metadata.find(key);
     MG_CHECK(it != file.metadata.end(), FileError, "load_checkpoint: {} has no \"{}\" in its metadata (not a minigrad training checkpoint?)", path, key);
@@ -84,9 +126,9 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
   };
   MG_CHECK(meta("optimizer") == opt.name(), FileError, "load_checkpoint: {} holds {} state but the optimizer is {}", path,
            meta("optimizer"), opt.name());
-  const std::optional<int64_t> step = parse_count(meta("step"));
-  MG_CHECK(step.has_value(), FileError, "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number >= 0", path,
-           meta("step"));
+  const std::optional<int64_t> step = parse_counter(meta("step"));
+  MG_CHECK(step.has_value(), FileError,
+           "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number in [0, 2^63 - 1)", path, meta("step"));
   // One learning rate per parameter group, and as many groups as the optimizer has.
   size_t file_groups = 0;
   while (file.metadata.count("lr." + std::to_string(file_groups))) ++file_groups;
@@ -129,9 +171,9 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
     for (auto& [k, v] : scheduler->settings())
       MG_CHECK(meta("scheduler." + k) == number(v), FileError, "load_checkpoint: {} was saved by a {} with {} = {}; this one has {} = {}",
                path, scheduler->name(), k, meta("scheduler." + k), k, number(v));
-    const std::optional<int64_t> s = parse_count(meta("scheduler.step"));
-    MG_CHECK(s.has_value(), FileError, "load_checkpoint: {} has scheduler.step \"{}\"; expected a whole number >= 0", path,
-             meta("scheduler.step"));
+    const std::optional<int64_t> s = parse_counter(meta("scheduler.step"));
+    MG_CHECK(s.has_value(), FileError, "load_checkpoint: {} has scheduler.step \"{}\"; expected a whole number in [0, 2^63 - 1)",
+             path, meta("scheduler.step"));
     scheduler_step = *s;
     // checked here, before anything changes (restore() would refuse it only after the weights are in)
     MG_CHECK(scheduler->base_lrs().size() == file_groups, FileError,
@@ -143,6 +185,21 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
       MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\"; expected a finite number >= 0", path, key, meta(key));
       base_lrs.push_back(*lr);
     }
+  }
+
+  // The generators' states: every one asked for must be in the file and be a state.
+  std::vector<std::pair<Generator*, Generator>> new_generators;
+  for (auto& [gname, gen] : generators) {
+    MG_CHECK(gen != nullptr, ValueError, "load_checkpoint: generator \"{}\" is null", gname);
+    auto it = file.metadata.find("rng." + gname);
+    MG_CHECK(it != file.metadata.end(), FileError,
+             "load_checkpoint: {} holds no state for generator \"{}\" (\"rng.{}\"); save it with that generator, or pass "
+             "generators = {{}} to resume without restoring random numbers (a run with dropout then draws other masks)",
+             path, gname, gname);
+    const std::optional<Generator> g = parse_generator(it->second);
+    MG_CHECK(g.has_value(), FileError, "load_checkpoint: {} has rng.{} \"{}\"; expected a generator state (six whole numbers)",
+             path, gname, it->second);
+    new_generators.emplace_back(gen, *g);
   }
 
   // Optimizer state: every entry must name an optimized parameter and one of the optimizer's
@@ -165,11 +222,15 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
     MG_CHECK(std::find(wanted.begin(), wanted.end(), sname) != wanted.end(), FileError,
              "load_checkpoint: {} has optimizer state \"{}\", which {} does not keep", path, key, opt.name());
     const Variable& p = it->second;
-    const bool ok = sname == "step" ? (t.dim() == 0 && t.dtype() == DType::Int64 && t.item() >= 0)
+    // a step count must be able to go on: INT64_MAX would only fail at the next step(), after the load
+    const bool ok = sname == "step" ? (t.dim() == 0 && t.dtype() == DType::Int64 && t.data<int64_t>()[0] >= 0 &&
+                                       t.data<int64_t>()[0] < std::numeric_limits<int64_t>::max())
                                     : (t.shape() == p.shape() && is_floating(t.dtype()));
-    MG_CHECK(ok, FileError, "load_checkpoint: optimizer state \"{}\" in {} has {} {}{}, which does not fit parameter {} {}", key, path,
-             dtype_name(t.dtype()), shape_str(t.shape()), sname == "step" && t.numel() == 1 ? fmt::format(" = {}", t.item()) : "",
-             pname, shape_str(p.shape()));
+    MG_CHECK(ok, FileError,
+             "load_checkpoint: optimizer state \"{}\" in {} has {} {}{}, which does not fit parameter {} {}{}", key, path,
+             dtype_name(t.dtype()), shape_str(t.shape()),
+             sname == "step" && t.numel() == 1 && t.dtype() == DType::Int64 ? fmt::format(" = {}", t.data<int64_t>()[0]) : "",
+             pname, shape_str(p.shape()), sname == "step" ? " (a step count in [0, 2^63 - 1))" : "");
     new_state[p.impl().get()][sname] = sname == "step" ? t.clone() : t.to(p.dtype()).clone();
   }
   for (auto& [impl, st] : new_state)
@@ -189,6 +250,7 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
     }
   for (size_t g = 0; g < lrs.size(); ++g) opt.groups()[g].lr = lrs[g];
   if (scheduler) scheduler->restore(scheduler_step, std::move(base_lrs));
+  for (auto& [gen, g] : new_generators) *gen = g;
   return *step;
 }
 

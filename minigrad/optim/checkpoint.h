@@ -12,29 +12,44 @@
 // Loading checks that the optimizer is the same kind with the same groups and settings (a
 // mismatch is a FileError naming both values) and restores its learning rates and, when given,
 // the scheduler's position: the resumed run takes the steps the uninterrupted one would have.
+//
+// Randomness resumes too: the state of every generator the run draws from (dropout masks,
+// sampling, shuffles; by default mg::default_generator()) is saved in the metadata as
+// "rng.<name>" and restored on load, so a run with dropout continues with the masks it would have
+// drawn. A generator asked for that the file does not hold is a FileError.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "minigrad/nn/module.h"
 #include "minigrad/optim/optimizer.h"
 #include "minigrad/optim/scheduler.h"
+#include "minigrad/tensor/generator.h"
 #include "minigrad/tensor/safetensors.h"
 
 namespace mg::optim {
 
-/// Write model + optimizer (+ scheduler) + step to `path`, atomically.
+/// The random number generators a run draws from, each under a name ("default", "dropout",
+/// "batches"): save_checkpoint writes their states, load_checkpoint sets them back.
+using NamedGenerators = std::vector<std::pair<std::string, Generator*>>;
+
+/// Write model + optimizer (+ scheduler) + step + the generators' states to `path`, atomically.
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& optimizer, int64_t step,
-                     const LRScheduler* scheduler = nullptr);
+                     const LRScheduler* scheduler = nullptr,
+                     const NamedGenerators& generators = {{"default", &default_generator()}});
 
 /// Restore model + optimizer (+ scheduler) from `path` and return the step. Everything is
 /// validated first (file format, parameter names and shapes, optimizer type, groups and
 /// hyper-parameters, state names and shapes, the scheduler's kind and settings); on any error a
 /// FileError explains it and nothing is changed. A file saved with a scheduler needs one to
 /// load into, and a scheduler needs a file that has its state.
-int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer, LRScheduler* scheduler = nullptr);
+int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer, LRScheduler* scheduler = nullptr,
+                        const NamedGenerators& generators = {{"default", &default_generator()}});
 
 /// load_checkpoint on a file already read (parse_safetensors, for bytes in memory); `name` names it
 /// in errors.
 int64_t load_checkpoint_from(const SafeTensors& file, const std::string& name, nn::Module& model, Optimizer& optimizer,
-                             LRScheduler* scheduler = nullptr);
+                             LRScheduler* scheduler = nullptr,
+                             const NamedGenerators& generators = {{"default", &default_generator()}});
 
 }  // namespace mg::optim

@@ -90,11 +90,15 @@ void write_file_atomic(const std::string& path, std::string_view who, const std:
   }
 }
 
+void make_directories(const std::string& dir, std::string_view who) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  MG_CHECK(!ec, FileError, "{}: cannot create the folder {}: {}", who, dir, ec.message());
+}
+
 void write_text_file(const std::string& path, std::string_view text, std::string_view who) {
   const std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  MG_CHECK(!ec, FileError, "{}: cannot create the folder {}: {}", who, p.parent_path().string(), ec.message());
+  if (p.has_parent_path()) make_directories(p.parent_path().string(), who);
   write_file_atomic(path, who, [&](const ByteSink& write) { write(text.data(), text.size()); });
 }
 

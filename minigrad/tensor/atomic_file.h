@@ -21,6 +21,10 @@ using ByteSink = std::function<void(const char* data, size_t n)>;
 /// and the path, or whatever `fill` throws) the old file is left as it was and no temporary remains.
 void write_file_atomic(const std::string& path, std::string_view who, const std::function<void(const ByteSink&)>& fill);
 
+/// Create the folder `dir` and its missing parents (nothing when it exists); a FileError naming
+/// `who` when it cannot be (a parent is a regular file, no permission).
+void make_directories(const std::string& dir, std::string_view who);
+
 /// Write `text` to `path` atomically, creating missing folders first; errors name `who`.
 void write_text_file(const std::string& path, std::string_view text, std::string_view who);
 

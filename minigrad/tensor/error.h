@@ -20,10 +20,30 @@ void set_error_context(ErrorContext context);
 /// The current prefix ("" when no function is installed).
 std::string error_context();
 
+/// While an OpScope lives, the errors raised on this thread name `op`, the op the user called.
+/// A public op built from others opens one first (stack from concat, var from mean, mse_loss from
+/// sub), so that "concat: expected tensors of one dtype ..." raised by its part reads
+/// "stack: expected tensors of one dtype ... (raised by its concat)". Scopes nest; the outermost
+/// names the op. A composite whose parts would describe other shapes than the user gave (conv1d's
+/// 3-D weight seen as conv2d's 4-D one) checks its arguments itself before calling them.
+class OpScope {
+ public:
+  /// `op` must outlive the scope (a string literal).
+  explicit OpScope(const char* op) noexcept;
+  ~OpScope();
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+};
+
+/// `what` as raised inside the current OpScope: relabelled to name the scope's op (see OpScope);
+/// unchanged outside any scope or when it already names that op.
+std::string relabel_for_scope(const std::string& what);
+
 /// Base class of every error minigrad throws on bad input. The message is prefixed by where in a
-/// model it happened, when inside a module's forward (see nn::ForwardCall).
+/// model it happened, when inside a module's forward (see nn::ForwardCall), and names the public
+/// op that was called (see OpScope).
 struct Error : std::runtime_error {
-  explicit Error(const std::string& what) : std::runtime_error(error_context() + what) {}
+  explicit Error(const std::string& what) : std::runtime_error(error_context() + relabel_for_scope(what)) {}
 };
 /// Shapes that do not fit together (matmul, broadcasting, reshape, concat, ...).
 struct ShapeError : Error {

@@ -1,7 +1,11 @@
 #include "minigrad/tensor/generator.h"
 
+#include <bit>
 #include <cmath>
 #include <numbers>
+#include <vector>
+
+#include "minigrad/tensor/tensor.h"
 
 namespace mg {
 namespace {
@@ -44,6 +48,28 @@ uint64_t Generator::next_below(uint64_t n) {
   }
 }
 
+Tensor Generator::get_state() const {
+  std::vector<int64_t> v;
+  for (uint64_t w : s_) v.push_back(std::bit_cast<int64_t>(w));
+  v.push_back(has_spare_ ? 1 : 0);
+  v.push_back(std::bit_cast<int64_t>(spare_));
+  return from_vector(v, {6});
+}
+
+void Generator::set_state(const Tensor& state) {
+  MG_CHECK(state.defined(), StateError, "Generator::set_state: the state is undefined");
+  MG_CHECK(state.dtype() == DType::Int64 && state.shape() == Shape{6}, ValueError,
+           "Generator::set_state: expected an int64 tensor (6) as get_state() returns, got {} {}", dtype_name(state.dtype()),
+           shape_str(state.shape()));
+  const std::vector<int64_t> v = state.to_vector<int64_t>();
+  MG_CHECK(v[4] == 0 || v[4] == 1, ValueError, "Generator::set_state: element 4 (a normal is kept) must be 0 or 1, got {}", v[4]);
+  MG_CHECK(v[0] != 0 || v[1] != 0 || v[2] != 0 || v[3] != 0, ValueError,
+           "Generator::set_state: the four state words are all 0, which xoshiro256++ never reaches (it would give only zeros)");
+  for (int i = 0; i < 4; ++i) s_[i] = std::bit_cast<uint64_t>(v[i]);
+  has_spare_ = v[4] == 1;
+  spare_ = std::bit_cast<double>(v[5]);
+}
+
 double Generator::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 double Generator::next_normal() {
@@ -66,5 +92,7 @@ Generator& default_generator() {
 }
 
 void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+Tensor get_rng_state() { return default_generator().get_state(); }
+void set_rng_state(const Tensor& state) { default_generator().set_state(state); }
 
 }  // namespace mg

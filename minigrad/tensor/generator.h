@@ -8,6 +8,8 @@
 
 namespace mg {
 
+class Tensor;
+
 /// Seeded source of random numbers. Draws are sequential, so results never depend on threads.
 class Generator {
  public:
@@ -23,6 +25,13 @@ class Generator {
   double next_double();
   /// Standard normal N(0, 1).
   double next_normal();
+  /// The whole state, to continue the same sequence later (torch.Generator.get_state): an int64
+  /// tensor (6): the four xoshiro256++ words, whether a Box-Muller normal is kept for the next
+  /// call (0 or 1), and that normal's bits.
+  Tensor get_state() const;
+  /// Continue from a state that get_state() returned. A ValueError, and the generator unchanged,
+  /// when `state` is not one (dtype, shape, a flag other than 0 or 1, or all four words 0).
+  void set_state(const Tensor& state);
 
  private:
   uint64_t s_[4];
@@ -34,5 +43,9 @@ class Generator {
 Generator& default_generator();
 /// Reseed the default generator, like torch.manual_seed.
 void manual_seed(uint64_t seed);
+/// The default generator's state (torch.get_rng_state).
+Tensor get_rng_state();
+/// Continue the default generator from a saved state (torch.set_rng_state).
+void set_rng_state(const Tensor& state);
 
 }  // namespace mg

@@ -54,7 +54,11 @@ void* scratch_acquire(std::size_t bytes, std::size_t& capacity) {
   MG_CHECK(bytes <= std::numeric_limits<std::size_t>::max() - kAlign, ValueError, "scratch: {} bytes is too large", bytes);
   const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   capacity = rounded;
-  return ::operator new(rounded, std::align_val_t(kAlign));
+  try {
+    return ::operator new(rounded, std::align_val_t(kAlign));
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("out of memory: cannot allocate {} bytes of scratch space (a kernel's work buffer)", rounded));
+  }
 }
 
 bool scratch_reuses_buffers() { return kCache; }

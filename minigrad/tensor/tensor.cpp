@@ -23,7 +23,8 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strid
     MG_CHECK(shape_[d] >= 0, ShapeError, "Tensor: negative size in shape {}", shape_str(shape_));
     if (shape_[d] == 0) return;  // no elements: nothing to reach
     const int64_t reach = checked_mul(shape_[d] - 1, strides_[d], "Tensor");
-    (reach < 0 ? lo : hi) += reach;
+    int64_t& end = reach < 0 ? lo : hi;
+    end = checked_add(end, reach, "Tensor");  // an offset near 2^63 must not wrap past the capacity check
   }
   const int64_t capacity = static_cast<int64_t>(storage_->nbytes() / itemsize(dtype_));
   MG_CHECK(lo >= 0 && hi < capacity, IndexError,
@@ -207,7 +208,8 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Shape sh = shape_;
   Strides st = strides_;
   sh[d] = end > start ? (end - start - 1) / step + 1 : 0;
-  st[d] = strides_[d] * step;
+  // with one element or none the stride is never used (and stride * step may not fit 64 bits)
+  st[d] = sh[d] <= 1 ? strides_[d] : checked_mul(strides_[d], step, "slice");
   return Tensor(storage_, dtype_, sh, st, offset_ + start * strides_[d]);
 }
 

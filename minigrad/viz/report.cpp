@@ -1,7 +1,6 @@
 #include "minigrad/viz/report.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -16,7 +15,7 @@ void write_file(const std::string& path, const std::string& text) { write_text_f
 
 Report::Report(std::string dir, std::string title, std::string intro)
     : dir_(std::move(dir)), title_(std::move(title)), intro_(std::move(intro)) {
-  std::filesystem::create_directories(dir_);
+  make_directories(dir_, "viz::Report");
 }
 
 std::string Report::path(const std::string& file) const { return dir_ + "/" + file; }

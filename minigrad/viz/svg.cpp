@@ -14,6 +14,7 @@ struct Rgb {
 
 // Piecewise-linear colour scales through a few anchor colours.
 Rgb interpolate(const std::vector<Rgb>& anchors, double t) {
+  if (!std::isfinite(t)) t = 0.5;  // NaN (a flat or overflowing range): the middle colour, never an out-of-range cast
   t = std::clamp(t, 0.0, 1.0) * static_cast<double>(anchors.size() - 1);
   const size_t i = std::min(static_cast<size_t>(t), anchors.size() - 2);
   const double f = t - static_cast<double>(i);

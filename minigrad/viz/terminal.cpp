@@ -39,7 +39,9 @@ std::string terminal_heatmap(const Tensor& m, const std::vector<std::string>& ro
         out += "       -";  // masked (-inf)
         continue;
       }
-      const double t = (x - lo) / (hi - lo);
+      // halves: hi - lo overflows for values near +-DBL_MAX; a NaN t would index out of the ramps
+      const double span = hi / 2 - lo / 2, t0 = span > 0 ? (x / 2 - lo / 2) / span : 0.5;
+      const double t = std::isfinite(t0) ? std::clamp(t0, 0.0, 1.0) : 0.5;
       const std::string text = std::abs(x) >= 9.995 ? fmt::format("{:.1f}", x) : fmt::format("{:.2f}", x);
       if (use_color) {
         // two full blocks in a yellow-to-red 256-colour ramp, then the value

@@ -57,7 +57,10 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
 }
 
 // conv1d(x, W) = conv2d on (N, C, 1, L) with W (O, C/g, 1, k), the height dim dropped after
+// conv1d checks its arguments in its own (3-D) terms before handing them, reshaped, to conv2d,
+// whose messages would show 4-D shapes the user never made; anything left names conv1d (OpScope).
 Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias, const Conv1dFuncOptions& o) {
+  const OpScope scope("conv1d");
   MG_CHECK(x.defined() && weight.defined(), StateError, "conv1d: an operand is undefined");
   if (x.dim() == 2) return squeeze(conv1d(unsqueeze(x, 0), weight, bias, o), 0);
   MG_CHECK(x.dim() == 3, ShapeError, "conv1d: expected input (N, C, L) or (C, L), got shape {}", shape_str(x.shape()));
@@ -65,7 +68,15 @@ Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias,
            shape_str(weight.shape()));
   MG_CHECK(!o.padding.mode.empty() || o.padding.h == o.padding.w, ValueError, "conv1d: padding is one number, got ({}, {})",
            o.padding.h, o.padding.w);
+  MG_CHECK(is_floating(x.dtype()) && x.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), DTypeError,
+           "conv1d: input {}, weight {}{} must be one floating dtype", dtype_name(x.dtype()), dtype_name(weight.dtype()),
+           bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
+  MG_CHECK(weight.size(2) >= 1, ShapeError, "conv1d: the kernel size must be >= 1, got weight {}", shape_str(weight.shape()));
   MG_CHECK(o.groups >= 1, ValueError, "conv1d: groups must be >= 1, got {}", o.groups);
+  MG_CHECK(weight.size(0) % o.groups == 0, ValueError, "conv1d: out_channels {} is not divisible by groups {}", weight.size(0),
+           o.groups);
+  MG_CHECK(!bias.defined() || bias.shape() == Shape{weight.size(0)}, ShapeError, "conv1d: bias has shape {} but weight {} needs ({},)",
+           shape_str(bias.shape()), shape_str(weight.shape()), weight.size(0));
   MG_CHECK(x.size(1) == checked_mul(weight.size(1), o.groups, "conv1d"), ShapeError,
            "conv1d: input has {} channels but weight {} with groups={} expects {}", x.size(1), shape_str(weight.shape()), o.groups,
            weight.size(1) * o.groups);

@@ -30,6 +30,9 @@ Variable reduce(const Variable& losses, Reduction r, const char* op) {
 
 void check_same_shape(const Variable& input, const Variable& target, const char* op) {
   MG_CHECK(input.defined() && target.defined(), StateError, "{}: an operand is undefined", op);
+  MG_CHECK(is_floating(input.dtype()) && input.dtype() == target.dtype(), DTypeError,
+           "{}: input and target must be one floating dtype, got {} and {}", op, dtype_name(input.dtype()),
+           dtype_name(target.dtype()));
   MG_CHECK(input.shape() == target.shape(), ShapeError, "{}: input {} and target {} must have the same shape", op,
            shape_str(input.shape()), shape_str(target.shape()));
 }
@@ -92,18 +95,21 @@ Variable kl_div(const Variable& input, const Variable& target, const KLDivLossOp
 
 // loss = (x - t)^2: through sub, pow and the reduction, d/dx = 2 (x - t) / n
 Variable mse_loss(const Variable& input, const Variable& target, const LossOptions& o) {
+  const OpScope scope("mse_loss");  // sub's, pow's and mean's errors name mse_loss
   check_same_shape(input, target, "mse_loss");
   return reduce(pow(sub(input, target), 2.0), o.reduction, "mse_loss");
 }
 
 // loss = |x - t|: d/dx = sign(x - t) (0 at 0, as PyTorch's)
 Variable l1_loss(const Variable& input, const Variable& target, const LossOptions& o) {
+  const OpScope scope("l1_loss");  // sub's, pow's and mean's errors name l1_loss
   check_same_shape(input, target, "l1_loss");
   return reduce(abs(sub(input, target)), o.reduction, "l1_loss");
 }
 
 // d = x - t:  0.5 d^2 / beta  where |d| < beta,  |d| - 0.5 beta  beyond     d/dx = d / beta, or sign(d)
 Variable smooth_l1_loss(const Variable& input, const Variable& target, const SmoothL1LossOptions& o) {
+  const OpScope scope("smooth_l1_loss");
   check_same_shape(input, target, "smooth_l1_loss");
   MG_CHECK(o.beta >= 0 && std::isfinite(o.beta), ValueError, "smooth_l1_loss: beta must be finite and >= 0, got {}", o.beta);
   if (o.beta == 0) return l1_loss(input, target, {o.reduction});  // PyTorch's own special case: no quadratic part
@@ -114,6 +120,7 @@ Variable smooth_l1_loss(const Variable& input, const Variable& target, const Smo
 
 // d = x - t:  0.5 d^2  where |d| <= delta,  delta (|d| - 0.5 delta)  beyond     d/dx = d, or delta sign(d)
 Variable huber_loss(const Variable& input, const Variable& target, const HuberLossOptions& o) {
+  const OpScope scope("huber_loss");
   check_same_shape(input, target, "huber_loss");
   MG_CHECK(o.delta > 0 && std::isfinite(o.delta), ValueError, "huber_loss: delta must be finite and > 0, got {}", o.delta);
   const Variable d = sub(input, target), a = abs(d);

@@ -64,6 +64,22 @@ Shape channel_shape(const Variable& x) {
   s[1] = x.size(1);
   return s;
 }
+// The checks batch_norm and group_norm make before they call layer_norm, mul and add: a floating
+// input, and weight and bias (C,) of its dtype, named in the op's own terms.
+void check_channel_norm(const Variable& x, const Variable& weight, const Variable& bias, std::string_view op) {
+  MG_CHECK(x.defined(), StateError, "{}: the input is undefined", op);
+  MG_CHECK(is_floating(x.dtype()), DTypeError, "{}: expected a floating input, got {} {}", op, dtype_name(x.dtype()),
+           shape_str(x.shape()));
+  MG_CHECK(x.dim() >= 2, ShapeError, "{}: expected input (N, C, *), got shape {}", op, shape_str(x.shape()));
+  for (const Variable* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    const char* what = p == &weight ? "weight" : "bias";
+    MG_CHECK(p->dtype() == x.dtype(), DTypeError, "{}: {} is {} but the input is {}", op, what, dtype_name(p->dtype()),
+             dtype_name(x.dtype()));
+    MG_CHECK(p->shape() == Shape{x.size(1)}, ShapeError, "{}: {} has shape {} but the input has {} channels", op, what,
+             shape_str(p->shape()), x.size(1));
+  }
+}
 // y * w + b per channel, each when defined
 Variable channel_affine(const Variable& y, const Variable& weight, const Variable& bias, std::string_view op) {
   const int64_t C = y.size(1);
@@ -83,8 +99,8 @@ Variable channel_affine(const Variable& y, const Variable& weight, const Variabl
 // Then y * w + b per channel (dw, db: dy * xhat and dy summed over everything but C).
 Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor& running_var, const Variable& weight,
                     const Variable& bias, bool training, double momentum, double eps) {
-  MG_CHECK(x.defined(), StateError, "batch_norm: the input is undefined");
-  MG_CHECK(x.dim() >= 2, ShapeError, "batch_norm: expected input (N, C, *), got shape {}", shape_str(x.shape()));
+  const OpScope scope("batch_norm");
+  check_channel_norm(x, weight, bias, "batch_norm");
   MG_CHECK(running_mean.defined() == running_var.defined(), StateError,
            "batch_norm: running_mean and running_var must both be defined or both undefined");
   MG_CHECK(eps >= 0 && std::isfinite(eps), ValueError, "batch_norm: eps must be finite and >= 0, got {}", eps);
@@ -93,6 +109,11 @@ Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor&
     MG_CHECK(!r->defined() || (r->shape() == Shape{C} && is_floating(r->dtype())), ShapeError,
              "batch_norm: {} has shape {} ({}) but the input has {} channels (a floating (C,) tensor expected)",
              r == &running_mean ? "running_mean" : "running_var", shape_str(r->shape()), dtype_name(r->dtype()), C);
+  for (const Tensor* r : {&running_mean, &running_var})
+    MG_CHECK(!training || !r->defined() || !has_internal_overlap(*r), ValueError,
+             "batch_norm: {} {} (strides {}) has elements that share memory (an expanded view), so it cannot be updated in "
+             "place; pass a tensor of its own (.contiguous())",
+             r == &running_mean ? "running_mean" : "running_var", shape_str(r->shape()), shape_str(r->strides()));
   const bool batch_stats = training || !running_mean.defined();
   Variable y;
   if (batch_stats) {
@@ -124,8 +145,8 @@ Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor&
 // Per sample n and group g (C / G channels and the trailing dims S, flattened to a row of
 // M = C / G * S):  xhat = (x - mean_ng) * rstd_ng  by layer_norm's rule; then y = xhat * w_c + b_c.
 Variable group_norm(const Variable& x, int64_t num_groups, const Variable& weight, const Variable& bias, double eps) {
-  MG_CHECK(x.defined(), StateError, "group_norm: the input is undefined");
-  MG_CHECK(x.dim() >= 2, ShapeError, "group_norm: expected input (N, C, *), got shape {}", shape_str(x.shape()));
+  const OpScope scope("group_norm");
+  check_channel_norm(x, weight, bias, "group_norm");
   MG_CHECK(num_groups >= 1 && x.size(1) % num_groups == 0, ValueError,
            "group_norm: num_groups must be >= 1 and divide the {} channels, got {}", x.size(1), num_groups);
   MG_CHECK(eps >= 0 && std::isfinite(eps), ValueError, "group_norm: eps must be finite and >= 0, got {}", eps);

@@ -73,6 +73,7 @@ Variable min(const Variable& x) {
 
 // y = sum_{dims} (x - mean)^2 / (N - c)           dx = dy 2 (x - mean) / (N - c)
 Variable var(const Variable& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  const OpScope scope("var");
   const Tensor y = mg::var(x.data(), dims, correction, keepdim);
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "var");
   const int64_t n = numel_of(in) / std::max<int64_t>(1, numel_of(kept));
@@ -82,9 +83,19 @@ Variable var(const Variable& x, const std::vector<int64_t>& dims, int64_t correc
   });
 }
 
-// y = sqrt(var x)     (composed: its gradient dy (x - mean) / ((N - c) y) comes out of the chain rule)
+// y = sqrt(var x)     dx = dy (x - mean) / ((N - c) y),  and 0 where y = 0
+// A rule of its own, not sqrt(var(x)): at a constant row the chain rule multiplies var's 0 by
+// sqrt's 1 / (2 * 0) = inf and gives NaN; PyTorch defines the gradient there as 0, and so do we.
 Variable std(const Variable& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
-  return sqrt(var(x, dims, correction, keepdim));
+  const OpScope scope("std");
+  const Tensor y = mg::std(x.data(), dims, correction, keepdim);
+  const Shape in = x.shape(), kept = keepdim_shape(in, dims, "std");
+  const int64_t n = numel_of(in) / std::max<int64_t>(1, numel_of(kept));
+  return record("std", y, {x}, [x = x.data(), y, dims, kept, n, correction](const Tensor& dy, const Node&) -> TensorList {
+    const Tensor yk = y.reshape(kept), zero = zeros({}, y.dtype());
+    const Tensor g = mg::where(eq(yk, zero), zero, dy.reshape(kept) / (yk * static_cast<double>(n - correction)));
+    return {g * (x - mg::mean(x, dims, true))};
+  });
 }
 
 // y = prod_{dim} x     dx_i = dy * prod_{j != i} x_j       (a kernel: exact with zeros, no division)
@@ -105,11 +116,19 @@ Variable cumsum(const Variable& x, int64_t dim) {
 }
 
 // y = log sum_{dims} e^x        dx = dy e^(x - y) = dy softmax(x) over the dims
+// NOTE: computed as e^(x - m) / sum e^(x - m), m the max, not as e^(x - y): y = m + log sum is
+// rounded to m's ulp (1 at 1e7 in float32), which would be an error of e^1 in every weight.
 Variable logsumexp(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
   const Tensor y = mg::logsumexp(x.data(), dims, keepdim);
   const Shape kept = keepdim_shape(x.shape(), dims, "logsumexp");
-  return record("logsumexp", y, {x}, [x = x.data(), y, kept](const Tensor& dy, const Node&) -> TensorList {
-    return {dy.reshape(kept) * mg::exp(x - y.reshape(kept))};
+  return record("logsumexp", y, {x}, [x = x.data(), dims, kept](const Tensor& dy, const Node&) -> TensorList {
+    if (x.numel() == 0) return {zeros(x.shape(), x.dtype())};
+    Tensor m = x;
+    if (dims.empty() || x.dim() == 0) m = mg::max(x).reshape(kept);
+    else
+      for (int64_t d : dims) m = mg::max(m, d, /*keepdim=*/true).first;
+    const Tensor e = mg::exp(x - m);
+    return {dy.reshape(kept) * e / mg::sum(e, dims, true)};
   });
 }
 

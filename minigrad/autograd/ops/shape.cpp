@@ -97,6 +97,7 @@ std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim) {
 
 // y = the xs side by side along a new dim      dx_i = slice i of dy along it (through unsqueeze and concat)
 Variable stack(const std::vector<Variable>& xs, int64_t dim) {
+  const OpScope scope("stack");
   MG_CHECK(!xs.empty(), ValueError, "stack: expected at least one tensor");
   for (size_t i = 0; i < xs.size(); ++i) {
     MG_CHECK(xs[i].defined(), StateError, "stack: tensor {} is undefined", i);

@@ -5,8 +5,9 @@
 // matmul) writes and reads the whole (B, H, T, T) score and weight tensors, and keeps them for the
 // backward: O(T^2) memory per head. Here each task owns one (batch, head) and walks the queries in
 // blocks of kBlock rows. For a block it computes the scores against every key the block may see
-// (S is kBlock x T, in cache), takes the softmax row by row, and multiplies by V. Only the per-row
-// log-sum-exp is kept for the backward, which recomputes P from Q, K and it: O(T) extra memory.
+// (S is kBlock x T, in cache), takes the softmax row by row, and multiplies by V. Nothing of size
+// T x T is kept: the backward recomputes S from Q and K, and P from S, as the forward did. The
+// per-row log-sum-exp is returned too (O(T)), as PyTorch's fused kernels return it.
 // With a causal mask, a query block never computes scores for keys after its last query.
 //
 // Shapes: q (B, H, Tq, d), k and v (B, H, Tk, d) (any strides with the last one 1: the head-split
@@ -81,6 +82,22 @@ const In* head_operand(const In* p, int64_t T, int64_t d, int64_t& ld, std::vect
 // Keys query row qi may attend to: [0, limit).
 int64_t key_limit(int64_t qi, int64_t Tk, bool causal) { return causal ? std::min(qi + 1, Tk) : Tk; }
 
+// One row of scores s (kend of them, the first lim visible) into softmax probabilities, in place;
+// returns lse = max + log sum exp. Forward and backward both call it, so the backward's P has the
+// forward's bits. NOTE: the backward does not rebuild P as exp(s - lse): lse = max + log sum is
+// rounded to max's ulp (1/128 at scores of 1e5 in float32), and that error would land on every p.
+template <class T>
+T softmax_row(T* s, int64_t lim, int64_t kend) {
+  T mx = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < lim; ++j) mx = std::max(mx, s[j]);
+  for (int64_t j = 0; j < lim; ++j) s[j] = fast::exp(s[j] - mx);
+  for (int64_t j = lim; j < kend; ++j) s[j] = 0;  // masked: the future
+  const T l = fast::sum8(s, lim);
+  const T inv = T(1) / l;
+  for (int64_t j = 0; j < lim; ++j) s[j] *= inv;
+  return mx + std::log(l);
+}
+
 // Forward for one (batch, head):  S = scale Q K^T,  P = softmax_rows(S),  O = P V,  lse = log sum exp S
 // T is the type of the sums, S, P, O and lse; In the operands': T itself, or bfloat16 under autocast,
 // when P is rounded to bfloat16 (into Pb) before it multiplies V.
@@ -96,30 +113,21 @@ void forward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o
   for (int64_t q0 = 0; q0 < Tq; q0 += kBlock) {
     const int64_t rows = std::min(kBlock, Tq - q0), kend = causal ? std::min(Tk, q0 + rows) : Tk;
     blas::gemm(false, true, rows, kend, d, scale, qp + q0 * qld, qld, kp, kld, T(0), S.data(), kend);
-    for (int64_t i = 0; i < rows; ++i) {
-      T* s = S.data() + i * kend;
-      const int64_t lim = key_limit(q0 + i, Tk, causal);
-      T mx = -std::numeric_limits<T>::infinity();
-      for (int64_t j = 0; j < lim; ++j) mx = std::max(mx, s[j]);
-      for (int64_t j = 0; j < lim; ++j) s[j] = fast::exp(s[j] - mx);
-      for (int64_t j = lim; j < kend; ++j) s[j] = 0;  // masked: the future
-      const T l = fast::sum8(s, lim);
-      const T inv = T(1) / l;
-      for (int64_t j = 0; j < lim; ++j) s[j] *= inv;
-      lse[q0 + i] = mx + std::log(l);
-    }
+    for (int64_t i = 0; i < rows; ++i)
+      lse[q0 + i] = softmax_row(S.data() + i * kend, key_limit(q0 + i, Tk, causal), kend);
     const In* p = operand(S, Pb, rows * kend);
     blas::gemm(false, false, rows, d, kend, T(1), p, kend, vp, vld, T(0), op + q0 * o.ld, o.ld);
   }
 }
 
-// Backward for one (batch, head). With P recomputed from lse and D_i = sum_c dO_ic O_ic:
+// Backward for one (batch, head). With P recomputed from S (as the forward made it) and
+// D_i = sum_c dO_ic O_ic:
 //   dV = P^T dO      dP = dO V^T      dS = P * (dP - D)      dQ = scale dS K      dK = scale dS^T Q
 // Under autocast (In = bfloat16) the products read bfloat16: Q, K, V, dO (as gin) and P and dS
 // rounded into Pb and dSb; D is summed in float32 from the float32 dO and O.
 template <class T, class In = T>
 void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, const Heads& dout, const Heads& gin,
-                   const T* lse, const Heads& dq, const Heads& dk, const Heads& dv, int64_t bh, bool causal, T scale,
+                   const Heads& dq, const Heads& dk, const Heads& dv, int64_t bh, bool causal, T scale,
                    std::vector<T>& P, std::vector<T>& dP, std::vector<T>& D, std::vector<In>& Pb, std::vector<In>& dSb) {
   const int64_t Tq = q.T, Tk = k.T, d = q.d;
   thread_local std::vector<In> qbuf, kbuf, vbuf, gbuf;
@@ -138,13 +146,7 @@ void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& 
   for (int64_t q0 = 0; q0 < Tq; q0 += kBlock) {
     const int64_t rows = std::min(kBlock, Tq - q0), kend = causal ? std::min(Tk, q0 + rows) : Tk;
     blas::gemm(false, true, rows, kend, d, scale, qp + q0 * qld, qld, kp, kld, T(0), P.data(), kend);
-    for (int64_t i = 0; i < rows; ++i) {
-      T* p = P.data() + i * kend;
-      const int64_t lim = key_limit(q0 + i, Tk, causal);
-      const T l = lse[q0 + i];
-      for (int64_t j = 0; j < lim; ++j) p[j] = fast::exp(p[j] - l);
-      for (int64_t j = lim; j < kend; ++j) p[j] = 0;
-    }
+    for (int64_t i = 0; i < rows; ++i) softmax_row(P.data() + i * kend, key_limit(q0 + i, Tk, causal), kend);
     const In* g = gp + q0 * gld;
     blas::gemm(true, false, kend, d, rows, T(1), operand(P, Pb, rows * kend), kend, g, gld, T(1), dvp, dv.ld);
     blas::gemm(false, true, rows, kend, d, T(1), g, gld, vp, vld, T(0), dP.data(), kend);
@@ -214,19 +216,18 @@ AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, 
 
 // The fused backward, writing into the views dq, dk, dv (float32 under Precision::BFloat16, with
 // q, k, v bfloat16).
-void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& lse, const Tensor& dy,
+void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& dy,
                   const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal, Precision precision) {
   const Heads hg(dy);
   const bool bf16 = precision == Precision::BFloat16;
   const Heads hgin(bf16 ? dy.to(DType::BFloat16) : dy);  // dO as the products read it
   visit_attention(dy.dtype(), precision, "scaled_dot_product_attention backward", [&]<class T, class In>() {
     const T scale = T(1) / std::sqrt(static_cast<T>(hq.d));
-    const T* pl = lse.data<T>();
     parallel_for(0, hq.B * hq.H, 1, [&](int64_t b0, int64_t b1) {
       std::vector<T> P(kBlock * std::max<int64_t>(hk.T, 1)), dP(P.size()), D(hq.T);
       std::vector<In> Pb(std::is_same_v<T, In> ? 0 : P.size()), dSb(Pb.size());
       for (int64_t bh = b0; bh < b1; ++bh)
-        backward_head<T, In>(hq, hk, hv, ho, hg, hgin, pl + bh * hq.T, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D, Pb,
+        backward_head<T, In>(hq, hk, hv, ho, hg, hgin, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D, Pb,
                              dSb);
     });
   });
@@ -256,7 +257,7 @@ std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q0, c
   const Heads hq(q), hk(k), hv(v);
   Tensor dq = empty_heads(hq.B, hq.H, hq.T, hq.d, dout.dtype()), dk = empty_heads(hk.B, hk.H, hk.T, hk.d, dout.dtype()),
          dv = empty_heads(hv.B, hv.H, hv.T, hv.d, dout.dtype());
-  backward_all(hq, hk, hv, Heads(fwd.out), fwd.lse, dout, Heads(dq), Heads(dk), Heads(dv), is_causal,
+  backward_all(hq, hk, hv, Heads(fwd.out), dout, Heads(dq), Heads(dk), Heads(dv), is_causal,
                bf16 ? Precision::BFloat16 : Precision::Native);
   return {dq, dk, dv};
 }
@@ -296,7 +297,7 @@ Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv0, int64_t nu
   const Tensor qkv = bf16 ? bf16_operand(qkv0, "self_attention_qkv backward").contiguous() : qkv0.contiguous();
   Tensor dqkv = empty(qkv.shape(), dout.dtype());
   backward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), Heads(fwd.out),
-               fwd.lse, dout, qkv_heads(dqkv, num_heads, 0), qkv_heads(dqkv, num_heads, 1), qkv_heads(dqkv, num_heads, 2),
+               dout, qkv_heads(dqkv, num_heads, 0), qkv_heads(dqkv, num_heads, 1), qkv_heads(dqkv, num_heads, 2),
                is_causal, bf16 ? Precision::BFloat16 : Precision::Native);
   return dqkv;
 }

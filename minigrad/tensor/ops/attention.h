@@ -21,7 +21,8 @@ struct AttentionForward {
 AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
                                    Precision precision = Precision::Native);
 /// The gradients of q, k and v (their shapes) from the output gradient dout (B, H, Tq, d) and the
-/// forward's out and lse. With Precision::BFloat16 the products read bfloat16 (dout, P and dS rounded).
+/// forward's out (P is recomputed from the scores, not from lse, which is too coarse for large
+/// scores). With Precision::BFloat16 the products read bfloat16 (dout, P and dS rounded).
 std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                          const AttentionForward& fwd, bool is_causal, Precision precision = Precision::Native);
 

@@ -96,7 +96,7 @@ Geometry check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 // Output columns j whose input column j sw - pl + q dw falls inside [0, W): [lo, hi).
 inline std::pair<int64_t, int64_t> valid_columns(const Geometry& g, const Conv2dArgs& a, int64_t q) {
   const int64_t off = q * a.dilation_w - a.pad_left;  // input column of output column 0
-  const int64_t lo = off >= 0 ? 0 : (-off + a.stride_w - 1) / a.stride_w;
+  const int64_t lo = off >= 0 ? 0 : -off / a.stride_w + (-off % a.stride_w != 0);  // ceil(-off / sw), without overflow
   const int64_t hi = off >= g.W ? 0 : std::min(g.Wo, (g.W - 1 - off) / a.stride_w + 1);
   return {std::min(lo, g.Wo), std::max(hi, std::min(lo, g.Wo))};
 }
@@ -138,7 +138,7 @@ void im2col(const T* img, const Geometry& g, const Conv2dArgs& a, T* cols, int64
           std::copy_n(img + (c * g.H + h) * g.W, g.W, pad + (c * g.Hp + h + a.pad_top) * g.Wp + a.pad_left);
       xp = pad;
     }
-    const int64_t in_step = a.stride_h * g.Wp;  // from one output row's input to the next's
+    const int64_t in_step = g.Ho > 1 ? a.stride_h * g.Wp : 0;  // from one output row's input to the next's (< Hp Wp when used)
     for (int64_t c = 0; c < g.Cg; ++c)
       for (int64_t p = 0; p < g.kh; ++p)
         for (int64_t q = 0; q < g.kw; ++q) {
@@ -182,7 +182,7 @@ void col2im(const T* dcols, const Geometry& g, const Conv2dArgs& a, T* img, int6
   T* xp = g.via_padded && g.pads ? pad : img;  // where the sums are made
   std::fill_n(xp, g.via_padded && g.pads ? g.Cg * g.Hp * g.Wp : g.Cg * g.H * g.W, T(0));
   if (g.via_padded) {
-    const int64_t in_step = a.stride_h * g.Wp;
+    const int64_t in_step = g.Ho > 1 ? a.stride_h * g.Wp : 0;  // a single output row never steps
     for (int64_t c = 0; c < g.Cg; ++c)
       for (int64_t p = 0; p < g.kh; ++p)
         for (int64_t q = 0; q < g.kw; ++q) {

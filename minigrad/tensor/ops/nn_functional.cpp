@@ -49,8 +49,10 @@ Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
         for (int64_t i = 0; i < n; ++i) o[i] = fast::exp(a[i] - mx);
         const T s = fast::sum8(o, n);
         if constexpr (kLog) {
-          const T lse = std::log(s) + mx;
-          for (int64_t i = 0; i < n; ++i) o[i] = a[i] - lse;
+          // (x - max) - log sum, never x - (max + log sum): max + log sum rounds to max's ulp
+          // (1 at 1e7 in float32), which would land on every output
+          const T ls = std::log(s);
+          for (int64_t i = 0; i < n; ++i) o[i] = (a[i] - mx) - ls;
         } else {
           const T inv = T(1) / s;
           for (int64_t i = 0; i < n; ++i) o[i] *= inv;
@@ -60,8 +62,8 @@ Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
       double s = 0;
       for (int64_t i = 0; i < n; ++i) s += fast::exp(static_cast<double>(a[i * st] - mx));
       if constexpr (kLog) {
-        const T lse = static_cast<T>(std::log(s)) + mx;
-        for (int64_t i = 0; i < n; ++i) o[i * st] = a[i * st] - lse;
+        const T ls = static_cast<T>(std::log(s));
+        for (int64_t i = 0; i < n; ++i) o[i * st] = (a[i * st] - mx) - ls;
       } else {
         const double inv = 1.0 / s;
         for (int64_t i = 0; i < n; ++i) o[i * st] = static_cast<T>(fast::exp(static_cast<double>(a[i * st] - mx)) * inv);
@@ -92,6 +94,18 @@ void check_layer_norm_args(const Tensor& x, const Shape& norm_shape, const Tenso
     MG_CHECK(p->dtype() == x.dtype(), DTypeError, "{}: {} is {} but the input is {}", op, what,
              dtype_name(p->dtype()), dtype_name(x.dtype()));
   }
+}
+
+// The exponent e of the smallest power of two 2^e >= max |a_i|, or 0 when a value is inf or NaN
+// (then no scaling can help, and the row's statistics are inf or NaN as they come out).
+template <class T>
+int overflow_exponent(const T* a, int64_t N) {
+  double mx = 0;
+  for (int64_t i = 0; i < N; ++i) mx = std::max(mx, std::abs(static_cast<double>(a[i])));
+  if (!std::isfinite(mx) || mx == 0) return 0;
+  int e = 0;
+  std::frexp(mx, &e);  // mx = f 2^e, f in [0.5, 1)
+  return e;
 }
 }  // namespace
 
@@ -128,6 +142,29 @@ LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, c
           mu = s / static_cast<double>(N);
           for (int64_t i = 0; i < N; ++i) ss += (a[i] - mu) * (a[i] - mu);  // two passes: no cancellation
           var = ss / static_cast<double>(N);
+        }
+        // float64 rows past ~1e154: the squares (or the sum) overflow. Scaled by a power of two
+        // 2^e >= max |x| (exact), the row's statistics fit; y is computed from the scaled row.
+        const int e = std::isfinite(mu) && std::isfinite(var) ? 0 : overflow_exponent(a, N);
+        if (e != 0) {
+          double s = 0, ss = 0;
+          for (int64_t i = 0; i < N; ++i) s += std::ldexp(static_cast<double>(a[i]), -e);
+          const double mu_s = s / static_cast<double>(N);
+          for (int64_t i = 0; i < N; ++i) {
+            const double dev = std::ldexp(static_cast<double>(a[i]), -e) - mu_s;
+            ss += dev * dev;
+          }
+          const double rs_s = 1.0 / std::sqrt(ss / static_cast<double>(N) + std::ldexp(eps, -2 * e));
+          pm[r] = static_cast<T>(std::ldexp(mu_s, e));
+          pr[r] = static_cast<T>(std::ldexp(rs_s, -e));
+          T* o = py + r * N;
+          for (int64_t i = 0; i < N; ++i) {
+            T v = static_cast<T>((std::ldexp(static_cast<double>(a[i]), -e) - mu_s) * rs_s);
+            if (pw) v *= pw[i];
+            if (pb) v += pb[i];
+            o[i] = v;
+          }
+          continue;
         }
         const double rs = 1.0 / std::sqrt(var + eps);
         pm[r] = static_cast<T>(mu);

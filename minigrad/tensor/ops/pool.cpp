@@ -71,9 +71,11 @@ int64_t adaptive_end(int64_t i, int64_t out, int64_t in) { return ((i + 1) * in 
 
 int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode,
                          std::string_view op) {
-  const int64_t span = checked_add(checked_add(in, 2 * pad, op), -checked_mul(dilation, kernel - 1, op) - 1, op);
-  int64_t out = (span >= 0 ? (span + (ceil_mode ? stride - 1 : 0)) / stride : -1) + 1;
-  if (ceil_mode && out > 0 && (out - 1) * stride >= in + pad) --out;  // the last window must start inside
+  const int64_t span = checked_add(checked_add(in, checked_mul(2, pad, op), op), -checked_mul(dilation, kernel - 1, op) - 1, op);
+  int64_t out = span >= 0 ? span / stride + 1 : 0;
+  // ceil_mode: one more window over the end, if it starts inside the input or the left padding
+  // (out * stride < in + pad, written as a division so that no product can overflow)
+  if (ceil_mode && span >= 0 && span % stride != 0 && out <= (checked_add(in, pad, op) - 1) / stride) ++out;
   MG_CHECK(out >= 1, ShapeError,
            "{}: the window (kernel {}, dilation {}, padding {}) does not fit an input of size {}: the output would be empty", op,
            kernel, dilation, pad, in);

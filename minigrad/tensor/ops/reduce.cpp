@@ -193,6 +193,7 @@ Tensor argmin(const Tensor& x) {
 // var = sum((x - mean)^2) / (N - correction) over dims, N their element count. Two passes (the
 // mean first), so no cancellation; float32 sums accumulate in double.
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  const OpScope scope("var");  // mean's, sub's and sum's errors name var
   MG_CHECK(x.defined(), StateError, "var: the tensor is undefined");
   MG_CHECK(is_floating(x.dtype()), DTypeError, "var: expected a floating tensor, got {}", dtype_name(x.dtype()));
   MG_CHECK(correction >= 0, ValueError, "var: correction must be >= 0, got {}", correction);
@@ -205,6 +206,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction
 
 // std = sqrt(var)
 Tensor std(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  const OpScope scope("std");
   MG_CHECK(x.defined(), StateError, "std: the tensor is undefined");
   MG_CHECK(is_floating(x.dtype()), DTypeError, "std: expected a floating tensor, got {}", dtype_name(x.dtype()));
   return sqrt(var(x, dims, correction, keepdim));

@@ -33,6 +33,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  const OpScope scope("stack");  // concat's errors name stack
   MG_CHECK(!xs.empty(), ValueError, "stack: expected at least one tensor");
   for (size_t i = 0; i < xs.size(); ++i) MG_CHECK(xs[i].defined(), StateError, "stack: tensor {} is undefined", i);
   dim = wrap_dim(dim, xs.front().dim() + 1, "stack");
