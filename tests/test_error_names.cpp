@@ -161,6 +161,30 @@ TEST(ErrorNames, OverflowingSizes) {
   EXPECT_NO_THROW(viz::heatmap_svg(from_vector<double>({-1e308, 1e308}, {1, 2}), {}));
 }
 
+TEST(ErrorNames, MoreTypesAndSizes) {
+  // score_heads (what Telemetry::record calls) with float ids
+  nn::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
+  NAMED(DTypeError, "score_heads", nn::score_heads(gpt, [&](const Tensor& ids) { gpt.forward(ids); }, zeros({1, 6}), 8));
+  // MultiheadAttention with float64 input and float32 weights: the module's inputs, not its w_q's linear
+  nn::MultiheadAttention mha(8, 2);
+  NAMED(DTypeError, "MultiheadAttention", mha.forward(Variable(zeros({1, 3, 8}, DType::Float64))));
+  // KVCache and adam_step_: a dtype mismatch is a DTypeError
+  nn::KVCache cache;
+  EXPECT_THROW(cache.append(zeros({1, 2, 3, 4}), zeros({1, 2, 3, 4}, DType::Float64)), DTypeError);
+  EXPECT_THROW(adam_step_(zeros({3}), zeros({3}, DType::Float64), zeros({3}), zeros({3}), {}), DTypeError);
+  NAMED(DTypeError, "sample_logits", sample_logits(zeros({1, 3}, DType::Int64), 1.0, std::nullopt, default_generator()));
+  NAMED(DTypeError, "batch_norm", batch_norm(Variable(randn({4, 3})), zeros({3}, DType::Int64), ones({3}), Variable(), Variable(), true, 0.1, 1e-5));
+  // the order of an epoch too large to hold: a MemoryError, not std::length_error
+  data::DataLoader loader(data::TensorDataset({zeros({1}).expand({int64_t{1} << 61})}), {.batch_size = 4});
+  EXPECT_THROW(loader.order(0), MemoryError);
+  // running statistics reset after the layer moved to float64 (copy_ of a float32 tensor failed)
+  nn::BatchNorm1d bn(3);
+  bn.to(DType::Float64);
+  bn.forward(Variable(randn({4, 3}).to(DType::Float64)));
+  EXPECT_NO_THROW(bn.reset_running_stats());
+  EXPECT_EQ(bn.running_var().to_vector<double>(), std::vector<double>(3, 1.0));
+}
+
 TEST(ErrorNames, WritersRaiseFileErrors) {
   const std::string file = temp_path("a_file");
   write_bytes(file, "x");

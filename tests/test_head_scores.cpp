@@ -62,7 +62,7 @@ TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
   EXPECT_NEAR(s[0].induction, 0.0, 1e-6);  // t - 1 is never t - n + 1 for n = 3
   EXPECT_NEAR(s[1].induction, 0.0, 1e-6);
   EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe.narrow(1, 0, 3), 50), ValueError);
-  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe.to(DType::Float32), 50), ShapeError);
+  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe.to(DType::Float32), 50), DTypeError);
 }
 
 namespace {

@@ -90,5 +90,5 @@ TEST(Random, SampleLogitsTemperatureAndTopK) {
   EXPECT_THROW(sample_logits(logits, NAN), ValueError);
   EXPECT_THROW(sample_logits(logits, 1.0, 0), ValueError);
   EXPECT_THROW(sample_logits(zeros({4}), 1.0), ShapeError);
-  EXPECT_THROW(sample_logits(zeros({2, 4}, DType::Int64), 1.0), ShapeError);
+  EXPECT_THROW(sample_logits(zeros({2, 4}, DType::Int64), 1.0), DTypeError);
 }

@@ -46,7 +46,14 @@ std::string MultiheadAttention::extra_repr() const {
 }
 
 namespace {
-void check_inputs(const Variable& query, const Variable& key, const Variable& value, int64_t embed_dim) {
+void check_inputs(const Variable& query, const Variable& key, const Variable& value, int64_t embed_dim, DType weights) {
+  for (const Variable* v : {&query, &key, &value}) {
+    const char* what = v == &query ? "query" : v == &key ? "key" : "value";
+    MG_CHECK(v->defined(), StateError, "MultiheadAttention: the {} is undefined", what);
+    MG_CHECK(v->dtype() == weights, DTypeError,
+             "MultiheadAttention: the {} is {} but the weights are {} (hint: convert the input, or the module with .to())", what,
+             dtype_name(v->dtype()), dtype_name(weights));
+  }
   auto check3 = [&](const Variable& v, const char* what) {
     MG_CHECK(v.dim() == 3 && v.size(2) == embed_dim, ShapeError,
              "MultiheadAttention: {} must be (batch, seq, {}), got {} (hint: inputs are batch-first; "
@@ -72,7 +79,7 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
 
 AttentionOutput MultiheadAttention::attend(const Variable& query, const Variable& key, const Variable& value,
                                            const AttentionForwardOptions& opt) const {
-  check_inputs(query, key, value, embed_dim);
+  check_inputs(query, key, value, embed_dim, w_q.weight.dtype());
   if (opt.cache) {
     MG_CHECK(query.impl() == key.impl() && key.impl() == value.impl(), ValueError,
              "MultiheadAttention: a KV cache serves self-attention only (query, key and value the same Variable)");
@@ -103,9 +110,13 @@ AttentionOutput MultiheadAttention::attend(const Variable& query, const Variable
 // ---------------------------------------------------------------- incremental decoding
 
 std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
-  MG_CHECK(k.defined() && v.defined() && k.dim() == 4 && k.shape() == v.shape() && k.dtype() == v.dtype(), ShapeError,
-           "KVCache: keys and values must be (batch, heads, tokens, head_dim) of one shape and dtype, got {} and {}",
+  MG_CHECK(k.defined() && v.defined(), StateError, "KVCache: the keys or the values are undefined");
+  MG_CHECK(k.dtype() == v.dtype(), DTypeError, "KVCache: keys are {} but values {}", dtype_name(k.dtype()), dtype_name(v.dtype()));
+  MG_CHECK(k.dim() == 4 && k.shape() == v.shape(), ShapeError,
+           "KVCache: keys and values must be (batch, heads, tokens, head_dim) of one shape, got {} and {}",
            shape_str(k.shape()), shape_str(v.shape()));
+  MG_CHECK(!k_.defined() || length_ == 0 || k_.dtype() == k.dtype(), DTypeError,
+           "KVCache: holds {} keys but was given {} ones (clear() it first)", dtype_name(k_.dtype()), dtype_name(k.dtype()));
   const int64_t B = k.size(0), H = k.size(1), T = k.size(2), d = k.size(3);
   const bool fits = k_.defined() && k_.size(0) == B && k_.size(1) == H && k_.size(3) == d && k_.dtype() == k.dtype();
   MG_CHECK(fits || length_ == 0, ShapeError,

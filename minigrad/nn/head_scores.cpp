@@ -35,12 +35,14 @@ std::vector<double> diagonal_mean(const Tensor& weights, int64_t from, int64_t b
 
 std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward, const Tensor& probe,
                                    int64_t vocab, const HeadScoreOptions& o) {
-  MG_CHECK(probe.dim() == 2 && probe.dtype() == DType::Int64 && probe.size(1) >= 2, ShapeError,
-           "score_heads: the probe must be Int64 ids (B, T) with T >= 2, got {} {}", dtype_name(probe.dtype()),
+  MG_CHECK(probe.defined(), StateError, "score_heads: the probe is undefined; expected int64 ids (B, T)");
+  MG_CHECK(probe.dtype() == DType::Int64, DTypeError, "score_heads: the probe must be int64 token ids, got {} {}",
+           dtype_name(probe.dtype()), shape_str(probe.shape()));
+  MG_CHECK(probe.dim() == 2 && probe.size(1) >= 2, ShapeError, "score_heads: the probe must be ids (B, T) with T >= 2, got shape {}",
            shape_str(probe.shape()));
   MG_CHECK(vocab >= 1, ValueError, "score_heads: vocab must be >= 1, got {}", vocab);
   const int64_t T = probe.size(1), n = o.induction_length > 0 ? o.induction_length : T / 2;
-  MG_CHECK(n >= 2 && 2 * n <= T, ValueError,
+  MG_CHECK(n >= 2 && n <= T / 2, ValueError,  // not 2 n <= T: 2 n may overflow
            "score_heads: the repeated span needs 2 <= n and 2n <= the probe's length {}, got n = {}", T, n);
   MG_CHECK(o.induction_batch >= 1, ValueError, "score_heads: induction_batch must be >= 1, got {}", o.induction_batch);
   NoGradGuard no_grad;

@@ -168,7 +168,7 @@ void Module::zero_grad() {
 
 int64_t Module::num_parameters() const {
   int64_t n = 0;
-  for (auto& p : parameters()) n += p.numel();
+  for (auto& p : parameters()) n = checked_add(n, p.numel(), "num_parameters");  // expanded views can be huge
   return n;
 }
 

@@ -1,5 +1,7 @@
 #include "minigrad/nn/normalization.h"
 
+#include <limits>
+
 namespace mg::nn {
 
 BatchNorm::BatchNorm(int64_t c, BatchNormOptions o, const char* layer) : num_features(c), options(o) {
@@ -24,9 +26,9 @@ Tensor BatchNorm::num_batches_tracked() const { return options.track_running_sta
 
 void BatchNorm::reset_running_stats() {
   if (!options.track_running_stats) return;
-  running_mean().copy_(zeros({num_features}));
-  running_var().copy_(ones({num_features}));
-  num_batches_tracked().copy_(scalar_tensor(0, DType::Int64));
+  running_mean().fill_(0);  // fill_, not copy_ of a float32 tensor: the buffers may have been moved to float64
+  running_var().fill_(1);
+  num_batches_tracked().fill_(0);
 }
 
 // PyTorch's _BatchNorm.forward: count the batch, pick the momentum (or 1 / batches for the plain
@@ -40,6 +42,9 @@ Variable BatchNorm::forward(const Variable& input) {
   double momentum = options.momentum.value_or(0);
   if (is_training() && options.track_running_stats) {
     Tensor n = num_batches_tracked();
+    const int64_t count = n.to_vector<int64_t>()[0];
+    MG_CHECK(count < std::numeric_limits<int64_t>::max(), StateError, "{}: num_batches_tracked is {}, which cannot count on",
+             type_name(), count);
     n.copy_(n + scalar_tensor(1, DType::Int64));
     if (!options.momentum) momentum = 1.0 / static_cast<double>(n.item());
   }

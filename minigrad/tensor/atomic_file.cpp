@@ -38,7 +38,9 @@ void remove_stale_temporaries(const std::string& path) {
   namespace fs = std::filesystem;
   const std::string prefix = fs::path(path).filename().string() + ".tmp-";
   std::error_code ec;
-  for (auto& e : fs::directory_iterator(parent_dir(path), ec)) {
+  // increment(ec), not a range-for: its operator++ throws std::filesystem_error on a read error
+  for (fs::directory_iterator it(parent_dir(path), ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& e = *it;
     const std::string name = e.path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
     const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);

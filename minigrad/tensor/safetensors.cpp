@@ -106,6 +106,9 @@ SafeTensors load_safetensors(const std::string& path) {
     MG_CHECK(!in.bad(), FileError, "load_safetensors: reading {} failed: {}", path, errno_text());
   } catch (const std::ios_base::failure& e) {
     throw FileError(fmt::format("load_safetensors: reading {} failed: {}", path, e.what()));
+  } catch (const std::bad_alloc&) {
+    throw MemoryError(fmt::format("load_safetensors: {} ({} bytes) does not fit in memory", path,
+                                  std::filesystem::file_size(path, ec)));
   }
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 
 #include "helpers.h"
@@ -268,6 +269,11 @@ TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
   dist::DistributedSampler drop(11, N, 0, false, 0, true);
   EXPECT_EQ(drop.num_samples(), 11 / N);
   EXPECT_THROW(dist::DistributedSampler(5, N, N), ValueError);
+  // sizes near 2^63: the padded epoch (n + N - 1 once overflowed) and an order too large to hold
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_THROW(dist::DistributedSampler(kMax, 2, 0), ValueError);
+  EXPECT_EQ(dist::DistributedSampler(kMax, 2, 0, false, 0, true).num_samples(), kMax / 2);
+  EXPECT_THROW(dist::DistributedSampler(int64_t{1} << 62, 2, 0, false).indices(), MemoryError);
 }
 
 // Prints a failing assertion with the rank it happened on (for the ranks other than 0).

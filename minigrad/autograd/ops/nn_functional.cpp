@@ -106,7 +106,10 @@ Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor&
   MG_CHECK(eps >= 0 && std::isfinite(eps), ValueError, "batch_norm: eps must be finite and >= 0, got {}", eps);
   const int64_t C = x.size(1);
   for (const Tensor* r : {&running_mean, &running_var})
-    MG_CHECK(!r->defined() || (r->shape() == Shape{C} && is_floating(r->dtype())), ShapeError,
+    MG_CHECK(!r->defined() || is_floating(r->dtype()), DTypeError, "batch_norm: {} is {}; running statistics must be floating",
+             r == &running_mean ? "running_mean" : "running_var", dtype_name(r->dtype()));
+  for (const Tensor* r : {&running_mean, &running_var})
+    MG_CHECK(!r->defined() || r->shape() == Shape{C}, ShapeError,
              "batch_norm: {} has shape {} ({}) but the input has {} channels (a floating (C,) tensor expected)",
              r == &running_mean ? "running_mean" : "running_var", shape_str(r->shape()), dtype_name(r->dtype()), C);
   for (const Tensor* r : {&running_mean, &running_var})

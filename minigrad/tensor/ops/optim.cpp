@@ -11,7 +11,9 @@ namespace mg {
 void adam_step_(const Tensor& param, const Tensor& grad0, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamStepArgs& a) {
   for (const Tensor* t : {&grad0, &exp_avg, &exp_avg_sq}) {
-    MG_CHECK(t->defined() && t->shape() == param.shape() && t->dtype() == param.dtype(), ShapeError,
+    MG_CHECK(!t->defined() || t->dtype() == param.dtype(), DTypeError, "adam_step_: parameter {} and a gradient or state of {}",
+             dtype_name(param.dtype()), dtype_name(t->dtype()));
+    MG_CHECK(t->defined() && t->shape() == param.shape(), ShapeError,
              "adam_step_: parameter {} {} and a gradient or state of {} {} do not match", dtype_name(param.dtype()),
              shape_str(param.shape()), t->defined() ? dtype_name(t->dtype()) : "undefined",
              t->defined() ? shape_str(t->shape()) : "");

@@ -58,7 +58,9 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 // Keeping the top k: every logit below the k-th largest of its row becomes -inf (weight 0 after the
 // softmax); ties with the k-th are kept, as in nanoGPT.
 Tensor sample_logits(const Tensor& logits, double temperature, std::optional<int64_t> top_k, Generator& gen) {
-  MG_CHECK(logits.defined() && logits.dim() == 2 && is_floating(logits.dtype()) && logits.size(1) > 0, ShapeError,
+  MG_CHECK(logits.defined(), StateError, "sample_logits: the logits are undefined");
+  MG_CHECK(is_floating(logits.dtype()), DTypeError, "sample_logits: expected floating logits, got {}", dtype_name(logits.dtype()));
+  MG_CHECK(logits.dim() == 2 && logits.size(1) > 0, ShapeError,
            "sample_logits: expected floating logits (batch, vocab) with vocab >= 1, got {}",
            logits.defined() ? fmt::format("{} {}", dtype_name(logits.dtype()), shape_str(logits.shape())) : "undefined");
   MG_CHECK(std::isfinite(temperature) && temperature >= 0, ValueError,
