@@ -8,6 +8,8 @@
 #include <fstream>
 #include <limits>
 
+#include <unistd.h>
+
 #include "bad_inputs.h"
 
 using namespace mg;
@@ -298,7 +300,8 @@ void optimizers_and_schedules() {
 
 void files() {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_bad_inputs";
+  // a folder per process: BadInputs.Files and BadInputs.Count both run this, in parallel under ctest
+  const fs::path dir = fs::temp_directory_path() / ("minigrad_test_bad_inputs_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string file = (dir / "f.safetensors").string();
   auto write = [&](const std::string& bytes) { std::ofstream(file, std::ios::binary) << bytes; };
@@ -338,6 +341,7 @@ void files() {
   BAD(ValueError, "save_checkpoint:", optim::save_checkpoint(file, lin, sgd, -1));
   optim::SGD foreign({Variable(zeros({2}), true)});
   BAD(ValueError, "checkpoint:", optim::save_checkpoint(file, lin, foreign, 1));
+  fs::remove_all(dir);
 }
 
 TEST(BadInputs, ViewsAndCreation) { views_and_creation(); }

@@ -147,6 +147,10 @@ TEST(ErrorNames, OverflowingSizes) {
     EXPECT_EQ(max_pool2d(ones({1, 1, 4, 4}), a).y.shape(), (Shape{1, 1, 1, 1}));
     EXPECT_EQ(avg_pool2d(ones({1, 1, 4, 4}), a).shape(), (Shape{1, 1, 1, 1}));
   }
+  // an empty shape whose other sizes multiply past 2^63: flatten(1) once gave (0, 0)
+  EXPECT_THROW(zeros({0, int64_t{1} << 40, int64_t{1} << 40}), ValueError);
+  EXPECT_THROW(zeros({0, 1, 1}).expand({0, int64_t{1} << 40, int64_t{1} << 40}), ValueError);
+  EXPECT_EQ(zeros({0, int64_t{1} << 20, 4}).flatten(1).shape(), (Shape{0, int64_t{4} << 20}));
   // a view whose offset would wrap past the storage's end
   EXPECT_THROW(Tensor(ones({4}).storage(), DType::Float32, {2}, {1}, kMax), ValueError);
   // conv with a stride near 2^63 and padding: one output column, read from inside the image

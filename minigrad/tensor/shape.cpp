@@ -1,5 +1,7 @@
 #include "minigrad/tensor/shape.h"
 
+#include <algorithm>
+
 #include "minigrad/tensor/error.h"
 
 namespace mg {
@@ -12,8 +14,15 @@ int64_t numel_of(const Shape& shape) {
 
 int64_t checked_numel(const Shape& shape, std::string_view op, int64_t itemsize) {
   for (int64_t s : shape) MG_CHECK(s >= 0, ValueError, "{}: negative size in shape {}", op, shape_str(shape));
-  for (int64_t s : shape)
-    if (s == 0) return 0;
+  // With a 0 the tensor is empty, but its other sizes must still multiply within 64 bits: views
+  // and kernels take products of sub-shapes (flatten of (0, 2^40, 2^40) once gave (0, 0)).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    int64_t nonzero = 1;
+    for (int64_t s : shape)
+      MG_CHECK(s == 0 || !__builtin_mul_overflow(nonzero, s, &nonzero), ValueError,
+               "{}: the sizes of shape {} multiply past 64 bits", op, shape_str(shape));
+    return 0;
+  }
   int64_t n = 1, bytes = 0;
   bool overflow = false;
   for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(n, s, &n);

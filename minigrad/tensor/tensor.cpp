@@ -18,7 +18,10 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strid
   if (!storage_) return;
   MG_CHECK(shape_.size() == strides_.size(), ShapeError, "Tensor: shape {} and strides {} differ in length",
            shape_str(shape_), shape_str(strides_));
-  int64_t lo = offset_, hi = offset_;
+  int64_t lo = offset_, hi = offset_, nonzero = 1;
+  for (int64_t s : shape_)  // an empty tensor's other sizes must multiply within 64 bits too (shape.cpp)
+    MG_CHECK(s <= 0 || !__builtin_mul_overflow(nonzero, s, &nonzero), ValueError, "Tensor: the sizes of shape {} multiply past 64 bits",
+             shape_str(shape_));
   for (size_t d = 0; d < shape_.size(); ++d) {
     MG_CHECK(shape_[d] >= 0, ShapeError, "Tensor: negative size in shape {}", shape_str(shape_));
     if (shape_[d] == 0) return;  // no elements: nothing to reach
