@@ -25,23 +25,15 @@ namespace fs = std::filesystem;
 
 namespace {
 const fs::path kRoot = MG_SOURCE_DIR;
-// The library lives in minigrad/ (its headers are included as "minigrad/nn/linear.h"); docs and
-// comments name its files from there, as the layers: `nn/linear.h` is minigrad/nn/linear.h.
-const fs::path kLib = kRoot / "minigrad";
-const std::set<std::string> kLayers = {"tensor", "autograd", "nn", "optim", "data", "viz"};
-const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn", "optim", "data", "viz", "minigrad", "tests", "examples",
-                                        "bench", "docs", "scripts", "cmake", ".ci"};
+// The library's layers sit at the repository's root; its headers are included as
+// <minigrad/nn/linear.h>, which is the file nn/linear.h (README: Layout), so docs name them from the root.
+const std::set<std::string> kLayers = {"tensor", "autograd", "nn", "optim", "data", "viz", "distributed"};
+const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn", "optim", "data", "viz", "distributed", "tests",
+                                        "examples", "bench", "docs", "fuzz", "scripts", "cmake", ".ci"};
 const std::set<std::string> kRootFiles = {"minigrad.h", "Makefile", "CMakeLists.txt", "README.md"};
 
-// Where a path written in the docs lives: under minigrad/ for the library's layers and its
-// umbrella header, under the repository's root otherwise. data/ is both a layer (data/dataloader.h)
-// and the folder of data sets (data/digits.csv): a path there is the library's unless only the
-// root has it.
-fs::path resolve(const std::string& path) {
-  const std::string first = path.substr(0, path.find('/'));
-  if (first == "data" && !fs::exists(kLib / path) && fs::exists(kRoot / path)) return kRoot / path;
-  return kLayers.count(first) || path == "minigrad.h" ? kLib / path : kRoot / path;
-}
+// Where a path written in the docs lives.
+fs::path resolve(const std::string& path) { return kRoot / path; }
 
 std::string read(const fs::path& p) {
   std::ifstream in(p);
@@ -55,7 +47,6 @@ std::vector<fs::path> code_files() {
   std::vector<fs::path> out;
   for (const char* f : {"Makefile", "CMakeLists.txt"}) out.push_back(kRoot / f);
   for (const std::string& dir : kTopDirs) {
-    if (kLayers.count(dir)) continue;  // walked as part of minigrad/
     for (auto& e : fs::recursive_directory_iterator(resolve(dir))) {
       const std::string ext = e.path().extension().string(), name = e.path().filename().string();
       if (e.is_regular_file() && (ext == ".h" || ext == ".cpp" || ext == ".py" || name == "CMakeLists.txt" ||
@@ -109,12 +100,12 @@ bool file_has(const fs::path& file, const std::string& name) {
   return std::regex_search(text, def_re);
 }
 
-// All of the library's code (tensor/, autograd/, nn/, optim/, data/, viz/), as one text.
+// All of the library's code (tensor/, autograd/, nn/, optim/, data/, viz/, distributed/), as one text.
 const std::string& library_code() {
   static const std::string code = [] {
     std::string all;
     for (const std::string& dir : kLayers)
-      for (auto& e : fs::recursive_directory_iterator(kLib / dir))
+      for (auto& e : fs::recursive_directory_iterator(kRoot / dir))
         if (e.is_regular_file()) all += read(e.path()) + "\n";
     return all;
   }();
@@ -192,7 +183,7 @@ std::vector<std::string> check_reference(const fs::path& md, std::string ref, bo
 std::vector<std::string> check_markdown(const fs::path& md, const std::string& text, int* count = nullptr) {
   static const std::regex span_re("`([^`\\n]+)`"), link_re("\\]\\(([^)\\s]+)\\)");
   // A path written in plain prose, outside backticks: nn/transformer.h, autograd/ops/attention.cpp.
-  static const std::regex plain_re(R"((?:^|[\s(,])((?:tensor|autograd|nn|optim|data|viz|minigrad|tests|examples|bench|docs|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
+  static const std::regex plain_re(R"((?:^|[\s(,])((?:tensor|autograd|nn|optim|data|viz|distributed|tests|examples|bench|docs|fuzz|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
   const std::string prose = prose_of(text);
   std::vector<std::string> out;
   const std::string plain = std::regex_replace(prose, span_re, " ");
@@ -211,7 +202,7 @@ std::vector<std::string> check_markdown(const fs::path& md, const std::string& t
 std::set<std::string> declared_ops() {
   static const std::regex decl_re(R"(\n(?:Variable|std::pair<Variable, Tensor>|std::vector<Variable>)\s+([a-z_0-9]+)\()");
   std::set<std::string> ops;
-  for (auto& e : fs::directory_iterator(kLib / "autograd" / "ops"))
+  for (auto& e : fs::directory_iterator(kRoot / "autograd" / "ops"))
     if (e.path().extension() == ".h") {
       const std::string text = read(e.path());
       for (std::sregex_iterator it(text.begin(), text.end(), decl_re), end; it != end; ++it) ops.insert((*it)[1]);

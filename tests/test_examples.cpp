@@ -311,7 +311,7 @@ TEST_F(Examples, DigitsCnnReadsHeldOutHandwriting) {
   // 359 held-out digits right.
   digits_cnn::Config c;
   c.epochs = 8;
-  c.data = std::string(MG_SOURCE_DIR) + "/data/digits.csv";
+  c.data = std::string(MG_SOURCE_DIR) + "/datasets/digits.csv";
   ASSERT_TRUE(std::filesystem::exists(c.data)) << c.data << " is missing: run scripts/fetch-digits (make test does)";
   const digits_cnn::Split s = digits_cnn::split(digits_cnn::load_digits(c.data), c.test_fraction, c.seed);
   ASSERT_EQ(s.train.y.size(0), 1438);

@@ -16,7 +16,9 @@
 namespace fs = std::filesystem;
 
 namespace {
-const fs::path kRoot = fs::path(MG_SOURCE_DIR) / "minigrad";  // the library; its headers are included as "minigrad/<layer>/..."
+// The repository's root, where the layers sit; their headers are included as <minigrad/<layer>/...>
+// (or "minigrad/<layer>/..."), through the include folder the build makes (CMakeLists.txt).
+const fs::path kRoot = MG_SOURCE_DIR;
 
 // The layers each layer may include from.
 const std::map<std::string, std::set<std::string>> kAllowed = {
@@ -50,7 +52,7 @@ std::vector<std::pair<std::string, std::string>> library_files() {
 
 // What is wrong with `text`, a file of `layer`: one message per upward or private include.
 std::vector<std::string> violations(const std::string& layer, const std::string& file, const std::string& text) {
-  static const std::regex include_re(R"re(#include\s+"minigrad/([a-z_]+)/([^"]+)")re");
+  static const std::regex include_re(R"re(#include\s+["<]minigrad/([a-z_]+)/([^">]+)[">])re");
   std::vector<std::string> out;
   for (std::sregex_iterator it(text.begin(), text.end(), include_re), end; it != end; ++it) {
     const std::string to = (*it)[1], header = to + "/" + (*it)[2].str();
@@ -60,7 +62,7 @@ std::vector<std::string> violations(const std::string& layer, const std::string&
       out.push_back(file + " includes " + header + ", which is private to tensor/: call a kernel of tensor/ops.h instead");
   }
   // a library header included without the prefix could be a user's file of the same name
-  static const std::regex bare_re(R"re(#include\s+"((tensor|autograd|nn|optim|data|viz|distributed)/[^"]+)")re");
+  static const std::regex bare_re(R"re(#include\s+["<]((tensor|autograd|nn|optim|data|viz|distributed)/[^">]+)[">])re");
   for (std::sregex_iterator it(text.begin(), text.end(), bare_re), end; it != end; ++it)
     out.push_back(file + " includes \"" + (*it)[1].str() + "\" without the minigrad/ prefix");
   if (layer != "tensor" && text.find("detail::") != std::string::npos)
@@ -81,7 +83,9 @@ TEST(Layers, TheCheckCatchesUpwardAndPrivateIncludes) {
   EXPECT_EQ(violations("nn", "an nn file", "#include \"minigrad/optim/adam.h\"\n").size(), 1u);
   EXPECT_EQ(violations("viz", "a viz file", "#include \"minigrad/autograd/ops.h\"\n").size(), 1u);
   EXPECT_EQ(violations("autograd", "an autograd file", "#include \"minigrad/tensor/loops.h\"\nauto y = detail::map_unary;\n").size(), 2u);
+  EXPECT_EQ(violations("nn", "an nn file", "#include <minigrad/optim/adam.h>\n").size(), 1u);  // the angle-bracket form too
   EXPECT_EQ(violations("nn", "an nn file", "#include \"nn/module.h\"\n").size(), 1u);  // no prefix
+  EXPECT_EQ(violations("nn", "an nn file", "#include <nn/module.h>\n").size(), 1u);
   EXPECT_TRUE(violations("optim", "an optim file", "#include \"minigrad/nn/module.h\"\n#include \"minigrad/tensor/ops.h\"\n").empty());
 }
 
@@ -95,4 +99,30 @@ TEST(Layers, BlasHasOneDoor) {
     else EXPECT_FALSE(calls) << file << " calls BLAS directly; go through tensor/blas.h";
   }
   EXPECT_EQ(doors, 1);
+}
+
+// The design card's top level: the layers at the repository's root beside examples/, tests/ and
+// CMakeLists.txt, and no minigrad/ folder (the prefix of <minigrad/...> exists only in the build's
+// include folder and the installed tree).
+TEST(Layers, TheLayersSitAtTheRoot) {
+  for (const char* dir : {"tensor", "autograd", "nn", "optim", "data", "viz", "distributed", "examples", "tests"})
+    EXPECT_TRUE(fs::is_directory(kRoot / dir)) << dir << "/ is missing from the repository's root";
+  EXPECT_TRUE(fs::is_regular_file(kRoot / "CMakeLists.txt"));
+  EXPECT_TRUE(fs::is_regular_file(kRoot / "minigrad.h")) << "the umbrella header sits at the root";
+  EXPECT_FALSE(fs::exists(kRoot / "minigrad")) << "a minigrad/ folder is back in the source tree; the layers sit at the root";
+}
+
+// The build's include folder names exactly the layers and the umbrella header, each a link to the
+// source, so that <minigrad/nn/linear.h> opens nn/linear.h and nothing else of the repository can
+// be included with the prefix.
+TEST(Layers, TheIncludeFolderLinksToTheLayers) {
+  const fs::path dir = fs::path(MG_INCLUDE_DIR) / "minigrad";
+  std::set<std::string> names;
+  for (auto& e : fs::directory_iterator(dir)) {
+    names.insert(e.path().filename().string());
+    EXPECT_TRUE(fs::is_symlink(e.symlink_status())) << e.path() << " is not a link to the source";
+    EXPECT_TRUE(fs::equivalent(e.path(), kRoot / e.path().filename())) << e.path() << " does not point at the source";
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "optim", "data", "viz", "distributed", "minigrad.h"}));
+  EXPECT_TRUE(fs::equivalent(dir / "nn" / "linear.h", kRoot / "nn" / "linear.h"));
 }

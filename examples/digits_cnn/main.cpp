@@ -2,7 +2,7 @@
 //
 // A small convolutional network reads the handwritten-digits data set (1,797 images of 8x8 pixels,
 // 43 writers, UCI's "Optical Recognition of Handwritten Digits"), as Debian's python3-sklearn
-// package ships it; scripts/fetch-digits takes the one file out of the package as data/digits.csv.
+// package ships it; scripts/fetch-digits takes the one file out of the package as datasets/digits.csv.
 // A seeded 80/20 split keeps 359 images the model never trains on; the run reports its accuracy
 // on them and draws the learned 3x3 filters, the confusion matrix and the digits it gets wrong.
 //
@@ -31,7 +31,7 @@ using namespace mg;
 constexpr int64_t kImages = 1797, kSide = 8, kClasses = 10;
 
 struct Config {
-  std::string data = "data/digits.csv";  // written by scripts/fetch-digits
+  std::string data = "datasets/digits.csv";  // written by scripts/fetch-digits
   int epochs = 30;                        // passes over the training images
   int64_t batch = 32;                     // images per AdamW step
   double lr = 2e-3;                       // AdamW learning rate (cosine-decayed to 10%)
@@ -45,7 +45,7 @@ struct Data {
   Tensor y;  // (N) int64 digits
 };
 
-// data/digits.csv: one image per line, 64 pixel values (0-16) row by row, then the digit.
+// datasets/digits.csv: one image per line, 64 pixel values (0-16) row by row, then the digit.
 Data load_digits(const std::string& path) {
   std::ifstream in(path);
   MG_CHECK(in.good(), FileError, "digits_cnn: cannot read {}; run scripts/fetch-digits first (it takes the file from "
@@ -214,7 +214,7 @@ std::string write_report(const DigitsCNN& m, const Split& s, const Result& r, co
     rep.add_svg(fmt::format("wrong_{}.svg", i),
                 viz::heatmap_svg(s.test.x.narrow(0, w, 1).reshape({kSide, kSide}),
                                  {.title = fmt::format("a {} read as {}", y[w], p[w]), .vmin = 0, .vmax = 1, .annotate = 0, .cell = 14}),
-                fmt::format("Held-out image (line {} of data/digits.csv): a {} the model read as a {}.", file_row[w] + 1, y[w], p[w]));
+                fmt::format("Held-out image (line {} of datasets/digits.csv): a {} the model read as a {}.", file_row[w] + 1, y[w], p[w]));
   }
   return rep.write_index();
 }

@@ -2,6 +2,7 @@
 #   cmake -DMODE=subdirectory -DSOURCE=<minigrad source> -DWORK=<scratch dir> -P run.cmake
 #   cmake -DMODE=installed -DSOURCE=<minigrad source> -DBUILD=<minigrad build> -DWORK=<scratch dir> -P run.cmake
 # "installed" first runs cmake --install of minigrad's build into WORK/prefix, an empty prefix.
+cmake_policy(VERSION 3.25)
 file(REMOVE_RECURSE ${WORK})
 set(here ${CMAKE_CURRENT_LIST_DIR})
 function(run)
@@ -25,8 +26,17 @@ if(MODE STREQUAL "subdirectory")
   endif()
 elseif(MODE STREQUAL "installed")
   run(${CMAKE_COMMAND} --install ${BUILD} --prefix ${WORK}/prefix)
-  if(NOT EXISTS ${WORK}/prefix/include/minigrad/minigrad.h OR NOT EXISTS ${WORK}/prefix/include/minigrad/nn/module.h)
-    message(FATAL_ERROR "the headers were not installed under include/minigrad/")
+  # the installed header tree: include/minigrad/minigrad.h and include/minigrad/<layer>/..., every
+  # header of the layers at the source's root and nothing else
+  file(GLOB_RECURSE installed RELATIVE ${WORK}/prefix/include/minigrad ${WORK}/prefix/include/*)
+  file(GLOB_RECURSE expected RELATIVE ${SOURCE} ${SOURCE}/tensor/*.h ${SOURCE}/autograd/*.h ${SOURCE}/nn/*.h
+       ${SOURCE}/optim/*.h ${SOURCE}/data/*.h ${SOURCE}/viz/*.h ${SOURCE}/distributed/*.h)
+  list(APPEND expected minigrad.h)
+  list(SORT installed)
+  list(SORT expected)
+  if(NOT "${installed}" STREQUAL "${expected}" OR NOT "nn/module.h" IN_LIST installed)
+    message(FATAL_ERROR "the headers installed under include/minigrad/ are not the layers' headers:\n"
+                        "installed: ${installed}\nexpected: ${expected}")
   endif()
   run(${CMAKE_COMMAND} -S ${here} -B ${WORK}/build -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${WORK}/prefix)
 else()
