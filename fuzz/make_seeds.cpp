@@ -8,14 +8,14 @@
 int main(int argc, char** argv) {
   using namespace mg;
   const std::string dir = argc > 1 ? argv[1] : "fuzz/corpus";
-  struct Model : nn::Module {
+  struct Model : nn::Callable<Model> {
     nn::Linear fc1{3, 4}, fc2{4, 2};
     Model() { register_module("fc1", fc1), register_module("fc2", fc2); }
     std::string type_name() const override { return "Model"; }
   } m;
   nn::save(m, dir + "/minigrad_weights.safetensors");
   optim::AdamW opt(m.parameters(), {.lr = 0.01});
-  Variable loss = mse_loss(m.fc2.forward(m.fc1.forward(Variable(ones({2, 3})))), Variable(zeros({2, 2})));
+  Variable loss = mse_loss(m.fc2(m.fc1(Variable(ones({2, 3})))), Variable(zeros({2, 2})));
   loss.backward();
   opt.step();
   optim::save_checkpoint(dir + "/minigrad_checkpoint.safetensors", m, opt, 1);

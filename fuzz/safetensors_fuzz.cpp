@@ -23,7 +23,7 @@ namespace {
 using namespace mg;
 
 // The model of the seeds: tests/golden/safetensors_io.py's MLP (fc1 3 -> 4, fc2 4 -> 2).
-struct Model : nn::Module {
+struct Model : nn::Callable<Model> {
   nn::Linear fc1{3, 4}, fc2{4, 2};
   Model() {
     register_module("fc1", fc1);

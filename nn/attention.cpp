@@ -73,12 +73,6 @@ void check_inputs(const Variable& query, const Variable& key, const Variable& va
 
 AttentionOutput MultiheadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
                                             const AttentionForwardOptions& opt) const {
-  ForwardCall call(*this, {query, key, value});  // hooks, and errors that say where (nn/module.h)
-  return call.output(attend(call.input(0), call.input(1), call.input(2), opt));
-}
-
-AttentionOutput MultiheadAttention::attend(const Variable& query, const Variable& key, const Variable& value,
-                                           const AttentionForwardOptions& opt) const {
   check_inputs(query, key, value, embed_dim, w_q.weight.dtype());
   if (opt.cache) {
     MG_CHECK(query.impl() == key.impl() && key.impl() == value.impl(), ValueError,
@@ -90,9 +84,9 @@ AttentionOutput MultiheadAttention::attend(const Variable& query, const Variable
   if (can_fuse(query, key, value, opt)) return forward_fused(query, key, value, opt);
 
   // 1. Project every token with W_Q, W_K, W_V: three ordinary Linear layers.
-  const Variable Q = w_q.forward(query);  // (B, Tq, E)
-  const Variable K = w_k.forward(key);    // (B, Tk, E)
-  const Variable V = w_v.forward(value);  // (B, Tk, E)
+  const Variable Q = w_q(query);  // (B, Tq, E)
+  const Variable K = w_k(key);    // (B, Tk, E)
+  const Variable V = w_v(value);  // (B, Tk, E)
   // 2. Split heads: head h takes features [h d_k, (h+1) d_k) of each projection (a view).
   const Variable q = split_heads(Q, num_heads);  // (B, H, Tq, d_k)
   const Variable k = split_heads(K, num_heads);  // (B, H, Tk, d_k)
@@ -102,7 +96,7 @@ AttentionOutput MultiheadAttention::attend(const Variable& query, const Variable
   // 5. Softmax over the keys: each query's weights are positive and sum to 1.
   const Variable weights = softmax(scores, -1);  // (B, H, Tq, Tk)
   // 6. Mix: each query's output is the weighted average of the values.
-  const Variable mixed = matmul(attn_dropout.forward(weights), v);  // (B, H, Tq, d_k)
+  const Variable mixed = matmul(attn_dropout(weights), v);  // (B, H, Tq, d_k)
   // 7, 8. Merge the heads side by side again and project with W_O.
   return AttentionOutput{merge_and_project(mixed, opt.head_mask), weights, scores};
 }
@@ -146,9 +140,9 @@ AttentionOutput MultiheadAttention::forward_cached(const Variable& x, const Atte
   MG_CHECK(!opt.attn_mask.defined() && !opt.key_padding_mask.defined(), ValueError,
            "MultiheadAttention: with a KV cache only is_causal masks; attn_mask and key_padding_mask are not supported");
   const int64_t past = opt.cache->size(), Tq = x.size(1);
-  const Variable q = split_heads(w_q.forward(x), num_heads);  // (B, H, Tq, d_k)
-  const auto [kt, vt] = opt.cache->append(split_heads(w_k.forward(x), num_heads).data(),
-                                          split_heads(w_v.forward(x), num_heads).data());
+  const Variable q = split_heads(w_q(x), num_heads);  // (B, H, Tq, d_k)
+  const auto [kt, vt] = opt.cache->append(split_heads(w_k(x), num_heads).data(),
+                                          split_heads(w_v(x), num_heads).data());
   const Variable k(kt), v(vt);  // (B, H, past + Tq, d_k)
   // One new query sees every key when causal; with an empty cache the usual causal mask applies. The
   // fused kernel covers both; a block of new queries after earlier tokens takes the composed path.
@@ -157,7 +151,7 @@ AttentionOutput MultiheadAttention::forward_cached(const Variable& x, const Atte
   Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, past + Tq)
   if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, past + Tq}, DType::Bool), 1 + past), -INFINITY);
   const Variable weights = softmax(scores, -1);
-  return AttentionOutput{merge_and_project(matmul(attn_dropout.forward(weights), v), opt.head_mask), weights, scores};
+  return AttentionOutput{merge_and_project(matmul(attn_dropout(weights), v), opt.head_mask), weights, scores};
 }
 
 Variable MultiheadAttention::merge_and_project(const Variable& heads, const Tensor& head_mask) const {
@@ -167,7 +161,7 @@ Variable MultiheadAttention::merge_and_project(const Variable& heads, const Tens
              num_heads, shape_str(head_mask.shape()));
     h = h * Variable(head_mask.to(h.dtype()).reshape({1, num_heads, 1, 1}));
   }
-  return w_o.forward(merge_heads(h));  // (B, Tq, E)
+  return w_o(merge_heads(h));  // (B, Tq, E)
 }
 
 Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& opt) {

@@ -83,7 +83,26 @@ struct AttentionOutput {
   Variable scores;   // (B, H, Tq, Tk) pre-softmax scores Q K^T / sqrt(d_k), masked entries -inf
 };
 
-class MultiheadAttention : public Module {
+/// What forward hooks see of an AttentionOutput: {output, weights, scores} (the last two are
+/// always computed when the module has a forward hook).
+inline void hook_values_into(std::vector<Variable>& out, const AttentionOutput& a) {
+  out.insert(out.end(), {a.output, a.weights, a.scores});
+}
+/// Put hooked values back into an AttentionOutput.
+inline void set_hook_values(AttentionOutput& a, const std::vector<Variable>& in, size_t& at) {
+  a = {in.at(at), in.at(at + 1), in.at(at + 2)};
+  at += 3;
+}
+
+/// Steps 3 and 4 for any q (B, H, Tq, d) and k (B, H, Tk, d): q k^T / sqrt(d), with the masks of
+/// `options` applied (-inf where a query may not look; a floating attn_mask is added).
+Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& options = {});
+/// (B, T, E) -> (B, H, T, E/H): head h takes features [h*d, (h+1)*d). A view, no copy.
+Variable split_heads(const Variable& x, int64_t num_heads);
+/// (B, H, T, d) -> (B, T, H*d): the inverse of split_heads.
+Variable merge_heads(const Variable& x);
+
+class MultiheadAttention : public Callable<MultiheadAttention> {
  public:
   /// embed_dim must divide by num_heads. Init as PyTorch: W_Q, W_K, W_V Xavier-uniform over their
   /// stacked (3E, E) matrix, W_O Linear's default, all biases zero.
@@ -94,6 +113,16 @@ class MultiheadAttention : public Module {
                           const AttentionForwardOptions& options = {}) const;
   /// Self-attention: forward(x, x, x, options).
   AttentionOutput forward(const Variable& x, const AttentionForwardOptions& options = {}) const;
+  /// m(query, key, value, {...}): forward with hooks and errors that say where (nn::call). Written
+  /// out, not left to Callable's template, so that the options can be a braced {.is_causal = true}.
+  AttentionOutput operator()(const Variable& query, const Variable& key, const Variable& value,
+                             const AttentionForwardOptions& options = {}) const {
+    return call(*this, query, key, value, options);
+  }
+  /// m(x, {...}): self-attention with hooks; they see the inputs as (x, x, x).
+  AttentionOutput operator()(const Variable& x, const AttentionForwardOptions& options = {}) const {
+    return call(*this, x, x, x, options);
+  }
 
   std::string type_name() const override { return "MultiheadAttention"; }
   std::string extra_repr() const override;
@@ -113,23 +142,6 @@ class MultiheadAttention : public Module {
                                 const AttentionForwardOptions& options) const;
   // Incremental decoding with options.cache (nn/attention.cpp).
   AttentionOutput forward_cached(const Variable& x, const AttentionForwardOptions& options) const;
-  // Steps 1 to 8 on the inputs as the forward-pre hooks left them.
-  AttentionOutput attend(const Variable& query, const Variable& key, const Variable& value,
-                         const AttentionForwardOptions& options) const;
 };
-
-/// What forward hooks see of an AttentionOutput: {output, weights, scores} (the last two are
-/// always computed when the module has a forward hook).
-inline std::vector<Variable> hook_values(const AttentionOutput& out) { return {out.output, out.weights, out.scores}; }
-/// Put hooked values back into an AttentionOutput.
-inline void set_hook_values(AttentionOutput& out, const std::vector<Variable>& v) { out = {v.at(0), v.at(1), v.at(2)}; }
-
-/// Steps 3 and 4 for any q (B, H, Tq, d) and k (B, H, Tk, d): q k^T / sqrt(d), with the masks of
-/// `options` applied (-inf where a query may not look; a floating attn_mask is added).
-Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& options = {});
-/// (B, T, E) -> (B, H, T, E/H): head h takes features [h*d, (h+1)*d). A view, no copy.
-Variable split_heads(const Variable& x, int64_t num_heads);
-/// (B, H, T, d) -> (B, T, H*d): the inverse of split_heads.
-Variable merge_heads(const Variable& x);
 
 }  // namespace mg::nn

@@ -26,8 +26,8 @@ AttentionOutput MultiheadAttention::forward_fused(const Variable& query, const V
     const Variable b = w_q.bias.defined() ? concat({w_q.bias, w_k.bias, w_v.bias}, 0) : Variable();  // (3E)
     mixed = self_attention_qkv(linear(query, w, b), num_heads, opt.is_causal);
   } else {
-    mixed = scaled_dot_product_attention(split_heads(w_q.forward(query), num_heads), split_heads(w_k.forward(key), num_heads),
-                                         split_heads(w_v.forward(value), num_heads), opt.is_causal);
+    mixed = scaled_dot_product_attention(split_heads(w_q(query), num_heads), split_heads(w_k(key), num_heads),
+                                         split_heads(w_v(value), num_heads), opt.is_causal);
   }
   return {merge_and_project(mixed, opt.head_mask), Variable(), Variable()};  // steps 7, 8
 }

@@ -10,14 +10,14 @@
 namespace mg::nn {
 
 /// Applies its modules one after the other: Sequential s; s.push_back(make_shared<Linear>(2, 8));
-class Sequential : public Module {
+class Sequential : public Callable<Sequential> {
  public:
   /// Append a module with a `Variable forward(const Variable&)`; returns it.
   template <class M>
   M& push_back(std::shared_ptr<M> m) {
     MG_CHECK(m != nullptr, ValueError, "Sequential: cannot add a null module");
     owned_.push_back(m);
-    steps_.push_back([raw = m.get()](const Variable& x) { return raw->forward(x); });
+    steps_.push_back([raw = m.get()](const Variable& x) { return call(*raw, x); });  // with its hooks
     return register_module(std::to_string(owned_.size() - 1), *m);
   }
   /// Construct a module of type M in place and append it.
@@ -27,10 +27,9 @@ class Sequential : public Module {
   }
   /// x through every module in order.
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    Variable y = call.input(0);
+    Variable y = x;
     for (auto& f : steps_) y = f(y);
-    return call.output(y);
+    return y;
   }
   /// Module i as type M; an IndexError out of range, a ValueError if it is not an M.
   template <class M>

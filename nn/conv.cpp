@@ -39,8 +39,7 @@ Conv2d::Conv2d(int64_t in, int64_t out, Size2 k, Conv2dOptions o, Generator& gen
 void Conv2d::reset_parameters(Generator& gen) { reset_conv(weight, bias, gen); }
 
 Variable Conv2d::forward(const Variable& x) const {
-  ForwardCall call(*this, {x});
-  return call.output(conv2d(call.input(0), weight, bias, {options.stride, options.padding, options.dilation, options.groups}));
+  return conv2d(x, weight, bias, {options.stride, options.padding, options.dilation, options.groups});
 }
 
 std::string Conv2d::extra_repr() const {
@@ -69,8 +68,7 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, Conv1dOptions o, Generator& g
 void Conv1d::reset_parameters(Generator& gen) { reset_conv(weight, bias, gen); }
 
 Variable Conv1d::forward(const Variable& x) const {
-  ForwardCall call(*this, {x});
-  return call.output(conv1d(call.input(0), weight, bias, {options.stride, options.padding, options.dilation, options.groups}));
+  return conv1d(x, weight, bias, {options.stride, options.padding, options.dilation, options.groups});
 }
 
 std::string Conv1d::extra_repr() const {

@@ -17,7 +17,7 @@ struct Conv2dOptions {
 /// 2-D convolution: (N, in_channels, H, W) -> (N, out_channels, Ho, Wo). weight
 /// (out_channels, in_channels / groups, kH, kW) and bias (out_channels), both
 /// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in_channels / groups * kH * kW, as PyTorch.
-class Conv2d : public Module {
+class Conv2d : public Callable<Conv2d> {
  public:
   /// Conv2d(1, 16, 3, {.padding = 1}): 16 filters of 3x3 over one input channel.
   Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel_size, Conv2dOptions options = {},
@@ -47,7 +47,7 @@ struct Conv1dOptions {
 
 /// 1-D convolution: (N, in_channels, L) -> (N, out_channels, Lo); weight
 /// (out_channels, in_channels / groups, kernel_size), initialised as Conv2d's.
-class Conv1d : public Module {
+class Conv1d : public Callable<Conv1d> {
  public:
   /// Conv1d(8, 16, 5, {.padding = 2}).
   Conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, Conv1dOptions options = {},

@@ -19,15 +19,14 @@ struct EmbeddingOptions {
   std::optional<int64_t> padding_idx;
 };
 
-class Embedding : public Module {
+class Embedding : public Callable<Embedding> {
  public:
   /// weight (num_embeddings, embedding_dim) ~ N(0, 1), as in PyTorch (the padding row, if any, 0).
   Embedding(int64_t num_embeddings, int64_t embedding_dim, EmbeddingOptions options = {},
             Generator& gen = default_generator());
   /// ids: int64 (...) -> (..., embedding_dim). Out-of-range ids are an IndexError.
   Variable forward(const Tensor& ids) const {
-    ForwardCall call(*this, {Variable(ids)});  // hooks see the ids as a Variable that needs no gradient
-    return call.output(embedding(call.input(0).data(), weight, padding_idx));
+    return embedding(ids, weight, padding_idx);
   }
 
   std::string type_name() const override { return "Embedding"; }

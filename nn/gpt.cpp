@@ -21,12 +21,10 @@ GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
   register_module("resid_dropout", resid_dropout);
 }
 
-Variable GPTBlock::forward(const Variable& input, KVCache* cache) const {
-  ForwardCall call(*this, {input});
-  const Variable& x0 = call.input(0);
-  const AttentionOutput a = attn.forward(ln_1.forward(x0), AttentionForwardOptions{.is_causal = true, .cache = cache});
-  Variable x = x0 + resid_dropout.forward(a.output);
-  return call.output(x + resid_dropout.forward(proj.forward(gelu(fc.forward(ln_2.forward(x))))));
+Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
+  const AttentionOutput a = attn(ln_1(x0), AttentionForwardOptions{.is_causal = true, .cache = cache});
+  Variable x = x0 + resid_dropout(a.output);
+  return x + resid_dropout(proj(gelu(fc(ln_2(x)))));
 }
 
 // ---------------------------------------------------------------- GPT
@@ -45,9 +43,7 @@ GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
   if (o.tie_weights) head.weight = tok.weight;
 }
 
-Variable GPT::forward(const Tensor& ids_in, GPTCache* cache) const {
-  ForwardCall call(*this, {Variable(ids_in)});
-  const Tensor& ids = call.input(0).data();
+Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
   MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= context, ShapeError,
            "GPT: ids must be (batch, seq) with 1 <= seq <= context {}, got shape {}", context, shape_str(ids.shape()));
   const int64_t past = cache ? cache->size() : 0, T = ids.size(1);
@@ -59,9 +55,9 @@ Variable GPT::forward(const Tensor& ids_in, GPTCache* cache) const {
              blocks.size());
     cache->layers.assign(blocks.size(), KVCache());
   }
-  Variable x = tok.forward(ids) + pos.forward(arange(past, past + T));  // (B, T, dim)
-  for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i).forward(x, cache ? &cache->layers[i] : nullptr);
-  return call.output(head.forward(ln_f.forward(x)));  // (B, T, vocab)
+  Variable x = tok(ids) + pos(arange(past, past + T));  // (B, T, dim)
+  for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i)(x, cache ? &cache->layers[i] : nullptr);
+  return head(ln_f(x));  // (B, T, vocab)
 }
 
 Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,

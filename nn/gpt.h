@@ -16,7 +16,7 @@ struct GPTBlockOptions {
 
 /// The decoder-only block of GPT-2 (pre-LN, causal self-attention, GELU MLP 4x):
 ///   x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
-class GPTBlock : public Module {
+class GPTBlock : public Callable<GPTBlock> {
  public:
   GPTBlock(int64_t d_model, int64_t nhead, GPTBlockOptions options = {}, Generator& gen = default_generator());
   /// x (B, T, d_model) -> (B, T, d_model), causal. With a cache (inference only), x holds the new
@@ -57,7 +57,7 @@ struct GPTCache {
 /// A decoder-only Transformer, GPT-2's layout: token + position embeddings, num_layers GPTBlocks,
 /// a final LayerNorm and a linear head (tied to the token embedding with options.tie_weights). The model of examples/char_gpt and bench/gpt
 /// (the same as the PyTorch reference bench/torch_gpt_ref.py).
-class GPT : public Module {
+class GPT : public Callable<GPT> {
  public:
   /// vocab_size tokens; sequences of at most `context` tokens (rows of the position embedding).
   GPT(int64_t vocab_size, int64_t context, GPTOptions options = {}, Generator& gen = default_generator());

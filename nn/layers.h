@@ -11,13 +11,12 @@ struct LayerNormOptions {
 };
 
 /// Layer norm over the trailing dims `normalized_shape`; weight ones, bias zeros (PyTorch's init).
-class LayerNorm : public Module {
+class LayerNorm : public Callable<LayerNorm> {
  public:
   explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
   /// x: (..., *normalized_shape) -> same shape.
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(layer_norm(call.input(0), normalized_shape, weight, bias, eps));
+    return layer_norm(x, normalized_shape, weight, bias, eps);
   }
   std::string type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;
@@ -34,12 +33,11 @@ struct DropoutOptions {
 
 /// Zeroes elements with probability p in training mode (scaling the rest by 1/(1-p)); identity in
 /// eval mode. Masks come from `gen`, so a seeded run is reproducible: Dropout({.p = 0.1}).
-class Dropout : public Module {
+class Dropout : public Callable<Dropout> {
  public:
   explicit Dropout(DropoutOptions options = {}, Generator& gen = default_generator());
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(dropout(call.input(0), p, is_training(), *gen_));
+    return dropout(x, p, is_training(), *gen_);
   }
   std::string type_name() const override { return "Dropout"; }
   std::string extra_repr() const override { return fmt::format("p={}", p); }
@@ -51,10 +49,9 @@ class Dropout : public Module {
 };
 
 /// max(x, 0)
-struct ReLU : Module {
+struct ReLU : Callable<ReLU> {
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(relu(call.input(0)));
+    return relu(x);
   }
   std::string type_name() const override { return "ReLU"; }
 };
@@ -63,38 +60,34 @@ struct GELUOptions {
   std::string approximate = "none";  // "none": the erf form; "tanh": the tanh approximation
 };
 /// GELU, erf form ("none") or tanh approximation ("tanh"): GELU({.approximate = "tanh"}).
-struct GELU : Module {
+struct GELU : Callable<GELU> {
   explicit GELU(GELUOptions options = {}) : approximate(std::move(options.approximate)) {}
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(gelu(call.input(0), approximate));
+    return gelu(x, approximate);
   }
   std::string type_name() const override { return "GELU"; }
   std::string extra_repr() const override { return "approximate=" + approximate; }
   const std::string approximate;
 };
 /// tanh(x)
-struct Tanh : Module {
+struct Tanh : Callable<Tanh> {
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(tanh(call.input(0)));
+    return tanh(x);
   }
   std::string type_name() const override { return "Tanh"; }
 };
 /// 1 / (1 + e^-x)
-struct Sigmoid : Module {
+struct Sigmoid : Callable<Sigmoid> {
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(sigmoid(call.input(0)));
+    return sigmoid(x);
   }
   std::string type_name() const override { return "Sigmoid"; }
 };
 
 /// x * sigmoid(x) (also called swish)
-struct SiLU : Module {
+struct SiLU : Callable<SiLU> {
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(silu(call.input(0)));
+    return silu(x);
   }
   std::string type_name() const override { return "SiLU"; }
 };
@@ -103,11 +96,10 @@ struct LeakyReLUOptions {
   double negative_slope = 0.01;
 };
 /// x for x > 0, negative_slope * x below.
-struct LeakyReLU : Module {
+struct LeakyReLU : Callable<LeakyReLU> {
   explicit LeakyReLU(LeakyReLUOptions options = {}) : negative_slope(options.negative_slope) {}
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(leaky_relu(call.input(0), negative_slope));
+    return leaky_relu(x, negative_slope);
   }
   std::string type_name() const override { return "LeakyReLU"; }
   std::string extra_repr() const override { return fmt::format("negative_slope={}", negative_slope); }
@@ -119,11 +111,10 @@ struct SoftplusOptions {
   double threshold = 20;  // above beta x > threshold the output is x itself
 };
 /// log(1 + e^(beta x)) / beta, a smooth ReLU.
-struct Softplus : Module {
+struct Softplus : Callable<Softplus> {
   explicit Softplus(SoftplusOptions options = {}) : beta(options.beta), threshold(options.threshold) {}
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(softplus(call.input(0), beta, threshold));
+    return softplus(x, beta, threshold);
   }
   std::string type_name() const override { return "Softplus"; }
   std::string extra_repr() const override { return fmt::format("beta={}, threshold={}", beta, threshold); }
@@ -134,11 +125,10 @@ struct ELUOptions {
   double alpha = 1;
 };
 /// x for x > 0, alpha (e^x - 1) below.
-struct ELU : Module {
+struct ELU : Callable<ELU> {
   explicit ELU(ELUOptions options = {}) : alpha(options.alpha) {}
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(elu(call.input(0), alpha));
+    return elu(x, alpha);
   }
   std::string type_name() const override { return "ELU"; }
   std::string extra_repr() const override { return fmt::format("alpha={}", alpha); }
@@ -146,20 +136,18 @@ struct ELU : Module {
 };
 
 /// Returns its input: a placeholder where a model may or may not have a layer.
-struct Identity : Module {
+struct Identity : Callable<Identity> {
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(call.input(0));
+    return x;
   }
   std::string type_name() const override { return "Identity"; }
 };
 
 /// Flattens dims start_dim..end_dim into one: Flatten() turns (N, C, H, W) into (N, C H W).
-struct Flatten : Module {
+struct Flatten : Callable<Flatten> {
   explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1);
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(flatten(call.input(0), start_dim, end_dim));
+    return flatten(x, start_dim, end_dim);
   }
   std::string type_name() const override { return "Flatten"; }
   std::string extra_repr() const override { return fmt::format("start_dim={}, end_dim={}", start_dim, end_dim); }
@@ -167,11 +155,10 @@ struct Flatten : Module {
 };
 
 /// Splits dim into `sizes` (one may be -1): Unflatten(1, {16, 4, 4}) turns (N, 256) into (N, 16, 4, 4).
-struct Unflatten : Module {
+struct Unflatten : Callable<Unflatten> {
   Unflatten(int64_t dim, Shape sizes);
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(unflatten(call.input(0), dim, sizes));
+    return unflatten(x, dim, sizes);
   }
   std::string type_name() const override { return "Unflatten"; }
   std::string extra_repr() const override { return fmt::format("dim={}, unflattened_size={}", dim, shape_str(sizes)); }

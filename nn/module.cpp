@@ -6,7 +6,7 @@
 
 namespace mg::nn {
 namespace {
-// The modules whose forward is running on this thread, innermost last (ForwardCall).
+// The modules whose forward is running on this thread, innermost last (ForwardScope).
 thread_local std::vector<const Module*> t_forward_stack;
 
 // The prefix of an error raised inside a forward: the innermost running module, named by its
@@ -223,12 +223,22 @@ std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.sum
 
 HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
   MG_CHECK(hook != nullptr, ValueError, "register_forward_pre_hook: the hook is empty ({})", type_name());
+  check_runs_hooks("register_forward_pre_hook");
   pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
   return HookHandle(this, life_, next_hook_id_++);
 }
 
+// A hook on a module nothing calls through nn::call would never fire: say so at once.
+void Module::check_runs_hooks(const char* what) const {
+  MG_CHECK(runs_hooks(), ValueError,
+           "{}: {} derives from nn::Module alone, so nothing runs hooks around its forward; derive it from "
+           "nn::Callable<{}> and call it as model(x) (as PyTorch calls model(x), not model.forward(x))",
+           what, type_name(), type_name());
+}
+
 HookHandle Module::register_forward_hook(ForwardHook hook) {
   MG_CHECK(hook != nullptr, ValueError, "register_forward_hook: the hook is empty ({})", type_name());
+  check_runs_hooks("register_forward_hook");
   forward_hooks_.emplace_back(next_hook_id_, std::move(hook));
   return HookHandle(this, life_, next_hook_id_++);
 }
@@ -241,41 +251,37 @@ void HookHandle::remove() {
   module_ = nullptr;
 }
 
-ForwardCall::ForwardCall(const Module& module, std::vector<Variable> inputs) : module_(module), inputs_(std::move(inputs)) {
+ForwardScope::ForwardScope(const Module& module) {
   (void)g_context_installed;
-  t_forward_stack.push_back(&module_);
-  if (module_.pre_hooks_.empty()) return;
-  try {
-    const auto hooks = module_.pre_hooks_;  // a hook may remove itself
-    const size_t n = inputs_.size();
-    std::vector<bool> was_defined;  // an optional input (a mask) may be undefined to start with
-    for (const Variable& v : inputs_) was_defined.push_back(v.defined());
-    for (auto& [id, hook] : hooks) {
-      hook(module_, inputs_);
-      MG_CHECK(inputs_.size() == n, ValueError, "forward pre-hook: {} inputs became {}; a hook may replace inputs, not add or drop them",
-               n, inputs_.size());
-      for (size_t i = 0; i < n; ++i)
-        MG_CHECK(inputs_[i].defined() || !was_defined[i], StateError,
-                 "forward pre-hook: input {} of {} was replaced by an undefined Variable", i, module_.type_name());
-    }
-  } catch (...) {
-    t_forward_stack.pop_back();  // the destructor of a half-built call does not run
-    throw;
+  t_forward_stack.push_back(&module);
+}
+
+ForwardScope::~ForwardScope() { t_forward_stack.pop_back(); }
+
+void Module::run_forward_pre_hooks(std::vector<Variable>& inputs) const {
+  const auto hooks = pre_hooks_;  // a hook may remove itself
+  const size_t n = inputs.size();
+  std::vector<bool> was_defined;  // an optional input (a state) may be undefined to start with
+  for (const Variable& v : inputs) was_defined.push_back(v.defined());
+  for (auto& [id, hook] : hooks) {
+    hook(*this, inputs);
+    MG_CHECK(inputs.size() == n, ValueError, "forward pre-hook: {} inputs became {}; a hook may replace inputs, not add or drop them", n,
+             inputs.size());
+    for (size_t i = 0; i < n; ++i)
+      MG_CHECK(inputs[i].defined() || !was_defined[i], StateError, "forward pre-hook: input {} of {} was replaced by an undefined Variable",
+               i, type_name());
   }
 }
 
-ForwardCall::~ForwardCall() { t_forward_stack.pop_back(); }
-
-void ForwardCall::run_forward_hooks(std::vector<Variable>& outputs) const {
-  const auto hooks = module_.forward_hooks_;
+void Module::run_forward_hooks(const std::vector<Variable>& inputs, std::vector<Variable>& outputs) const {
+  const auto hooks = forward_hooks_;
   const size_t n = outputs.size();
   for (auto& [id, hook] : hooks) {
-    hook(module_, inputs_, outputs);
+    hook(*this, inputs, outputs);
     MG_CHECK(outputs.size() == n, ValueError, "forward hook: {} outputs became {}; a hook may replace outputs, not add or drop them", n,
              outputs.size());
     for (size_t i = 0; i < n; ++i)
-      MG_CHECK(outputs[i].defined(), StateError, "forward hook: output {} of {} was replaced by an undefined Variable", i,
-               module_.type_name());
+      MG_CHECK(outputs[i].defined(), StateError, "forward hook: output {} of {} was replaced by an undefined Variable", i, type_name());
   }
 }
 

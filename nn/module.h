@@ -2,11 +2,13 @@
 // nn::Module: the base of every layer and model. A module owns named parameters (ordinary leaf
 // Variables with requires_grad) and named submodules, so a whole model can be walked as a tree:
 //
-//   struct Net : nn::Module {
+//   struct Net : nn::Callable<Net> {
 //     nn::Linear fc1{2, 64}, fc2{64, 2};
 //     Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
-//     Variable forward(const Variable& x) { return fc2.forward(relu(fc1.forward(x))); }
+//     Variable forward(const Variable& x) const { return fc2(relu(fc1(x))); }
+//     std::string type_name() const override { return "Net"; }
 //   };
+//   Variable y = net(x);                                  // forward, with hooks (see nn::call)
 //   for (auto& [name, p] : net.named_parameters()) ...   // "fc1.weight", "fc1.bias", ...
 //
 // Parameters, buffers and submodules are plain members registered by reference: the registry
@@ -17,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <tuple>
@@ -124,6 +127,16 @@ class Module {
   HookHandle register_forward_hook(ForwardHook hook);
   /// Whether any forward or forward-pre hook is registered on this module.
   bool has_forward_hooks() const { return !pre_hooks_.empty() || !forward_hooks_.empty(); }
+  /// Whether calling this module runs its hooks: true for an nn::Callable; a module derived from
+  /// Module alone has no call that could, so registering a hook on it is an error, not a hook
+  /// that never fires.
+  virtual bool runs_hooks() const { return false; }
+  /// Run the forward-pre hooks on `inputs` (nn::call does): each may replace inputs, not add,
+  /// drop or undefine them.
+  void run_forward_pre_hooks(std::vector<Variable>& inputs) const;
+  /// Run the forward hooks on `outputs`, given the `inputs` (nn::call does): each may replace
+  /// outputs, not add, drop or undefine them.
+  void run_forward_hooks(const std::vector<Variable>& inputs, std::vector<Variable>& outputs) const;
 
   /// The class name shown in the summary ("Linear").
   virtual std::string type_name() const = 0;
@@ -145,8 +158,8 @@ class Module {
 
  private:
   friend class HookHandle;
-  friend class ForwardCall;
   void check_unused(const std::string& name, const char* what) const;
+  void check_runs_hooks(const char* what) const;
   void summary_into(std::string& out, int indent) const;
   // Each registry entry points at its slot: a member, or an element of owned_params_ /
   // owned_buffers_ (deques: their elements never move).
@@ -168,60 +181,128 @@ class Module {
 /// Prints module.summary().
 std::ostream& operator<<(std::ostream& os, const Module& module);
 
-// What hooks see of a forward's result: the Variables in it, in order, and back. A module whose
+// What hooks see of a forward's arguments and result: the Variables in them, in order, and back.
+// An argument of another type (options, a cache pointer) passes through unseen. A module whose
 // forward returns another type declares the pair next to that type (AttentionOutput does).
-/// A Variable result: itself.
-inline std::vector<Variable> hook_values(const Variable& out) { return {out}; }
-/// Put hooked values back into a Variable result.
-inline void set_hook_values(Variable& out, const std::vector<Variable>& v) { out = v.at(0); }
-/// An (output, state) pair (RNN, GRU, LSTMCell): both.
-inline std::vector<Variable> hook_values(const std::tuple<Variable, Variable>& out) { return {std::get<0>(out), std::get<1>(out)}; }
-/// Put hooked values back into an (output, state) pair.
-inline void set_hook_values(std::tuple<Variable, Variable>& out, const std::vector<Variable>& v) { out = {v.at(0), v.at(1)}; }
+/// A Variable: itself.
+inline void hook_values_into(std::vector<Variable>& out, const Variable& v) { out.push_back(v); }
+/// Token ids (Embedding, GPT): a Variable that needs no gradient.
+inline void hook_values_into(std::vector<Variable>& out, const Tensor& t) { out.push_back(Variable(t)); }
+/// An (output, state) pair: both.
+inline void hook_values_into(std::vector<Variable>& out, const std::tuple<Variable, Variable>& s) {
+  out.push_back(std::get<0>(s));
+  out.push_back(std::get<1>(s));
+}
+/// An optional (h, c) state (LSTM, LSTMCell): two Variables, undefined when there is none.
+inline void hook_values_into(std::vector<Variable>& out, const std::optional<std::tuple<Variable, Variable>>& s) {
+  hook_values_into(out, s ? *s : std::tuple<Variable, Variable>());
+}
 /// LSTM's (output, (h, c)): the three.
-inline std::vector<Variable> hook_values(const std::tuple<Variable, std::tuple<Variable, Variable>>& out) {
-  return {std::get<0>(out), std::get<0>(std::get<1>(out)), std::get<1>(std::get<1>(out))};
+inline void hook_values_into(std::vector<Variable>& out, const std::tuple<Variable, std::tuple<Variable, Variable>>& s) {
+  out.push_back(std::get<0>(s));
+  hook_values_into(out, std::get<1>(s));
 }
-/// Put hooked values back into LSTM's (output, (h, c)).
-inline void set_hook_values(std::tuple<Variable, std::tuple<Variable, Variable>>& out, const std::vector<Variable>& v) {
-  out = {v.at(0), {v.at(1), v.at(2)}};
-}
+/// Any other argument: nothing for the hooks.
+template <class T>
+void hook_values_into(std::vector<Variable>&, const T&) {}
 
-/// One call of a module's forward, opened at the top of every forward in nn (PyTorch does the same
-/// work in Module.__call__). It runs the forward-pre hooks on the inputs, runs the forward hooks
-/// on what output() is given, and while it is open an mg::Error thrown anywhere below names the
-/// module and its place in the model: "in blocks.2.attn (MultiheadAttention): matmul: ...".
-///
-///   Variable forward(const Variable& x) const {
-///     ForwardCall call(*this, {x});
-///     return call.output(linear(call.input(0), weight, bias));
-///   }
-///
-/// A module of your own gets hooks and error paths by opening one the same way.
-class ForwardCall {
+/// Put a Variable back from hooked values (`at` counts how many were read).
+inline void set_hook_values(Variable& v, const std::vector<Variable>& in, size_t& at) { v = in.at(at++); }
+/// Put token ids back.
+inline void set_hook_values(Tensor& t, const std::vector<Variable>& in, size_t& at) { t = in.at(at++).data(); }
+/// Put a pair back.
+inline void set_hook_values(std::tuple<Variable, Variable>& s, const std::vector<Variable>& in, size_t& at) {
+  std::get<0>(s) = in.at(at++);
+  std::get<1>(s) = in.at(at++);
+}
+/// Put an optional state back: it stays absent unless a hook gave it values.
+inline void set_hook_values(std::optional<std::tuple<Variable, Variable>>& s, const std::vector<Variable>& in, size_t& at) {
+  std::tuple<Variable, Variable> v;
+  set_hook_values(v, in, at);
+  if (std::get<0>(v).defined() || std::get<1>(v).defined()) s = v;
+}
+/// Put LSTM's (output, (h, c)) back.
+inline void set_hook_values(std::tuple<Variable, std::tuple<Variable, Variable>>& s, const std::vector<Variable>& in, size_t& at) {
+  std::get<0>(s) = in.at(at++);
+  set_hook_values(std::get<1>(s), in, at);
+}
+/// Any other argument: left as it was.
+template <class T>
+void set_hook_values(T&, const std::vector<Variable>&, size_t&) {}
+
+/// While it lives, `module` is the innermost forward running on this thread: an mg::Error thrown
+/// below names it and its place in the model ("in blocks.2.attn (MultiheadAttention): matmul: ...").
+class ForwardScope {
  public:
-  /// Open the call: runs `module`'s forward-pre hooks, which may replace the inputs.
-  ForwardCall(const Module& module, std::vector<Variable> inputs);
-  ~ForwardCall();
-  ForwardCall(const ForwardCall&) = delete;
-  ForwardCall& operator=(const ForwardCall&) = delete;
+  /// Enter `module`'s forward.
+  explicit ForwardScope(const Module& module);
+  /// Leave it.
+  ~ForwardScope();
+  ForwardScope(const ForwardScope&) = delete;
+  ForwardScope& operator=(const ForwardScope&) = delete;
+};
 
-  /// Input i as the pre-hooks left it (the caller's when there are none).
-  const Variable& input(size_t i) const { return inputs_.at(i); }
-  /// Run the forward hooks on `out` and return it, with whatever they replaced.
-  template <class Out>
-  Out output(Out out) const {
-    if (module_.forward_hooks_.empty()) return out;
-    std::vector<Variable> values = hook_values(out);
-    run_forward_hooks(values);
-    set_hook_values(out, values);
+/// Call `module.forward(args...)` the way PyTorch's Module.__call__ does: inside a ForwardScope,
+/// with the forward-pre hooks run on the Variables among the arguments first (they may replace
+/// them) and the forward hooks on the result after. Without hooks it is the forward and a scope.
+/// Calling a Callable module, m(x), comes here; calling m.forward(x) skips both, as in PyTorch.
+template <class M, class... Args>
+auto call(M& module, Args&&... args) {
+  ForwardScope scope(module);
+  if (!module.has_forward_hooks()) return module.forward(std::forward<Args>(args)...);
+  std::tuple<std::decay_t<Args>...> arguments(std::forward<Args>(args)...);  // copies the hooks may change
+  std::vector<Variable> inputs;
+  std::apply([&](const auto&... a) { (hook_values_into(inputs, a), ...); }, arguments);
+  module.run_forward_pre_hooks(inputs);
+  size_t at = 0;
+  std::apply([&](auto&... a) { (set_hook_values(a, inputs, at), ...); }, arguments);
+  auto run = [&] { return std::apply([&](const auto&... a) { return module.forward(a...); }, arguments); };
+  std::vector<Variable> outputs;
+  if constexpr (std::is_void_v<decltype(run())>) {  // a forward that returns nothing: hooks see no outputs
+    run();
+    module.run_forward_hooks(inputs, outputs);
+    return;
+  } else {
+    auto out = run();
+    hook_values_into(outputs, out);
+    module.run_forward_hooks(inputs, outputs);
+    at = 0;
+    set_hook_values(out, outputs, at);
     return out;
   }
+}
 
- private:
-  void run_forward_hooks(std::vector<Variable>& outputs) const;
-  const Module& module_;
-  std::vector<Variable> inputs_;
+/// The base of a module that is called like a function, m(x) for m.forward(x), with its hooks
+/// and errors that say where (nn::call). Derive from it naming your own class (the C++ way for
+/// a base to reach the derived class's forward), and write forward as the plain computation:
+///
+///   struct Net : nn::Callable<Net> {
+///     nn::Linear fc1{2, 64}, fc2{64, 2};
+///     Net() { register_module("fc1", fc1); register_module("fc2", fc2); }
+///     Variable forward(const Variable& x) const { return fc2(relu(fc1(x))); }
+///     std::string type_name() const override { return "Net"; }
+///   };
+///   Net net;
+///   Variable y = net(x);   // hooks of net, fc1 and fc2 all run
+///
+/// `Base` is Module unless the class shares a base of its own with others (RNN, GRU and LSTM
+/// derive from Callable<RNN, RNNBase>).
+template <class Self, class Base = Module>
+class Callable : public Base {
+ public:
+  using Base::Base;
+  /// Run forward(args...) with hooks and errors that say where.
+  template <class... Args>
+  auto operator()(Args&&... args) const {
+    return call(static_cast<const Self&>(*this), std::forward<Args>(args)...);
+  }
+  /// The same for a module whose forward changes it (BatchNorm's running statistics).
+  template <class... Args>
+  auto operator()(Args&&... args) {
+    return call(static_cast<Self&>(*this), std::forward<Args>(args)...);
+  }
+  /// True: calling this module runs its hooks.
+  bool runs_hooks() const override { return true; }
 };
 
 }  // namespace mg::nn

@@ -33,9 +33,7 @@ void BatchNorm::reset_running_stats() {
 
 // PyTorch's _BatchNorm.forward: count the batch, pick the momentum (or 1 / batches for the plain
 // average), use batch statistics in training or when nothing is tracked.
-Variable BatchNorm::forward(const Variable& input) {
-  ForwardCall call(*this, {input});
-  const Variable& x = call.input(0);
+Variable BatchNorm::forward(const Variable& x) {
   check_input(x);
   MG_CHECK(x.size(1) == num_features, ShapeError, "{}: expected {} channels (dim 1), got input {}", type_name(), num_features,
            shape_str(x.shape()));
@@ -52,7 +50,7 @@ Variable BatchNorm::forward(const Variable& input) {
   // In evaluation without tracked statistics there are none to use: the batch's, as PyTorch.
   const Tensor rm = is_training() || options.track_running_stats ? running_mean() : Tensor();
   const Tensor rv = is_training() || options.track_running_stats ? running_var() : Tensor();
-  return call.output(batch_norm(x, rm, rv, weight, bias, use_batch, momentum, options.eps));
+  return batch_norm(x, rm, rv, weight, bias, use_batch, momentum, options.eps);
 }
 
 std::string BatchNorm::extra_repr() const {
@@ -80,12 +78,10 @@ GroupNorm::GroupNorm(int64_t g, int64_t c, GroupNormOptions o) : num_groups(g), 
   }
 }
 
-Variable GroupNorm::forward(const Variable& input) const {
-  ForwardCall call(*this, {input});
-  const Variable& x = call.input(0);
+Variable GroupNorm::forward(const Variable& x) const {
   MG_CHECK(x.defined() && x.dim() >= 2 && x.size(1) == num_channels, ShapeError,
            "GroupNorm: expected input (N, {}, *), got {}", num_channels, x.defined() ? shape_str(x.shape()) : "an undefined variable");
-  return call.output(group_norm(x, num_groups, weight, bias, options.eps));
+  return group_norm(x, num_groups, weight, bias, options.eps);
 }
 
 std::string GroupNorm::extra_repr() const {

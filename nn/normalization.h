@@ -19,7 +19,7 @@ struct BatchNormOptions {
 /// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm). In training mode each channel
 /// is normalized by the batch's statistics and the running ones are updated; in evaluation mode
 /// the running statistics are used, so one example's output does not depend on the others.
-class BatchNorm : public Module {
+class BatchNorm : public Callable<BatchNorm> {
  public:
   /// x: (N, C, *) with the dims the subclass expects. Updates the running statistics in training.
   Variable forward(const Variable& x);
@@ -71,7 +71,7 @@ struct GroupNormOptions {
 
 /// Group norm: each sample's channels split into num_groups groups, each normalized over its
 /// channels and positions; no batch statistics, so training and evaluation agree.
-class GroupNorm : public Module {
+class GroupNorm : public Callable<GroupNorm> {
  public:
   GroupNorm(int64_t num_groups, int64_t num_channels, GroupNormOptions options = {});
   /// x: (N, num_channels, *).

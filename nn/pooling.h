@@ -6,13 +6,12 @@
 namespace mg::nn {
 
 /// The maximum of each kernel_size window: MaxPool2d(2) halves H and W.
-class MaxPool2d : public Module {
+class MaxPool2d : public Callable<MaxPool2d> {
  public:
   explicit MaxPool2d(Size2 kernel_size, MaxPool2dOptions options = {});
   /// x: (N, C, H, W) or (C, H, W).
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(max_pool2d(call.input(0), kernel_size, options));
+    return max_pool2d(x, kernel_size, options);
   }
   std::string type_name() const override { return "MaxPool2d"; }
   std::string extra_repr() const override {
@@ -25,13 +24,12 @@ class MaxPool2d : public Module {
 };
 
 /// The mean of each kernel_size window.
-class AvgPool2d : public Module {
+class AvgPool2d : public Callable<AvgPool2d> {
  public:
   explicit AvgPool2d(Size2 kernel_size, AvgPool2dOptions options = {});
   /// x: (N, C, H, W) or (C, H, W).
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(avg_pool2d(call.input(0), kernel_size, options));
+    return avg_pool2d(x, kernel_size, options);
   }
   std::string type_name() const override { return "AvgPool2d"; }
   std::string extra_repr() const override {
@@ -45,13 +43,12 @@ class AvgPool2d : public Module {
 
 /// The mean over output_size windows tiling the input, whatever its size: AdaptiveAvgPool2d(1) is
 /// global average pooling.
-class AdaptiveAvgPool2d : public Module {
+class AdaptiveAvgPool2d : public Callable<AdaptiveAvgPool2d> {
  public:
   explicit AdaptiveAvgPool2d(Size2 output_size);
   /// x: (N, C, H, W) or (C, H, W) -> (..., out_h, out_w).
   Variable forward(const Variable& x) const {
-    ForwardCall call(*this, {x});
-    return call.output(adaptive_avg_pool2d(call.input(0), output_size));
+    return adaptive_avg_pool2d(x, output_size);
   }
   std::string type_name() const override { return "AdaptiveAvgPool2d"; }
   std::string extra_repr() const override { return fmt::format("output_size=({}, {})", output_size.h, output_size.w); }

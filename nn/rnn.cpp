@@ -60,14 +60,12 @@ RNNCell::RNNCell(int64_t in, int64_t hidden, RNNCellOptions o, Generator& gen)
 }
 
 // h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)
-Variable RNNCell::forward(const Variable& x_in, const Variable& h_in) const {
-  ForwardCall call(*this, {x_in, h_in});
-  const Variable &x = call.input(0), &h = call.input(1);
+Variable RNNCell::forward(const Variable& x, const Variable& h) const {
   Variable xb, hb;
   const bool unbatched = cell_batch(x, h, input_size, hidden_size, "RNNCell", xb, hb);
   const Variable a = linear(xb, weight_ih, bias_ih) + linear(hb, weight_hh, bias_hh);
   const Variable out = options.nonlinearity == "tanh" ? tanh(a) : relu(a);
-  return call.output(unbatched ? squeeze(out, 0) : out);
+  return unbatched ? squeeze(out, 0) : out;
 }
 
 std::string RNNCell::extra_repr() const {
@@ -86,9 +84,7 @@ GRUCell::GRUCell(int64_t in, int64_t hidden, GRUCellOptions o, Generator& gen) :
 }
 
 // [r z n] rows of the two projections; the reset gate r scales the hidden part of n only
-Variable GRUCell::forward(const Variable& x_in, const Variable& h_in) const {
-  ForwardCall call(*this, {x_in, h_in});
-  const Variable &x = call.input(0), &h = call.input(1);
+Variable GRUCell::forward(const Variable& x, const Variable& h) const {
   Variable xb, hb;
   const bool unbatched = cell_batch(x, h, input_size, hidden_size, "GRUCell", xb, hb);
   const std::vector<Variable> gi = chunk(linear(xb, weight_ih, bias_ih), 3, 1);  // input's part of r, z, n
@@ -97,7 +93,7 @@ Variable GRUCell::forward(const Variable& x_in, const Variable& h_in) const {
   const Variable z = sigmoid(gi[1] + gh[1]);
   const Variable n = tanh(gi[2] + r * gh[2]);
   const Variable out = (1.0 - z) * n + z * hb;
-  return call.output(unbatched ? squeeze(out, 0) : out);
+  return unbatched ? squeeze(out, 0) : out;
 }
 
 std::string GRUCell::extra_repr() const { return fmt::format("{}, {}, bias={}", input_size, hidden_size, bias_ih.defined()); }
@@ -114,13 +110,7 @@ LSTMCell::LSTMCell(int64_t in, int64_t hidden, LSTMCellOptions o, Generator& gen
 }
 
 // [i f g o] rows of a = x W_ih^T + b_ih + h W_hh^T + b_hh; the cell state c carries the memory
-std::tuple<Variable, Variable> LSTMCell::forward(const Variable& x_in,
-                                                 const std::optional<std::tuple<Variable, Variable>>& state_in) const {
-  ForwardCall call(*this, state_in ? std::vector<Variable>{x_in, std::get<0>(*state_in), std::get<1>(*state_in)}
-                                   : std::vector<Variable>{x_in});
-  const Variable& x = call.input(0);
-  const std::optional<std::tuple<Variable, Variable>> state =
-      state_in ? std::optional(std::tuple(call.input(1), call.input(2))) : std::nullopt;
+std::tuple<Variable, Variable> LSTMCell::forward(const Variable& x, const std::optional<std::tuple<Variable, Variable>>& state) const {
   Variable xb, hb, cb;
   const bool unbatched = cell_batch(x, state ? std::get<0>(*state) : Variable(), input_size, hidden_size, "LSTMCell", xb, hb);
   cell_batch(x, state ? std::get<1>(*state) : Variable(), input_size, hidden_size, "LSTMCell", xb, cb);
@@ -128,8 +118,8 @@ std::tuple<Variable, Variable> LSTMCell::forward(const Variable& x_in,
   const Variable i = sigmoid(a[0]), f = sigmoid(a[1]), g = tanh(a[2]), o = sigmoid(a[3]);
   const Variable c = f * cb + i * g;
   const Variable h = o * tanh(c);
-  if (unbatched) return call.output(std::tuple(squeeze(h, 0), squeeze(c, 0)));
-  return call.output(std::tuple(h, c));
+  if (unbatched) return std::tuple(squeeze(h, 0), squeeze(c, 0));
+  return std::tuple(h, c);
 }
 
 std::string LSTMCell::extra_repr() const { return fmt::format("{}, {}, bias={}", input_size, hidden_size, bias_ih.defined()); }
@@ -221,29 +211,26 @@ RNNKind elman_kind(const RNNOptions& o) {
 }
 }  // namespace
 
-RNN::RNN(int64_t in, int64_t hidden, RNNOptions o, Generator& gen) : RNNBase(elman_kind(o), in, hidden, o, gen, "RNN") {}
+RNN::RNN(int64_t in, int64_t hidden, RNNOptions o, Generator& gen) : Callable(elman_kind(o), in, hidden, o, gen, "RNN") {}
 
 std::tuple<Variable, Variable> RNN::forward(const Variable& x, const Variable& h0) const {
-  ForwardCall call(*this, {x, h0});
-  auto [out, hn, cn] = run(call.input(0), call.input(1), Variable());
-  return call.output(std::tuple(out, hn));
+  auto [out, hn, cn] = run(x, h0, Variable());
+  return std::tuple(out, hn);
 }
 
-GRU::GRU(int64_t in, int64_t hidden, GRUOptions o, Generator& gen) : RNNBase(RNNKind::GRU, in, hidden, o, gen, "GRU") {}
+GRU::GRU(int64_t in, int64_t hidden, GRUOptions o, Generator& gen) : Callable(RNNKind::GRU, in, hidden, o, gen, "GRU") {}
 
 std::tuple<Variable, Variable> GRU::forward(const Variable& x, const Variable& h0) const {
-  ForwardCall call(*this, {x, h0});
-  auto [out, hn, cn] = run(call.input(0), call.input(1), Variable());
-  return call.output(std::tuple(out, hn));
+  auto [out, hn, cn] = run(x, h0, Variable());
+  return std::tuple(out, hn);
 }
 
-LSTM::LSTM(int64_t in, int64_t hidden, LSTMOptions o, Generator& gen) : RNNBase(RNNKind::LSTM, in, hidden, o, gen, "LSTM") {}
+LSTM::LSTM(int64_t in, int64_t hidden, LSTMOptions o, Generator& gen) : Callable(RNNKind::LSTM, in, hidden, o, gen, "LSTM") {}
 
 std::tuple<Variable, std::tuple<Variable, Variable>> LSTM::forward(const Variable& x,
                                                                    const std::optional<std::tuple<Variable, Variable>>& state) const {
-  ForwardCall call(*this, {x, state ? std::get<0>(*state) : Variable(), state ? std::get<1>(*state) : Variable()});
-  auto [out, hn, cn] = run(call.input(0), call.input(1), call.input(2));
-  return call.output(std::tuple(out, std::tuple(hn, cn)));
+  auto [out, hn, cn] = run(x, state ? std::get<0>(*state) : Variable(), state ? std::get<1>(*state) : Variable());
+  return std::tuple(out, std::tuple(hn, cn));
 }
 
 }  // namespace mg::nn

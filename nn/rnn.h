@@ -19,7 +19,7 @@ struct RNNCellOptions {
   std::string nonlinearity = "tanh";  // or "relu"
 };
 /// One step of an Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh).
-class RNNCell : public Module {
+class RNNCell : public Callable<RNNCell> {
  public:
   RNNCell(int64_t input_size, int64_t hidden_size, RNNCellOptions options = {}, Generator& gen = default_generator());
   /// x (N, input_size) or (input_size); h (N, hidden_size) or (hidden_size), undefined for zeros -> h'.
@@ -39,7 +39,7 @@ struct GRUCellOptions {
 /// One step of a GRU (gates stacked [r, z, n] in the weights, as PyTorch):
 ///   r = s(x W_ir^T + b_ir + h W_hr^T + b_hr)     z = the same with the z rows
 ///   n = tanh(x W_in^T + b_in + r (h W_hn^T + b_hn))     h' = (1 - z) n + z h
-class GRUCell : public Module {
+class GRUCell : public Callable<GRUCell> {
  public:
   GRUCell(int64_t input_size, int64_t hidden_size, GRUCellOptions options = {}, Generator& gen = default_generator());
   /// x (N, input_size) or (input_size); h (N, hidden_size) or undefined for zeros -> h'.
@@ -57,7 +57,7 @@ struct LSTMCellOptions {
 };
 /// One step of an LSTM (gates stacked [i, f, g, o], as PyTorch), with a = x W_ih^T + b_ih + h W_hh^T + b_hh:
 ///   i = s(a_i)  f = s(a_f)  g = tanh(a_g)  o = s(a_o)     c' = f c + i g     h' = o tanh(c')
-class LSTMCell : public Module {
+class LSTMCell : public Callable<LSTMCell> {
  public:
   LSTMCell(int64_t input_size, int64_t hidden_size, LSTMCellOptions options = {}, Generator& gen = default_generator());
   /// x (N, input_size) or (input_size); state (h, c), each (N, hidden_size), or none for zeros -> (h', c').
@@ -104,7 +104,7 @@ class RNNBase : public Module {
 };
 
 /// A stacked Elman RNN over a sequence.
-class RNN : public RNNBase {
+class RNN : public Callable<RNN, RNNBase> {
  public:
   RNN(int64_t input_size, int64_t hidden_size, RNNOptions options = {}, Generator& gen = default_generator());
   /// x (L, N, input_size) ((N, L, input_size) if batch_first, or unbatched (L, input_size)) and
@@ -114,7 +114,7 @@ class RNN : public RNNBase {
 };
 
 /// A stacked GRU over a sequence (GRUCell's step at each time).
-class GRU : public RNNBase {
+class GRU : public Callable<GRU, RNNBase> {
  public:
   GRU(int64_t input_size, int64_t hidden_size, GRUOptions options = {}, Generator& gen = default_generator());
   /// As RNN::forward.
@@ -123,7 +123,7 @@ class GRU : public RNNBase {
 };
 
 /// A stacked LSTM over a sequence (LSTMCell's step at each time).
-class LSTM : public RNNBase {
+class LSTM : public Callable<LSTM, RNNBase> {
  public:
   LSTM(int64_t input_size, int64_t hidden_size, LSTMOptions options = {}, Generator& gen = default_generator());
   /// As RNN::forward, with the state (h0, c0) -> (output, (h_n, c_n)).

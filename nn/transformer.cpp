@@ -6,7 +6,7 @@ Variable activate(const Variable& x, const std::string& name) { return name == "
 // The position-wise MLP both layers end with: dropout_out(linear2(dropout(act(linear1(x))))).
 Variable mlp(const Linear& linear1, const Dropout& dropout, const Linear& linear2, const Dropout& dropout_out,
              const std::string& activation, const Variable& x) {
-  return dropout_out.forward(linear2.forward(dropout.forward(activate(linear1.forward(x), activation))));
+  return dropout_out(linear2(dropout(activate(linear1(x), activation))));
 }
 void check_activation(const std::string& a) {
   MG_CHECK(a == "relu" || a == "gelu", ValueError, "Transformer layer: activation must be \"relu\" or \"gelu\", got \"{}\"", a);
@@ -45,16 +45,14 @@ Variable TransformerEncoderLayer::feed_forward(const Variable& x) const {
   return mlp(linear1, dropout, linear2, dropout2, options.activation, x);
 }
 
-Variable TransformerEncoderLayer::forward(const Variable& input, const AttentionForwardOptions& mask) const {
-  ForwardCall call(*this, {input});
-  const Variable& src = call.input(0);
-  auto sa = [&](const Variable& x) { return dropout1.forward(self_attn.forward(x, x, x, mask).output); };
+Variable TransformerEncoderLayer::forward(const Variable& src, const AttentionForwardOptions& mask) const {
+  auto sa = [&](const Variable& x) { return dropout1(self_attn(x, x, x, mask).output); };
   if (options.norm_first) {
-    Variable x = src + sa(norm1.forward(src));
-    return call.output(x + feed_forward(norm2.forward(x)));
+    Variable x = src + sa(norm1(src));
+    return x + feed_forward(norm2(x));
   }
-  Variable x = norm1.forward(src + sa(src));
-  return call.output(norm2.forward(x + feed_forward(x)));
+  Variable x = norm1(src + sa(src));
+  return norm2(x + feed_forward(x));
 }
 
 std::string TransformerEncoderLayer::extra_repr() const { return layer_repr(self_attn, options); }
@@ -92,23 +90,21 @@ Variable TransformerDecoderLayer::feed_forward(const Variable& x) const {
   return mlp(linear1, dropout, linear2, dropout3, options.activation, x);
 }
 
-Variable TransformerDecoderLayer::forward(const Variable& tgt_in, const Variable& memory_in, const AttentionForwardOptions& tgt_mask,
+Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask,
                                           const AttentionForwardOptions& memory_mask) const {
-  ForwardCall call(*this, {tgt_in, memory_in});
-  const Variable &tgt = call.input(0), &memory = call.input(1);
-  auto sa = [&](const Variable& x) { return dropout1.forward(self_attn.forward(x, x, x, tgt_mask).output); };
+  auto sa = [&](const Variable& x) { return dropout1(self_attn(x, x, x, tgt_mask).output); };
   // Cross-attention: queries from the decoder stream x, keys and values from the encoder's memory.
   auto ca = [&](const Variable& x) {
-    return dropout2.forward(multihead_attn.forward(x, memory, memory, memory_mask).output);
+    return dropout2(multihead_attn(x, memory, memory, memory_mask).output);
   };
   if (options.norm_first) {
-    Variable x = tgt + sa(norm1.forward(tgt));
-    x = x + ca(norm2.forward(x));
-    return call.output(x + feed_forward(norm3.forward(x)));
+    Variable x = tgt + sa(norm1(tgt));
+    x = x + ca(norm2(x));
+    return x + feed_forward(norm3(x));
   }
-  Variable x = norm1.forward(tgt + sa(tgt));
-  x = norm2.forward(x + ca(x));
-  return call.output(norm3.forward(x + feed_forward(x)));
+  Variable x = norm1(tgt + sa(tgt));
+  x = norm2(x + ca(x));
+  return norm3(x + feed_forward(x));
 }
 
 std::string TransformerDecoderLayer::extra_repr() const { return layer_repr(self_attn, options); }

@@ -18,12 +18,14 @@ struct TransformerLayerOptions {
 };
 
 /// Self-attention then an MLP, each with a residual connection and a LayerNorm.
-class TransformerEncoderLayer : public Module {
+class TransformerEncoderLayer : public Callable<TransformerEncoderLayer> {
  public:
   TransformerEncoderLayer(int64_t d_model, int64_t nhead, TransformerLayerOptions options = {},
                           Generator& gen = default_generator());
   /// src (B, T, d_model) -> (B, T, d_model). The mask applies to the self-attention.
   Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
+  /// forward with hooks (nn::call); the mask may be a braced {.is_causal = true}.
+  Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {}) const { return call(*this, src, mask); }
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }
   std::string extra_repr() const override;
@@ -39,7 +41,7 @@ class TransformerEncoderLayer : public Module {
 };
 
 /// Masked self-attention, cross-attention over the encoder's output (`memory`), then an MLP.
-class TransformerDecoderLayer : public Module {
+class TransformerDecoderLayer : public Callable<TransformerDecoderLayer> {
  public:
   TransformerDecoderLayer(int64_t d_model, int64_t nhead, TransformerLayerOptions options = {},
                           Generator& gen = default_generator());
@@ -47,6 +49,11 @@ class TransformerDecoderLayer : public Module {
   /// queries come from the decoder and keys and values from `memory`.
   Variable forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
                    const AttentionForwardOptions& memory_mask = {}) const;
+  /// forward with hooks (nn::call); the masks may be braced {...}.
+  Variable operator()(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
+                      const AttentionForwardOptions& memory_mask = {}) const {
+    return call(*this, tgt, memory, tgt_mask, memory_mask);
+  }
 
   std::string type_name() const override { return "TransformerDecoderLayer"; }
   std::string extra_repr() const override;

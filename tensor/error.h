@@ -13,7 +13,7 @@ namespace mg {
 
 /// Where an error is being raised, as a prefix for its message ("in blocks.2.attn
 /// (MultiheadAttention): "), or "". nn installs one that names the module whose forward is running
-/// (nn::ForwardCall); the tensor layer knows nothing of modules.
+/// (nn::ForwardScope); the tensor layer knows nothing of modules.
 using ErrorContext = std::string (*)();
 /// Install the function that prefixes every Error's message (nn does, once).
 void set_error_context(ErrorContext context);
@@ -40,7 +40,7 @@ class OpScope {
 std::string relabel_for_scope(const std::string& what);
 
 /// Base class of every error minigrad throws on bad input. The message is prefixed by where in a
-/// model it happened, when inside a module's forward (see nn::ForwardCall), and names the public
+/// model it happened, when inside a module's forward (see nn::ForwardScope), and names the public
 /// op that was called (see OpScope).
 struct Error : std::runtime_error {
   explicit Error(const std::string& what) : std::runtime_error(error_context() + relabel_for_scope(what)) {}

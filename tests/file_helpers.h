@@ -13,13 +13,13 @@ namespace fs = std::filesystem;
 using namespace mg;
 
 // The architecture of tests/golden/safetensors_io.py's MLP.
-struct TinyMLP : nn::Module {
+struct TinyMLP : nn::Callable<TinyMLP> {
   nn::Linear fc1{3, 4}, fc2{4, 2};
   TinyMLP() {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) const { return fc2.forward(tanh(fc1.forward(x))); }
+  Variable forward(const Variable& x) const { return fc2(tanh(fc1(x))); }
   std::string type_name() const override { return "TinyMLP"; }
 };
 

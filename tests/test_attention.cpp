@@ -34,7 +34,7 @@ TEST(MultiheadAttention, FourOrdinaryLinearLayers) {
 TEST(MultiheadAttention, GoldenSelfAttentionWithCausalMask) {
   nn::MultiheadAttention mha(8, 2);
   check_module(mha, "mha_self_causal", [&](const std::vector<Variable>& v) {
-    nn::AttentionOutput o = mha.forward(v[0], v[0], v[0], {triu(ones({5, 5}, DType::Bool), 1)});
+    nn::AttentionOutput o = mha(v[0], v[0], v[0], {triu(ones({5, 5}, DType::Bool), 1)});
     return std::pair{o.output, o.weights};
   });
 }
@@ -44,7 +44,7 @@ TEST(MultiheadAttention, GoldenSelfAttentionFusedPath) {
   // for, so Q, K, V come from one GEMM and the fused kernel (tensor/ops/attention.cpp).
   nn::MultiheadAttention mha(8, 2);
   check_module(mha, "mha_self_causal", [&](const std::vector<Variable>& v) {
-    nn::AttentionOutput o = mha.forward(v[0], {.is_causal = true});
+    nn::AttentionOutput o = mha(v[0], {.is_causal = true});
     EXPECT_FALSE(o.weights.defined());  // proof the fused kernel ran
     return std::pair{o.output, Variable()};
   });
@@ -55,7 +55,7 @@ TEST(MultiheadAttention, GoldenCrossAttentionWithKeyPadding) {
   check_module(mha, "mha_cross_padding", [&](const std::vector<Variable>& v) {
     nn::AttentionForwardOptions mask;
     mask.key_padding_mask = v[3].data();
-    nn::AttentionOutput o = mha.forward(v[0], v[1], v[2], mask);
+    nn::AttentionOutput o = mha(v[0], v[1], v[2], mask);
     return std::pair{o.output, o.weights};
   });
 }
@@ -66,7 +66,7 @@ TEST(MultiheadAttention, CausalFlagEqualsExplicitMaskAndHidesTheFuture) {
   nn::AttentionForwardOptions causal;
   causal.is_causal = true;
   causal.need_weights = true;
-  nn::AttentionOutput a = mha.forward(x, causal), b = mha.forward(x, {triu(ones({4, 4}, DType::Bool), 1)});
+  nn::AttentionOutput a = mha(x, causal), b = mha(x, {triu(ones({4, 4}, DType::Bool), 1)});
   expect_close(a.output.data(), b.output.data(), 0, 0);
   EXPECT_EQ(a.weights.shape(), (Shape{2, 3, 4, 4}));
   EXPECT_EQ(a.scores.shape(), (Shape{2, 3, 4, 4}));
@@ -85,7 +85,7 @@ TEST(MultiheadAttention, HeadsAreSlicesOfOneProjection) {
   nn::init::normal_(mha.w_q.bias, 0, 1, g);
   nn::init::normal_(mha.w_k.bias, 0, 1, g);
   Tensor x = randn({1, 3, 8}, g);
-  nn::AttentionOutput o = mha.forward(Variable(x), {.need_weights = true});
+  nn::AttentionOutput o = mha(Variable(x), {.need_weights = true});
   for (int64_t h = 0; h < 2; ++h) {
     Tensor wq = mha.w_q.weight.data().narrow(0, 4 * h, 4), bq = mha.w_q.bias.data().narrow(0, 4 * h, 4);
     Tensor wk = mha.w_k.weight.data().narrow(0, 4 * h, 4), bk = mha.w_k.bias.data().narrow(0, 4 * h, 4);
@@ -105,7 +105,7 @@ TEST(MultiheadAttention, HookSeesEveryForward) {
     EXPECT_EQ(in.size(), 3u);  // query, key, value
     seen = out.at(1).shape();  // the weights, computed because a hook asks
   });
-  mha.forward(Variable(ones({3, 5, 4})), Variable(ones({3, 2, 4})), Variable(ones({3, 2, 4})));
+  mha(Variable(ones({3, 5, 4})), Variable(ones({3, 2, 4})), Variable(ones({3, 2, 4})));
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(seen, (Shape{3, 2, 5, 2}));
 }
@@ -113,15 +113,15 @@ TEST(MultiheadAttention, HookSeesEveryForward) {
 TEST(MultiheadAttention, ErrorsNameShapes) {
   nn::MultiheadAttention mha(8, 2);
   try {
-    mha.forward(Variable(ones({5, 8})));
+    mha(Variable(ones({5, 8})));
     FAIL();
   } catch (const ShapeError& e) {
     EXPECT_THAT(e.what(), HasSubstr("MultiheadAttention: query must be (batch, seq, 8), got (5, 8)"));
   }
-  EXPECT_THROW(mha.forward(Variable(ones({2, 3, 8})), Variable(ones({3, 4, 8})), Variable(ones({3, 4, 8}))), ShapeError);
+  EXPECT_THROW(mha(Variable(ones({2, 3, 8})), Variable(ones({3, 4, 8})), Variable(ones({3, 4, 8}))), ShapeError);
   nn::AttentionForwardOptions bad;
   bad.key_padding_mask = ones({2, 3}, DType::Bool);
-  EXPECT_THROW(mha.forward(Variable(ones({2, 5, 8})), bad), ShapeError);
+  EXPECT_THROW(mha(Variable(ones({2, 5, 8})), bad), ShapeError);
 }
 
 namespace {
@@ -192,8 +192,8 @@ TEST(FusedAttention, MultiheadAttentionFusedEqualsComposed) {
       Variable x(rnd({2, 6, 8}, 11), true), x2(rnd({2, 6, 8}, 11), true);
       Variable mem(rnd({2, 4, 8}, 12), true), mem2(rnd({2, 4, 8}, 12), true);
       const nn::AttentionForwardOptions opt{.is_causal = causal, .head_mask = tensor({1, 0.5}, {2})};
-      nn::AttentionOutput fo = cross ? fused.forward(x, mem, mem, opt) : fused.forward(x, opt);
-      nn::AttentionOutput co = cross ? composed.forward(x2, mem2, mem2, opt) : composed.forward(x2, opt);
+      nn::AttentionOutput fo = cross ? fused(x, mem, mem, opt) : fused(x, opt);
+      nn::AttentionOutput co = cross ? composed(x2, mem2, mem2, opt) : composed(x2, opt);
       EXPECT_FALSE(fo.weights.defined());  // the fused kernel builds no (T, T) weights
       EXPECT_TRUE(co.weights.defined());
       expect_close(fo.output.data(), co.output.data(), 1e-12, 1e-12);
@@ -253,25 +253,25 @@ TEST(MultiheadAttention, MasksMustFitTheScores) {
   Variable x(ones({1, 3, 8}));
   // a mask with batch 4 would broadcast the output of a batch of 1 to 4: refused
   try {
-    mha.forward(x, {.attn_mask = zeros({4, 1, 3, 3}, DType::Bool)});
+    mha(x, {.attn_mask = zeros({4, 1, 3, 3}, DType::Bool)});
     FAIL();
   } catch (const ShapeError& e) {
     EXPECT_THAT(e.what(), HasSubstr("MultiheadAttention: attn_mask of shape (4, 1, 3, 3) does not broadcast to the scores' shape (1, 2, 3, 3)"));
   }
-  EXPECT_THROW(mha.forward(x, {.attn_mask = zeros({3, 3}, DType::Int64)}), DTypeError);  // neither Bool nor additive
-  EXPECT_NO_THROW(mha.forward(x, {.attn_mask = zeros({3, 3})}));                        // additive float is fine
+  EXPECT_THROW(mha(x, {.attn_mask = zeros({3, 3}, DType::Int64)}), DTypeError);  // neither Bool nor additive
+  EXPECT_NO_THROW(mha(x, {.attn_mask = zeros({3, 3})}));                        // additive float is fine
   // no keys: an error on both paths (the fused one once named its kernel, the other returned zeros)
   for (bool need_weights : {false, true}) {
     try {
-      mha.forward(x, Variable(zeros({1, 0, 8})), Variable(zeros({1, 0, 8})), {.need_weights = need_weights});
+      mha(x, Variable(zeros({1, 0, 8})), Variable(zeros({1, 0, 8})), {.need_weights = need_weights});
       FAIL();
     } catch (const ShapeError& e) {
       EXPECT_THAT(e.what(), HasSubstr("MultiheadAttention: key and value have no tokens"));
     }
   }
   // no queries: an empty output, as in PyTorch
-  EXPECT_EQ(mha.forward(Variable(zeros({1, 0, 8}))).output.shape(), (Shape{1, 0, 8}));
-  EXPECT_EQ(mha.forward(Variable(zeros({1, 0, 8})), x, x).output.shape(), (Shape{1, 0, 8}));
+  EXPECT_EQ(mha(Variable(zeros({1, 0, 8}))).output.shape(), (Shape{1, 0, 8}));
+  EXPECT_EQ(mha(Variable(zeros({1, 0, 8})), x, x).output.shape(), (Shape{1, 0, 8}));
   EXPECT_THROW(nn::split_heads(x, 0), ShapeError);  // once a division by zero
   EXPECT_THROW(nn::MultiheadAttention(0, 1), ValueError);
 }

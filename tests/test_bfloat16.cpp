@@ -420,7 +420,7 @@ TEST(Autocast, Bf16TrainingTracksFloat32Training) {
       Variable l;
       {
         AutocastGuard autocast(bf16);
-        l = cross_entropy(reshape(m.forward(x), {-1, 16}), y.reshape({-1}));
+        l = cross_entropy(reshape(m(x), {-1, 16}), y.reshape({-1}));
       }
       opt.zero_grad();
       l.backward();
@@ -443,7 +443,7 @@ TEST(Autocast, SameThreadsSameBits) {
     nn::GPT m(16, 32, {.d_model = 64, .nhead = 4, .num_layers = 1}, g);
     const Tensor x = randint(0, 16, {4, 32}, g);
     AutocastGuard autocast;
-    Variable l = cross_entropy(reshape(m.forward(x), {-1, 16}), x.reshape({-1}));
+    Variable l = cross_entropy(reshape(m(x), {-1, 16}), x.reshape({-1}));
     l.backward();
     return m.parameters()[2].grad().to_vector<float>();
   };

@@ -17,7 +17,7 @@ void train(TinyMLP& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, int step
   Generator g(123);
   Tensor x = randn({16, 3}, g), y = randn({16, 2}, g);
   for (int i = 0; i < steps; ++i) {
-    Variable loss = mse_loss(m.forward(Variable(x)), Variable(y));
+    Variable loss = mse_loss(m(Variable(x)), Variable(y));
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -208,13 +208,13 @@ TEST(Checkpoint, TamperedCheckpointsChangeNothing) {
 namespace {
 // A model with dropout (its masks drawn from the default generator) trained on batches whose rows
 // are drawn from a generator of the run's own: both streams of random numbers must resume.
-struct DropoutNet : nn::Module {
+struct DropoutNet : nn::Callable<DropoutNet> {
   nn::Linear fc1{3, 16}, fc2{16, 2};
   nn::Dropout drop{{.p = 0.5}};
   DropoutNet() {
     register_module("fc1", fc1), register_module("fc2", fc2), register_module("drop", drop);
   }
-  Variable forward(const Variable& x) const { return fc2.forward(drop.forward(relu(fc1.forward(x)))); }
+  Variable forward(const Variable& x) const { return fc2(drop(relu(fc1(x)))); }
   std::string type_name() const override { return "DropoutNet"; }
 };
 
@@ -225,7 +225,7 @@ std::vector<double> train_sampled(DropoutNet& m, optim::AdamW& opt, Generator& b
   std::vector<double> losses;
   for (int i = 0; i < steps; ++i) {
     const Tensor rows = multinomial(ones({32}), 8, /*replacement=*/false, batches);
-    Variable loss = mse_loss(m.forward(Variable(index_select(x, 0, rows))), Variable(index_select(y, 0, rows)));
+    Variable loss = mse_loss(m(Variable(index_select(x, 0, rows))), Variable(index_select(y, 0, rows)));
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -322,7 +322,7 @@ TEST(Checkpoint, StepCountThatCannotGoOnIsRefused) {
   const std::string path = temp_path("maxstep.safetensors");
   TinyMLP m;
   optim::AdamW opt(m.parameters());
-  Variable loss = mse_loss(m.forward(Variable(ones({2, 3}))), Variable(zeros({2, 2})));
+  Variable loss = mse_loss(m(Variable(ones({2, 3}))), Variable(zeros({2, 2})));
   loss.backward();
   opt.step();
   optim::save_checkpoint(path, m, opt, 1);

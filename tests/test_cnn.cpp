@@ -20,11 +20,11 @@ std::pair<Variable, Variable> just(const Variable& y) { return {y, Variable()}; 
 
 TEST(ConvLayers, GoldenPyTorch) {
   nn::Conv2d conv(3, 4, 3, {.stride = 2, .padding = 1});
-  check_module(conv, "module_conv2d", [&](const V& v) { return just(conv.forward(v[0])); });
+  check_module(conv, "module_conv2d", [&](const V& v) { return just(conv(v[0])); });
   nn::Conv2d grouped(4, 6, {2, 3}, {.padding = "same", .groups = 2, .bias = false});
-  check_module(grouped, "module_conv2d_groups_same", [&](const V& v) { return just(grouped.forward(v[0])); });
+  check_module(grouped, "module_conv2d_groups_same", [&](const V& v) { return just(grouped(v[0])); });
   nn::Conv1d conv1(3, 5, 3, {.padding = 2, .dilation = 2});
-  check_module(conv1, "module_conv1d", [&](const V& v) { return just(conv1.forward(v[0])); });
+  check_module(conv1, "module_conv1d", [&](const V& v) { return just(conv1(v[0])); });
 }
 
 TEST(ConvLayers, InitNamesAndSummaryFollowPyTorch) {
@@ -47,9 +47,9 @@ TEST(ConvLayers, InitNamesAndSummaryFollowPyTorch) {
 
 TEST(Pooling, LayersCallTheirOps) {
   const Variable x(rnd({2, 3, 6, 7}, 1));
-  expect_close(nn::MaxPool2d(3, {.stride = 2, .padding = 1}).forward(x).data(), max_pool2d(x, 3, {.stride = 2, .padding = 1}).data(), 0, 0);
-  expect_close(nn::AvgPool2d(2).forward(x).data(), avg_pool2d(x, 2).data(), 0, 0);
-  const Variable g = nn::AdaptiveAvgPool2d(1).forward(x);
+  expect_close(nn::MaxPool2d(3, {.stride = 2, .padding = 1})(x).data(), max_pool2d(x, 3, {.stride = 2, .padding = 1}).data(), 0, 0);
+  expect_close(nn::AvgPool2d(2)(x).data(), avg_pool2d(x, 2).data(), 0, 0);
+  const Variable g = nn::AdaptiveAvgPool2d(1)(x);
   EXPECT_EQ(g.shape(), (Shape{2, 3, 1, 1}));
   expect_close(g.data().reshape({2, 3}), mean(x.data(), {2, 3}), 1e-12, 1e-12);  // global average pooling
   EXPECT_THAT(nn::MaxPool2d(2).summary(), HasSubstr("MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1), ceil_mode=false)"));
@@ -57,14 +57,14 @@ TEST(Pooling, LayersCallTheirOps) {
 
 TEST(BatchNorm, GoldenPyTorchWithRunningStatistics) {
   nn::BatchNorm2d bn(3, {.momentum = 0.3});
-  check_module(bn, "module_batch_norm2d_train", [&](const V& v) { return just(bn.forward(v[0])); });
+  check_module(bn, "module_batch_norm2d_train", [&](const V& v) { return just(bn(v[0])); });
   EXPECT_EQ(bn.num_batches_tracked().item(), 1);
   nn::BatchNorm1d eval(4);
   eval.eval();
-  check_module(eval, "module_batch_norm1d_eval", [&](const V& v) { return just(eval.forward(v[0])); });
+  check_module(eval, "module_batch_norm1d_eval", [&](const V& v) { return just(eval(v[0])); });
   EXPECT_EQ(eval.num_batches_tracked().item(), 7);  // evaluation counts nothing
   nn::BatchNorm1d cumulative(3, {.momentum = std::nullopt});
-  check_module(cumulative, "module_batch_norm1d_cumulative", [&](const V& v) { return just(cumulative.forward(v[0])); });
+  check_module(cumulative, "module_batch_norm1d_cumulative", [&](const V& v) { return just(cumulative(v[0])); });
 }
 
 TEST(BatchNorm, BuffersHavePyTorchsNamesAndAreSavedAndLoaded) {
@@ -73,7 +73,7 @@ TEST(BatchNorm, BuffersHavePyTorchsNamesAndAreSavedAndLoaded) {
   for (auto& [n, b] : bn.named_buffers()) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"}));
   EXPECT_EQ(bn.num_batches_tracked().dtype(), DType::Int64);
-  for (int i = 0; i < 3; ++i) bn.forward(Variable(rnd({4, 2, 3, 3}, i).to(DType::Float32) * 2.0 + 1.0));
+  for (int i = 0; i < 3; ++i) bn(Variable(rnd({4, 2, 3, 3}, i).to(DType::Float32) * 2.0 + 1.0));
   const auto path = std::filesystem::temp_directory_path() / "mg_bn_test.safetensors";
   nn::save(bn, path.string());
   nn::BatchNorm2d fresh(2);
@@ -85,12 +85,12 @@ TEST(BatchNorm, BuffersHavePyTorchsNamesAndAreSavedAndLoaded) {
   // evaluation uses them: one example alone gives the same output as inside a batch
   fresh.eval();
   const Tensor batch = rnd({5, 2, 3, 3}, 9).to(DType::Float32);
-  const Tensor alone = fresh.forward(Variable(batch.narrow(0, 2, 1))).data();
-  expect_close(alone, fresh.forward(Variable(batch)).data().narrow(0, 2, 1), 1e-6, 1e-6);
+  const Tensor alone = fresh(Variable(batch.narrow(0, 2, 1))).data();
+  expect_close(alone, fresh(Variable(batch)).data().narrow(0, 2, 1), 1e-6, 1e-6);
   // after to(float64) the running statistics are float64 and still used
   fresh.to(DType::Float64);
   EXPECT_EQ(fresh.running_mean().dtype(), DType::Float64);
-  expect_close(fresh.forward(Variable(batch.narrow(0, 2, 1).to(DType::Float64))).data(), alone.to(DType::Float64), 1e-5, 1e-5);
+  expect_close(fresh(Variable(batch.narrow(0, 2, 1).to(DType::Float64))).data(), alone.to(DType::Float64), 1e-5, 1e-5);
 }
 
 TEST(BatchNorm, WithoutTrackingUsesBatchStatisticsAlways) {
@@ -98,30 +98,30 @@ TEST(BatchNorm, WithoutTrackingUsesBatchStatisticsAlways) {
   EXPECT_TRUE(bn.named_buffers().empty());
   EXPECT_TRUE(bn.parameters().empty());
   bn.eval();
-  const Variable y = bn.forward(Variable(tensor({1, 10, 3, 30}, {2, 2}).to(DType::Float64)));
+  const Variable y = bn(Variable(tensor({1, 10, 3, 30}, {2, 2}).to(DType::Float64)));
   expect_values(y.data(), {2, 2}, {-1, -1, 1, 1}, 1e-5);
-  EXPECT_THROW(bn.forward(Variable(zeros({2, 3}))), ShapeError);       // 3 channels
-  EXPECT_THROW(nn::BatchNorm2d(2).forward(Variable(zeros({2, 2}))), ShapeError);  // not 4-D
+  EXPECT_THROW(bn(Variable(zeros({2, 3}))), ShapeError);       // 3 channels
+  EXPECT_THROW(nn::BatchNorm2d(2)(Variable(zeros({2, 2}))), ShapeError);  // not 4-D
 }
 
 TEST(GroupNorm, GoldenPyTorch) {
   nn::GroupNorm gn(2, 4);
-  check_module(gn, "module_group_norm", [&](const V& v) { return just(gn.forward(v[0])); });
+  check_module(gn, "module_group_norm", [&](const V& v) { return just(gn(v[0])); });
   EXPECT_THROW(nn::GroupNorm(3, 4), ValueError);
-  EXPECT_THROW(gn.forward(Variable(zeros({2, 3, 5}))), ShapeError);
+  EXPECT_THROW(gn(Variable(zeros({2, 3, 5}))), ShapeError);
 }
 
 TEST(SmallModules, ComputeWhatTheirNamesSay) {
   const Variable x(tensor({-2, -0.5, 0, 1.5}, {2, 2}).to(DType::Float64));
-  expect_close(nn::SiLU().forward(x).data(), silu(x).data(), 0, 0);
-  expect_values(nn::LeakyReLU({.negative_slope = 0.1}).forward(x).data(), {2, 2}, {-0.2, -0.05, 0, 1.5}, 1e-12);
-  expect_close(nn::Softplus({.beta = 2, .threshold = 1}).forward(x).data(), softplus(x, 2, 1).data(), 0, 0);
-  expect_values(nn::ELU({.alpha = 2}).forward(x).data(), {2, 2}, {2 * std::expm1(-2.0), 2 * std::expm1(-0.5), 0, 1.5}, 1e-12);
-  EXPECT_EQ(nn::Identity().forward(x).data().storage(), x.data().storage());
+  expect_close(nn::SiLU()(x).data(), silu(x).data(), 0, 0);
+  expect_values(nn::LeakyReLU({.negative_slope = 0.1})(x).data(), {2, 2}, {-0.2, -0.05, 0, 1.5}, 1e-12);
+  expect_close(nn::Softplus({.beta = 2, .threshold = 1})(x).data(), softplus(x, 2, 1).data(), 0, 0);
+  expect_values(nn::ELU({.alpha = 2})(x).data(), {2, 2}, {2 * std::expm1(-2.0), 2 * std::expm1(-0.5), 0, 1.5}, 1e-12);
+  EXPECT_EQ(nn::Identity()(x).data().storage(), x.data().storage());
   const Variable img(zeros({2, 3, 4, 5}));
-  EXPECT_EQ(nn::Flatten().forward(img).shape(), (Shape{2, 60}));
-  EXPECT_EQ(nn::Flatten(0, 1).forward(img).shape(), (Shape{6, 4, 5}));
-  EXPECT_EQ(nn::Unflatten(1, {3, -1}).forward(Variable(zeros({2, 12}))).shape(), (Shape{2, 3, 4}));
+  EXPECT_EQ(nn::Flatten()(img).shape(), (Shape{2, 60}));
+  EXPECT_EQ(nn::Flatten(0, 1)(img).shape(), (Shape{6, 4, 5}));
+  EXPECT_EQ(nn::Unflatten(1, {3, -1})(Variable(zeros({2, 12}))).shape(), (Shape{2, 3, 4}));
   EXPECT_THAT(nn::LeakyReLU().summary(), HasSubstr("LeakyReLU(negative_slope=0.01)"));
 }
 
@@ -132,7 +132,7 @@ TEST(ModuleDict, ModulesByNameRegisteredUnderTheirNames) {
   EXPECT_EQ(heads.keys(), (std::vector<std::string>{"digit", "parity"}));
   EXPECT_TRUE(heads.contains("parity"));
   EXPECT_FALSE(heads.contains("colour"));
-  EXPECT_EQ(heads.at<nn::Linear>("parity").forward(Variable(zeros({3, 4}))).shape(), (Shape{3, 2}));
+  EXPECT_EQ(heads.at<nn::Linear>("parity")(Variable(zeros({3, 4}))).shape(), (Shape{3, 2}));
   std::vector<std::string> names;
   for (auto& [n, p] : heads.named_parameters()) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"digit.weight", "digit.bias", "parity.weight", "parity.bias"}));

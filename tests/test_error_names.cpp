@@ -88,7 +88,7 @@ TEST(ErrorNames, DTypeProblemsAreDTypeErrors) {
   NAMED(DTypeError, "GPT::generate", gpt.generate(zeros({1, 2}), 1));
   // Telemetry's probe must be int64 ids
   try {
-    nn::Telemetry t(gpt, [&](const Tensor& ids) { gpt.forward(ids); }, {.vocab = 8, .probe = zeros({1, 6})});
+    nn::Telemetry t(gpt, [&](const Tensor& ids) { gpt(ids); }, {.vocab = 8, .probe = zeros({1, 6})});
     ADD_FAILURE() << "no error";
   } catch (const DTypeError& e) {
     EXPECT_THAT(e.what(), StartsWith("Telemetry: "));
@@ -99,7 +99,7 @@ TEST(ErrorNames, ForwardHooksCannotDropAnOutput) {
   nn::Linear fc(3, 2);
   fc.register_forward_hook([](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) { out[0] = Variable(); });
   try {
-    fc.forward(Variable(zeros({1, 3})));
+    fc(Variable(zeros({1, 3})));
     ADD_FAILURE() << "no error";
   } catch (const StateError& e) {
     EXPECT_THAT(e.what(), HasSubstr("forward hook: output 0 of Linear was replaced by an undefined Variable"));
@@ -122,7 +122,7 @@ TEST(ErrorNames, LoadErrorsListEachNameOnce) {
   }
   const std::string path = temp_path("ckpt.safetensors");
   optim::AdamW opt(m.parameters());
-  Variable loss = mse_loss(m.forward(Variable(ones({2, 3}))), Variable(zeros({2, 2})));
+  Variable loss = mse_loss(m(Variable(ones({2, 3}))), Variable(zeros({2, 2})));
   loss.backward();
   opt.step();
   optim::save_checkpoint(path, m, opt, 1);
@@ -168,10 +168,10 @@ TEST(ErrorNames, OverflowingSizes) {
 TEST(ErrorNames, MoreTypesAndSizes) {
   // score_heads (what Telemetry::record calls) with float ids
   nn::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
-  NAMED(DTypeError, "score_heads", nn::score_heads(gpt, [&](const Tensor& ids) { gpt.forward(ids); }, zeros({1, 6}), 8));
+  NAMED(DTypeError, "score_heads", nn::score_heads(gpt, [&](const Tensor& ids) { gpt(ids); }, zeros({1, 6}), 8));
   // MultiheadAttention with float64 input and float32 weights: the module's inputs, not its w_q's linear
   nn::MultiheadAttention mha(8, 2);
-  NAMED(DTypeError, "MultiheadAttention", mha.forward(Variable(zeros({1, 3, 8}, DType::Float64))));
+  NAMED(DTypeError, "MultiheadAttention", mha(Variable(zeros({1, 3, 8}, DType::Float64))));
   // KVCache and adam_step_: a dtype mismatch is a DTypeError
   nn::KVCache cache;
   EXPECT_THROW(cache.append(zeros({1, 2, 3, 4}), zeros({1, 2, 3, 4}, DType::Float64)), DTypeError);
@@ -184,7 +184,7 @@ TEST(ErrorNames, MoreTypesAndSizes) {
   // running statistics reset after the layer moved to float64 (copy_ of a float32 tensor failed)
   nn::BatchNorm1d bn(3);
   bn.to(DType::Float64);
-  bn.forward(Variable(randn({4, 3}).to(DType::Float64)));
+  bn(Variable(randn({4, 3}).to(DType::Float64)));
   EXPECT_NO_THROW(bn.reset_running_stats());
   EXPECT_EQ(bn.running_var().to_vector<double>(), std::vector<double>(3, 1.0));
 }

@@ -12,7 +12,7 @@ using mgtest::expect_values;
 using mgtest::rnd;
 using testing::HasSubstr;
 namespace {
-struct ForcedHeads : nn::Module {
+struct ForcedHeads : nn::Callable<ForcedHeads> {
   nn::Embedding emb;
   nn::MultiheadAttention prev, first, ind;
   explicit ForcedHeads(Generator& g) : emb(50, 4, {}, g), prev(4, 1, {}, g), first(4, 1, {}, g), ind(4, 1, {}, g) {
@@ -27,11 +27,11 @@ struct ForcedHeads : nn::Module {
   }
   void forward(const Tensor& ids) const {
     const int64_t B = ids.size(0), T = ids.size(1);
-    const Variable x = emb.forward(ids);
+    const Variable x = emb(ids);
     const std::vector<int64_t> v = ids.to_vector<int64_t>();
-    prev.forward(x, {.attn_mask = only(B, T, [](int64_t, int64_t t) { return t == 0 ? 0 : t - 1; })});
-    first.forward(x, {.attn_mask = only(B, T, [](int64_t, int64_t) { return 0; })});
-    ind.forward(x, {.attn_mask = only(B, T, [&](int64_t b, int64_t t) {
+    prev(x, {.attn_mask = only(B, T, [](int64_t, int64_t t) { return t == 0 ? 0 : t - 1; })});
+    first(x, {.attn_mask = only(B, T, [](int64_t, int64_t) { return 0; })});
+    ind(x, {.attn_mask = only(B, T, [&](int64_t b, int64_t t) {
                   for (int64_t j = t - 1; j >= 0; --j)
                     if (v[b * T + j] == v[b * T + t]) return j + 1;
                   return int64_t{0};
@@ -46,7 +46,7 @@ TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
   ForcedHeads m(g);
   // a probe without repeats: T = 6, so the "ind" head sits on key 0
   const Tensor probe = from_vector<int64_t>({0, 1, 2, 3, 4, 0, 4, 3, 2, 1, 0, 4}, {2, 6});
-  const auto s = nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe, 50);
+  const auto s = nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, 50);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].layer, "prev");
   EXPECT_NEAR(s[0].previous_token, 1.0, 1e-6);
@@ -61,15 +61,15 @@ TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
   EXPECT_EQ(s[2].label, "induction");
   EXPECT_NEAR(s[0].induction, 0.0, 1e-6);  // t - 1 is never t - n + 1 for n = 3
   EXPECT_NEAR(s[1].induction, 0.0, 1e-6);
-  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe.narrow(1, 0, 3), 50), ValueError);
-  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe.to(DType::Float32), 50), DTypeError);
+  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.narrow(1, 0, 3), 50), ValueError);
+  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.to(DType::Float32), 50), DTypeError);
 }
 
 namespace {
 // One head over one-hot tokens (embedding = I, W_V = I, W_O = gain * I, no biases) whose attention
 // is forced onto the induction key, and logits = the head's output: attending to token i writes
 // gain on logit i and nothing else.
-struct ForcedCopier : nn::Module {
+struct ForcedCopier : nn::Callable<ForcedCopier> {
   nn::Embedding emb;
   nn::MultiheadAttention ind;
   ForcedCopier(Generator& g, int64_t vocab, double gain) : emb(vocab, vocab, {}, g), ind(vocab, 1, {}, g) {
@@ -83,7 +83,7 @@ struct ForcedCopier : nn::Module {
   Variable forward(const Tensor& ids) const {
     const int64_t B = ids.size(0), T = ids.size(1);
     const std::vector<int64_t> v = ids.to_vector<int64_t>();
-    return ind.forward(emb.forward(ids), {.attn_mask = ForcedHeads::only(B, T, [&](int64_t b, int64_t t) {
+    return ind(emb(ids), {.attn_mask = ForcedHeads::only(B, T, [&](int64_t b, int64_t t) {
                                             for (int64_t j = t - 1; j >= 0; --j)
                                               if (v[b * T + j] == v[b * T + t]) return j + 1;
                                             return int64_t{0};
@@ -102,14 +102,14 @@ TEST(HeadScores, CopyingIsTheLogitRaisedOnTheAttendedTokenAsComputedByHand) {
   const Tensor probe = from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {1, 8});
   for (double gain : {2.0, -2.0}) {
     ForcedCopier m(g, V, gain);
-    const auto s = nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe, V,
-                                   {.induction_length = 4, .logits = [&](const Tensor& ids) { return m.forward(ids); }});
+    const auto s = nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
+                                   {.induction_length = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
     ASSERT_EQ(s.size(), 1u);
     EXPECT_NEAR(s[0].copying, gain - gain / V, 1e-6) << "gain " << gain;
   }
   // without a logits function the copying score is not measured
   ForcedCopier m(g, V, 2.0);
-  EXPECT_TRUE(std::isnan(nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe, V)[0].copying));
+  EXPECT_TRUE(std::isnan(nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V)[0].copying));
 }
 
 TEST(HeadScores, IclScoreOfAPerfectCopierAsComputedByHand) {
@@ -133,7 +133,7 @@ TEST(HeadScores, IclScoreOfAPerfectCopierAsComputedByHand) {
 }
 
 TEST(HeadAblation, SameNumbersAsHeadMaskAndGradientsFlow) {
-  struct Wrap : nn::Module {
+  struct Wrap : nn::Callable<Wrap> {
     nn::MultiheadAttention attn;
     explicit Wrap(Generator& g) : attn(12, 3, {}, g) { register_module("attn", attn); }
     std::string type_name() const override { return "Wrap"; }
@@ -143,18 +143,18 @@ TEST(HeadAblation, SameNumbersAsHeadMaskAndGradientsFlow) {
   m.to(DType::Float64);
   const Tensor x0 = randn({2, 5, 12}, g, DType::Float64);
   Variable xa(x0, true), xb(x0, true);
-  const Variable masked = m.attn.forward(xa, {.is_causal = true, .head_mask = from_vector<double>({1, 0, 1}, {3})}).output;
+  const Variable masked = m.attn(xa, {.is_causal = true, .head_mask = from_vector<double>({1, 0, 1}, {3})}).output;
   Variable hooked;
   {
     nn::HeadAblation off(m, "attn", {1});
-    hooked = m.attn.forward(xb, {.is_causal = true}).output;
+    hooked = m.attn(xb, {.is_causal = true}).output;
   }
   expect_close(hooked.data(), masked.data(), 1e-12);
   sum(masked * masked).backward();
   sum(hooked * hooked).backward();
   expect_close(xb.grad(), xa.grad(), 1e-12);
   // the hook is gone with the object: the full output again
-  const Variable full = m.attn.forward(Variable(x0), {.is_causal = true}).output;
+  const Variable full = m.attn(Variable(x0), {.is_causal = true}).output;
   EXPECT_GT(max(abs(full.data() - hooked.data())).item(), 1e-3);
   EXPECT_THROW(nn::HeadAblation(m, "attn", {3}), ValueError);
   EXPECT_THROW(nn::HeadAblation(m, "nothing", {0}), ValueError);
@@ -164,7 +164,7 @@ namespace {
 // The shape of an encoder-decoder in a few lines: a decoder stream with causal self-attention and
 // a cross-attention that reads a memory made of the first `memory` ids; with `bos` the decoder
 // runs on a start token and the ids (one longer than the source), else on the ids.
-struct TinyEncoderDecoder : nn::Module {
+struct TinyEncoderDecoder : nn::Callable<TinyEncoderDecoder> {
   nn::Embedding emb;
   nn::MultiheadAttention self_attn, cross_attn;
   nn::Linear out;
@@ -178,10 +178,10 @@ struct TinyEncoderDecoder : nn::Module {
   // ids (B, T) -> logits (B, T, vocab), or (B, T + 1, vocab) with bos
   Variable forward(const Tensor& ids) const {
     const Tensor dec = bos ? concat({zeros({ids.size(0), 1}, DType::Int64), ids}, 1) : ids;
-    const Variable x = emb.forward(dec), mem = emb.forward(ids.narrow(1, 0, memory).contiguous());
-    Variable y = x + self_attn.forward(x, {.is_causal = true}).output;
-    y = y + cross_attn.forward(y, mem, mem).output;
-    return out.forward(y);
+    const Variable x = emb(dec), mem = emb(ids.narrow(1, 0, memory).contiguous());
+    Variable y = x + self_attn(x, {.is_causal = true}).output;
+    y = y + cross_attn(y, mem, mem).output;
+    return out(y);
   }
   std::string type_name() const override { return "TinyEncoderDecoder"; }
 };
@@ -196,8 +196,8 @@ TEST(HeadScores, CrossAttentionHeadsGetNoScores) {
   const Tensor probe = randint(0, V, {2, 8}, g);
   for (int64_t memory : {3, 8}) {
     TinyEncoderDecoder m(g, V, memory, false);
-    const auto s = nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids); }, probe, V,
-                                   {.induction_batch = 4, .logits = [&](const Tensor& ids) { return m.forward(ids); }});
+    const auto s = nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
+                                   {.induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
     ASSERT_EQ(s.size(), 4u);
     for (const nn::HeadScore& h : s) {
       if (h.layer == "self_attn") {
@@ -221,7 +221,7 @@ TEST(Telemetry, CrossAttentionMapsAreDecoderBySourceWithLabelsOfTheirOwn) {
   TinyEncoderDecoder m(g, V, 6, true);
   const Tensor probe = randint(0, V, {3, 6}, g);
   const std::vector<std::string> src = {"a", "b", "c", "d", "e", "f"}, dec = {"<s>", "f", "e", "d", "c", "b", "a"};
-  auto forward = [&](const Tensor& ids) { m.forward(ids); };
+  auto forward = [&](const Tensor& ids) { m(ids); };
   nn::Telemetry tel(m, forward,
                     {.vocab = V, .probe = probe, .tokens = src, .query_tokens = {{"self_attn", dec}, {"cross_attn", dec}},
                      .key_tokens = {{"self_attn", dec}}});

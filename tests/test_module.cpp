@@ -13,7 +13,7 @@ using testing::HasSubstr;
 
 namespace {
 // A module of a user's own with a buffer member, as a learner writes one.
-struct Masked : nn::Module {
+struct Masked : nn::Callable<Masked> {
   Tensor mask;
   Variable scale;
   Masked() {
@@ -62,7 +62,7 @@ TEST(WeightTying, TheSharedMatrixGetsTheSumOfBothUsesGradients) {
   for (auto& [n, p] : tied.named_parameters()) EXPECT_EQ(p.shape(), untied.parameter(n).shape()) << n;
   Generator gi(3);
   const Tensor ids = randint(0, 11, {3, 8}, gi), targets = randint(0, 11, {3 * 8}, gi);
-  auto loss = [&](nn::GPT& m) { return cross_entropy(m.forward(ids).reshape({3 * 8, 11}), targets); };
+  auto loss = [&](nn::GPT& m) { return cross_entropy(m(ids).reshape({3 * 8, 11}), targets); };
   const Variable lu = loss(untied), lt = loss(tied);
   expect_close(lt.data(), lu.data(), 1e-12, 1e-12);
   lu.backward();
@@ -116,7 +116,7 @@ TEST(ModuleSlots, ToConvertsTheMembersThemselves) {
   EXPECT_EQ(m.mask.dtype(), DType::Float64);
   EXPECT_EQ(m.scale.dtype(), DType::Float64);
   EXPECT_EQ(m.buffer("mask").storage(), m.mask.storage());
-  const Variable y = m.forward(Variable(ones({3}, DType::Float64)));  // float32 mask * float64 x would be a DTypeError
+  const Variable y = m(Variable(ones({3}, DType::Float64)));  // float32 mask * float64 x would be a DTypeError
   expect_close(y.data(), tensor({1, 0, 1}, {3}).to(DType::Float64), 0, 0);
 }
 
@@ -151,11 +151,11 @@ TEST(ModuleSlots, AssignmentsThroughApplyAndLoadsReachTheRegistry) {
   EXPECT_EQ(named[0].first, "0.weight");
   expect_close(named[0].second.data(), full({2, 3}, 0.25), 0, 0);
   EXPECT_EQ(net.num_parameters(), 2 * 3 + 1 * 2);
-  expect_close(net.forward(Variable(ones({1, 3}))).data(), full({1, 1}, 2 * 0.75 * 0.25), 1e-7, 0);
+  expect_close(net(Variable(ones({1, 3}))).data(), full({1, 1}, 2 * 0.75 * 0.25), 1e-7, 0);
   // A load writes into the member the forward uses.
   nn::load_state_dict(net, {{"0.weight", full({2, 3}, 1.0)}, {"2.weight", full({1, 2}, 2.0)}});
   expect_close(net.at<nn::Linear>(0).weight.data(), full({2, 3}, 1.0), 0, 0);
-  expect_close(net.forward(Variable(ones({1, 3}))).data(), full({1, 1}, 12.0), 0, 0);
+  expect_close(net(Variable(ones({1, 3}))).data(), full({1, 1}, 12.0), 0, 0);
 }
 
 // ---------------------------------------------------------------- hooks
@@ -163,7 +163,7 @@ TEST(ModuleSlots, AssignmentsThroughApplyAndLoadsReachTheRegistry) {
 TEST(ModuleHooks, PreHooksReplaceInputsAndForwardHooksReplaceOutputs) {
   nn::Linear lin(3, 2);
   const Variable x(rnd({4, 3}, 1).to(DType::Float32));
-  const Tensor plain = lin.forward(x).data().clone();
+  const Tensor plain = lin(x).data().clone();
   std::vector<std::string> order;
   nn::HookHandle pre = lin.register_forward_pre_hook([&](const nn::Module& m, std::vector<Variable>& in) {
     order.push_back("pre " + m.type_name());
@@ -174,14 +174,14 @@ TEST(ModuleHooks, PreHooksReplaceInputsAndForwardHooksReplaceOutputs) {
     expect_close(in[0].data(), x.data() * 2.0, 0, 0);  // the hook sees the inputs the forward used
     out[0] = out[0] + 1.0;
   });
-  const Tensor hooked = lin.forward(x).data();
+  const Tensor hooked = lin(x).data();
   EXPECT_EQ(order, (std::vector<std::string>{"pre Linear", "forward"}));
   // linear(2x) + 1 = 2 (x W^T) + b + 1 = 2 plain - b + 1
   expect_close(hooked, plain * 2.0 - lin.bias.data() + 1.0, 1e-6, 1e-6);
   pre.remove();
   post.remove();
   post.remove();  // twice does nothing
-  expect_close(lin.forward(x).data(), plain, 0, 0);
+  expect_close(lin(x).data(), plain, 0, 0);
   EXPECT_FALSE(lin.has_forward_hooks());
 }
 
@@ -197,20 +197,106 @@ TEST(ModuleHooks, EveryModuleThatRunsCallsItsHooks) {
   cnn.emplace_back<nn::Linear>(8, 3);
   for (nn::Module* model : {static_cast<nn::Module*>(&gpt), static_cast<nn::Module*>(&cnn)}) {
     std::set<std::string> fired, all;
+    std::set<std::string> without_forward;
     for (auto& [name, m] : model->named_modules()) {
+      if (!m->runs_hooks()) {  // a ModuleList has no forward of its own
+        without_forward.insert(name);
+        continue;
+      }
       all.insert(name);
       m->register_forward_hook([&fired, name = name](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>&) {
         fired.insert(name);
       });
     }
     if (model == &gpt) {
-      gpt.forward(randint(0, 11, {2, 8}, g));
-      all.erase("blocks");  // a ModuleList has no forward of its own
+      gpt(randint(0, 11, {2, 8}, g));
+      EXPECT_EQ(without_forward, std::set<std::string>{"blocks"});
     } else {
-      cnn.forward(Variable(rnd({2, 1, 4, 4}, 2).to(DType::Float32)));
+      cnn(Variable(rnd({2, 1, 4, 4}, 2).to(DType::Float32)));
+      EXPECT_TRUE(without_forward.empty());
     }
     EXPECT_EQ(fired, all);
   }
+}
+
+namespace {
+// A model written by a user, not by the library: its forward is the plain computation, and being
+// called as net(x) gives it hooks and errors that name where they happened.
+struct TwoLayers : nn::Callable<TwoLayers> {
+  nn::Linear fc1, fc2;
+  TwoLayers() : fc1(3, 4), fc2(4, 2) {
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  Variable forward(const Variable& x, double scale = 1.0) const { return fc2(relu(fc1(x))) * scale; }
+  std::string type_name() const override { return "TwoLayers"; }
+};
+struct Outer : nn::Callable<Outer> {
+  TwoLayers inner;
+  Outer() { register_module("inner", inner); }
+  Variable forward(const Variable& x) const { return inner(x, 2.0); }
+  std::string type_name() const override { return "Outer"; }
+};
+// The same model derived from Module alone: it has no call that could run hooks.
+struct Plain : nn::Module {
+  std::string type_name() const override { return "Plain"; }
+};
+}  // namespace
+
+TEST(ModuleHooks, AUserModuleGetsHooksAndErrorPathsFromBeingCalled) {
+  Outer net;
+  const Variable x(rnd({5, 3}, 1).to(DType::Float32));
+  const Variable plain = net.inner.forward(x, 2.0);  // no hooks yet: the same numbers either way
+  expect_close(net(x).data(), plain.data(), 0, 0);
+  std::vector<std::string> order;
+  net.inner.register_forward_pre_hook([&](const nn::Module& m, std::vector<Variable>& in) {
+    order.push_back("pre " + m.type_name());
+    ASSERT_EQ(in.size(), 1u);  // the Variable among (x, 2.0); the double passes unseen
+    in[0] = in[0] * 0.0;       // replace the input: the output is then fc2(relu(b1)) * 2 for every row
+  });
+  net.inner.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+    order.push_back("hook");
+    expect_close(in[0].data(), zeros({5, 3}), 0, 0);  // hooks see the inputs as the pre-hooks left them
+    out[0] = out[0] + 1.0;
+  });
+  const Variable y = net(x);
+  EXPECT_EQ(order, (std::vector<std::string>{"pre TwoLayers", "hook"}));
+  const Variable expected = net.inner.forward(Variable(zeros({5, 3})), 2.0) + 1.0;
+  expect_close(y.data(), expected.data(), 0, 0);
+  // Calling forward directly skips the hooks, as in PyTorch.
+  order.clear();
+  expect_close(net.inner.forward(x, 2.0).data(), plain.data(), 0, 0);
+  EXPECT_TRUE(order.empty());
+  // An error inside says where it happened, in the user's own model too.
+  Outer broken;
+  broken.inner.fc2.weight.set_data(ones({2, 5}));
+  try {
+    broken(x);
+    ADD_FAILURE();
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), testing::StartsWith("in inner.fc2 (Linear): "));
+  }
+  // A hook on a module nothing can call with hooks is refused, not left never to fire.
+  Plain p;
+  try {
+    p.register_forward_hook([](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>&) {});
+    ADD_FAILURE();
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("nn::Callable<Plain>"));
+  }
+  EXPECT_THROW(p.register_forward_pre_hook([](const nn::Module&, std::vector<Variable>&) {}), ValueError);
+}
+
+TEST(ModuleHooks, TokenIdsReachHooksAsVariablesAndGoBackAsTensors) {
+  Generator g(4);
+  nn::Embedding emb(10, 3, {}, g);
+  const Tensor ids = from_vector<int64_t>({1, 2, 3}, {3});
+  emb.register_forward_pre_hook([](const nn::Module&, std::vector<Variable>& in) {
+    EXPECT_FALSE(in.at(0).requires_grad());
+    in[0] = Variable(from_vector<int64_t>({7, 7, 7}, {3}));  // read token 7 instead
+  });
+  const Variable out = emb(ids);
+  expect_close(out.data(), emb.weight.data().narrow(0, 7, 1).expand({3, 3}), 0, 0);
 }
 
 TEST(GradHooks, HooksSeeAndReplaceGradientsAndRunAfterAccumulation) {
@@ -266,7 +352,7 @@ TEST(GradHooks, PostAccumulateHookFiresOncePerParameterWithTheWholeGradient) {
       EXPECT_TRUE(leaf.grad().defined());
     });
   const Tensor ids = randint(0, 11, {2, 8}, g);
-  cross_entropy(tied.forward(ids).reshape({16, 11}), randint(0, 11, {16}, g)).backward();
+  cross_entropy(tied(ids).reshape({16, 11}), randint(0, 11, {16}, g)).backward();
   EXPECT_EQ(calls.size(), tied.parameters().size());
   for (auto& [impl, n] : calls) EXPECT_EQ(n, 1);
 }
@@ -274,8 +360,8 @@ TEST(GradHooks, PostAccumulateHookFiresOncePerParameterWithTheWholeGradient) {
 // ---------------------------------------------------------------- where an error happened
 
 namespace {
-// A user's model that opens no ForwardCall of its own: its submodules still know their paths.
-struct Stack : nn::Module {
+// A user's model whose forward calls its submodules: they know their paths.
+struct Stack : nn::Callable<Stack> {
   nn::Linear embed{4, 8};
   nn::ModuleList blocks;
   Stack() {
@@ -284,8 +370,8 @@ struct Stack : nn::Module {
     for (int i = 0; i < 3; ++i) blocks.emplace_back<nn::GPTBlock>(8, 2);
   }
   Variable forward(const Variable& x) const {
-    Variable h = embed.forward(x);
-    for (size_t i = 0; i < blocks.size(); ++i) h = blocks.at<nn::GPTBlock>(i).forward(h);
+    Variable h = embed(x);
+    for (size_t i = 0; i < blocks.size(); ++i) h = blocks.at<nn::GPTBlock>(i)(h);
     return h;
   }
   std::string type_name() const override { return "Stack"; }
@@ -296,7 +382,7 @@ TEST(ModuleErrors, AnErrorInsideAForwardNamesWhereInTheModel) {
   Stack net;
   net.blocks.at<nn::GPTBlock>(2).ln_1.weight.set_data(ones({5}));  // a broken layer deep inside
   try {
-    net.forward(Variable(ones({1, 3, 4})));
+    net(Variable(ones({1, 3, 4})));
     ADD_FAILURE();
   } catch (const ShapeError& e) {  // the same error type
     EXPECT_THAT(e.what(), testing::StartsWith("in blocks.2.ln_1 (LayerNorm): layer_norm: "));
@@ -304,7 +390,7 @@ TEST(ModuleErrors, AnErrorInsideAForwardNamesWhereInTheModel) {
   Generator g(9);
   nn::GPT gpt(11, 8, small(false), g);
   try {
-    gpt.forward(tensor({1, 20}, {1, 2}).to(DType::Int64));
+    gpt(tensor({1, 20}, {1, 2}).to(DType::Int64));
     ADD_FAILURE();
   } catch (const IndexError& e) {
     EXPECT_THAT(e.what(), testing::StartsWith("in tok (Embedding): embedding: "));
@@ -312,7 +398,7 @@ TEST(ModuleErrors, AnErrorInsideAForwardNamesWhereInTheModel) {
   // A module called on its own needs no path: its message is the op's alone.
   nn::Linear lin(4, 2);
   try {
-    lin.forward(Variable(ones({3})));
+    lin(Variable(ones({3})));
     ADD_FAILURE();
   } catch (const ShapeError& e) {
     EXPECT_THAT(e.what(), testing::Not(HasSubstr("in ")));

@@ -13,7 +13,7 @@ using testing::HasSubstr;
 using V = std::vector<Variable>;
 
 namespace {
-struct Net : nn::Module {
+struct Net : nn::Callable<Net> {
   nn::Linear fc1{2, 8}, fc2{8, 3};
   nn::Dropout drop{{.p = 0.5}};
   Net() {
@@ -21,11 +21,11 @@ struct Net : nn::Module {
     register_module("drop", drop);
     register_module("fc2", fc2);
   }
-  Variable forward(const Variable& x) const { return fc2.forward(drop.forward(relu(fc1.forward(x)))); }
+  Variable forward(const Variable& x) const { return fc2(drop(relu(fc1(x)))); }
   std::string type_name() const override { return "Net"; }
 };
 
-struct Deep : nn::Module {
+struct Deep : nn::Callable<Deep> {
   nn::ModuleList blocks;
   Deep() {
     register_module("blocks", blocks);
@@ -59,8 +59,8 @@ TEST(Module, TrainEvalZeroGradApply) {
   EXPECT_FALSE(net.drop.is_training());
   Variable x(ones({4, 2}));
   // eval: dropout is the identity, so two passes agree
-  EXPECT_EQ(net.forward(x).data().to_vector<float>(), net.forward(x).data().to_vector<float>());
-  sum(net.forward(x)).backward();
+  EXPECT_EQ(net(x).data().to_vector<float>(), net(x).data().to_vector<float>());
+  sum(net(x)).backward();
   EXPECT_TRUE(net.fc1.weight.grad().defined());
   net.zero_grad();
   for (auto& p : net.parameters()) EXPECT_FALSE(p.grad().defined());
@@ -110,7 +110,7 @@ TEST(Linear, GoldenAndGradcheck) {
   l.to(DType::Float64);
   mgtest::load_golden_params(l, c);
   Variable x(c.at("in0"), true);
-  Variable y = l.forward(x);
+  Variable y = l(x);
   expect_close(y.data(), c.at("out"), 1e-10, 1e-10);
   sum(y * Variable(c.at("gout"))).backward();
   expect_close(x.grad(), c.at("grad0"), 1e-10, 1e-10);
@@ -123,7 +123,7 @@ TEST(Embedding, IsALinearLayerOnOneHotRows) {
   Generator g(3);
   nn::Embedding emb(6, 4, {}, g);
   Tensor ids = from_vector<int64_t>({2, 5, 2, 0}, {2, 2});
-  Variable a = emb.forward(ids);  // (2, 2, 4)
+  Variable a = emb(ids);  // (2, 2, 4)
   Variable oh(one_hot(ids, 6));   // (2, 2, 6)
   Variable b = matmul(oh, emb.weight);
   expect_close(a.data(), b.data(), 0, 0);  // exactly the same numbers
@@ -143,11 +143,11 @@ TEST(Embedding, Golden) {
   nn::Embedding emb(7, 4);
   emb.to(DType::Float64);
   mgtest::load_golden_params(emb, c);
-  Variable y = emb.forward(c.at("in0"));
+  Variable y = emb(c.at("in0"));
   expect_close(y.data(), c.at("out"), 1e-12, 0);
   sum(y * Variable(c.at("gout"))).backward();
   mgtest::expect_param_grads(emb, c, 1e-10);
-  EXPECT_THROW(emb.forward(from_vector<int64_t>({7}, {1})), IndexError);
+  EXPECT_THROW(emb(from_vector<int64_t>({7}, {1})), IndexError);
 }
 
 TEST(LayerNorm, GoldenAndGradcheck) {
@@ -157,7 +157,7 @@ TEST(LayerNorm, GoldenAndGradcheck) {
   ln.to(DType::Float64);
   mgtest::load_golden_params(ln, c);
   Variable x(c.at("in0"), true);
-  Variable y = ln.forward(x);
+  Variable y = ln(x);
   expect_close(y.data(), c.at("out"), 1e-10, 1e-10);
   sum(y * Variable(c.at("gout"))).backward();
   expect_close(x.grad(), c.at("grad0"), 1e-9, 1e-9);
@@ -173,7 +173,7 @@ TEST(Sequential, RunsInOrderAndNamesChildren) {
   Variable x(rnd({4, 3}, 2).to(DType::Float32));
   Variable expect = linear(gelu(linear(x, s.parameter("0.weight"), s.parameter("0.bias"))), s.parameter("2.weight"),
                            s.parameter("2.bias"));
-  expect_close(s.forward(x).data(), expect.data(), 0, 0);
+  expect_close(s(x).data(), expect.data(), 0, 0);
 }
 
 TEST(Module, GradcheckOfAWholeModelThroughItsParameters) {
@@ -182,15 +182,15 @@ TEST(Module, GradcheckOfAWholeModelThroughItsParameters) {
   net.to(DType::Float64);
   Variable x(rnd({3, 2}, 5));
   std::vector<Variable> leaves = net.parameters();
-  GradcheckResult r = gradcheck([&] { return net.forward(x); }, leaves);
+  GradcheckResult r = gradcheck([&] { return net(x); }, leaves);
   EXPECT_TRUE(r.ok) << r.message;
   // float32 parameters are refused with a hint
   Net net32;
-  EXPECT_THROW(gradcheck([&] { return net32.forward(Variable(ones({1, 2}))); }, net32.parameters()), DTypeError);
+  EXPECT_THROW(gradcheck([&] { return net32(Variable(ones({1, 2}))); }, net32.parameters()), DTypeError);
 }
 
 TEST(Module, TheTreeHasNoCyclesAndSharedModulesCountOnce) {
-  struct Holder : nn::Module {
+  struct Holder : nn::Callable<Holder> {
     std::string type_name() const override { return "Holder"; }
     void add(const std::string& n, nn::Module& m) { register_module(n, m); }
   };
@@ -211,7 +211,7 @@ TEST(Module, TheTreeHasNoCyclesAndSharedModulesCountOnce) {
 }
 
 TEST(Module, NamesAreUniqueAcrossParametersBuffersAndModules) {
-  struct M : nn::Module {
+  struct M : nn::Callable<M> {
     std::string type_name() const override { return "M"; }
     using Module::register_buffer;
     using Module::register_parameter;
@@ -234,13 +234,13 @@ TEST(AttentionCapture, CapturesAreHooksAndTheModelMayGoFirst) {
     nn::AttentionCapture first(mha);
     {
       nn::AttentionCapture second(mha);  // two captures are two hooks: both see the forward
-      mha.forward(Variable(ones({1, 3, 4})));
+      mha(Variable(ones({1, 3, 4})));
       EXPECT_EQ(second.at("").weights.shape(), (Shape{1, 2, 3, 3}));
     }
     EXPECT_EQ(first.at("").weights.shape(), (Shape{1, 2, 3, 3}));
     EXPECT_TRUE(mha.has_forward_hooks());  // the second one's removal left the first's hook
     first.clear();
-    mha.forward(Variable(ones({1, 4, 4})));
+    mha(Variable(ones({1, 4, 4})));
     EXPECT_EQ(first.at("").weights.shape(), (Shape{1, 2, 4, 4}));
   }
   EXPECT_FALSE(mha.has_forward_hooks());

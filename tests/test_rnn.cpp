@@ -64,12 +64,12 @@ TEST(Recurrence, ThreadsSplitTheStepsWork) {
 
 TEST(RNNCells, GoldenPyTorch) {
   nn::RNNCell rnn(4, 3, {.nonlinearity = "relu"});
-  check_module(rnn, "rnn_cell_relu", [&](const V& v) { return std::pair{rnn.forward(v[0], v[1]), Variable()}; });
+  check_module(rnn, "rnn_cell_relu", [&](const V& v) { return std::pair{rnn(v[0], v[1]), Variable()}; });
   nn::GRUCell gru(4, 3);
-  check_module(gru, "gru_cell", [&](const V& v) { return std::pair{gru.forward(v[0], v[1]), Variable()}; });
+  check_module(gru, "gru_cell", [&](const V& v) { return std::pair{gru(v[0], v[1]), Variable()}; });
   nn::LSTMCell lstm(4, 3);
   check_module(lstm, "lstm_cell", [&](const V& v) {
-    auto [h, c] = lstm.forward(v[0], std::tuple{v[1], v[2]});
+    auto [h, c] = lstm(v[0], std::tuple{v[1], v[2]});
     return std::pair{flat_cat({h, c}), Variable()};
   });
 }
@@ -77,22 +77,22 @@ TEST(RNNCells, GoldenPyTorch) {
 TEST(RNNLayers, GoldenPyTorch) {
   nn::RNN rnn(4, 3, {.num_layers = 2});
   check_module(rnn, "rnn_tanh_2layer", [&](const V& v) {
-    auto [out, hn] = rnn.forward(v[0], v[1]);
+    auto [out, hn] = rnn(v[0], v[1]);
     return std::pair{flat_cat({out, hn}), Variable()};
   });
   nn::GRU gru(4, 3, {.batch_first = true, .bidirectional = true});
   check_module(gru, "gru_batch_first_bidirectional", [&](const V& v) {
-    auto [out, hn] = gru.forward(v[0]);
+    auto [out, hn] = gru(v[0]);
     return std::pair{flat_cat({out, hn}), Variable()};
   });
   nn::LSTM lstm(3, 4, {.num_layers = 2, .bidirectional = true});
   check_module(lstm, "lstm_2layer_bidirectional", [&](const V& v) {
-    auto [out, state] = lstm.forward(v[0], std::tuple{v[1], v[2]});
+    auto [out, state] = lstm(v[0], std::tuple{v[1], v[2]});
     return std::pair{flat_cat({out, std::get<0>(state), std::get<1>(state)}), Variable()};
   });
   nn::LSTM plain(3, 2, {.bias = false});
   check_module(plain, "lstm_unbatched_no_bias", [&](const V& v) {
-    auto [out, state] = plain.forward(v[0]);
+    auto [out, state] = plain(v[0]);
     return std::pair{flat_cat({out, std::get<0>(state), std::get<1>(state)}), Variable()};
   });
 }
@@ -112,11 +112,11 @@ TEST(RNNLayers, EqualTheirCellsInALoop) {
   }
   const Tensor x = rnd({5, 2, 3}, 4);
   Variable xa(x, true), xb(x, true);
-  auto [out, state] = lstm.forward(xa);
+  auto [out, state] = lstm(xa);
   std::tuple<Variable, Variable> s{Variable(zeros({2, 4}, DType::Float64)), Variable(zeros({2, 4}, DType::Float64))};
   std::vector<Variable> hs;
   for (int64_t t = 0; t < 5; ++t) {
-    s = cell.forward(squeeze(narrow(xb, 0, t, 1), 0), s);
+    s = cell(squeeze(narrow(xb, 0, t, 1), 0), s);
     hs.push_back(std::get<0>(s));
   }
   expect_close(out.data(), stack(hs, 0).data(), 1e-13, 1e-13);
@@ -128,10 +128,10 @@ TEST(RNNLayers, EqualTheirCellsInALoop) {
   expect_close(lstm.parameter("weight_hh_l0").grad(), cell.weight_hh.grad(), 1e-13, 1e-13);
 
   Variable ya(x, true), yb(x, true);
-  auto [gout_seq, ghn] = gru.forward(ya);
+  auto [gout_seq, ghn] = gru(ya);
   Variable h(zeros({2, 4}, DType::Float64));
   std::vector<Variable> gh;
-  for (int64_t t = 0; t < 5; ++t) gh.push_back(h = gcell.forward(squeeze(narrow(yb, 0, t, 1), 0), h));
+  for (int64_t t = 0; t < 5; ++t) gh.push_back(h = gcell(squeeze(narrow(yb, 0, t, 1), 0), h));
   expect_close(gout_seq.data(), stack(gh, 0).data(), 1e-13, 1e-13);
   sum(gout_seq * Variable(gout)).backward();
   sum(stack(gh, 0) * Variable(gout)).backward();
@@ -153,7 +153,7 @@ TEST(RNNLayers, AnLSTMLearnsToRememberTheFirstInput) {
     targets = bits.narrow(1, 0, 1).reshape({n});
     return Variable(bits.to(DType::Float32).reshape({n, 6, 1}) * 2.0 - 1.0);
   };
-  auto logits = [&](const Variable& x) { return head.forward(squeeze(std::get<0>(std::get<1>(lstm.forward(x))), 0)); };
+  auto logits = [&](const Variable& x) { return head(squeeze(std::get<0>(std::get<1>(lstm(x))), 0)); };
   for (int step = 0; step < 400; ++step) {
     Tensor t;
     const Variable x = batch(32, t);
@@ -170,13 +170,13 @@ TEST(RNNLayers, AnLSTMLearnsToRememberTheFirstInput) {
 
 TEST(RNNLayers, Errors) {
   nn::LSTM lstm(3, 4, {.num_layers = 2});
-  EXPECT_THROW(lstm.forward(Variable(zeros({5, 2, 4}))), ShapeError);  // input_size 3
-  EXPECT_THROW(lstm.forward(Variable(zeros({5, 2, 3})), std::tuple{Variable(zeros({1, 2, 4})), Variable(zeros({2, 2, 4}))}),
+  EXPECT_THROW(lstm(Variable(zeros({5, 2, 4}))), ShapeError);  // input_size 3
+  EXPECT_THROW(lstm(Variable(zeros({5, 2, 3})), std::tuple{Variable(zeros({1, 2, 4})), Variable(zeros({2, 2, 4}))}),
                ShapeError);  // h0 needs num_layers = 2 rows
-  EXPECT_THROW(lstm.forward(Variable(zeros({0, 2, 3}))), ShapeError);
+  EXPECT_THROW(lstm(Variable(zeros({0, 2, 3}))), ShapeError);
   EXPECT_THROW(nn::RNN(3, 4, {.nonlinearity = "sigmoid"}), ValueError);
   EXPECT_THROW(nn::GRU(3, 0), ValueError);
-  EXPECT_THROW(nn::GRUCell(3, 4).forward(Variable(zeros({2, 3})), Variable(zeros({3, 4}))), ShapeError);
+  EXPECT_THROW(nn::GRUCell(3, 4)(Variable(zeros({2, 3})), Variable(zeros({3, 4}))), ShapeError);
   EXPECT_THROW(recurrence(RNNKind::LSTM, Variable(zeros({2, 1, 8})), Variable(zeros({1, 2})), Variable(), Variable(zeros({8, 2}))),
                StateError);  // an LSTM needs c0
 }

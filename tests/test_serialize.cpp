@@ -51,7 +51,7 @@ TEST(Serialize, LoadsAFileWrittenFromPyTorch) {
   TinyMLP m;
   nn::load(m, std::string(MG_GOLDEN_DIR) + "/torch_mlp.safetensors");
   const auto& c = mgtest::golden("torch_mlp");
-  Variable y = m.forward(Variable(c.at("x").to(DType::Float32)));
+  Variable y = m(Variable(c.at("x").to(DType::Float32)));
   expect_close(y.data(), c.at("out"), 1e-6, 1e-6);
 }
 
@@ -112,7 +112,7 @@ TEST(Serialize, BadFilesAreRefusedAndTheModelIsUnchanged) {
     EXPECT_THAT(e.what(), HasSubstr("not in the model: weight, bias"));
     EXPECT_THAT(e.what(), HasSubstr("left unchanged"));
   }
-  struct Wide : nn::Module {
+  struct Wide : nn::Callable<Wide> {
     nn::Linear fc1{3, 5}, fc2{4, 2};
     Wide() { register_module("fc1", fc1), register_module("fc2", fc2); }
     std::string type_name() const override { return "Wide"; }

@@ -15,7 +15,7 @@ using namespace mg;
 namespace {
 
 // ids (B, T) -> logits (B, T, V): embeddings, one causal attention layer of 2 heads, a read-out.
-struct Tiny : nn::Module {
+struct Tiny : nn::Callable<Tiny> {
   nn::Embedding tok, pos;
   nn::MultiheadAttention attn;
   nn::Linear out;
@@ -23,8 +23,8 @@ struct Tiny : nn::Module {
     register_module("tok", tok), register_module("pos", pos), register_module("attn", attn), register_module("out", out);
   }
   Variable forward(const Tensor& ids) const {
-    Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
-    return out.forward(x + attn.forward(x, {.is_causal = true}).output);
+    Variable x = tok(ids) + pos(arange(ids.size(1)));
+    return out(x + attn(x, {.is_causal = true}).output);
   }
   std::string type_name() const override { return "Tiny"; }
 };
@@ -36,7 +36,7 @@ std::vector<float> train(Tiny& m, int steps, nn::Telemetry* tel) {
   std::vector<float> losses;
   for (int step = 1; step <= steps; ++step) {
     const Tensor ids = randint(0, 12, {4, 10}, g);
-    Variable loss = cross_entropy(reshape(narrow(m.forward(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
+    Variable loss = cross_entropy(reshape(narrow(m(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -48,7 +48,7 @@ std::vector<float> train(Tiny& m, int steps, nn::Telemetry* tel) {
 
 nn::TelemetryOptions options(Tiny& m) {
   return {.vocab = 12, .probe = from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10}), .every = 3,
-          .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&m](const Tensor& ids) { return m.forward(ids); }}};
+          .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&m](const Tensor& ids) { return m(ids); }}};
 }
 
 }  // namespace
@@ -56,7 +56,7 @@ nn::TelemetryOptions options(Tiny& m) {
 TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
   Generator g1(1), g2(1);
   Tiny plain(g1), watched(g2);
-  nn::Telemetry tel(watched, [&](const Tensor& ids) { watched.forward(ids); }, options(watched));
+  nn::Telemetry tel(watched, [&](const Tensor& ids) { watched(ids); }, options(watched));
   EXPECT_TRUE(tel.due(1));
   EXPECT_FALSE(tel.due(2));
   EXPECT_TRUE(tel.due(3));
@@ -78,14 +78,14 @@ TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
   NoGradGuard no_grad;
   nn::AttentionCapture cap(watched);
   watched.eval();
-  watched.forward(from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10}));
+  watched(from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10}));
   mgtest::expect_close(r.patterns[0].weights, cap.at("attn").weights.squeeze(0), 1e-6);
 }
 
 TEST(Telemetry, JsonHasTheFormatTheExplorerReads) {
   Generator g(2);
   Tiny m(g);
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m.forward(ids); }, options(m));
+  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); }, options(m));
   train(m, 3, &tel);
   const auto j = nlohmann::json::parse(tel.json({{"example", "tiny"}}));
   EXPECT_EQ(j["format"], "minigrad-telemetry-1");
@@ -126,7 +126,7 @@ TEST(Telemetry, JsonHasTheFormatTheExplorerReads) {
 TEST(Telemetry, BadOptionsAreNamed) {
   Generator g(3);
   Tiny m(g);
-  auto fwd = [&](const Tensor& ids) { m.forward(ids); };
+  auto fwd = [&](const Tensor& ids) { m(ids); };
   auto with = [&](auto change) {
     nn::TelemetryOptions o = options(m);
     change(o);

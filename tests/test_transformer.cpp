@@ -14,19 +14,19 @@ using testing::HasSubstr;
 
 TEST(Transformer, GoldenEncoderLayers) {
   nn::TransformerEncoderLayer post(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
-  check_module(post, "encoder_post_ln_relu", [&](const std::vector<Variable>& v) { return std::pair{post.forward(v[0]), Variable()}; });
+  check_module(post, "encoder_post_ln_relu", [&](const std::vector<Variable>& v) { return std::pair{post(v[0]), Variable()}; });
   nn::TransformerEncoderLayer pre(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
   check_module(pre, "encoder_pre_ln_gelu", [&](const std::vector<Variable>& v) {
-    return std::pair{pre.forward(v[0], {triu(ones({4, 4}, DType::Bool), 1)}), Variable()};
+    return std::pair{pre(v[0], {triu(ones({4, 4}, DType::Bool), 1)}), Variable()};
   });
 }
 
 TEST(Transformer, GoldenDecoderLayers) {
   const nn::AttentionForwardOptions causal{triu(ones({3, 3}, DType::Bool), 1)};
   nn::TransformerDecoderLayer post(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
-  check_module(post, "decoder_post_ln", [&](const std::vector<Variable>& v) { return std::pair{post.forward(v[0], v[1], causal), Variable()}; });
+  check_module(post, "decoder_post_ln", [&](const std::vector<Variable>& v) { return std::pair{post(v[0], v[1], causal), Variable()}; });
   nn::TransformerDecoderLayer pre(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
-  check_module(pre, "decoder_pre_ln_gelu", [&](const std::vector<Variable>& v) { return std::pair{pre.forward(v[0], v[1], causal), Variable()}; });
+  check_module(pre, "decoder_pre_ln_gelu", [&](const std::vector<Variable>& v) { return std::pair{pre(v[0], v[1], causal), Variable()}; });
 }
 
 TEST(Transformer, GradcheckOfWholeLayers) {
@@ -36,14 +36,14 @@ TEST(Transformer, GradcheckOfWholeLayers) {
   std::vector<Variable> leaves = dec.parameters();
   leaves.push_back(tgt);
   leaves.push_back(mem);
-  GradcheckResult r = gradcheck([&] { return dec.forward(tgt, mem, {.is_causal = true}); }, leaves);
+  GradcheckResult r = gradcheck([&] { return dec(tgt, mem, {.is_causal = true}); }, leaves);
   EXPECT_TRUE(r.ok) << r.message;
   nn::GPTBlock block(4, 2);
   block.to(DType::Float64);
   Variable x(rnd({2, 3, 4}, 5), true);
   leaves = block.parameters();
   leaves.push_back(x);
-  r = gradcheck([&] { return block.forward(x); }, leaves);
+  r = gradcheck([&] { return block(x); }, leaves);
   EXPECT_TRUE(r.ok) << r.message;
 }
 
@@ -52,14 +52,14 @@ TEST(Transformer, GPTModel) {
   nn::GPT gpt(11, 6, {.d_model = 8, .nhead = 2, .num_layers = 2}, g);
   EXPECT_EQ(gpt.named_parameters()[2].first, "blocks.0.ln_1.weight");
   Tensor ids = randint(0, 11, {3, 6}, g);
-  EXPECT_EQ(gpt.forward(ids).shape(), (Shape{3, 6, 11}));
+  EXPECT_EQ(gpt(ids).shape(), (Shape{3, 6, 11}));
   // causal end to end: changing the last token leaves the first five positions' logits alone
   Tensor ids2 = ids.clone();
   ids2.narrow(1, 5, 1).fill_(0);
   ids.narrow(1, 5, 1).fill_(1);
-  expect_close(gpt.forward(ids2).data().narrow(1, 0, 5), gpt.forward(ids).data().narrow(1, 0, 5), 0, 0);
+  expect_close(gpt(ids2).data().narrow(1, 0, 5), gpt(ids).data().narrow(1, 0, 5), 0, 0);
   try {
-    gpt.forward(zeros({1, 7}, DType::Int64));
+    gpt(zeros({1, 7}, DType::Int64));
     FAIL();
   } catch (const ShapeError& e) {
     EXPECT_THAT(e.what(), HasSubstr("GPT: ids must be (batch, seq) with 1 <= seq <= context 6, got shape (1, 7)"));
@@ -70,10 +70,10 @@ TEST(Transformer, GPTBlockIsCausal) {
   // Changing a later token must not change an earlier position's output.
   nn::GPTBlock block(8, 2);
   Tensor x = rnd({1, 4, 8}, 6).to(DType::Float32);
-  Tensor y = block.forward(Variable(x)).data();
+  Tensor y = block(Variable(x)).data();
   Tensor x2 = x.clone();
   x2.narrow(1, 3, 1).fill_(5);
-  Tensor y2 = block.forward(Variable(x2)).data();
+  Tensor y2 = block(Variable(x2)).data();
   expect_close(y2.narrow(1, 0, 3), y.narrow(1, 0, 3), 0, 0);
   EXPECT_GT(max(abs(y2.narrow(1, 3, 1) - y.narrow(1, 3, 1))).item(), 1e-3);
 }
@@ -92,7 +92,7 @@ std::unique_ptr<nn::GPT> decoding_model(DType dt) {
 
 // Logits of the last position of the window ids[:, start:end], computed without a cache: (B, vocab).
 Tensor window_logits(const nn::GPT& gpt, const Tensor& ids, int64_t start, int64_t end) {
-  const Tensor l = gpt.forward(ids.narrow(1, start, end - start).contiguous()).data();
+  const Tensor l = gpt(ids.narrow(1, start, end - start).contiguous()).data();
   return l.narrow(1, l.size(1) - 1, 1).reshape({ids.size(0), gpt.vocab_size});
 }
 }  // namespace
@@ -107,12 +107,12 @@ TEST(Generate, CachedLogitsEqualTheWholeWindow) {
     NoGradGuard no_grad;
     nn::GPTCache cache;
     // A prompt of 5 tokens, then one token per step up to the full context (past the 64-row block).
-    Tensor l = gpt.forward(ids.narrow(1, 0, 5).contiguous(), &cache).data();
+    Tensor l = gpt(ids.narrow(1, 0, 5).contiguous(), &cache).data();
     EXPECT_EQ(cache.size(), 5);
-    expect_close(l, gpt.forward(ids.narrow(1, 0, 5).contiguous()).data(), 0, 0);
+    expect_close(l, gpt(ids.narrow(1, 0, 5).contiguous()).data(), 0, 0);
     for (int64_t t = 5; t < 80; ++t) {
       SCOPED_TRACE(t);
-      l = gpt.forward(ids.narrow(1, t, 1).contiguous(), &cache).data().reshape({2, 23});
+      l = gpt(ids.narrow(1, t, 1).contiguous(), &cache).data().reshape({2, 23});
       // Not bit for bit: OpenBLAS sums a row of a product in an order that depends on how many
       // rows the product has (1 new token here, t + 1 in the window), so the last bits differ.
       if (dt == DType::Float64) expect_close(l, window_logits(gpt, ids, 0, t + 1), 1e-13, 1e-13);
@@ -130,13 +130,13 @@ TEST(Generate, CachedBlockOfTokensAfterEarlierOnes) {
   const Tensor ids = randint(0, 23, {3, 40}, g);
   NoGradGuard no_grad;
   nn::GPTCache cache;
-  gpt.forward(ids.narrow(1, 0, 10).contiguous(), &cache);
-  const Tensor l = gpt.forward(ids.narrow(1, 10, 30).contiguous(), &cache).data();  // positions 10..39
-  expect_close(l, gpt.forward(ids).data().narrow(1, 10, 30), 1e-12, 1e-12);
+  gpt(ids.narrow(1, 0, 10).contiguous(), &cache);
+  const Tensor l = gpt(ids.narrow(1, 10, 30).contiguous(), &cache).data();  // positions 10..39
+  expect_close(l, gpt(ids).data().narrow(1, 10, 30), 1e-12, 1e-12);
   // A full cache refuses more tokens, saying why.
-  gpt.forward(ids.narrow(1, 0, 40).contiguous(), &cache);
+  gpt(ids.narrow(1, 0, 40).contiguous(), &cache);
   try {
-    gpt.forward(ids.narrow(1, 0, 1).contiguous(), &cache);
+    gpt(ids.narrow(1, 0, 1).contiguous(), &cache);
     FAIL();
   } catch (const ShapeError& e) {
     EXPECT_THAT(e.what(), HasSubstr("GPT: the cache holds 80 tokens, and 1 more would pass the context of 80 positions"));
@@ -150,11 +150,11 @@ TEST(Generate, CachedAttentionWeightsEqualUncached) {
   mha.to(DType::Float64);
   const Variable x(rnd({2, 6, 8}, 9));
   NoGradGuard no_grad;
-  const nn::AttentionOutput full = mha.forward(x, {.is_causal = true, .need_weights = true});
+  const nn::AttentionOutput full = mha(x, {.is_causal = true, .need_weights = true});
   nn::KVCache cache;
-  mha.forward(Variable(x.data().narrow(1, 0, 5).contiguous()), {.is_causal = true, .cache = &cache});
+  mha(Variable(x.data().narrow(1, 0, 5).contiguous()), {.is_causal = true, .cache = &cache});
   const nn::AttentionOutput step =
-      mha.forward(Variable(x.data().narrow(1, 5, 1).contiguous()), {.is_causal = true, .need_weights = true, .cache = &cache});
+      mha(Variable(x.data().narrow(1, 5, 1).contiguous()), {.is_causal = true, .need_weights = true, .cache = &cache});
   expect_close(step.weights.data(), full.weights.data().narrow(2, 5, 1), 1e-15, 1e-15);
   expect_close(step.output.data(), full.output.data().narrow(1, 5, 1), 1e-14, 1e-14);
 }
@@ -164,29 +164,29 @@ TEST(Generate, CacheMisuseIsATypedError) {
   const Variable x(rnd({1, 3, 8}, 1).to(DType::Float32)), y(rnd({1, 3, 8}, 2).to(DType::Float32));
   nn::KVCache cache;
   EXPECT_THROW(
-      try { mha.forward(x, {.cache = &cache}); } catch (const StateError& e) {
+      try { mha(x, {.cache = &cache}); } catch (const StateError& e) {
         EXPECT_THAT(e.what(), HasSubstr("a KV cache is for inference"));
         throw;
       },
       StateError);
   NoGradGuard no_grad;
   EXPECT_THROW(
-      try { mha.forward(x, y, y, {.cache = &cache}); } catch (const ValueError& e) {
+      try { mha(x, y, y, {.cache = &cache}); } catch (const ValueError& e) {
         EXPECT_THAT(e.what(), HasSubstr("a KV cache serves self-attention only"));
         throw;
       },
       ValueError);
-  EXPECT_THROW(mha.forward(x, {.attn_mask = ones({3, 3}, DType::Bool), .cache = &cache}), ValueError);
-  mha.forward(x, {.cache = &cache});
+  EXPECT_THROW(mha(x, {.attn_mask = ones({3, 3}, DType::Bool), .cache = &cache}), ValueError);
+  mha(x, {.cache = &cache});
   EXPECT_EQ(cache.size(), 3);
   EXPECT_THROW(
-      try { mha.forward(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache}); } catch (const ShapeError& e) {
+      try { mha(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache}); } catch (const ShapeError& e) {
         EXPECT_THAT(e.what(), HasSubstr("KVCache: holds 3 tokens of (batch, heads, head_dim, dtype) = (1, 2, 4, float32)"));
         throw;
       },
       ShapeError);
   cache.clear();
-  mha.forward(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache});  // a new batch size after clear()
+  mha(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache});  // a new batch size after clear()
   EXPECT_EQ(cache.size(), 1);
 }
 

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     Variable l;
     {
       AutocastGuard autocast(bf16);
-      l = cross_entropy(reshape(m.forward(x), {-1, vocab}), y.reshape({-1}));
+      l = cross_entropy(reshape(m(x), {-1, vocab}), y.reshape({-1}));
     }
     opt.zero_grad();
 #ifdef MG_HAVE_MPI

@@ -128,7 +128,7 @@ void BM_conv2d_fwd_bwd(benchmark::State& st) {
   nn::Conv2d conv(16, 32, 3, {.padding = 1}, g);
   Variable x(randn({32, 16, 8, 8}, g), true);
   Tensor gy = randn({32, 32, 8, 8}, g);
-  for (auto _ : st) conv.forward(x).backward(gy);
+  for (auto _ : st) conv(x).backward(gy);
   flops(st, 3 * 2.0 * 32 * 32 * 64 * 16 * 9);
 }
 BENCHMARK(BM_conv2d_fwd_bwd)->Unit(benchmark::kMillisecond);
@@ -140,7 +140,7 @@ void BM_lstm_fwd_bwd(benchmark::State& st) {
   nn::LSTM lstm(64, 256, {.num_layers = 2, .batch_first = true}, g);
   Variable x(randn({32, 64, 64}, g), true);
   Tensor gy = randn({32, 64, 256}, g);
-  for (auto _ : st) std::get<0>(lstm.forward(x)).backward(gy);
+  for (auto _ : st) std::get<0>(lstm(x)).backward(gy);
   flops(st, 3 * 2.0 * 32 * 64 * 4 * 256 * ((64 + 256) + (256 + 256)));
 }
 BENCHMARK(BM_lstm_fwd_bwd)->Unit(benchmark::kMillisecond);

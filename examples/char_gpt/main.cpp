@@ -65,7 +65,7 @@ nn::GPTOptions gpt_options(const Config& c) {
 }
 
 Variable loss_on(const nn::GPT& m, const Tensor& x, const Tensor& y) {
-  return cross_entropy(reshape(m.forward(x), {-1, m.head.out_features}), y.reshape({-1}));
+  return cross_entropy(reshape(m(x), {-1, m.head.out_features}), y.reshape({-1}));
 }
 
 double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
@@ -109,8 +109,8 @@ nn::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
   std::vector<std::string> labels;
   for (int64_t t = 0; t < probe.size(1); ++t) labels.push_back(explorer_label(d.vocab.chars[probe.data<int64_t>()[t]]));
   const nn::GPT* model = &m;
-  auto logits = [model](const Tensor& ids) { return model->forward(ids); };
-  return nn::Telemetry(m, [model](const Tensor& ids) { model->forward(ids); },
+  auto logits = [model](const Tensor& ids) { return (*model)(ids); };
+  return nn::Telemetry(m, [model](const Tensor& ids) { (*model)(ids); },
                        {.vocab = d.vocab.size(), .probe = probe, .tokens = labels, .pattern_length = 32, .every = c.every,
                         .scores = {.induction_batch = 4, .logits = logits}});
 }
@@ -173,7 +173,7 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
 // validation text, and the induction score on random characters repeated twice.
 std::vector<nn::HeadScore> label_heads(const nn::GPT& m, const Data& d, const Config& c) {
   const Tensor probe = val_probe(d, c, 8);
-  return nn::score_heads(const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m.forward(ids); }, probe, d.vocab.size());
+  return nn::score_heads(const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m(ids); }, probe, d.vocab.size());
 }
 
 std::string score_table(const std::vector<nn::HeadScore>& scores) {
@@ -203,7 +203,7 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
     pids.push_back(d.vocab.id[ch] >= 0 ? d.vocab.id[ch] : 0), labels.push_back(char_text::label(static_cast<char>(ch)));
   {
     NoGradGuard no_grad;
-    m.forward(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
+    m(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
   }
   rep.add_note("What each head does, measured (nn::score_heads): mean attention on the previous character and on the first "
                "one over validation text, and the induction score, the attention from a character's second occurrence to "

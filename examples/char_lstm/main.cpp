@@ -50,7 +50,7 @@ struct Config {
 Data load_data(const Config& c) { return char_text::load_data(c.data, c.context, "char_lstm"); }
 
 /// Embedding -> LSTM (batch first) -> Linear: ids (B, T) -> logits (B, T, vocab).
-class CharLSTM : public nn::Module {
+class CharLSTM : public nn::Callable<CharLSTM> {
  public:
   CharLSTM(int64_t vocab, const Config& c, Generator& g)
       : embed(vocab, c.embed, {}, g), lstm(c.embed, c.hidden, {.num_layers = c.layers, .batch_first = true}, g),
@@ -64,8 +64,8 @@ class CharLSTM : public nn::Module {
   /// ids (B, T) from `state` (none: zeros) -> logits (B, T, vocab), the last-layer outputs (B, T, hidden)
   /// and the state after the last character.
   std::tuple<Variable, Variable, State> forward(const Tensor& ids, const std::optional<State>& state = std::nullopt) const {
-    auto [out, next] = lstm.forward(embed.forward(ids), state);  // (B, T, hidden)
-    return {head.forward(out), out, next};
+    auto [out, next] = lstm(embed(ids), state);  // (B, T, hidden)
+    return {head(out), out, next};
   }
   std::string type_name() const override { return "CharLSTM"; }
 
@@ -75,7 +75,7 @@ class CharLSTM : public nn::Module {
 };
 
 Variable loss_on(const CharLSTM& m, const Tensor& x, const Tensor& y) {
-  return cross_entropy(reshape(std::get<0>(m.forward(x)), {-1, m.head.out_features}), y.reshape({-1}));
+  return cross_entropy(reshape(std::get<0>(m(x)), {-1, m.head.out_features}), y.reshape({-1}));
 }
 
 // Each validation window starts from a zero state, as in training: the model sees at most the 64
@@ -131,13 +131,13 @@ Sample sample(const CharLSTM& m, const char_text::Vocab& v, const Config& c, Gen
   std::vector<int64_t> ids;
   for (unsigned char ch : c.prompt) ids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0);
   Sample s{c.prompt, Tensor()};
-  auto [logits, out, state] = m.forward(from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
+  auto [logits, out, state] = m(from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
   std::vector<Tensor> hidden{out.data().reshape({-1, c.hidden})};
   for (int i = 0; i < c.sample_len; ++i) {
     const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({1, v.size()});  // (1, vocab)
     const Tensor next = sample_logits(last, c.temperature, c.top_k, g);                     // (1, 1)
     s.text += v.chars[next.to_vector<int64_t>()[0]];
-    std::tie(logits, out, state) = m.forward(next, state);
+    std::tie(logits, out, state) = m(next, state);
     hidden.push_back(out.data().reshape({1, c.hidden}));
   }
   s.hidden = concat(hidden, 0);

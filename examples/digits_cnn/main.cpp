@@ -82,7 +82,7 @@ Split split(const Data& d, double test_fraction, uint64_t seed) {
   return {{index_select(d.x, 0, train), index_select(d.y, 0, train)}, {index_select(d.x, 0, test), index_select(d.y, 0, test)}, test};
 }
 
-class DigitsCNN : public nn::Module {
+class DigitsCNN : public nn::Callable<DigitsCNN> {
  public:
   explicit DigitsCNN(Generator& g)
       : conv1(1, 16, 3, {.padding = 1}, g), conv2(16, 32, 3, {.padding = 1}, g), bn1(16), bn2(32), pool(2),
@@ -97,10 +97,10 @@ class DigitsCNN : public nn::Module {
   }
   /// x (N, 1, 8, 8) -> logits (N, 10). Not const: in training mode BatchNorm updates its running statistics.
   Variable forward(const Variable& x) {
-    Variable h = relu(bn1.forward(conv1.forward(x)));  // (N, 16, 8, 8)
-    h = pool.forward(relu(bn2.forward(conv2.forward(h))));  // (N, 32, 4, 4)
-    h = drop.forward(relu(fc1.forward(flatten(h, 1))));  // (N, 64)
-    return fc2.forward(h);  // (N, 10)
+    Variable h = relu(bn1(conv1(x)));  // (N, 16, 8, 8)
+    h = pool(relu(bn2(conv2(h))));  // (N, 32, 4, 4)
+    h = drop(relu(fc1(flatten(h, 1))));  // (N, 64)
+    return fc2(h);  // (N, 10)
   }
   std::string type_name() const override { return "DigitsCNN"; }
 
@@ -124,7 +124,7 @@ Evaluation evaluate(DigitsCNN& m, const Data& d) {
   const bool was_training = m.is_training();
   m.eval();
   Evaluation e;
-  e.predicted = argmax(m.forward(Variable(d.x)).data(), -1);
+  e.predicted = argmax(m(Variable(d.x)).data(), -1);
   m.train(was_training);
   const std::vector<int64_t> p = e.predicted.to_vector<int64_t>(), y = d.y.to_vector<int64_t>();
   std::vector<float> conf(kClasses * kClasses, 0);
@@ -155,7 +155,7 @@ Result train(DigitsCNN& m, const Split& s, const Config& c) {
   for (int epoch = 1; epoch <= c.epochs; ++epoch) {
     double total = 0;
     for (const data::Batch& b : loader) {  // b[0]: images (batch, 1, 8, 8), b[1]: labels (batch)
-      Variable loss = cross_entropy(m.forward(Variable(b[0])), b[1]);
+      Variable loss = cross_entropy(m(Variable(b[0])), b[1]);
       opt.zero_grad();
       loss.backward();
       opt.step();

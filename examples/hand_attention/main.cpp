@@ -62,7 +62,7 @@ HandResult hand_set() {
 // ---- part 2: the same head, learned ---------------------------------------------------------
 // A single attention head: only W_Q and W_K are parameters. The values are the positions
 // (one-hot), so row t of the attention *is* position t's answer to "where is the B?".
-struct Head : nn::Module {
+struct Head : nn::Callable<Head> {
   nn::Linear w_q, w_k;  // (2, 2) each, no bias: weight = W^T in the row-vector convention
   explicit Head(Generator& g) : w_q(kDim, kDim, {.bias = false}, g), w_k(kDim, kDim, {.bias = false}, g) {
     register_module("w_q", w_q);
@@ -70,7 +70,7 @@ struct Head : nn::Module {
   }
   // x: (B, T, 2) one-hot -> scores (B, T, T) = Q K^T / sqrt(2)
   Variable scores(const Variable& x) const {
-    return matmul(w_q.forward(x), transpose(w_k.forward(x), 1, 2)) / std::sqrt(static_cast<double>(kDim));
+    return matmul(w_q(x), transpose(w_k(x), 1, 2)) / std::sqrt(static_cast<double>(kDim));
   }
   // W_Q and W_K in the row-vector convention, and their bilinear form W_Q W_K^T.
   Tensor W_Q() const { return w_q.weight.data().transpose(0, 1).contiguous(); }

@@ -41,7 +41,7 @@ struct Config {
 };
 
 // ids (B, T) -> logits (B, T, vocab^2)
-struct Model : nn::Module {
+struct Model : nn::Callable<Model> {
   nn::Embedding tok, pos;
   nn::MultiheadAttention attn;
   nn::Linear fc, out;
@@ -55,12 +55,12 @@ struct Model : nn::Module {
     register_module("out", out);
   }
   Variable forward(const Tensor& ids, const Tensor& head_mask = Tensor()) const {
-    Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
+    Variable x = tok(ids) + pos(arange(ids.size(1)));
     nn::AttentionForwardOptions m;
     m.is_causal = true;
     m.head_mask = head_mask;
-    Variable h = attn.forward(x, m).output;  // only what the heads gathered: no residual shortcut
-    return out.forward(relu(fc.forward(h)));
+    Variable h = attn(x, m).output;  // only what the heads gathered: no residual shortcut
+    return out(relu(fc(h)));
   }
   std::string type_name() const override { return "Model"; }
 };
@@ -75,7 +75,7 @@ Batch make_batch(const Config& c, Generator& g, int64_t n) {
 }
 
 Variable loss_of(const Model& m, const Batch& b, const Config& c) {
-  Variable logits = narrow(m.forward(b.ids), 1, 1, c.seq_len - 1);  // positions 1..T-1
+  Variable logits = narrow(m(b.ids), 1, 1, c.seq_len - 1);  // positions 1..T-1
   return cross_entropy(reshape(logits, {-1, c.vocab * c.vocab}), b.targets.reshape({-1}));
 }
 
@@ -84,7 +84,7 @@ struct HalfAccuracy {
 };
 HalfAccuracy evaluate(const Model& m, const Batch& b, const Config& c, const Tensor& head_mask = Tensor()) {
   NoGradGuard no_grad;
-  Tensor pred = argmax(m.forward(b.ids, head_mask).data().narrow(1, 1, c.seq_len - 1), -1);
+  Tensor pred = argmax(m(b.ids, head_mask).data().narrow(1, 1, c.seq_len - 1), -1);
   const std::vector<int64_t> p = pred.to_vector<int64_t>(), t = b.targets.to_vector<int64_t>();
   double prev = 0, first = 0, both = 0;
   for (size_t i = 0; i < p.size(); ++i) {
@@ -121,7 +121,7 @@ struct HeadRoles {
 HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
   NoGradGuard no_grad;
   nn::AttentionCapture cap(m);
-  m.forward(b.ids);
+  m(b.ids);
   const Tensor w = cap.at("attn").weights;  // (B, H, T, T)
   HeadRoles r;
   for (int64_t h = 0; h < c.heads; ++h) {
@@ -193,7 +193,7 @@ RunResult run(Config c, Variant v, int64_t test_size = 512) {
   RunResult r;
   if (c.heads == 2) r.head_diff_start = head_difference(m);
   const Tensor probe = telemetry_probe(c);
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m.forward(ids); },
+  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
                     {.vocab = c.vocab, .probe = probe, .tokens = token_labels(probe), .pattern_length = c.seq_len, .every = c.every});
   r.losses = train(m, c, g, tel);
   r.records = tel.records();

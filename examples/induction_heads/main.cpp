@@ -51,7 +51,7 @@ struct Config {
 };
 
 // ids (B, T) -> logits (B, T, vocab): x = tok + pos; x += attn_l(x) per layer; logits = x W_U^T
-struct Model : nn::Module {
+struct Model : nn::Callable<Model> {
   nn::Embedding tok, pos;
   std::vector<std::unique_ptr<nn::MultiheadAttention>> attn;
   nn::Linear unembed;
@@ -67,10 +67,10 @@ struct Model : nn::Module {
   }
   // head_masks[l] (H) multiplies layer l's heads (0 removes one); empty: all heads.
   Variable forward(const Tensor& ids, const std::vector<Tensor>& head_masks = {}) const {
-    Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
+    Variable x = tok(ids) + pos(arange(ids.size(1)));
     for (size_t l = 0; l < attn.size(); ++l)
-      x = x + attn[l]->forward(x, {.is_causal = true, .head_mask = l < head_masks.size() ? head_masks[l] : Tensor()}).output;
-    return unembed.forward(x);
+      x = x + (*attn[l])(x, {.is_causal = true, .head_mask = l < head_masks.size() ? head_masks[l] : Tensor()}).output;
+    return unembed(x);
   }
   std::string type_name() const override { return "AttentionOnly"; }
 };
@@ -99,7 +99,7 @@ Batch make_batch(const Config& c, Generator& g, int64_t n) {
 
 Variable loss_of(const Model& m, const Batch& b, const std::vector<Tensor>& masks = {}) {
   const int64_t T = b.ids.size(1);
-  Variable logits = narrow(m.forward(b.ids, masks), 1, 0, T - 1);
+  Variable logits = narrow(m(b.ids, masks), 1, 0, T - 1);
   return cross_entropy(reshape(logits, {-1, m.unembed.out_features}), b.ids.narrow(1, 1, T - 1).contiguous().reshape({-1}));
 }
 
@@ -110,7 +110,7 @@ struct SpanScore {
 SpanScore span_score(const Model& m, const Batch& b, const std::vector<Tensor>& masks = {}) {
   NoGradGuard no_grad;
   const int64_t T = b.ids.size(1), V = m.unembed.out_features;
-  const Tensor logits = m.forward(b.ids, masks).data().narrow(1, 0, T - 1).contiguous();
+  const Tensor logits = m(b.ids, masks).data().narrow(1, 0, T - 1).contiguous();
   const Tensor next = b.ids.narrow(1, 1, T - 1).contiguous();
   const Tensor where = b.in_span.narrow(1, 0, T - 1).contiguous();
   const Tensor nll = -gather(log_softmax(logits, -1), 2, next.unsqueeze(2)).squeeze(2);
@@ -148,9 +148,9 @@ RunResult train(Model& m, const Config& c, Generator& g) {
   // repeated twice for the induction, copying and ICL scores.
   Generator probe_gen(c.seed + 99);
   const Batch probe = make_batch(c, probe_gen, 8);
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m.forward(ids); },
+  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
                     {.vocab = c.vocab, .probe = probe.ids, .pattern_length = c.seq_len, .every = c.every,
-                     .scores = {.induction_length = c.seq_len / 2, .logits = [&](const Tensor& ids) { return m.forward(ids); }}});
+                     .scores = {.induction_length = c.seq_len / 2, .logits = [&](const Tensor& ids) { return m(ids); }}});
   viz::ProgressBar bar(c.steps, fmt::format("{}-layer", c.layers));
   for (int step = 1; step <= c.steps; ++step) {
     const Batch b = make_batch(c, g, c.batch);
@@ -231,7 +231,7 @@ std::vector<Ablation> ablate(Model& m, const Config& c, const RunResult& r) {
     a.removed = name;
     a.heads = removed;
     a.span = span_score(m, test, masks);
-    const auto scores = nn::score_heads(m, [&](const Tensor& ids) { m.forward(ids, masks); }, probe, c.vocab,
+    const auto scores = nn::score_heads(m, [&](const Tensor& ids) { m(ids, masks); }, probe, c.vocab,
                                         {.induction_length = c.seq_len / 2});
     for (const nn::HeadScore& s : scores)
       if (s.layer == r.induction_head.layer && s.head == r.induction_head.head) a.induction = s.induction;

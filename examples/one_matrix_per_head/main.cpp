@@ -35,7 +35,7 @@ struct Config {
 
 // Attention with an extra per-head matrix after each shared projection:
 //   q_h = A_q^h (W_q x)_h,  k_h = A_k^h (W_k x)_h,  v_h = A_v^h (W_v x)_h
-struct OverParamAttention : nn::Module {
+struct OverParamAttention : nn::Callable<OverParamAttention> {
   const int64_t heads, head_dim;
   nn::Linear w_q, w_k, w_v, w_o;
   nn::ModuleList a_q, a_k, a_v;  // heads x Linear(head_dim, head_dim, no bias)
@@ -49,15 +49,15 @@ struct OverParamAttention : nn::Module {
   }
   // (B, T, dim) -> (B, H, T, d): split heads, then each head through its own extra matrix.
   Variable project(const nn::Linear& w, const nn::ModuleList& a, const Variable& x) const {
-    Variable p = nn::split_heads(w.forward(x), heads);
+    Variable p = nn::split_heads(w(x), heads);
     std::vector<Variable> per_head;
-    for (int64_t h = 0; h < heads; ++h) per_head.push_back(a.at<nn::Linear>(h).forward(narrow(p, 1, h, 1)));
+    for (int64_t h = 0; h < heads; ++h) per_head.push_back(a.at<nn::Linear>(h)(narrow(p, 1, h, 1)));
     return concat(per_head, 1);
   }
   Variable forward(const Variable& x) const {
     Variable q = project(w_q, a_q, x), k = project(w_k, a_k, x), v = project(w_v, a_v, x);
     Variable att = softmax(nn::attention_scores(q, k), -1);  // softmax(q k^T / sqrt(d_k)), as in MultiheadAttention
-    return w_o.forward(nn::merge_heads(matmul(att, v)));
+    return w_o(nn::merge_heads(matmul(att, v)));
   }
   std::string type_name() const override { return "OverParamAttention"; }
 };
@@ -83,25 +83,26 @@ void fold_into(const OverParamAttention& over, nn::MultiheadAttention& mha) {
 
 // The task model around either attention: embeddings -> attention (+ residual) -> read-out.
 template <class Attention>
-struct TaskModel : nn::Module {
+struct TaskModel : nn::Callable<TaskModel<Attention>> {
   nn::Embedding tok, pos;
   Attention attn;
   nn::Linear readout;
   TaskModel(const Config& c, Generator& g, Attention* /*tag*/ = nullptr)
       : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(make(c, g)), readout(c.dim, c.vocab, {}, g) {
-    register_module("tok", tok), register_module("pos", pos), register_module("attn", attn), register_module("readout", readout);
+    this->register_module("tok", tok), this->register_module("pos", pos), this->register_module("attn", attn);
+    this->register_module("readout", readout);
   }
   static Attention make(const Config& c, Generator& g) {
     if constexpr (std::is_same_v<Attention, nn::MultiheadAttention>) return Attention(c.dim, c.heads, {}, g);
     else return Attention(c.dim, c.heads, g);
   }
   Variable forward(const Tensor& ids) const {
-    Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
+    Variable x = tok(ids) + pos(arange(ids.size(1)));
     Variable a = [&] {
-      if constexpr (std::is_same_v<Attention, nn::MultiheadAttention>) return attn.forward(x).output;
-      else return attn.forward(x);
+      if constexpr (std::is_same_v<Attention, nn::MultiheadAttention>) return attn(x).output;
+      else return attn(x);
     }();
-    return readout.forward(x + a);
+    return readout(x + a);
   }
   std::string type_name() const override { return "TaskModel"; }
 };
@@ -115,7 +116,7 @@ std::vector<double> train(M& m, const Config& c, uint64_t data_seed, const std::
   for (int step = 1; step <= c.steps; ++step) {
     Tensor ids = randint(0, c.vocab, {c.batch, c.seq_len}, g);
     Tensor targets = ids.narrow(1, 0, 1).expand({c.batch, c.seq_len}).contiguous().reshape({-1});
-    Variable loss = cross_entropy(reshape(m.forward(ids), {-1, c.vocab}), targets);
+    Variable loss = cross_entropy(reshape(m(ids), {-1, c.vocab}), targets);
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -133,7 +134,7 @@ double fold_difference(const Config& c, Generator& g) {
   fold_into(over, mha);
   NoGradGuard no_grad;
   Variable x(randn({3, c.seq_len, c.dim}, g));
-  return max(abs(over.forward(x).data() - mha.forward(x).output.data())).item();
+  return max(abs(over(x).data() - mha(x).output.data())).item();
 }
 
 // Mean of losses over steps [from, to] (1-based, inclusive).

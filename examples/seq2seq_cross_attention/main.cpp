@@ -45,7 +45,7 @@ struct Config {
   std::string out = "runs/seq2seq_cross_attention";
 };
 
-struct Model : nn::Module {
+struct Model : nn::Callable<Model> {
   nn::Embedding src_tok, tgt_tok, pos;
   nn::TransformerEncoderLayer enc;
   nn::TransformerDecoderLayer dec;
@@ -60,11 +60,11 @@ struct Model : nn::Module {
     register_module("src_tok", src_tok), register_module("tgt_tok", tgt_tok), register_module("pos", pos);
     register_module("enc", enc), register_module("dec", dec), register_module("norm", norm), register_module("out", out);
   }
-  Variable encode(const Tensor& src) const { return enc.forward(src_tok.forward(src) + pos.forward(arange(src.size(1)))); }
+  Variable encode(const Tensor& src) const { return enc(src_tok(src) + pos(arange(src.size(1)))); }
   // tgt_in (B, t) starts with <s>, memory (B, L, E) -> logits (B, t, 12) for the next token at each step
   Variable decode(const Tensor& tgt_in, const Variable& memory) const {
-    Variable y = tgt_tok.forward(tgt_in) + pos.forward(arange(tgt_in.size(1)));
-    return out.forward(norm.forward(dec.forward(y, memory, {.is_causal = true})));
+    Variable y = tgt_tok(tgt_in) + pos(arange(tgt_in.size(1)));
+    return out(norm(dec(y, memory, {.is_causal = true})));
   }
   std::string type_name() const override { return "Seq2Seq"; }
 };

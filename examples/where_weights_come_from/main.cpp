@@ -44,7 +44,7 @@ const char* variant_name(Variant v) {
 }
 
 // ids (B, T) -> logits (B, T, vocab)
-struct Model : nn::Module {
+struct Model : nn::Callable<Model> {
   nn::Embedding tok, pos;
   nn::MultiheadAttention attn;
   nn::Linear readout;
@@ -58,13 +58,13 @@ struct Model : nn::Module {
     register_module("attn", attn);
     register_module("readout", readout);
   }
-  Variable embed(const Tensor& ids) const { return tok.forward(ids) + pos.forward(arange(ids.size(1))); }
+  Variable embed(const Tensor& ids) const { return tok(ids) + pos(arange(ids.size(1))); }
   // The contextual vectors: each position's embedding plus what it gathered by attention.
   Variable contextual(const Tensor& ids) const {
     Variable x = embed(ids);
-    return x + attn.forward(x, {.is_causal = causal}).output;
+    return x + attn(x, {.is_causal = causal}).output;
   }
-  Variable forward(const Tensor& ids) const { return readout.forward(contextual(ids)); }
+  Variable forward(const Tensor& ids) const { return readout(contextual(ids)); }
   std::string type_name() const override { return "Model"; }
 };
 
@@ -89,12 +89,12 @@ Batch make_batch(const Config& c, Generator& g, int64_t n) {
 }
 
 Variable loss_of(const Model& m, const Batch& b) {
-  return cross_entropy(reshape(m.forward(b.ids), {-1, m.readout.out_features}), b.targets.reshape({-1}));
+  return cross_entropy(reshape(m(b.ids), {-1, m.readout.out_features}), b.targets.reshape({-1}));
 }
 
 double accuracy(const Model& m, const Batch& b) {
   NoGradGuard no_grad;
-  return mean(eq(argmax(m.forward(b.ids).data(), -1), b.targets).to(DType::Float32)).item();
+  return mean(eq(argmax(m(b.ids).data(), -1), b.targets).to(DType::Float32)).item();
 }
 
 struct RunResult {
@@ -156,7 +156,7 @@ ContextResult static_vs_contextual(const Model& m, const Config& c) {
   std::vector<int64_t> s1(c.seq_len, 1), s2(c.seq_len, 1);
   s1[0] = 0, s2[0] = c.vocab - 1, s1[4] = s2[4] = 3;
   Tensor ids = from_vector<int64_t>([&] { auto v = s1; v.insert(v.end(), s2.begin(), s2.end()); return v; }(), {2, c.seq_len});
-  Tensor e = m.tok.forward(ids).data(), h = m.contextual(ids).data();
+  Tensor e = m.tok(ids).data(), h = m.contextual(ids).data();
   auto at = [&](const Tensor& t, int64_t b) { return t.narrow(0, b, 1).narrow(1, 4, 1).reshape({-1}); };
   return {cosine(at(e, 0), at(e, 1)), cosine(at(h, 0), at(h, 1))};
 }
@@ -165,7 +165,7 @@ ContextResult static_vs_contextual(const Model& m, const Config& c) {
 double embedding_vs_onehot(const Model& m, const Config& c, Generator& g) {
   NoGradGuard no_grad;
   Tensor ids = randint(0, c.vocab, {4, c.seq_len}, g);
-  return max(abs(m.tok.forward(ids).data() - matmul(one_hot(ids, c.vocab), m.tok.weight.data()))).item();
+  return max(abs(m.tok(ids).data() - matmul(one_hot(ids, c.vocab), m.tok.weight.data()))).item();
 }
 
 // ---- co-occurrence ------------------------------------------------------------------------
@@ -215,9 +215,9 @@ CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps,
     const Tensor ids = paired_ids(c, g, c.batch);
     Variable loss;
     if (objective == Objective::FirstToken) {
-      loss = cross_entropy(reshape(m.forward(ids), {-1, c.vocab}), ids.narrow(1, 0, 1).expand({c.batch, c.seq_len}).contiguous().reshape({-1}));
+      loss = cross_entropy(reshape(m(ids), {-1, c.vocab}), ids.narrow(1, 0, 1).expand({c.batch, c.seq_len}).contiguous().reshape({-1}));
     } else {
-      Variable logits = narrow(m.forward(ids), 1, 0, c.seq_len - 1);  // position t predicts t + 1
+      Variable logits = narrow(m(ids), 1, 0, c.seq_len - 1);  // position t predicts t + 1
       loss = cross_entropy(reshape(logits, {-1, c.vocab}), ids.narrow(1, 1, c.seq_len - 1).contiguous().reshape({-1}));
     }
     opt.zero_grad();
@@ -305,7 +305,7 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
   std::printf("%s", facts.c_str());
   rep.add_note(facts, true);
   nn::AttentionCapture cap(m);
-  m.forward(make_batch(c, g, 1).ids);
+  m(make_batch(c, g, 1).ids);
   rep.add_svg("attention.svg",
               viz::heatmap_svg(cap.at("attn").weights.reshape({c.seq_len, c.seq_len}),
                                {.title = "Learned attention on one sequence", .row_title = "query position", .col_title = "key position"}),

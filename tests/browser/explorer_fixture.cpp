@@ -9,7 +9,7 @@
 using namespace mg;
 
 namespace {
-struct Tiny : nn::Module {
+struct Tiny : nn::Callable<Tiny> {
   nn::Embedding tok, pos;
   nn::MultiheadAttention a0, a1;
   nn::Linear out;
@@ -18,9 +18,9 @@ struct Tiny : nn::Module {
     register_module("out", out);
   }
   Variable forward(const Tensor& ids) const {
-    Variable x = tok.forward(ids) + pos.forward(arange(ids.size(1)));
-    x = x + a0.forward(x, {.is_causal = true}).output;
-    return out.forward(x + a1.forward(x, {.is_causal = true}).output);
+    Variable x = tok(ids) + pos(arange(ids.size(1)));
+    x = x + a0(x, {.is_causal = true}).output;
+    return out(x + a1(x, {.is_causal = true}).output);
   }
   std::string type_name() const override { return "Tiny"; }
 };
@@ -34,13 +34,13 @@ int main(int argc, char** argv) {
   Generator g(1);
   Tiny m(g);
   const Tensor probe = from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10});
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m.forward(ids); },
+  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
                     {.vocab = 12, .probe = probe, .tokens = {"t", "h", "e", "<a>", "q", "u", "i", "c", "k", "&"}, .every = 3,
-                     .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&](const Tensor& ids) { return m.forward(ids); }}});
+                     .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }}});
   optim::SGD opt(m.parameters(), {.lr = 0.5});
   for (int step = 1; step <= 9; ++step) {
     const Tensor ids = randint(0, 12, {8, 10}, g);
-    Variable loss = cross_entropy(reshape(narrow(m.forward(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
+    Variable loss = cross_entropy(reshape(narrow(m(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
     opt.zero_grad();
     loss.backward();
     opt.step();

@@ -15,7 +15,7 @@ int main() {
   double loss = 0;
   for (int step = 0; step < 300; ++step) {
     opt.zero_grad();
-    mg::Variable l = mg::mse_loss(fit.forward(mg::Variable(x)), mg::Variable(y));
+    mg::Variable l = mg::mse_loss(fit(mg::Variable(x)), mg::Variable(y));
     l.backward();
     opt.step();
     loss = l.item();

@@ -18,20 +18,20 @@ namespace dist = mg::distributed;
 namespace {
 
 // A small MLP whose layers give several buckets with a small bucket_cap_mb.
-struct Net : nn::Module {
+struct Net : nn::Callable<Net> {
   nn::Linear fc1, fc2, fc3;
   Net(Generator& g, int64_t hidden = 16) : fc1(6, hidden, {}, g), fc2(hidden, hidden, {}, g), fc3(hidden, 3, {}, g) {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
     register_module("fc3", fc3);
   }
-  Variable forward(const Variable& x) const { return fc3.forward(tanh(fc2.forward(tanh(fc1.forward(x))))); }
+  Variable forward(const Variable& x) const { return fc3(tanh(fc2(tanh(fc1(x))))); }
   std::string type_name() const override { return "Net"; }
 };
 
 // mean squared error of net on rows [r0, r1) of (x, y)
 Variable loss_on(const Net& net, const Tensor& x, const Tensor& y, int64_t r0, int64_t r1) {
-  const Variable d = net.forward(Variable(x.narrow(0, r0, r1 - r0))) - Variable(y.narrow(0, r0, r1 - r0));
+  const Variable d = net(Variable(x.narrow(0, r0, r1 - r0))) - Variable(y.narrow(0, r0, r1 - r0));
   return mean(d * d);
 }
 
@@ -216,7 +216,7 @@ TEST(DDP, AParameterWithoutAGradientIsNamedInWaitAndTheNextStepStartsClean) {
   dist::DistributedDataParallel ddp(net, {.bucket_cap_mb = 1e-6});  // one bucket per parameter: fc3's start
   Generator gd(3);
   // fc3 only: fc1 and fc2 get no gradient
-  Variable l = mean(net.fc3.forward(Variable(randn({4, 16}, gd))));
+  Variable l = mean(net.fc3(Variable(randn({4, 16}, gd))));
   l.backward();
   EXPECT_GT(ddp.events().size(), 0u);
   try {
@@ -229,7 +229,7 @@ TEST(DDP, AParameterWithoutAGradientIsNamedInWaitAndTheNextStepStartsClean) {
   // same averaged gradient.
   net.zero_grad();
   const Tensor x = randn({4, 6}, gd).narrow(0, 0, 4);
-  mean(net.forward(Variable(x * (1.0 + dist::rank())))).backward();  // different data per rank
+  mean(net(Variable(x * (1.0 + dist::rank())))).backward();  // different data per rank
   EXPECT_NO_THROW(ddp.wait());
   const Tensor mine = net.fc1.weight.grad().clone(), total = mine.clone();
   dist::all_reduce_sum(total);
