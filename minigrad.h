@@ -3,8 +3,9 @@
 //   tensor/    numbers: Tensor, its views and kernels              (knows nothing of gradients)
 //   autograd/  Variable, the tape, derivative rules, gradcheck
 //   nn/        Module and layers, attention, GPT, save/load
+//   inspect/   looking into a running model: attention capture, head scores, telemetry
 //   optim/     optimizers, schedules, clipping, checkpoints
-//   data/      TensorDataset and DataLoader: batches of plain tensors    (needs only tensor/)
+//   data/      TensorDataset, DataLoader, DistributedSampler: batches of plain tensors (needs only tensor/)
 //   distributed/  data-parallel training over processes on MPI (optional: built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/ops.h"
@@ -23,12 +24,10 @@
 #include "minigrad/autograd/variable.h"
 
 #include "minigrad/nn/attention.h"
-#include "minigrad/nn/capture.h"
 #include "minigrad/nn/container.h"
 #include "minigrad/nn/conv.h"
 #include "minigrad/nn/embedding.h"
 #include "minigrad/nn/gpt.h"
-#include "minigrad/nn/head_scores.h"
 #include "minigrad/nn/init.h"
 #include "minigrad/nn/layers.h"
 #include "minigrad/nn/linear.h"
@@ -37,10 +36,13 @@
 #include "minigrad/nn/pooling.h"
 #include "minigrad/nn/rnn.h"
 #include "minigrad/nn/serialize.h"
-#include "minigrad/nn/telemetry.h"
 #include "minigrad/nn/transformer.h"
+#include "minigrad/inspect/capture.h"
+#include "minigrad/inspect/head_scores.h"
+#include "minigrad/inspect/telemetry.h"
 
 #include "minigrad/data/dataloader.h"
+#include "minigrad/data/sampler.h"
 
 #include "minigrad/optim/adam.h"
 #include "minigrad/optim/checkpoint.h"

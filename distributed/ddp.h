@@ -138,27 +138,4 @@ class DistributedDataParallel {
   double wait_seconds_ = 0;
 };
 
-/// The indices of a dataset that one rank reads (PyTorch's DistributedSampler): each epoch's order
-/// (a shuffle seeded by seed + epoch, the same on every rank, or 0 ... n-1) padded by repeating its
-/// start to a multiple of the world size (or cut down to one, with drop_last), then every
-/// num_replicas-th index from position rank. The ranks' shards are disjoint and, together, the epoch.
-class DistributedSampler {
- public:
-  /// A ValueError for n < 0, num_replicas < 1 or rank outside [0, num_replicas).
-  DistributedSampler(int64_t n, int num_replicas = world_size(), int rank = distributed::rank(), bool shuffle = true,
-                     uint64_t seed = 0, bool drop_last = false);
-  /// Use epoch e's order from now on (call before each epoch, as in PyTorch).
-  void set_epoch(int64_t e);
-  /// This rank's indices for the current epoch.
-  std::vector<int64_t> indices() const;
-  /// How many indices each rank gets.
-  int64_t num_samples() const { return num_samples_; }
-
- private:
-  int64_t n_, num_samples_, epoch_ = 0;
-  int num_replicas_, rank_;
-  bool shuffle_, drop_last_;
-  uint64_t seed_;
-};
-
 }  // namespace mg::distributed

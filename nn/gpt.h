@@ -3,6 +3,7 @@
 #include "minigrad/nn/attention.h"
 #include "minigrad/nn/container.h"
 #include "minigrad/nn/embedding.h"
+#include "minigrad/nn/normalization.h"
 
 #include <optional>
 #include <vector>

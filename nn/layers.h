@@ -1,30 +1,9 @@
 #pragma once
-// Small layers: LayerNorm, Dropout, Identity, Flatten, Unflatten and the activation modules.
+// Small layers: Dropout, Identity, Flatten, Unflatten and the activation modules. (LayerNorm is in
+// nn/normalization.h, with BatchNorm and GroupNorm.)
 #include "minigrad/nn/module.h"
 
 namespace mg::nn {
-
-/// LayerNorm's optional settings (PyTorch's defaults).
-struct LayerNormOptions {
-  double eps = 1e-5;               // added to the variance
-  bool elementwise_affine = true;  // learn a weight and a bias
-};
-
-/// Layer norm over the trailing dims `normalized_shape`; weight ones, bias zeros (PyTorch's init).
-class LayerNorm : public Callable<LayerNorm> {
- public:
-  explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
-  /// x: (..., *normalized_shape) -> same shape.
-  Variable forward(const Variable& x) const {
-    return layer_norm(x, normalized_shape, weight, bias, eps);
-  }
-  std::string type_name() const override { return "LayerNorm"; }
-  std::string extra_repr() const override;
-
-  const Shape normalized_shape;
-  const double eps;
-  Variable weight, bias;  // normalized_shape each; undefined without affine
-};
 
 /// Dropout's settings (PyTorch's default).
 struct DropoutOptions {

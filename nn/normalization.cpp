@@ -4,6 +4,18 @@
 
 namespace mg::nn {
 
+LayerNorm::LayerNorm(Shape shape, LayerNormOptions o) : normalized_shape(std::move(shape)), eps(o.eps) {
+  MG_CHECK(!normalized_shape.empty(), ValueError, "LayerNorm: normalized_shape must not be empty");
+  if (o.elementwise_affine) {
+    register_parameter("weight", weight, ones(normalized_shape));
+    register_parameter("bias", bias, zeros(normalized_shape));
+  }
+}
+
+std::string LayerNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps, weight.defined());
+}
+
 BatchNorm::BatchNorm(int64_t c, BatchNormOptions o, const char* layer) : num_features(c), options(o) {
   MG_CHECK(c > 0, ValueError, "{}: num_features must be positive, got {}", layer, c);
   MG_CHECK(o.eps >= 0 && std::isfinite(o.eps), ValueError, "{}: eps must be finite and >= 0, got {}", layer, o.eps);

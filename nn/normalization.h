@@ -1,12 +1,35 @@
 #pragma once
-// Batch and group normalization layers: nn::BatchNorm1d, nn::BatchNorm2d, nn::GroupNorm, with
+// The normalization layers: nn::LayerNorm (over each token's features), nn::BatchNorm1d and
+// nn::BatchNorm2d (over the batch, per channel), nn::GroupNorm (over groups of channels), with
 // PyTorch's options, parameter and buffer names (weight, bias, running_mean, running_var,
-// num_batches_tracked), so a PyTorch state_dict loads. (LayerNorm is in nn/layers.h.)
+// num_batches_tracked), so a PyTorch state_dict loads.
 #include <optional>
 
 #include "minigrad/nn/module.h"
 
 namespace mg::nn {
+
+/// LayerNorm's optional settings (PyTorch's defaults).
+struct LayerNormOptions {
+  double eps = 1e-5;               // added to the variance
+  bool elementwise_affine = true;  // learn a weight and a bias
+};
+
+/// Layer norm over the trailing dims `normalized_shape`; weight ones, bias zeros (PyTorch's init).
+class LayerNorm : public Callable<LayerNorm> {
+ public:
+  explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
+  /// x: (..., *normalized_shape) -> same shape.
+  Variable forward(const Variable& x) const {
+    return layer_norm(x, normalized_shape, weight, bias, eps);
+  }
+  std::string type_name() const override { return "LayerNorm"; }
+  std::string extra_repr() const override;
+
+  const Shape normalized_shape;
+  const double eps;
+  Variable weight, bias;  // normalized_shape each; undefined without affine
+};
 
 /// BatchNorm's optional settings (PyTorch's defaults).
 struct BatchNormOptions {

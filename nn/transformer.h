@@ -5,6 +5,7 @@
 // post-LN (norm_first=false, the 2017 paper):  x = norm(x + sublayer(x))
 // pre-LN  (norm_first=true, GPT-2 and later):  x = x + sublayer(norm(x))
 #include "minigrad/nn/attention.h"
+#include "minigrad/nn/normalization.h"
 
 namespace mg::nn {
 

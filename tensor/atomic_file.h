@@ -5,7 +5,7 @@
 // fsync'ed, given the mode of the file it replaces, and renamed over the target (a rename within
 // one folder is atomic on POSIX). Temporaries left by a writer that was killed half way (its
 // process gone) are removed by the next write of the same path. Used by save_safetensors (and so
-// nn::save and checkpoints), viz::write_file (pictures, pages) and nn::Telemetry::save.
+// nn::save and checkpoints), viz::write_file (pictures, pages) and inspect::Telemetry::save.
 #include <cstddef>
 #include <functional>
 #include <string>

@@ -276,6 +276,6 @@ TEST(MultiheadAttention, MasksMustFitTheScores) {
   EXPECT_THROW(nn::MultiheadAttention(0, 1), ValueError);
 }
 
-// nn::score_heads against heads whose attention is forced by masks, so every score is known by
+// inspect::score_heads against heads whose attention is forced by masks, so every score is known by
 // hand: layer "prev" always looks at t-1 (t = 0 at itself), "first" at position 0, and "ind" at
 // the key after the latest earlier occurrence of the query's token (position 0 if none).

@@ -221,7 +221,7 @@ void modules() {
     BAD(ValueError, "forward pre-hook: 3 inputs became 4", mha(Variable(ones({1, 2, 8}))));
     add.remove();
   }
-  BAD(ValueError, "AttentionCapture:", [&] { nn::AttentionCapture a(mha); a.at("nope"); }());
+  BAD(ValueError, "AttentionCapture:", [&] { inspect::AttentionCapture a(mha); a.at("nope"); }());
   // convolution, pooling, normalization, recurrent layers and ModuleDict
   BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, 3, {.groups = 2}));
   BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, {3, 0}));

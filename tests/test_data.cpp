@@ -1,5 +1,7 @@
 // data::TensorDataset and data::DataLoader: batch sizes, the last batch, seeded shuffles that
-// cover every example once per epoch, resuming at an epoch, bad settings.
+// cover every example once per epoch, resuming at an epoch, bad settings; data::DistributedSampler's
+// shards for 1, 2 and 3 ranks.
+#include <limits>
 #include <set>
 
 #include "helpers.h"
@@ -102,4 +104,33 @@ TEST(DataLoader, BadDatasetsAndSettingsAreNamed) {
   int n = 0;
   for (const data::Batch& b : empty) (void)b, ++n;
   EXPECT_EQ(n, 0);
+}
+
+TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
+  for (int N : {1, 2, 3})
+    for (bool shuffle : {false, true})
+      for (int64_t n : {10, 11, 0}) {
+        std::multiset<int64_t> all;
+        std::vector<int64_t> epoch0;
+        for (int r = 0; r < N; ++r) {
+          data::DistributedSampler s(n, N, r, shuffle, 9);
+          const auto idx = s.indices();
+          EXPECT_EQ(static_cast<int64_t>(idx.size()), s.num_samples());
+          EXPECT_EQ(s.num_samples(), (n + N - 1) / N);
+          all.insert(idx.begin(), idx.end());
+          if (r == 0) epoch0 = idx;
+          s.set_epoch(1);
+          if (shuffle && n >= 10 && r == 0) EXPECT_NE(s.indices(), epoch0);  // another order next epoch
+        }
+        for (int64_t i = 0; i < n; ++i) EXPECT_GE(all.count(i), 1u) << i;  // every example
+        EXPECT_EQ(static_cast<int64_t>(all.size()), n == 0 ? 0 : ((n + N - 1) / N) * N);  // padded by repeats only
+      }
+  data::DistributedSampler drop(11, 3, 0, false, 0, true);
+  EXPECT_EQ(drop.num_samples(), 11 / 3);
+  EXPECT_THROW(data::DistributedSampler(5, 2, 2), ValueError);
+  // sizes near 2^63: the padded epoch (n + N - 1 once overflowed) and an order too large to hold
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_THROW(data::DistributedSampler(kMax, 2, 0), ValueError);
+  EXPECT_EQ(data::DistributedSampler(kMax, 2, 0, false, 0, true).num_samples(), kMax / 2);
+  EXPECT_THROW(data::DistributedSampler(int64_t{1} << 62, 2, 0, false).indices(), MemoryError);
 }

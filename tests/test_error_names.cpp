@@ -88,7 +88,7 @@ TEST(ErrorNames, DTypeProblemsAreDTypeErrors) {
   NAMED(DTypeError, "GPT::generate", gpt.generate(zeros({1, 2}), 1));
   // Telemetry's probe must be int64 ids
   try {
-    nn::Telemetry t(gpt, [&](const Tensor& ids) { gpt(ids); }, {.vocab = 8, .probe = zeros({1, 6})});
+    inspect::Telemetry t(gpt, [&](const Tensor& ids) { gpt(ids); }, {.vocab = 8, .probe = zeros({1, 6})});
     ADD_FAILURE() << "no error";
   } catch (const DTypeError& e) {
     EXPECT_THAT(e.what(), StartsWith("Telemetry: "));
@@ -168,7 +168,7 @@ TEST(ErrorNames, OverflowingSizes) {
 TEST(ErrorNames, MoreTypesAndSizes) {
   // score_heads (what Telemetry::record calls) with float ids
   nn::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
-  NAMED(DTypeError, "score_heads", nn::score_heads(gpt, [&](const Tensor& ids) { gpt(ids); }, zeros({1, 6}), 8));
+  NAMED(DTypeError, "score_heads", inspect::score_heads(gpt, [&](const Tensor& ids) { gpt(ids); }, zeros({1, 6}), 8));
   // MultiheadAttention with float64 input and float32 weights: the module's inputs, not its w_q's linear
   nn::MultiheadAttention mha(8, 2);
   NAMED(DTypeError, "MultiheadAttention", mha(Variable(zeros({1, 3, 8}, DType::Float64))));

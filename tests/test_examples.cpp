@@ -36,11 +36,11 @@ std::string read_text(const std::filesystem::path& p) {
 // head of every attention layer (`heads`: the layers' head counts, in model order), the same in
 // the JSON (format "minigrad-telemetry-1"), and an explorer page at `page` that holds that JSON
 // (with "</" written "<\/", as a <script> needs).
-void expect_telemetry(const std::vector<nn::TelemetryRecord>& records, const std::string& json, const std::string& page,
+void expect_telemetry(const std::vector<inspect::TelemetryRecord>& records, const std::string& json, const std::string& page,
                       size_t n, const std::vector<int64_t>& heads) {
   const size_t total = static_cast<size_t>(std::accumulate(heads.begin(), heads.end(), int64_t{0}));
   ASSERT_EQ(records.size(), n);
-  for (const nn::TelemetryRecord& r : records) {
+  for (const inspect::TelemetryRecord& r : records) {
     EXPECT_EQ(r.heads.size(), total) << "step " << r.step;
     EXPECT_EQ(r.patterns.size(), heads.size()) << "step " << r.step;
   }
@@ -238,9 +238,9 @@ TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   EXPECT_EQ(j["layers"][2]["query_tokens"].size(), 6u);  // <s> and 5 digits
   EXPECT_EQ(j["layers"][2]["query_tokens"][0], "<s>");
   EXPECT_EQ(j["layers"][2]["key_tokens"].size(), 5u);    // the 5 source digits
-  for (const nn::HeadScore& h : tr.records.back().heads) EXPECT_EQ(h.label == "cross-attention", h.layer == "dec.multihead_attn");
+  for (const inspect::HeadScore& h : tr.records.back().heads) EXPECT_EQ(h.label == "cross-attention", h.layer == "dec.multihead_attn");
   // the recorded cross-attention map (probe row 0) is 6 x 5 and turns into the anti-diagonal
-  const auto mirrored = [&](const nn::TelemetryRecord& r) {
+  const auto mirrored = [&](const inspect::TelemetryRecord& r) {
     const Tensor w = r.patterns[2].weights;  // (H, 6, 5)
     EXPECT_EQ(w.shape(), (Shape{4, 6, 5}));
     double s = 0;
@@ -295,9 +295,9 @@ TEST_F(Examples, CharGptRunsWithAShortContext) {
   Generator sg(1);
   const std::string sampled = char_gpt::sample(m, d.vocab, c, sg);
   EXPECT_EQ(sampled.size(), c.prompt.size() + 30);
-  const std::vector<nn::HeadScore> scores = char_gpt::label_heads(m, d, c);
+  const std::vector<inspect::HeadScore> scores = char_gpt::label_heads(m, d, c);
   ASSERT_EQ(scores.size(), 2u);  // 1 layer x 2 heads, each with a label
-  for (const nn::HeadScore& s : scores) EXPECT_FALSE(s.label.empty());
+  for (const inspect::HeadScore& s : scores) EXPECT_FALSE(s.label.empty());
   EXPECT_TRUE(fs::exists(char_gpt::write_report(m, d, c, h, sampled, scores)));
   EXPECT_TRUE(fs::exists(dir / "run" / "attn_blocks.0.attn_head1.svg"));
   std::ifstream index(dir / "run" / "index.html");
@@ -370,7 +370,7 @@ induction_heads::Config induction_config() {
 }
 
 // The step at which a score series first reaches half of its final value.
-int64_t half_way(const std::vector<nn::TelemetryRecord>& records, const std::function<double(const nn::TelemetryRecord&)>& f) {
+int64_t half_way(const std::vector<inspect::TelemetryRecord>& records, const std::function<double(const inspect::TelemetryRecord&)>& f) {
   const double target = 0.5 * f(records.back());
   for (const auto& r : records)
     if (f(r) >= target) return r.step;

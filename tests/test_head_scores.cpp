@@ -1,7 +1,7 @@
-// What each attention head does, measured: nn::score_heads on heads forced by masks or by
+// What each attention head does, measured: inspect::score_heads on heads forced by masks or by
 // hand-set weights (hand-computed scores), the copying and in-context-learning scores,
-// nn::HeadAblation against head_mask, and cross-attention layers (no positional scores; their
-// own labels in nn::Telemetry).
+// inspect::HeadAblation against head_mask, and cross-attention layers (no positional scores; their
+// own labels in inspect::Telemetry).
 #include <cmath>
 
 #include "helpers.h"
@@ -46,7 +46,7 @@ TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
   ForcedHeads m(g);
   // a probe without repeats: T = 6, so the "ind" head sits on key 0
   const Tensor probe = from_vector<int64_t>({0, 1, 2, 3, 4, 0, 4, 3, 2, 1, 0, 4}, {2, 6});
-  const auto s = nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, 50);
+  const auto s = inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, 50);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].layer, "prev");
   EXPECT_NEAR(s[0].previous_token, 1.0, 1e-6);
@@ -61,8 +61,8 @@ TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
   EXPECT_EQ(s[2].label, "induction");
   EXPECT_NEAR(s[0].induction, 0.0, 1e-6);  // t - 1 is never t - n + 1 for n = 3
   EXPECT_NEAR(s[1].induction, 0.0, 1e-6);
-  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.narrow(1, 0, 3), 50), ValueError);
-  EXPECT_THROW(nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.to(DType::Float32), 50), DTypeError);
+  EXPECT_THROW(inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.narrow(1, 0, 3), 50), ValueError);
+  EXPECT_THROW(inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.to(DType::Float32), 50), DTypeError);
 }
 
 namespace {
@@ -102,14 +102,14 @@ TEST(HeadScores, CopyingIsTheLogitRaisedOnTheAttendedTokenAsComputedByHand) {
   const Tensor probe = from_vector<int64_t>({0, 1, 2, 3, 4, 5, 6, 7}, {1, 8});
   for (double gain : {2.0, -2.0}) {
     ForcedCopier m(g, V, gain);
-    const auto s = nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
+    const auto s = inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
                                    {.induction_length = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
     ASSERT_EQ(s.size(), 1u);
     EXPECT_NEAR(s[0].copying, gain - gain / V, 1e-6) << "gain " << gain;
   }
   // without a logits function the copying score is not measured
   ForcedCopier m(g, V, 2.0);
-  EXPECT_TRUE(std::isnan(nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V)[0].copying));
+  EXPECT_TRUE(std::isnan(inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V)[0].copying));
 }
 
 TEST(HeadScores, IclScoreOfAPerfectCopierAsComputedByHand) {
@@ -124,12 +124,12 @@ TEST(HeadScores, IclScoreOfAPerfectCopierAsComputedByHand) {
       for (int64_t t = n; t < T; ++t) z.narrow(0, b, 1).narrow(1, t, 1).narrow(2, static_cast<int64_t>(ids.at({b, t - n + 1})), 1).fill_(100);
     return Variable(z);
   };
-  const nn::IclScore s = nn::icl_score(copier, V, n);
+  const inspect::IclScore s = inspect::icl_score(copier, V, n);
   EXPECT_NEAR(s.early, std::log(10.0), 1e-12);
   EXPECT_NEAR(s.late, std::log(10.0) / n, 1e-12);
   EXPECT_NEAR(s.score, std::log(10.0) / n - std::log(10.0), 1e-12);
-  EXPECT_THROW(nn::icl_score(copier, 1, n), ValueError);
-  EXPECT_THROW(nn::icl_score([&](const Tensor& ids) { return Variable(zeros({ids.size(0), ids.size(1), 3})); }, V, n), ShapeError);
+  EXPECT_THROW(inspect::icl_score(copier, 1, n), ValueError);
+  EXPECT_THROW(inspect::icl_score([&](const Tensor& ids) { return Variable(zeros({ids.size(0), ids.size(1), 3})); }, V, n), ShapeError);
 }
 
 TEST(HeadAblation, SameNumbersAsHeadMaskAndGradientsFlow) {
@@ -146,7 +146,7 @@ TEST(HeadAblation, SameNumbersAsHeadMaskAndGradientsFlow) {
   const Variable masked = m.attn(xa, {.is_causal = true, .head_mask = from_vector<double>({1, 0, 1}, {3})}).output;
   Variable hooked;
   {
-    nn::HeadAblation off(m, "attn", {1});
+    inspect::HeadAblation off(m, "attn", {1});
     hooked = m.attn(xb, {.is_causal = true}).output;
   }
   expect_close(hooked.data(), masked.data(), 1e-12);
@@ -156,8 +156,8 @@ TEST(HeadAblation, SameNumbersAsHeadMaskAndGradientsFlow) {
   // the hook is gone with the object: the full output again
   const Variable full = m.attn(Variable(x0), {.is_causal = true}).output;
   EXPECT_GT(max(abs(full.data() - hooked.data())).item(), 1e-3);
-  EXPECT_THROW(nn::HeadAblation(m, "attn", {3}), ValueError);
-  EXPECT_THROW(nn::HeadAblation(m, "nothing", {0}), ValueError);
+  EXPECT_THROW(inspect::HeadAblation(m, "attn", {3}), ValueError);
+  EXPECT_THROW(inspect::HeadAblation(m, "nothing", {0}), ValueError);
 }
 
 namespace {
@@ -196,10 +196,10 @@ TEST(HeadScores, CrossAttentionHeadsGetNoScores) {
   const Tensor probe = randint(0, V, {2, 8}, g);
   for (int64_t memory : {3, 8}) {
     TinyEncoderDecoder m(g, V, memory, false);
-    const auto s = nn::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
+    const auto s = inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
                                    {.induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
     ASSERT_EQ(s.size(), 4u);
-    for (const nn::HeadScore& h : s) {
+    for (const inspect::HeadScore& h : s) {
       if (h.layer == "self_attn") {
         EXPECT_NE(h.label, "cross-attention");
         EXPECT_TRUE(std::isfinite(h.previous_token) && std::isfinite(h.first_token) && std::isfinite(h.induction));
@@ -222,10 +222,10 @@ TEST(Telemetry, CrossAttentionMapsAreDecoderBySourceWithLabelsOfTheirOwn) {
   const Tensor probe = randint(0, V, {3, 6}, g);
   const std::vector<std::string> src = {"a", "b", "c", "d", "e", "f"}, dec = {"<s>", "f", "e", "d", "c", "b", "a"};
   auto forward = [&](const Tensor& ids) { m(ids); };
-  nn::Telemetry tel(m, forward,
+  inspect::Telemetry tel(m, forward,
                     {.vocab = V, .probe = probe, .tokens = src, .query_tokens = {{"self_attn", dec}, {"cross_attn", dec}},
                      .key_tokens = {{"self_attn", dec}}});
-  const nn::TelemetryRecord& r = tel.record(1, 2.5);
+  const inspect::TelemetryRecord& r = tel.record(1, 2.5);
   ASSERT_EQ(r.patterns.size(), 2u);
   EXPECT_EQ(r.patterns[0].weights.shape(), (Shape{2, 7, 7}));
   EXPECT_EQ(r.patterns[1].weights.shape(), (Shape{2, 7, 6}));  // (H, decoder, source)
@@ -238,7 +238,7 @@ TEST(Telemetry, CrossAttentionMapsAreDecoderBySourceWithLabelsOfTheirOwn) {
   EXPECT_THAT(json, HasSubstr(R"({"layer":"cross_attn","head":0,"previous_token":null,"first_token":null,"induction":null,)"
                               R"("copying":null,"label":"cross-attention"})"));
   // Without the decoder's labels the 7th query has none: record() names the layer.
-  nn::Telemetry unlabelled(m, forward, {.vocab = V, .probe = probe, .tokens = src});
+  inspect::Telemetry unlabelled(m, forward, {.vocab = V, .probe = probe, .tokens = src});
   try {
     unlabelled.record(1);
     ADD_FAILURE() << "no error for 7 queries with 6 labels";
@@ -247,5 +247,5 @@ TEST(Telemetry, CrossAttentionMapsAreDecoderBySourceWithLabelsOfTheirOwn) {
     EXPECT_THAT(e.what(), HasSubstr("query_tokens / key_tokens[\"self_attn\"]"));
   }
   // A label map for a layer the model does not have is a typo, caught at once.
-  EXPECT_THROW(nn::Telemetry(m, forward, {.vocab = V, .probe = probe, .key_tokens = {{"cross", src}}}), ValueError);
+  EXPECT_THROW(inspect::Telemetry(m, forward, {.vocab = V, .probe = probe, .key_tokens = {{"cross", src}}}), ValueError);
 }

@@ -1,5 +1,5 @@
 // The layers point downward, and nothing but the build keeps them so:
-//   tensor/ <- autograd/ <- nn/ <- optim/ <- distributed/        data/ <- tensor/        viz/ <- tensor/
+//   tensor/ <- autograd/ <- nn/ <- optim/ <- distributed/     nn/ <- inspect/     data/ <- tensor/     viz/ <- tensor/
 // A file may include headers of its own layer and the layers below it, never above. Inside
 // tensor/, the loop machinery (tensor/loops.h, `detail::`) and the fast math are private: the
 // layers above call kernels, not loops. And BLAS has one door, tensor/blas.cpp.
@@ -25,6 +25,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"tensor", {"tensor"}},
     {"autograd", {"tensor", "autograd"}},
     {"nn", {"tensor", "autograd", "nn"}},
+    {"inspect", {"tensor", "autograd", "nn", "inspect"}},
     {"optim", {"tensor", "autograd", "nn", "optim"}},
     {"distributed", {"tensor", "autograd", "nn", "optim", "distributed"}},
     {"data", {"tensor", "data"}},
@@ -62,7 +63,7 @@ std::vector<std::string> violations(const std::string& layer, const std::string&
       out.push_back(file + " includes " + header + ", which is private to tensor/: call a kernel of tensor/ops.h instead");
   }
   // a library header included without the prefix could be a user's file of the same name
-  static const std::regex bare_re(R"re(#include\s+["<]((tensor|autograd|nn|optim|data|viz|distributed)/[^">]+)[">])re");
+  static const std::regex bare_re(R"re(#include\s+["<]((tensor|autograd|nn|inspect|optim|data|viz|distributed)/[^">]+)[">])re");
   for (std::sregex_iterator it(text.begin(), text.end(), bare_re), end; it != end; ++it)
     out.push_back(file + " includes \"" + (*it)[1].str() + "\" without the minigrad/ prefix");
   if (layer != "tensor" && text.find("detail::") != std::string::npos)
@@ -105,7 +106,7 @@ TEST(Layers, BlasHasOneDoor) {
 // CMakeLists.txt, and no minigrad/ folder (the prefix of <minigrad/...> exists only in the build's
 // include folder and the installed tree).
 TEST(Layers, TheLayersSitAtTheRoot) {
-  for (const char* dir : {"tensor", "autograd", "nn", "optim", "data", "viz", "distributed", "examples", "tests"})
+  for (const char* dir : {"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed", "examples", "tests"})
     EXPECT_TRUE(fs::is_directory(kRoot / dir)) << dir << "/ is missing from the repository's root";
   EXPECT_TRUE(fs::is_regular_file(kRoot / "CMakeLists.txt"));
   EXPECT_TRUE(fs::is_regular_file(kRoot / "minigrad.h")) << "the umbrella header sits at the root";
@@ -123,6 +124,6 @@ TEST(Layers, TheIncludeFolderLinksToTheLayers) {
     EXPECT_TRUE(fs::is_symlink(e.symlink_status())) << e.path() << " is not a link to the source";
     EXPECT_TRUE(fs::equivalent(e.path(), kRoot / e.path().filename())) << e.path() << " does not point at the source";
   }
-  EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "optim", "data", "viz", "distributed", "minigrad.h"}));
+  EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed", "minigrad.h"}));
   EXPECT_TRUE(fs::equivalent(dir / "nn" / "linear.h", kRoot / "nn" / "linear.h"));
 }

@@ -231,9 +231,9 @@ TEST(Module, NamesAreUniqueAcrossParametersBuffersAndModules) {
 TEST(AttentionCapture, CapturesAreHooksAndTheModelMayGoFirst) {
   nn::MultiheadAttention mha(4, 2);
   {
-    nn::AttentionCapture first(mha);
+    inspect::AttentionCapture first(mha);
     {
-      nn::AttentionCapture second(mha);  // two captures are two hooks: both see the forward
+      inspect::AttentionCapture second(mha);  // two captures are two hooks: both see the forward
       mha(Variable(ones({1, 3, 4})));
       EXPECT_EQ(second.at("").weights.shape(), (Shape{1, 2, 3, 3}));
     }
@@ -246,7 +246,7 @@ TEST(AttentionCapture, CapturesAreHooksAndTheModelMayGoFirst) {
   EXPECT_FALSE(mha.has_forward_hooks());
   // a capture that outlives its model: its destructor once wrote into the freed module
   auto model = std::make_unique<nn::MultiheadAttention>(4, 2);
-  auto capture = std::make_unique<nn::AttentionCapture>(*model);
+  auto capture = std::make_unique<inspect::AttentionCapture>(*model);
   model.reset();
   EXPECT_NO_THROW(capture.reset());
 }

@@ -1,4 +1,4 @@
-// nn::Telemetry and the attention explorer: what a run records (when, what shape, which numbers),
+// inspect::Telemetry and the attention explorer: what a run records (when, what shape, which numbers),
 // that recording leaves training untouched bit for bit, bad options named, and the page built
 // from the JSON. The page in a real browser: tests/browser/test_explorer.sh.
 #include <filesystem>
@@ -30,7 +30,7 @@ struct Tiny : nn::Callable<Tiny> {
 };
 
 // Train `steps` SGD steps on random ids predicting themselves shifted; record when due if `tel`.
-std::vector<float> train(Tiny& m, int steps, nn::Telemetry* tel) {
+std::vector<float> train(Tiny& m, int steps, inspect::Telemetry* tel) {
   Generator g(7);
   optim::SGD opt(m.parameters(), {.lr = 0.1});
   std::vector<float> losses;
@@ -46,7 +46,7 @@ std::vector<float> train(Tiny& m, int steps, nn::Telemetry* tel) {
   return losses;
 }
 
-nn::TelemetryOptions options(Tiny& m) {
+inspect::TelemetryOptions options(Tiny& m) {
   return {.vocab = 12, .probe = from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10}), .every = 3,
           .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&m](const Tensor& ids) { return m(ids); }}};
 }
@@ -56,7 +56,7 @@ nn::TelemetryOptions options(Tiny& m) {
 TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
   Generator g1(1), g2(1);
   Tiny plain(g1), watched(g2);
-  nn::Telemetry tel(watched, [&](const Tensor& ids) { watched(ids); }, options(watched));
+  inspect::Telemetry tel(watched, [&](const Tensor& ids) { watched(ids); }, options(watched));
   EXPECT_TRUE(tel.due(1));
   EXPECT_FALSE(tel.due(2));
   EXPECT_TRUE(tel.due(3));
@@ -66,7 +66,7 @@ TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
   EXPECT_TRUE(watched.is_training());
   ASSERT_EQ(tel.records().size(), 3u);  // steps 1, 3, 6 (after step 6's update)
   EXPECT_EQ(tel.records()[2].step, 6);
-  const nn::TelemetryRecord& r = tel.records().back();
+  const inspect::TelemetryRecord& r = tel.records().back();
   ASSERT_EQ(r.heads.size(), 2u);
   EXPECT_EQ(r.heads[1].layer, "attn");
   EXPECT_FALSE(std::isnan(r.heads[1].copying));
@@ -76,7 +76,7 @@ TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
   EXPECT_EQ(r.patterns[0].weights.shape(), (Shape{2, 10, 10}));
   // the patterns are the model's weights on the probe: recompute them
   NoGradGuard no_grad;
-  nn::AttentionCapture cap(watched);
+  inspect::AttentionCapture cap(watched);
   watched.eval();
   watched(from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10}));
   mgtest::expect_close(r.patterns[0].weights, cap.at("attn").weights.squeeze(0), 1e-6);
@@ -85,7 +85,7 @@ TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
 TEST(Telemetry, JsonHasTheFormatTheExplorerReads) {
   Generator g(2);
   Tiny m(g);
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); }, options(m));
+  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); }, options(m));
   train(m, 3, &tel);
   const auto j = nlohmann::json::parse(tel.json({{"example", "tiny"}}));
   EXPECT_EQ(j["format"], "minigrad-telemetry-1");
@@ -128,17 +128,17 @@ TEST(Telemetry, BadOptionsAreNamed) {
   Tiny m(g);
   auto fwd = [&](const Tensor& ids) { m(ids); };
   auto with = [&](auto change) {
-    nn::TelemetryOptions o = options(m);
+    inspect::TelemetryOptions o = options(m);
     change(o);
     return o;
   };
-  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.vocab = 1; })), ValueError);
-  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.probe = o.probe.to(DType::Float32); })), DTypeError);
-  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.probe = Tensor(); })), StateError);
-  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.every = 0; })), ValueError);
-  EXPECT_THROW(nn::Telemetry(m, fwd, with([](auto& o) { o.tokens = {"a", "b"}; })), ShapeError);
+  EXPECT_THROW(inspect::Telemetry(m, fwd, with([](auto& o) { o.vocab = 1; })), ValueError);
+  EXPECT_THROW(inspect::Telemetry(m, fwd, with([](auto& o) { o.probe = o.probe.to(DType::Float32); })), DTypeError);
+  EXPECT_THROW(inspect::Telemetry(m, fwd, with([](auto& o) { o.probe = Tensor(); })), StateError);
+  EXPECT_THROW(inspect::Telemetry(m, fwd, with([](auto& o) { o.every = 0; })), ValueError);
+  EXPECT_THROW(inspect::Telemetry(m, fwd, with([](auto& o) { o.tokens = {"a", "b"}; })), ShapeError);
   nn::Linear lonely(2, 2);
-  EXPECT_THROW(nn::Telemetry(lonely, [](const Tensor&) {}, options(m)), ValueError);
+  EXPECT_THROW(inspect::Telemetry(lonely, [](const Tensor&) {}, options(m)), ValueError);
 }
 
 TEST(Explorer, EmbedsTheRunAndRefusesOtherText) {

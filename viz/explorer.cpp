@@ -220,7 +220,7 @@ std::string explorer_html(const std::string& title, const std::string& telemetry
   }
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title><style>{1}</style></head>\n<body>\n"
-      "<h1>{0}</h1>\n<div class=\"meta\">Attention of every head, recorded during training (nn::Telemetry). Click a head; "
+      "<h1>{0}</h1>\n<div class=\"meta\">Attention of every head, recorded during training (inspect::Telemetry). Click a head; "
       "move the slider over the training steps.</div>\n"
       "<div id=\"controls\"><label><input type=\"range\" id=\"step\" min=\"0\" step=\"1\"> <span id=\"steplabel\"></span></label>"
       "<label><input type=\"radio\" name=\"mode\" value=\"weights\" checked> weights (after softmax)</label>"

@@ -1,6 +1,6 @@
 #pragma once
 // The attention explorer: one self-contained HTML page (script and data inline, no network) made
-// from a run's telemetry JSON (nn::Telemetry, format "minigrad-telemetry-1"). In it a learner
+// from a run's telemetry JSON (inspect::Telemetry, format "minigrad-telemetry-1"). In it a learner
 //   - sees the layers x heads grid of attention maps, each captioned with its label and scores;
 //   - clicks a head to see its map large, tokens on both axes, the exact value under the pointer;
 //   - moves a slider over the recorded training steps and watches maps, scores and curves change;
@@ -12,7 +12,7 @@
 
 namespace mg::viz {
 
-/// The explorer page for `telemetry_json` (the text nn::Telemetry::json returns), titled `title`.
+/// The explorer page for `telemetry_json` (the text inspect::Telemetry::json returns), titled `title`.
 /// A ValueError if the text is not telemetry (it must start with '{' and name the format).
 std::string explorer_html(const std::string& title, const std::string& telemetry_json);
 

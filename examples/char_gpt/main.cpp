@@ -7,7 +7,7 @@
 // and --resume continues a run exactly where it stopped: each step's batch is drawn from a
 // generator seeded by (seed, step), so nothing else needs saving. Then it samples with
 // temperature and top-k, and draws the loss curves and the attention of every head on a prompt.
-// While it trains it records every head (nn::Telemetry) on a fixed piece of validation text:
+// While it trains it records every head (inspect::Telemetry) on a fixed piece of validation text:
 // runs/char_gpt/explorer.html replays the attention maps and head scores over the steps.
 #include <algorithm>
 #include <cmath>
@@ -79,8 +79,8 @@ double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
 // Loss curves: training loss every step, validation loss every eval_every steps; the telemetry.
 struct History {
   std::vector<double> steps, losses, val_steps, val_losses;
-  std::vector<nn::TelemetryRecord> records;  // the steps of this run (after a resume: from there on)
-  std::string telemetry_json;                // the same, as nn::Telemetry writes it
+  std::vector<inspect::TelemetryRecord> records;  // the steps of this run (after a resume: from there on)
+  std::string telemetry_json;                // the same, as inspect::Telemetry writes it
 };
 
 // B windows of T = min(context, 64) characters from the start of the validation text: the probe
@@ -104,13 +104,13 @@ std::string explorer_label(char ch) {
 // Telemetry on 4 windows of validation text, its first 32 characters drawn (pattern_length), and
 // for the induction, copying and ICL scores 4 random spans of T / 2 characters repeated twice.
 // The sizes keep a recording near one training step of work and telemetry.json a few MB.
-nn::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
+inspect::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
   const Tensor probe = val_probe(d, c, 4);
   std::vector<std::string> labels;
   for (int64_t t = 0; t < probe.size(1); ++t) labels.push_back(explorer_label(d.vocab.chars[probe.data<int64_t>()[t]]));
   const nn::GPT* model = &m;
   auto logits = [model](const Tensor& ids) { return (*model)(ids); };
-  return nn::Telemetry(m, [model](const Tensor& ids) { (*model)(ids); },
+  return inspect::Telemetry(m, [model](const Tensor& ids) { (*model)(ids); },
                        {.vocab = d.vocab.size(), .probe = probe, .tokens = labels, .pattern_length = 32, .every = c.every,
                         .scores = {.induction_batch = 4, .logits = logits}});
 }
@@ -121,7 +121,7 @@ nn::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
 History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c, int64_t start,
               const std::string& ckpt, const std::function<double(double)>& after_backward = {}) {
   History h;
-  nn::Telemetry tel = make_telemetry(m, d, c);
+  inspect::Telemetry tel = make_telemetry(m, d, c);
   const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
   viz::ProgressBar bar(last - start, "train");
   for (int64_t step = start + 1; step <= last; ++step) {
@@ -169,17 +169,17 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
   return text;
 }
 
-// What each head does, measured (nn/head_scores.h): previous-token and first-token scores on
+// What each head does, measured (inspect/head_scores.h): previous-token and first-token scores on
 // validation text, and the induction score on random characters repeated twice.
-std::vector<nn::HeadScore> label_heads(const nn::GPT& m, const Data& d, const Config& c) {
+std::vector<inspect::HeadScore> label_heads(const nn::GPT& m, const Data& d, const Config& c) {
   const Tensor probe = val_probe(d, c, 8);
-  return nn::score_heads(const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m(ids); }, probe, d.vocab.size());
+  return inspect::score_heads(const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m(ids); }, probe, d.vocab.size());
 }
 
-std::string score_table(const std::vector<nn::HeadScore>& scores) {
+std::string score_table(const std::vector<inspect::HeadScore>& scores) {
   std::string s = fmt::format("{:<16} {:>4} {:>15} {:>12} {:>10}   {}\n", "layer", "head", "previous-token", "first-token",
                               "induction", "label");
-  for (const nn::HeadScore& h : scores)
+  for (const inspect::HeadScore& h : scores)
     s += fmt::format("{:<16} {:>4} {:>15.3f} {:>12.3f} {:>10.3f}   {}\n", h.layer, h.head, h.previous_token, h.first_token,
                      h.induction, h.label);
   return s;
@@ -189,13 +189,13 @@ std::string score_table(const std::vector<nn::HeadScore>& scores) {
 // attention on the sample's first characters (at most 24, and no more than the context) as a
 // layers x heads grid labelled by the scores.
 std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const History& h, const std::string& sampled,
-                         const std::vector<nn::HeadScore>& scores) {
+                         const std::vector<inspect::HeadScore>& scores) {
   viz::Report rep(c.out, "char_gpt: a character-level GPT", "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
   rep.add_svg("loss.svg",
               viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss", "step", "cross-entropy"),
               "Training and validation loss (nats per character).");
   rep.add_note("Sample:\n" + sampled, true);
-  nn::AttentionCapture cap(const_cast<nn::GPT&>(m));
+  inspect::AttentionCapture cap(const_cast<nn::GPT&>(m));
   const std::string shown = sampled.substr(0, std::min<size_t>({24, sampled.size(), static_cast<size_t>(c.context)}));
   std::vector<int64_t> pids;
   std::vector<std::string> labels;
@@ -205,7 +205,7 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
     NoGradGuard no_grad;
     m(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
   }
-  rep.add_note("What each head does, measured (nn::score_heads): mean attention on the previous character and on the first "
+  rep.add_note("What each head does, measured (inspect::score_heads): mean attention on the previous character and on the first "
                "one over validation text, and the induction score, the attention from a character's second occurrence to "
                "what followed its first, on random characters repeated twice. A head is labelled by its largest score "
                "if it reaches 0.3.", false);
@@ -215,8 +215,8 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
     const Tensor w = cap.at(name).weights;  // (1, H, T, T)
     grid.emplace_back();
     for (int64_t head = 0; head < c.heads; ++head) {
-      const nn::HeadScore* s = nullptr;
-      for (const nn::HeadScore& x : scores)
+      const inspect::HeadScore* s = nullptr;
+      for (const inspect::HeadScore& x : scores)
         if (x.layer == name && x.head == head) s = &x;
       grid.back().push_back(
           {fmt::format("attn_{}_head{}.svg", name, head),
@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
     Generator sg(c.seed + 1);
     const std::string sampled = sample(m, d.vocab, c, sg);
     std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature, static_cast<long long>(c.top_k), sampled.c_str());
-    const std::vector<nn::HeadScore> scores = label_heads(m, d, c);
+    const std::vector<inspect::HeadScore> scores = label_heads(m, d, c);
     std::printf("\nwhat each head does (measured):\n%s", score_table(scores).c_str());
     std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled, scores).c_str());
     if (const std::string page = save_explorer(c, h); !page.empty()) std::printf("explorer: %s\n", page.c_str());

@@ -11,7 +11,7 @@
 //   3. two heads started identical (head 1's rows of W_Q, W_K, W_V and its columns of W_O copied
 //      from head 0): they receive identical gradients, stay identical and split the same way.
 //      Heads differ because random initialisation breaks the symmetry between them.
-// Every run records its heads while it trains (nn::Telemetry); the two-head run's recording
+// Every run records its heads while it trains (inspect::Telemetry); the two-head run's recording
 // becomes runs/heads_specialise/explorer.html, where a slider moves over the training steps.
 #include <cmath>
 
@@ -120,7 +120,7 @@ struct HeadRoles {
 };
 HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
   NoGradGuard no_grad;
-  nn::AttentionCapture cap(m);
+  inspect::AttentionCapture cap(m);
   m(b.ids);
   const Tensor w = cap.at("attn").weights;  // (B, H, T, T)
   HeadRoles r;
@@ -151,7 +151,7 @@ std::vector<std::string> token_labels(const Tensor& probe) {
   return out;
 }
 
-std::vector<double> train(Model& m, const Config& c, Generator& g, nn::Telemetry& tel) {
+std::vector<double> train(Model& m, const Config& c, Generator& g, inspect::Telemetry& tel) {
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   viz::ProgressBar bar(c.steps, "train");
   std::vector<double> losses;
@@ -181,8 +181,8 @@ struct RunResult {
   HeadRoles roles;
   std::vector<double> losses;
   double head_diff_start = 0, head_diff_end = 0;  // max |W_Q head 0 - head 1| before / after training
-  std::vector<nn::TelemetryRecord> records;      // step 1, every 5 up to 100, every c.every
-  std::string telemetry_json;                     // the same, as nn::Telemetry writes it
+  std::vector<inspect::TelemetryRecord> records;      // step 1, every 5 up to 100, every c.every
+  std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
 };
 
 RunResult run(Config c, Variant v, int64_t test_size = 512) {
@@ -193,7 +193,7 @@ RunResult run(Config c, Variant v, int64_t test_size = 512) {
   RunResult r;
   if (c.heads == 2) r.head_diff_start = head_difference(m);
   const Tensor probe = telemetry_probe(c);
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
+  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
                     {.vocab = c.vocab, .probe = probe, .tokens = token_labels(probe), .pattern_length = c.seq_len, .every = c.every});
   r.losses = train(m, c, g, tel);
   r.records = tel.records();

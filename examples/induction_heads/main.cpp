@@ -14,7 +14,7 @@
 //            -- K-composition -- and its OV circuit copies the token found there.
 // A 1-layer model cannot build it: a key in layer 0 holds only its own token.
 //
-// The run records telemetry every few steps (nn::Telemetry): every head's previous-token,
+// The run records telemetry every few steps (inspect::Telemetry): every head's previous-token,
 // first-token, induction and copying scores, and the model's in-context-learning score. It shows
 // the phase change: the loss sits on a plateau, then drops while the two heads appear and the
 // ICL score jumps. Then interventions: removing the previous-token head (head_mask) breaks the
@@ -127,16 +127,16 @@ SpanScore span_score(const Model& m, const Batch& b, const std::vector<Tensor>& 
 
 struct RunResult {
   std::vector<double> losses;               // per step
-  std::vector<nn::TelemetryRecord> records;  // every c.every steps
+  std::vector<inspect::TelemetryRecord> records;  // every c.every steps
   std::string telemetry_json;
   SpanScore final_span;
   int64_t phase_step = -1;  // the first recorded step whose ICL score is past half of its total change
-  nn::HeadScore prev_head, induction_head;  // the strongest of each kind at the end (layer 0 / last layer)
+  inspect::HeadScore prev_head, induction_head;  // the strongest of each kind at the end (layer 0 / last layer)
 };
 
 // The scores of head `h` of layer `l` in a record.
-const nn::HeadScore& score_of(const nn::TelemetryRecord& r, const std::string& layer, int64_t h) {
-  for (const nn::HeadScore& s : r.heads)
+const inspect::HeadScore& score_of(const inspect::TelemetryRecord& r, const std::string& layer, int64_t h) {
+  for (const inspect::HeadScore& s : r.heads)
     if (s.layer == layer && s.head == h) return s;
   throw ValueError(fmt::format("no head {} in {}", h, layer));
 }
@@ -148,7 +148,7 @@ RunResult train(Model& m, const Config& c, Generator& g) {
   // repeated twice for the induction, copying and ICL scores.
   Generator probe_gen(c.seed + 99);
   const Batch probe = make_batch(c, probe_gen, 8);
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
+  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
                     {.vocab = c.vocab, .probe = probe.ids, .pattern_length = c.seq_len, .every = c.every,
                      .scores = {.induction_length = c.seq_len / 2, .logits = [&](const Tensor& ids) { return m(ids); }}});
   viz::ProgressBar bar(c.steps, fmt::format("{}-layer", c.layers));
@@ -169,15 +169,15 @@ RunResult train(Model& m, const Config& c, Generator& g) {
   r.final_span = span_score(m, make_batch(c, test_gen, 512));
   // The phase change: where the ICL score has made half of its total move.
   const double first = r.records.front().icl.score, last = r.records.back().icl.score;
-  for (const nn::TelemetryRecord& rec : r.records)
+  for (const inspect::TelemetryRecord& rec : r.records)
     if (std::abs(rec.icl.score - first) >= 0.5 * std::abs(last - first)) {
       r.phase_step = rec.step;
       break;
     }
-  const nn::TelemetryRecord& end = r.records.back();
+  const inspect::TelemetryRecord& end = r.records.back();
   r.prev_head = r.induction_head = end.heads.front();
   r.prev_head.previous_token = r.induction_head.induction = -1;
-  for (const nn::HeadScore& s : end.heads) {
+  for (const inspect::HeadScore& s : end.heads) {
     if (s.layer == "attn0" && s.previous_token > r.prev_head.previous_token) r.prev_head = s;
     if (s.layer == fmt::format("attn{}", c.layers - 1) && s.induction > r.induction_head.induction) r.induction_head = s;
   }
@@ -195,7 +195,7 @@ struct Ablation {
 // Layer 0's heads split in two: those labelled previous-token at the end of training, and the rest.
 std::vector<int64_t> layer0_heads(const RunResult& r, bool previous_token) {
   std::vector<int64_t> out;
-  for (const nn::HeadScore& s : r.records.back().heads)
+  for (const inspect::HeadScore& s : r.records.back().heads)
     if (s.layer == "attn0" && (s.label == "previous token") == previous_token) out.push_back(s.head);
   return out;
 }
@@ -231,9 +231,9 @@ std::vector<Ablation> ablate(Model& m, const Config& c, const RunResult& r) {
     a.removed = name;
     a.heads = removed;
     a.span = span_score(m, test, masks);
-    const auto scores = nn::score_heads(m, [&](const Tensor& ids) { m(ids, masks); }, probe, c.vocab,
+    const auto scores = inspect::score_heads(m, [&](const Tensor& ids) { m(ids, masks); }, probe, c.vocab,
                                         {.induction_length = c.seq_len / 2});
-    for (const nn::HeadScore& s : scores)
+    for (const inspect::HeadScore& s : scores)
       if (s.layer == r.induction_head.layer && s.head == r.induction_head.head) a.induction = s.induction;
     out.push_back(a);
   }
@@ -284,10 +284,10 @@ Circuits circuits(const Model& m, const RunResult& r) {
 }
 
 // ---- report ------------------------------------------------------------------------------
-std::string score_table(const nn::TelemetryRecord& end) {
+std::string score_table(const inspect::TelemetryRecord& end) {
   std::string s = fmt::format("{:<8} {:>4} {:>14} {:>11} {:>10} {:>8}   {}\n", "layer", "head", "previous-token", "first-token",
                               "induction", "copying", "label");
-  for (const nn::HeadScore& h : end.heads)
+  for (const inspect::HeadScore& h : end.heads)
     s += fmt::format("{:<8} {:>4} {:>14.3f} {:>11.3f} {:>10.3f} {:>8.2f}   {}\n", h.layer, h.head, h.previous_token, h.first_token,
                      h.induction, h.copying, h.label);
   return s;
@@ -298,9 +298,9 @@ std::string progress_table(const RunResult& r, const Config& c) {
                               fmt::format("best induction L{}", c.layers - 1));
   const size_t n = r.records.size(), stride = std::max<size_t>(1, n / 12);
   for (size_t i = 0; i < n; i += stride) {
-    const nn::TelemetryRecord& rec = r.records[i];
+    const inspect::TelemetryRecord& rec = r.records[i];
     double prev = 0, ind = 0;
-    for (const nn::HeadScore& h : rec.heads) {
+    for (const inspect::HeadScore& h : rec.heads) {
       if (h.layer == "attn0") prev = std::max(prev, h.previous_token);
       if (h.layer == fmt::format("attn{}", c.layers - 1)) ind = std::max(ind, h.induction);
     }

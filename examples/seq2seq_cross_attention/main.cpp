@@ -11,7 +11,7 @@
 // Two interventions show the decoder really reads the memory: decode with another string's
 // encoder output and the answer follows that string; swap one memory position and exactly the
 // mirrored output digit changes.
-// Training records every head of the three attention layers (nn::Telemetry): the encoder's
+// Training records every head of the three attention layers (inspect::Telemetry): the encoder's
 // self-attention, the decoder's self-attention and the cross-attention, whose (L + 1) x L map
 // runs/seq2seq_cross_attention/explorer.html shows turning into the anti-diagonal step by step.
 #include <cmath>
@@ -117,12 +117,12 @@ std::vector<std::string> digits(const Tensor& t) {
 // generator of its own (the training's is untouched). The decoder's layers are labelled with
 // the decoder's tokens (<s> and the digits written so far), the cross-attention's keys with the
 // source digits.
-nn::Telemetry make_telemetry(Model& m, const Config& c) {
+inspect::Telemetry make_telemetry(Model& m, const Config& c) {
   Generator g(c.seed + 99);
   const Batch probe = make_batch(c, g, 8, true);
   const std::vector<std::string> src = digits(probe.src.narrow(0, 0, 1)), dec = digits(probe.tgt_in.narrow(0, 0, 1));
   Model* model = &m;
-  return nn::Telemetry(m, [model](const Tensor& ids) { model->decode(decoder_input(ids), model->encode(ids)); },
+  return inspect::Telemetry(m, [model](const Tensor& ids) { model->decode(decoder_input(ids), model->encode(ids)); },
                        {.vocab = kDigits, .probe = probe.src, .tokens = src, .pattern_length = c.length + 1, .every = c.every,
                         .query_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", dec}},
                         .key_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", src}}});
@@ -130,14 +130,14 @@ nn::Telemetry make_telemetry(Model& m, const Config& c) {
 
 struct TrainResult {
   std::vector<double> losses;                // per step
-  std::vector<nn::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
-  std::string telemetry_json;                // the same, as nn::Telemetry writes it
+  std::vector<inspect::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
+  std::string telemetry_json;                // the same, as inspect::Telemetry writes it
 };
 
 TrainResult train(Model& m, const Config& c, Generator& g) {
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   optim::WarmupCosineLR sched(opt, c.steps / 20, c.steps, 0.05);
-  nn::Telemetry tel = make_telemetry(m, c);
+  inspect::Telemetry tel = make_telemetry(m, c);
   viz::ProgressBar bar(c.steps, "train");
   TrainResult r;
   for (int step = 1; step <= c.steps; ++step) {
@@ -197,7 +197,7 @@ Evaluation evaluate(Model& m, const Config& c, Generator& g) {
   Evaluation e;
   e.exact_match = exact(pred, b.tgt_out);
   NoGradGuard no_grad;
-  nn::AttentionCapture cap(m);
+  inspect::AttentionCapture cap(m);
   // Forward hooks on the cross-attention and its projections record what goes in and comes out.
   nn::MultiheadAttention& x = m.dec.multihead_attn;
   std::map<std::string, Shape> seen;

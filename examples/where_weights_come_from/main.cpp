@@ -304,7 +304,7 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
       diff, ctx.embedding_cosine, ctx.contextual_cosine);
   std::printf("%s", facts.c_str());
   rep.add_note(facts, true);
-  nn::AttentionCapture cap(m);
+  inspect::AttentionCapture cap(m);
   m(make_batch(c, g, 1).ids);
   rep.add_svg("attention.svg",
               viz::heatmap_svg(cap.at("attn").weights.reshape({c.seq_len, c.seq_len}),

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   Generator g(1);
   Tiny m(g);
   const Tensor probe = from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10});
-  nn::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
+  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
                     {.vocab = 12, .probe = probe, .tokens = {"t", "h", "e", "<a>", "q", "u", "i", "c", "k", "&"}, .every = 3,
                      .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }}});
   optim::SGD opt(m.parameters(), {.lr = 0.5});

@@ -247,35 +247,6 @@ TEST(DDP, FrozenParametersAreCheckedAndBroadcastToo) {
   mgtest::expect_close(net.fc1.weight.data(), ref.fc1.weight.data(), 0, 0);  // but it is rank 0's
 }
 
-TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
-  const int N = dist::world_size();
-  for (bool shuffle : {false, true})
-    for (int64_t n : {10, 11, 0}) {
-      std::multiset<int64_t> all;
-      std::vector<int64_t> epoch0;
-      for (int r = 0; r < N; ++r) {
-        dist::DistributedSampler s(n, N, r, shuffle, 9);
-        const auto idx = s.indices();
-        EXPECT_EQ(static_cast<int64_t>(idx.size()), s.num_samples());
-        EXPECT_EQ(s.num_samples(), (n + N - 1) / N);
-        all.insert(idx.begin(), idx.end());
-        if (r == 0) epoch0 = idx;
-        s.set_epoch(1);
-        if (shuffle && n >= 10 && r == 0) EXPECT_NE(s.indices(), epoch0);  // another order next epoch
-      }
-      for (int64_t i = 0; i < n; ++i) EXPECT_GE(all.count(i), 1u) << i;  // every example
-      EXPECT_EQ(static_cast<int64_t>(all.size()), n == 0 ? 0 : ((n + N - 1) / N) * N);  // padded by repeats only
-    }
-  dist::DistributedSampler drop(11, N, 0, false, 0, true);
-  EXPECT_EQ(drop.num_samples(), 11 / N);
-  EXPECT_THROW(dist::DistributedSampler(5, N, N), ValueError);
-  // sizes near 2^63: the padded epoch (n + N - 1 once overflowed) and an order too large to hold
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  EXPECT_THROW(dist::DistributedSampler(kMax, 2, 0), ValueError);
-  EXPECT_EQ(dist::DistributedSampler(kMax, 2, 0, false, 0, true).num_samples(), kMax / 2);
-  EXPECT_THROW(dist::DistributedSampler(int64_t{1} << 62, 2, 0, false).indices(), MemoryError);
-}
-
 // Prints a failing assertion with the rank it happened on (for the ranks other than 0).
 struct FailurePrinter : ::testing::EmptyTestEventListener {
   void OnTestPartResult(const ::testing::TestPartResult& r) override {

@@ -2,12 +2,12 @@
 // Watch heads form while a model trains. Every `every` steps, Telemetry records for each head of
 // every MultiheadAttention in a model:
 //   - its attention pattern on a fixed probe sequence (weights after softmax and scores before),
-//   - its previous-token, first-token, induction and copying scores (nn/head_scores.h),
-// and for a language model the in-context-learning score (icl_score in nn/head_scores.h).
+//   - its previous-token, first-token, induction and copying scores (inspect/head_scores.h),
+// and for a language model the in-context-learning score (icl_score in inspect/head_scores.h).
 // It writes them as one JSON file per run, which viz::explorer_html turns into a page where a
 // learner moves a slider over the training steps.
 //
-//   nn::Telemetry tel(model, [&](const Tensor& ids) { model.forward(ids); }, {.vocab = V, .probe = probe});
+//   inspect::Telemetry tel(model, [&](const Tensor& ids) { model.forward(ids); }, {.vocab = V, .probe = probe});
 //   for (int step = 1; step <= steps; ++step) {
 //     ... train ...
 //     if (tel.due(step)) tel.record(step, loss.item());
@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "minigrad/nn/head_scores.h"
+#include "minigrad/inspect/head_scores.h"
 
-namespace mg::nn {
+namespace mg::inspect {
 
 /// What Telemetry records, and how often.
 struct TelemetryOptions {
@@ -56,7 +56,7 @@ class Telemetry {
   /// `forward` runs `model` on ids (B, T). Checks the options (a ValueError or ShapeError naming
   /// what is wrong), that the model has at least one MultiheadAttention, and that query_tokens
   /// and key_tokens name only its attention layers.
-  Telemetry(Module& model, std::function<void(const Tensor& ids)> forward, TelemetryOptions options);
+  Telemetry(nn::Module& model, std::function<void(const Tensor& ids)> forward, TelemetryOptions options);
 
   /// Whether `step` is one to record: step 1 and every multiple of `every`.
   bool due(int64_t step) const { return step == 1 || (options_.every > 0 && step % options_.every == 0); }
@@ -74,7 +74,7 @@ class Telemetry {
   void save(const std::string& path, const std::map<std::string, std::string>& meta = {}) const;
 
  private:
-  Module& model_;
+  nn::Module& model_;
   std::function<void(const Tensor&)> forward_;
   TelemetryOptions options_;
   std::vector<std::string> layers_;
@@ -82,4 +82,4 @@ class Telemetry {
   std::vector<TelemetryRecord> records_;
 };
 
-}  // namespace mg::nn
+}  // namespace mg::inspect

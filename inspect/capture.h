@@ -1,7 +1,7 @@
 #pragma once
 // Look at the attention inside any model, without changing the model's code:
 //
-//   nn::AttentionCapture capture(model);   // hooks every MultiheadAttention in the model
+//   inspect::AttentionCapture capture(model);   // hooks every MultiheadAttention in the model
 //   model.forward(x);
 //   Tensor w = capture.at("blocks.0.attn").weights;   // (B, H, Tq, Tk), post-softmax
 //
@@ -16,7 +16,7 @@
 
 #include "minigrad/nn/attention.h"
 
-namespace mg::nn {
+namespace mg::inspect {
 
 class AttentionCapture {
  public:
@@ -27,7 +27,7 @@ class AttentionCapture {
     bool self_attention = true;  // query and key were the same Variable (false: cross-attention)
   };
   /// Hook every MultiheadAttention in `model` (found through named_modules()).
-  explicit AttentionCapture(Module& model);
+  explicit AttentionCapture(nn::Module& model);
   ~AttentionCapture();
   AttentionCapture(const AttentionCapture&) = delete;
   AttentionCapture& operator=(const AttentionCapture&) = delete;
@@ -41,8 +41,8 @@ class AttentionCapture {
 
  private:
   std::vector<std::string> names_;
-  std::vector<HookHandle> hooks_;
+  std::vector<nn::HookHandle> hooks_;
   std::map<std::string, Record> records_;
 };
 
-}  // namespace mg::nn
+}  // namespace mg::inspect

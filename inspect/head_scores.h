@@ -35,10 +35,10 @@
 #include <string>
 #include <vector>
 
-#include "minigrad/nn/capture.h"
+#include "minigrad/inspect/capture.h"
 #include "minigrad/nn/module.h"
 
-namespace mg::nn {
+namespace mg::inspect {
 
 /// The scores of one head (see the file comment).
 struct HeadScore {
@@ -65,7 +65,7 @@ struct HeadScoreOptions {
 /// first-token scores; the induction score uses random tokens repeated twice (2n <= T). Heads of
 /// a cross-attention get NaN scores (see the file comment). Runs without recording gradients;
 /// the model is left as it was.
-std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward, const Tensor& probe,
+std::vector<HeadScore> score_heads(nn::Module& model, const std::function<void(const Tensor& ids)>& forward, const Tensor& probe,
                                    int64_t vocab, const HeadScoreOptions& options = {});
 
 /// The in-context learning score and its two halves (see the file comment).
@@ -88,13 +88,13 @@ IclScore icl_score(const std::function<Variable(const Tensor& ids)>& logits, int
 class HeadAblation {
  public:
   /// Hook the MultiheadAttention at dotted path `layer` of `model`; heads must be in [0, H).
-  HeadAblation(Module& model, const std::string& layer, std::vector<int64_t> heads);
+  HeadAblation(nn::Module& model, const std::string& layer, std::vector<int64_t> heads);
   ~HeadAblation() { hook_.remove(); }
   HeadAblation(const HeadAblation&) = delete;
   HeadAblation& operator=(const HeadAblation&) = delete;
 
  private:
-  HookHandle hook_;
+  nn::HookHandle hook_;
 };
 
-}  // namespace mg::nn
+}  // namespace mg::inspect

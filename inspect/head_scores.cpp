@@ -1,4 +1,4 @@
-#include "minigrad/nn/head_scores.h"
+#include "minigrad/inspect/head_scores.h"
 
 #include <algorithm>
 
@@ -7,7 +7,9 @@
 #include "minigrad/tensor/generator.h"
 #include "minigrad/tensor/ops.h"
 
-namespace mg::nn {
+namespace mg::inspect {
+
+using namespace mg::nn;  // the modules it looks into
 namespace {
 
 // Mean over batch and the queries t in [from, T) of w[b, h, t, t - back]  (w: (B, H, T, T)),
@@ -163,4 +165,4 @@ HeadAblation::HeadAblation(Module& model, const std::string& layer, std::vector<
   });
 }
 
-}  // namespace mg::nn
+}  // namespace mg::inspect

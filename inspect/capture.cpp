@@ -1,6 +1,8 @@
-#include "minigrad/nn/capture.h"
+#include "minigrad/inspect/capture.h"
 
-namespace mg::nn {
+namespace mg::inspect {
+
+using namespace mg::nn;  // the modules it looks into
 
 AttentionCapture::AttentionCapture(Module& model) {
   for (auto& [name, module] : model.named_modules()) {
@@ -31,4 +33,4 @@ const AttentionCapture::Record& AttentionCapture::at(const std::string& name) co
   return it->second;
 }
 
-}  // namespace mg::nn
+}  // namespace mg::inspect

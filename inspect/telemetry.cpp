@@ -1,4 +1,4 @@
-#include "minigrad/nn/telemetry.h"
+#include "minigrad/inspect/telemetry.h"
 
 #include <algorithm>
 
@@ -10,7 +10,9 @@
 #include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/ops.h"
 
-namespace mg::nn {
+namespace mg::inspect {
+
+using namespace mg::nn;  // the modules it looks into
 namespace {
 
 // x rounded to `decimals` places, as a JSON number; null for NaN and +-inf (masked scores).
@@ -159,4 +161,4 @@ void Telemetry::save(const std::string& path, const std::map<std::string, std::s
   write_text_file(path, json(meta), "Telemetry::save");
 }
 
-}  // namespace mg::nn
+}  // namespace mg::inspect
