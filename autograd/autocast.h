@@ -23,8 +23,15 @@
 // in bfloat16 (8 bits) would round away. PyTorch's CPU autocast keeps the same ops in float32; its
 // products also write bfloat16 outputs, minigrad's write float32 (one rounding fewer, same speed).
 //
+// The policy lives in one place, autocast() below: the derivative rules of the products (linear,
+// matmul, attention) pass their operands through it before their one recording call, and the
+// tensor kernels decide by dtype alone (a bfloat16 operand makes a bfloat16 product). A rule reads
+// the same with autocast on or off.
+//
 // bfloat16 has float32's exponent range, so gradients neither underflow nor overflow where float32's
 // would not: no loss scaling is needed (float16, 5 exponent bits, needs it).
+
+#include "minigrad/tensor/tensor.h"
 
 namespace mg {
 
@@ -35,6 +42,13 @@ struct AutocastMode {
   /// Turn autocast on or off for this thread.
   static void set_enabled(bool enabled);
 };
+
+/// The operand a matrix product reads: inside an AutocastGuard, a float32 tensor's bfloat16 copy;
+/// otherwise (outside one, or float64, which autocast leaves alone as PyTorch does) `t` itself.
+Tensor autocast(const Tensor& t);
+/// The incoming gradient `dy` as a product's backward reads it: rounded to bfloat16 once when the
+/// forward's operand `like` was bfloat16 (whether or not the scope is still open), else `dy`.
+Tensor autocast_like(const Tensor& dy, const Tensor& like);
 
 /// RAII: matrix products run with bfloat16 operands and float32 sums while one of these is alive (on
 /// this thread); AutocastGuard(false) turns it off inside an enabled scope. Restores the previous state.

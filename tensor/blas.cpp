@@ -1,43 +1,18 @@
+// blas::gemm (tensor/blas.h): the arguments checked, then OpenBLAS, or oneDNN (tensor/onednn.cpp).
 #include "minigrad/tensor/blas.h"
 
 #include <algorithm>
-#include <bit>
 #include <climits>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include <cblas.h>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "minigrad/tensor/error.h"
-
-// libgomp's, the OpenMP runtime Debian's oneDNN is built on (declared here rather than through
-// <omp.h>, which would be the compiler's own runtime under clang).
-extern "C" void omp_set_num_threads(int);
-extern "C" int omp_get_max_threads();
+#include "minigrad/tensor/onednn.h"
 
 namespace mg::blas {
 namespace {
 CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
-
-// Runs fn with oneDNN's OpenMP team sized to one thread, this one; the caller's setting is put back.
-template <class F>
-void on_this_thread(F&& fn) {
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(1);
-  try {
-    fn();
-  } catch (...) {
-    omp_set_num_threads(before);
-    throw;
-  }
-  omp_set_num_threads(before);
-}
-
 
 // The arguments cblas accepts for a row-major GEMM: it "prints an error and skips the product"
 // on anything else, which would leave C unwritten, so every call is checked here first. A
@@ -51,109 +26,6 @@ void check_arguments(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t 
            "blas::gemm: illegal arguments m={} n={} k={} lda={} ldb={} ldc={} (trans_a {}, trans_b {}); this is a bug in "
            "minigrad, please report it",
            m, n, k, lda, ldb, ldc, ta, tb);
-}
-}  // namespace
-
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
-          int64_t ldb, float beta, float* c, int64_t ldc, Engine engine) {
-  check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
-  if (engine == Engine::OneDNN && m > 0 && n > 0) {
-    // oneDNN sizes its OpenMP team from this thread's setting: one thread, this one, as for OpenBLAS;
-    // the caller's own setting is put back afterwards (this may be a user's thread that uses OpenMP).
-    dnnl_status_t st = dnnl_success;
-    on_this_thread([&] { st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
-    MG_CHECK(st == dnnl_success, ValueError,
-             "blas::gemm: dnnl_sgemm failed (status {}) on m={} n={} k={} lda={} ldb={} ldc={}; this is a bug in minigrad, "
-             "please report it",
-             static_cast<int>(st), m, n, k, lda, ldb, ldc);
-    return;
-  }
-  cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc, Engine) {
-  check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
-  cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-namespace {
-
-// Whether bfloat16 products go to oneDNN: the CPU must have bfloat16 instructions (oneDNN's emulation
-// on plain AVX-512 measured 34 GFLOP/s against sgemm's 140 on the same core), unless MG_BF16_GEMM
-// says otherwise ("onednn" or "sgemm"). Decided once, so every product of a run sums the same way.
-bool use_onednn_bf16() {
-  static const bool use = [] {
-    const char* env = std::getenv("MG_BF16_GEMM");
-    if (env && std::strcmp(env, "sgemm") == 0) return false;
-    if (env && std::strcmp(env, "onednn") == 0) return true;
-    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-    return (isa & bf16) == bf16;
-  }();
-  return use;
-}
-
-// One oneDNN matmul primitive per product shape, made on first use and kept per thread (creating
-// one costs a few microseconds; attention's per-head products take about as long to run).
-struct Bf16Key {
-  bool ta, tb;
-  int64_t m, n, k, lda, ldb, ldc;
-  uint32_t alpha, beta;  // their bits
-  bool operator==(const Bf16Key&) const = default;
-};
-struct Bf16KeyHash {
-  size_t operator()(const Bf16Key& key) const {
-    size_t h = key.ta * 2 + key.tb;
-    for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t{key.alpha}, int64_t{key.beta}})
-      h = h * 1000003u ^ std::hash<int64_t>()(v);
-    return h;
-  }
-};
-struct Bf16Matmul {
-  dnnl::matmul prim;
-  dnnl::memory a, b, c;
-};
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-// The primitive for `key`, or null where oneDNN has no kernel for it (remembered too, so such a
-// shape goes straight to sgemm the next time). Made with oneDNN's OpenMP sized to one thread: its
-// kernels fix their thread count when they are created, not when they run.
-Bf16Matmul* bf16_primitive(const Bf16Key& key) {
-  thread_local std::unordered_map<Bf16Key, std::unique_ptr<Bf16Matmul>, Bf16KeyHash> cache;
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second.get();
-  if (cache.size() >= 512) cache.clear();  // a bound for programs that see endless shapes
-  using dt = dnnl::memory::data_type;
-  using dims = dnnl::memory::dims;
-  // Row-major (rows, cols) with leading dimension ld; a transposed operand has its strides swapped.
-  const dnnl::memory::desc ad(dims{key.m, key.k}, dt::bf16, key.ta ? dims{1, key.lda} : dims{key.lda, 1});
-  const dnnl::memory::desc bd(dims{key.k, key.n}, dt::bf16, key.tb ? dims{1, key.ldb} : dims{key.ldb, 1});
-  const dnnl::memory::desc cd(dims{key.m, key.n}, dt::f32, dims{key.ldc, 1});
-  dnnl::primitive_attr attr;
-  const float alpha = std::bit_cast<float>(key.alpha), beta = std::bit_cast<float>(key.beta);
-  if (alpha != 1) attr.set_output_scales(0, {alpha});
-  if (beta != 0) {
-    dnnl::post_ops ops;
-    ops.append_sum(beta);  // C = alpha A B + beta C
-    attr.set_post_ops(ops);
-  }
-  std::unique_ptr<Bf16Matmul> entry;
-  try {
-    on_this_thread([&] {
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, cpu_engine());
-      entry = std::make_unique<Bf16Matmul>(Bf16Matmul{dnnl::matmul(pd), dnnl::memory(ad, cpu_engine(), nullptr),
-                                                      dnnl::memory(bd, cpu_engine(), nullptr),
-                                                      dnnl::memory(cd, cpu_engine(), nullptr)});
-    });
-  } catch (const dnnl::error&) {
-    entry.reset();  // no kernel for this shape: sgemm from now on
-  }
-  return cache.emplace(key, std::move(entry)).first->second.get();
 }
 
 // The product on sgemm: both operands widened to float32 (exactly), stored as they were.
@@ -169,11 +41,24 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 
 }  // namespace
 
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float beta, float* c, int64_t ldc, Engine engine) {
+  check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
+  if (engine == Engine::OneDNN && m > 0 && n > 0) return onednn::sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double beta, double* c, int64_t ldc, Engine) {
+  check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
+  cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, int64_t lda,
           const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return;
-  if (k == 0 || !use_onednn_bf16()) {  // (k = 0: C = beta C, which sgemm does; oneDNN wants k >= 1)
+  if (k == 0 || !onednn::runs_bf16()) {  // (k = 0: C = beta C, which sgemm does; oneDNN wants k >= 1)
     gemm_bf16_widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -183,49 +68,25 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   // buffers first: O(mk + kn + mn) copying against O(mnk) arithmetic.
   thread_local std::vector<bfloat16> dense_a, dense_b;
   thread_local std::vector<float> dense_c;
-  const auto dense = [](const bfloat16* x, int64_t rows, int64_t cols, int64_t ld, std::vector<bfloat16>& buf) {
-    if (ld == cols || rows <= 1) return x;
-    buf.resize(static_cast<size_t>(rows * cols));
-    for (int64_t i = 0; i < rows; ++i) std::memcpy(buf.data() + i * cols, x + i * ld, cols * sizeof(bfloat16));
-    return static_cast<const bfloat16*>(buf.data());
-  };
   const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
-  const bfloat16* da = dense(a, a_rows, a_cols, lda, dense_a);
-  const bfloat16* db = dense(b, b_rows, b_cols, ldb, dense_b);
+  const bfloat16* da = dense_rows(a, a_rows, a_cols, lda, dense_a);
+  const bfloat16* db = dense_rows(b, b_rows, b_cols, ldb, dense_b);
   float* dc = c;
-  if (ldc != n && m > 1) {
+  if (ldc != n && m > 1) {  // C as well, copied in when beta adds it, and back out after
     dense_c.resize(static_cast<size_t>(m * n));
     dc = dense_c.data();
     if (beta != 0)
-      for (int64_t i = 0; i < m; ++i) std::memcpy(dc + i * n, c + i * ldc, n * sizeof(float));
+      for (int64_t i = 0; i < m; ++i) std::copy(c + i * ldc, c + i * ldc + n, dc + i * n);
   }
-  Bf16Matmul* found = bf16_primitive({ta, tb, m, n, k, a_cols, b_cols, n, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
-  if (!found) {  // a shape oneDNN has no kernel for: the same product on sgemm
+  if (!onednn::bf16_gemm(ta, tb, m, n, k, alpha, da, db, beta, dc)) {  // a shape oneDNN has no kernel for
     gemm_bf16_widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  Bf16Matmul& mm = *found;
-  mm.a.set_data_handle(const_cast<bfloat16*>(da));
-  mm.b.set_data_handle(const_cast<bfloat16*>(db));
-  mm.c.set_data_handle(dc);
-  thread_local dnnl::stream stream(cpu_engine());
-  on_this_thread([&] {
-    mm.prim.execute(stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
-    stream.wait();
-  });
   if (dc != c)
-    for (int64_t i = 0; i < m; ++i) std::memcpy(c + i * ldc, dc + i * n, n * sizeof(float));
+    for (int64_t i = 0; i < m; ++i) std::copy(dc + i * n, dc + (i + 1) * n, c + i * ldc);
 }
 
-std::string bf16_kernel() {
-  if (!use_onednn_bf16()) return "sgemm on widened operands";
-  // The kernel a (256, 256) @ (256, 256) product gets: the same one the model's products get.
-  const dnnl::memory::desc d({256, 256}, dnnl::memory::data_type::bf16, dnnl::memory::dims{256, 1});
-  const dnnl::memory::desc c({256, 256}, dnnl::memory::data_type::f32, dnnl::memory::dims{256, 1});
-  std::string name;
-  on_this_thread([&] { name = dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str(); });
-  return name;
-}
+std::string bf16_kernel() { return onednn::runs_bf16() ? onednn::bf16_kernel_name() : "sgemm on widened operands"; }
 
 void use_one_thread() { openblas_set_num_threads(1); }
 

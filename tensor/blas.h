@@ -1,10 +1,12 @@
 #pragma once
-// The one door to BLAS. Every matrix product in minigrad ends in blas::gemm, which calls
-// OpenBLAS's cblas_sgemm / cblas_dgemm on row-major matrices:
+// The one door to BLAS. Every matrix product in minigrad ends in blas::gemm on row-major matrices:
 //
 //   C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C,     op(X) = X, or X^T when flagged
 //
 // A is stored with leading dimension lda (the distance between its stored rows), likewise B and C.
+// Which library runs it: OpenBLAS (cblas_sgemm, cblas_dgemm) by default and for every float64
+// product; oneDNN for the float32 products asked of it and the bfloat16 ones (tensor/onednn.cpp,
+// all of minigrad's oneDNN code). tensor/blas.cpp checks the arguments and picks.
 // BLAS runs single-threaded: minigrad splits the work over its one oneTBB pool (tensor/parallel.h)
 // and calls gemm on each piece, so two thread pools never compete for the cores.
 //
@@ -17,7 +19,9 @@
 // (AVX512-BF16, or AMX); elsewhere oneDNN could only emulate them, slower than float32, so minigrad
 // widens the operands (exactly) and calls sgemm instead: the same products, other summation order.
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "minigrad/tensor/bfloat16.h"
 
@@ -42,6 +46,17 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 /// What runs bfloat16 products here: oneDNN's kernel name (e.g. "brg:avx512_core_amx_bf16"), or
 /// "sgemm on widened operands" where the CPU lacks bfloat16 instructions or MG_BF16_GEMM=sgemm is set.
 std::string bf16_kernel();
+
+/// A (rows, cols) matrix stored with leading dimension ld, as a dense one (ld == cols): `x` itself
+/// when it already is (or has at most one row), else a copy in `buf`. oneDNN's fast kernels take
+/// only dense matrices; a column block of a wider one (attention's heads) is copied first.
+template <class T>
+const T* dense_rows(const T* x, int64_t rows, int64_t cols, int64_t ld, std::vector<T>& buf) {
+  if (ld == cols || rows <= 1) return x;
+  buf.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) std::memcpy(buf.data() + i * cols, x + i * ld, static_cast<size_t>(cols) * sizeof(T));
+  return buf.data();
+}
 
 /// Switch BLAS's own threading off (minigrad hands it one block of work per thread).
 void use_one_thread();

@@ -15,12 +15,6 @@ namespace mg {
 /// and matrix products read it under autocast, but arithmetic ops take float32 or float64.
 enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
 
-/// How a matrix product multiplies. Native: in its operands' dtype. BFloat16: each operand rounded
-/// to bfloat16 (float32 or bfloat16 operands), products summed and written in float32, as under
-/// autocast (autograd/autocast.h); the only difference from float32 on the rounded operands is the
-/// order of the sums.
-enum class Precision : uint8_t { Native, BFloat16 };
-
 /// Bytes per element.
 constexpr size_t itemsize(DType t) {
   switch (t) {

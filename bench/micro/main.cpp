@@ -48,7 +48,7 @@ BENCHMARK(BM_sgemm_minigrad)->Arg(1024)->Unit(benchmark::kMillisecond);
 void BM_bf16gemm_minigrad(benchmark::State& st) {
   const int64_t n = st.range(0);
   Tensor a = randn({n, n}).to(DType::BFloat16), b = randn({n, n}).to(DType::BFloat16);
-  for (auto _ : st) benchmark::DoNotOptimize(matmul(a, b, Precision::BFloat16));
+  for (auto _ : st) benchmark::DoNotOptimize(matmul(a, b));
   flops(st, 2.0 * n * n * n);
 }
 BENCHMARK(BM_bf16gemm_minigrad)->Arg(1024)->Unit(benchmark::kMillisecond);

@@ -68,15 +68,10 @@ const In* operand(const std::vector<T>& buf, std::vector<In>& round, int64_t n) 
 // oneDNN's fast kernels take only dense matrices (blas.cpp). Sets ld to the leading dimension to use.
 template <class In>
 const In* head_operand(const In* p, int64_t T, int64_t d, int64_t& ld, std::vector<In>& buf) {
-  if constexpr (std::is_same_v<In, bfloat16>) {
-    if (ld != d && T > 1) {
-      buf.resize(static_cast<size_t>(T * d));
-      for (int64_t i = 0; i < T; ++i) std::copy(p + i * ld, p + i * ld + d, buf.data() + i * d);
-      ld = d;
-      return buf.data();
-    }
-  }
-  return p;
+  if constexpr (!std::is_same_v<In, bfloat16>) return p;
+  const In* dense = blas::dense_rows(p, T, d, ld, buf);
+  if (dense != p) ld = d;
+  return dense;
 }
 
 // Keys query row qi may attend to: [0, limit).
@@ -188,21 +183,29 @@ void check_backward(const Tensor& dout, const Shape& qshape, DType dt, const Att
   MG_CHECK(fwd.lse.is_contiguous(), ValueError, "{}: lse must be contiguous, as the forward made it", op);
 }
 
+// Whether a kernel of these operands runs in bfloat16: if any of them is.
+bool any_bf16(std::initializer_list<Tensor> ts) {
+  for (const Tensor& t : ts)
+    if (t.dtype() == DType::BFloat16) return true;
+  return false;
+}
+
 // Calls f.template operator()<T, In>(): (float, float) or (double, double) natively, (float,
-// bfloat16) under Precision::BFloat16, when q, k and v are bfloat16 tensors (the callers convert).
+// bfloat16) for bfloat16 q, k and v (the callers convert).
 template <class F>
-void visit_attention(DType dt, Precision p, std::string_view op, F&& f) {
-  if (p == Precision::BFloat16) return f.template operator()<float, bfloat16>();
+void visit_attention(DType dt, bool bf16, std::string_view op, F&& f) {
+  if (bf16) return f.template operator()<float, bfloat16>();
   visit_float(dt, op, [&]<class T>() { f.template operator()<T, T>(); });
 }
 
-// The fused forward over views q, k, v (bfloat16 ones under Precision::BFloat16; out and lse float32).
-AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal, Precision precision) {
+// The fused forward over views q, k, v (bfloat16 ones give float32 out and lse).
+AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal) {
   const int64_t B = hq.B, H = hq.H, Tq = hq.T, Tk = hk.T, d = hq.d;
-  const DType dt = precision == Precision::BFloat16 ? DType::Float32 : hq.t.dtype();
+  const bool bf16 = hq.t.dtype() == DType::BFloat16;
+  const DType dt = bf16 ? DType::Float32 : hq.t.dtype();
   Tensor out = empty_heads(B, H, Tq, d, dt), lse = empty({B, H, Tq}, dt);
   const Heads ho(out);
-  visit_attention(dt, precision, "scaled_dot_product_attention", [&]<class T, class In>() {
+  visit_attention(dt, bf16, "scaled_dot_product_attention", [&]<class T, class In>() {
     const T scale = T(1) / std::sqrt(static_cast<T>(d));
     T* pl = lse.data<T>();
     parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
@@ -214,14 +217,13 @@ AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, 
   return {out, lse};
 }
 
-// The fused backward, writing into the views dq, dk, dv (float32 under Precision::BFloat16, with
-// q, k, v bfloat16).
+// The fused backward, writing into the views dq, dk, dv (float32 for bfloat16 q, k, v).
 void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& dy,
-                  const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal, Precision precision) {
+                  const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal) {
   const Heads hg(dy);
-  const bool bf16 = precision == Precision::BFloat16;
+  const bool bf16 = hq.t.dtype() == DType::BFloat16;
   const Heads hgin(bf16 ? dy.to(DType::BFloat16) : dy);  // dO as the products read it
-  visit_attention(dy.dtype(), precision, "scaled_dot_product_attention backward", [&]<class T, class In>() {
+  visit_attention(dy.dtype(), bf16, "scaled_dot_product_attention backward", [&]<class T, class In>() {
     const T scale = T(1) / std::sqrt(static_cast<T>(hq.d));
     parallel_for(0, hq.B * hq.H, 1, [&](int64_t b0, int64_t b1) {
       std::vector<T> P(kBlock * std::max<int64_t>(hk.T, 1)), dP(P.size()), D(hq.T);
@@ -236,29 +238,28 @@ void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads
 }  // namespace
 
 // q (B, H, Tq, d), k and v (B, H, Tk, d) -> out (B, H, Tq, d), lse (B, H, Tq)
-AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, Precision precision) {
+AttentionForward attention_forward(const Tensor& q0, const Tensor& k0, const Tensor& v0, bool is_causal) {
   const char* op = "scaled_dot_product_attention";
-  if (precision == Precision::BFloat16 && q.defined() && k.defined() && v.defined())  // float32 or bfloat16, each
-    return attention_forward(bf16_operand(q, op), bf16_operand(k, op), bf16_operand(v, op), is_causal, Precision::Native);
+  if (!q0.defined() || !k0.defined() || !v0.defined()) check_qkv(q0, k0, v0, op);  // the StateError
+  const bool bf16 = any_bf16({q0, k0, v0});
+  const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0, v = bf16 ? bf16_operand(v0, op) : v0;
   check_qkv(q, k, v, op);
-  if (q.dtype() == DType::BFloat16) return forward_all(Heads(q), Heads(k), Heads(v), is_causal, Precision::BFloat16);
-  return forward_all(Heads(q), Heads(k), Heads(v), is_causal, Precision::Native);
+  return forward_all(Heads(q), Heads(k), Heads(v), is_causal);
 }
 
 // dq, dk, dv: the shapes of q, k, v, stored with the heads interleaved like `out`
 std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q0, const Tensor& k0, const Tensor& v0,
-                                         const AttentionForward& fwd, bool is_causal, Precision precision) {
+                                         const AttentionForward& fwd, bool is_causal) {
   const char* op = "scaled_dot_product_attention backward";
   if (!q0.defined() || !k0.defined() || !v0.defined()) check_qkv(q0, k0, v0, op);  // the StateError
-  const bool bf16 = precision == Precision::BFloat16 || q0.dtype() == DType::BFloat16;
+  const bool bf16 = any_bf16({q0, k0, v0});
   const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0, v = bf16 ? bf16_operand(v0, op) : v0;
   check_qkv(q, k, v, op);
   check_backward(dout, q.shape(), bf16 ? DType::Float32 : q.dtype(), fwd, op);
   const Heads hq(q), hk(k), hv(v);
   Tensor dq = empty_heads(hq.B, hq.H, hq.T, hq.d, dout.dtype()), dk = empty_heads(hk.B, hk.H, hk.T, hk.d, dout.dtype()),
          dv = empty_heads(hv.B, hv.H, hv.T, hv.d, dout.dtype());
-  backward_all(hq, hk, hv, Heads(fwd.out), dout, Heads(dq), Heads(dk), Heads(dv), is_causal,
-               bf16 ? Precision::BFloat16 : Precision::Native);
+  backward_all(hq, hk, hv, Heads(fwd.out), dout, Heads(dq), Heads(dk), Heads(dv), is_causal);
   return {dq, dk, dv};
 }
 
@@ -278,27 +279,26 @@ void check_qkv_projection(const Tensor& qkv, int64_t num_heads) {
 }  // namespace
 
 // qkv (B, T, 3E) -> out (B, H, T, E/H), lse (B, H, T)
-AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bool is_causal, Precision precision) {
+AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bool is_causal) {
   check_qkv_projection(qkv0, num_heads);
-  const bool bf16 = precision == Precision::BFloat16 || qkv0.dtype() == DType::BFloat16;
+  const bool bf16 = qkv0.dtype() == DType::BFloat16;
   const Tensor qkv = bf16 ? bf16_operand(qkv0, "self_attention_qkv").contiguous() : qkv0.contiguous();
-  return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), is_causal,
-                     bf16 ? Precision::BFloat16 : Precision::Native);
+  return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), is_causal);
 }
 
 // dout (B, H, T, E/H) -> dqkv (B, T, 3E)
 Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv0, int64_t num_heads, const AttentionForward& fwd,
-                              bool is_causal, Precision precision) {
+                              bool is_causal) {
   check_qkv_projection(qkv0, num_heads);
   const int64_t B = qkv0.size(0), T = qkv0.size(1), E = qkv0.size(2) / 3;
-  const bool bf16 = precision == Precision::BFloat16 || qkv0.dtype() == DType::BFloat16;
+  const bool bf16 = qkv0.dtype() == DType::BFloat16;
   check_backward(dout, {B, num_heads, T, E / num_heads}, bf16 ? DType::Float32 : qkv0.dtype(), fwd,
                  "self_attention_qkv backward");
   const Tensor qkv = bf16 ? bf16_operand(qkv0, "self_attention_qkv backward").contiguous() : qkv0.contiguous();
   Tensor dqkv = empty(qkv.shape(), dout.dtype());
   backward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), Heads(fwd.out),
                dout, qkv_heads(dqkv, num_heads, 0), qkv_heads(dqkv, num_heads, 1), qkv_heads(dqkv, num_heads, 2),
-               is_causal, bf16 ? Precision::BFloat16 : Precision::Native);
+               is_causal);
   return dqkv;
 }
 

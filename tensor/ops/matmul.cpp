@@ -62,10 +62,10 @@ void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const In* pa, c
 }
 
 // Calls f.template operator()<T, In>() for the product's result and operand types: (float, float)
-// or (double, double) natively, (float, bfloat16) in Precision::BFloat16.
+// or (double, double) natively, (float, bfloat16) for a bfloat16 product.
 template <class F>
-decltype(auto) visit_product(DType dt, Precision p, std::string_view op, F&& f) {
-  if (p == Precision::BFloat16) return f.template operator()<float, bfloat16>();
+decltype(auto) visit_product(DType dt, bool bf16, std::string_view op, F&& f) {
+  if (bf16) return f.template operator()<float, bfloat16>();
   return visit_float(dt, op, [&]<class T>() { return f.template operator()<T, T>(); });
 }
 
@@ -77,13 +77,13 @@ Tensor bf16_operand(const Tensor& t, std::string_view op) {
   return t.to(DType::BFloat16);
 }
 
-Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias, Precision precision) {
+Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias) {
   MG_CHECK(x0.defined() && w0.defined(), StateError, "linear: an operand is undefined");
   MG_CHECK(w0.dim() == 2, ShapeError, "linear: weight must be 2-D (out, in), got shape {}", shape_str(w0.shape()));
   MG_CHECK(x0.dim() >= 1 && x0.size(-1) == w0.size(1), ShapeError,
            "linear: input of shape {} does not fit weight of shape {} (expected last dim {})", shape_str(x0.shape()),
            shape_str(w0.shape()), w0.size(1));
-  const bool bf16 = precision == Precision::BFloat16;
+  const bool bf16 = x0.dtype() == DType::BFloat16 || w0.dtype() == DType::BFloat16;
   MG_CHECK(bf16 || (x0.dtype() == w0.dtype() && (!bias.defined() || bias.dtype() == w0.dtype())), DTypeError,
            "linear: dtype mismatch between input {}, weight {}{}", dtype_name(x0.dtype()), dtype_name(w0.dtype()),
            bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
@@ -100,7 +100,7 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias, Precision 
   out_shape.back() = out;
   Tensor y = empty(out_shape, out_dt);
   if (bias.defined()) y.view({rows, out}).copy_(bias);  // then beta = 1 adds the product to it
-  return visit_product(out_dt, precision, "linear", [&]<class T, class In>() {
+  return visit_product(out_dt, bf16, "linear", [&]<class T, class In>() {
     if (rows == 0 || out == 0) return y;
     if (in == 0) {
       if (!bias.defined()) y.fill_(0);
@@ -116,9 +116,9 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias, Precision 
   });
 }
 
-Tensor matmul(const Tensor& a1, const Tensor& b1, Precision precision) {
+Tensor matmul(const Tensor& a1, const Tensor& b1) {
   MG_CHECK(a1.defined() && b1.defined(), StateError, "matmul: an operand is undefined");
-  const bool bf16 = precision == Precision::BFloat16;
+  const bool bf16 = a1.dtype() == DType::BFloat16 || b1.dtype() == DType::BFloat16;
   const Tensor a0 = bf16 ? bf16_operand(a1, "matmul") : a1, b0 = bf16 ? bf16_operand(b1, "matmul") : b1;
   MG_CHECK(a0.dim() >= 1 && b0.dim() >= 1, ShapeError,
            "matmul: both operands need at least 1 dim, got shapes {} and {}", shape_str(a0.shape()),
@@ -147,7 +147,7 @@ Tensor matmul(const Tensor& a1, const Tensor& b1, Precision precision) {
   out_shape.push_back(n);
   out_shape.push_back(m);
 
-  Tensor out = visit_product(a.dtype(), precision, "matmul", [&]<class T, class In>() {
+  Tensor out = visit_product(a.dtype(), bf16, "matmul", [&]<class T, class In>() {
     Tensor out = empty(out_shape, dtype_of<T>());
     if (out.numel() > 0 && k == 0) out.fill_(0);  // a sum over nothing
     if (out.numel() == 0 || k == 0) return out;

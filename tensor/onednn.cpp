@@ -1,0 +1,154 @@
+// oneDNN behind blas::gemm (tensor/onednn.h): dnnl_sgemm, and a cache of bfloat16 matmul
+// primitives, one per product shape and thread.
+#include "minigrad/tensor/onednn.h"
+
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "minigrad/tensor/error.h"
+
+// libgomp's, the OpenMP runtime Debian's oneDNN is built on (declared here rather than through
+// <omp.h>, which would be the compiler's own runtime under clang).
+extern "C" void omp_set_num_threads(int);
+extern "C" int omp_get_max_threads();
+
+namespace mg::onednn {
+namespace {
+// Runs fn with oneDNN's OpenMP team sized to one thread, this one; the caller's setting is put back.
+template <class F>
+void on_this_thread(F&& fn) {
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  try {
+    fn();
+  } catch (...) {
+    omp_set_num_threads(before);
+    throw;
+  }
+  omp_set_num_threads(before);
+}
+
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// One oneDNN matmul primitive per product shape, made on first use and kept per thread (creating
+// one costs a few microseconds; attention's per-head products take about as long to run).
+struct Bf16Key {
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  uint32_t alpha, beta;  // their bits
+  bool operator==(const Bf16Key&) const = default;
+};
+struct Bf16KeyHash {
+  size_t operator()(const Bf16Key& key) const {
+    size_t h = key.ta * 2 + key.tb;
+    for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc, int64_t{key.alpha}, int64_t{key.beta}})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+struct Bf16Matmul {
+  dnnl::matmul prim;
+  dnnl::memory a, b, c;
+};
+
+// The primitive for `key`, or null where oneDNN has no kernel for it (remembered too, so such a
+// shape goes straight to sgemm the next time). Made with oneDNN's OpenMP sized to one thread: its
+// kernels fix their thread count when they are created, not when they run.
+Bf16Matmul* bf16_primitive(const Bf16Key& key) {
+  thread_local std::unordered_map<Bf16Key, std::unique_ptr<Bf16Matmul>, Bf16KeyHash> cache;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second.get();
+  if (cache.size() >= 512) cache.clear();  // a bound for programs that see endless shapes
+  using dt = dnnl::memory::data_type;
+  using dims = dnnl::memory::dims;
+  // Row-major (rows, cols) with leading dimension ld; a transposed operand has its strides swapped.
+  const dnnl::memory::desc ad(dims{key.m, key.k}, dt::bf16, key.ta ? dims{1, key.lda} : dims{key.lda, 1});
+  const dnnl::memory::desc bd(dims{key.k, key.n}, dt::bf16, key.tb ? dims{1, key.ldb} : dims{key.ldb, 1});
+  const dnnl::memory::desc cd(dims{key.m, key.n}, dt::f32, dims{key.ldc, 1});
+  dnnl::primitive_attr attr;
+  const float alpha = std::bit_cast<float>(key.alpha), beta = std::bit_cast<float>(key.beta);
+  if (alpha != 1) attr.set_output_scales(0, {alpha});
+  if (beta != 0) {
+    dnnl::post_ops ops;
+    ops.append_sum(beta);  // C = alpha A B + beta C
+    attr.set_post_ops(ops);
+  }
+  std::unique_ptr<Bf16Matmul> entry;
+  try {
+    on_this_thread([&] {
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, cpu_engine());
+      entry = std::make_unique<Bf16Matmul>(Bf16Matmul{dnnl::matmul(pd), dnnl::memory(ad, cpu_engine(), nullptr),
+                                                      dnnl::memory(bd, cpu_engine(), nullptr),
+                                                      dnnl::memory(cd, cpu_engine(), nullptr)});
+    });
+  } catch (const dnnl::error&) {
+    entry.reset();  // no kernel for this shape: sgemm from now on
+  }
+  return cache.emplace(key, std::move(entry)).first->second.get();
+}
+
+}  // namespace
+
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+           int64_t ldb, float beta, float* c, int64_t ldc) {
+  // oneDNN sizes its OpenMP team from this thread's setting: one thread, this one, as for OpenBLAS;
+  // the caller's own setting is put back afterwards (this may be a user's thread that uses OpenMP).
+  dnnl_status_t st = dnnl_success;
+  on_this_thread([&] { st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
+  MG_CHECK(st == dnnl_success, ValueError,
+           "blas::gemm: dnnl_sgemm failed (status {}) on m={} n={} k={} lda={} ldb={} ldc={}; this is a bug in minigrad, "
+           "please report it",
+           static_cast<int>(st), m, n, k, lda, ldb, ldc);
+}
+
+// Whether bfloat16 products go to oneDNN: the CPU must have bfloat16 instructions (oneDNN's emulation
+// on plain AVX-512 measured 34 GFLOP/s against sgemm's 140 on the same core), unless MG_BF16_GEMM
+// says otherwise ("onednn" or "sgemm"). Decided once, so every product of a run sums the same way.
+bool runs_bf16() {
+  static const bool use = [] {
+    const char* env = std::getenv("MG_BF16_GEMM");
+    if (env && std::strcmp(env, "sgemm") == 0) return false;
+    if (env && std::strcmp(env, "onednn") == 0) return true;
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+    return (isa & bf16) == bf16;
+  }();
+  return use;
+}
+
+bool bf16_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, const bfloat16* b,
+               float beta, float* c) {
+  const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+  Bf16Matmul* found = bf16_primitive({ta, tb, m, n, k, a_cols, b_cols, n, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
+  if (!found) return false;
+  Bf16Matmul& mm = *found;
+  mm.a.set_data_handle(const_cast<bfloat16*>(a));
+  mm.b.set_data_handle(const_cast<bfloat16*>(b));
+  mm.c.set_data_handle(c);
+  thread_local dnnl::stream stream(cpu_engine());
+  on_this_thread([&] {
+    mm.prim.execute(stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
+    stream.wait();
+  });
+  return true;
+}
+
+std::string bf16_kernel_name() {
+  // The kernel a (256, 256) @ (256, 256) product gets: the same one the model's products get.
+  const dnnl::memory::desc d({256, 256}, dnnl::memory::data_type::bf16, dnnl::memory::dims{256, 1});
+  const dnnl::memory::desc c({256, 256}, dnnl::memory::data_type::f32, dnnl::memory::dims{256, 1});
+  std::string name;
+  on_this_thread([&] { name = dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str(); });
+  return name;
+}
+
+}  // namespace mg::onednn
