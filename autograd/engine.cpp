@@ -29,12 +29,13 @@ Tensor fit_gradient(const Tensor& g, const Node& n, size_t i) {
            shape_str(g.shape()), i, shape_str(want));
   return sum_to_shape(g, want, n.name);
 }
-}  // namespace
 
-void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph) {
-  MG_CHECK(roots.size() == grads.size(), ValueError, "backward: {} roots but {} gradients",
-           roots.size(), grads.size());
-  std::unordered_map<Node*, Tensor> pending;  // summed incoming gradient per node
+// The roots' gradients, checked (a missing one is ones for a one-element output, as PyTorch's
+// implicit gradient) and summed per node into `pending`; returns the nodes to start from (owned:
+// a leaf root's accumulator lives only as long as someone holds it).
+std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots, const TensorList& grads,
+                              std::unordered_map<Node*, Tensor>& pending) {
+  MG_CHECK(roots.size() == grads.size(), ValueError, "backward: {} roots but {} gradients", roots.size(), grads.size());
   std::vector<std::shared_ptr<Node>> starts;
   for (size_t i = 0; i < roots.size(); ++i) {
     const Variable& r = roots[i];
@@ -57,11 +58,15 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
     if (pending.count(n.get())) add_(pending[n.get()], g);
     else pending[n.get()] = g.clone(), starts.push_back(n);
   }
+  return starts;
+}
 
-  // 1. Reachable nodes and how many consumers each has (iterative DFS: deep graphs are fine).
+// Step 1: every node reachable from `starts`, with how many edges point at it (its consumers).
+// An iterative depth-first walk: deep graphs cannot overflow the stack.
+std::unordered_map<Node*, int> count_consumers(const std::vector<std::shared_ptr<Node>>& starts) {
   std::unordered_map<Node*, int> consumers;
-  std::vector<Node*> stack;
   std::unordered_map<Node*, bool> seen;
+  std::vector<Node*> stack;
   for (auto& s : starts)
     if (!seen[s.get()]) seen[s.get()] = true, stack.push_back(s.get());
   while (!stack.empty()) {
@@ -73,6 +78,43 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
       if (!seen[nx.get()]) seen[nx.get()] = true, stack.push_back(nx.get());
     }
   }
+  return consumers;
+}
+
+// Node n's gradient for input i handed on to the node below: added to what it has received so far.
+void pass_on(const Tensor& gi, Node* nx, std::unordered_map<Node*, Tensor>& pending) {
+  auto it = pending.find(nx);
+  if (it == pending.end()) {
+    pending[nx] = gi;
+    return;
+  }
+  // Sum into a buffer we own: gi may alias another node's gradient.
+  if (it->second.storage().use_count() > 1 || !it->second.is_contiguous()) it->second = it->second.clone();
+  add_(it->second, gi);
+}
+}  // namespace
+
+// Hooks run in registration order, each on what the one before returned. A copy of the list is
+// walked, so a hook may remove itself.
+Tensor run_grad_hooks(const GradHooks& hooks, Tensor g, const std::string& where) {
+  const GradHooks copy = hooks;
+  for (auto& [id, hook] : copy) {
+    Tensor r = hook(g);
+    if (!r.defined()) continue;
+    MG_CHECK(r.dtype() == g.dtype(), DTypeError, "register_hook: a hook on '{}' returned a {} gradient for a {} gradient",
+             where, dtype_name(r.dtype()), dtype_name(g.dtype()));
+    MG_CHECK(r.shape() == g.shape(), ShapeError,
+             "register_hook: a hook on '{}' returned a gradient of shape {} for a gradient of shape {}", where,
+             shape_str(r.shape()), shape_str(g.shape()));
+    g = std::move(r);
+  }
+  return g;
+}
+
+void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph) {
+  std::unordered_map<Node*, Tensor> pending;  // summed incoming gradient per node
+  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending);
+  std::unordered_map<Node*, int> consumers = count_consumers(starts);  // 1.
 
   // 2-4. Run nodes whose consumers have all reported. A node that received no gradient at all
   // (every path through it was cut: no input needed one, or a backward returned an undefined
@@ -99,17 +141,7 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
     for (size_t i = 0; i < n->next.size(); ++i) {
       Node* nx = n->next[i].get();
       if (!nx) continue;
-      if (i < in_grads.size() && in_grads[i].defined()) {
-        const Tensor gi = fit_gradient(in_grads[i], *n, i);
-        auto it = pending.find(nx);
-        if (it == pending.end()) {
-          pending[nx] = gi;
-        } else {
-          // Sum into a buffer we own: gi may alias another node's gradient.
-          if (it->second.storage().use_count() > 1 || !it->second.is_contiguous()) it->second = it->second.clone();
-          add_(it->second, gi);
-        }
-      }
+      if (i < in_grads.size() && in_grads[i].defined()) pass_on(fit_gradient(in_grads[i], *n, i), nx, pending);
       if (--consumers[nx] == 0) ready.push_back(nx);
     }
   }

@@ -32,21 +32,16 @@ class FunctionCtx {
  public:
   /// Keep tensors for backward; freed after backward unless retain_graph.
   void save_for_backward(std::vector<Tensor> tensors) { saved_ = std::move(tensors); }
-  /// The tensors saved by forward; a StateError after they were freed.
-  const std::vector<Tensor>& saved() const {
-    MG_CHECK(!released_, StateError, "FunctionCtx: the saved tensors were freed by an earlier backward "
-             "(pass retain_graph=true to keep them)");
-    return saved_;
-  }
+  /// The tensors saved by forward (freed with the op's rule after its backward, unless retain_graph;
+  /// running the backward again then is the engine's StateError).
+  const std::vector<Tensor>& saved() const { return saved_; }
   /// Whether input i needs a gradient.
   bool needs_input_grad(size_t i) const { return i < needs_.size() && needs_[i]; }
 
  private:
-  friend struct FunctionNode;
   template <class F, class... Args> friend Variable apply_function(const std::vector<Variable>&, Args&&...);
   std::vector<Tensor> saved_;
   std::vector<bool> needs_;
-  bool released_ = false;
 };
 
 /// Base class of a user-written op.
@@ -60,47 +55,26 @@ struct Function {
   virtual std::vector<Tensor> backward(FunctionCtx& ctx, const Tensor& grad_out) = 0;
 };
 
-/// The tape node of a user-written op.
-struct FunctionNode : Node {
-  std::shared_ptr<Function> fn;
-  FunctionCtx ctx;
-  TensorList apply(const Tensor& grad_out) override {
-    TensorList g = fn->backward(ctx, grad_out);
-    MG_CHECK(g.size() == next.size(), ValueError, "{}: backward returned {} gradients for {} inputs", name,
-             g.size(), next.size());
-    return g;
-  }
-  void release() override {
-    ctx.saved_.clear();
-    ctx.released_ = true;
-    released = true;
-  }
-};
-
-/// Run the op F (constructed from args) on `inputs` and record it on the tape.
+/// Run the op F (constructed from args) on `inputs` and record it on the tape: the same record()
+/// every built-in op uses, with F's backward as the rule. The rule holds F and its context, so the
+/// saved tensors are freed with it after the backward (unless retain_graph).
 template <class F, class... Args>
 Variable apply_function(const std::vector<Variable>& inputs, Args&&... args) {
-  auto node = std::make_shared<FunctionNode>();
-  node->fn = std::make_shared<F>(std::forward<Args>(args)...);
-  node->name = node->fn->name();
+  auto fn = std::make_shared<F>(std::forward<Args>(args)...);
+  auto ctx = std::make_shared<FunctionCtx>();
   std::vector<Tensor> data;
-  bool any = false;
   for (const Variable& v : inputs) {
     data.push_back(v.data());
-    const bool need = GradMode::is_enabled() && v.requires_grad();
-    node->ctx.needs_.push_back(need);
-    any = any || need;
+    ctx->needs_.push_back(GradMode::is_enabled() && v.requires_grad());
   }
-  Tensor out = node->fn->forward(node->ctx, data);
-  MG_CHECK(out.defined(), StateError, "{}: forward returned an undefined tensor", node->name);
-  if (!any) return Variable(out, false);
-  for (const Variable& v : inputs) {
-    node->next.push_back(GradMode::is_enabled() ? v.gradient_edge() : nullptr);
-    node->input_shapes.push_back(v.shape());
-    node->input_dtypes.push_back(v.dtype());
-  }
-  node->out_shape = out.shape();
-  return Variable::from_node(out, node);
+  Tensor out = fn->forward(*ctx, data);
+  MG_CHECK(out.defined(), StateError, "{}: forward returned an undefined tensor", fn->name());
+  return record(fn->name(), out, inputs, [fn, ctx](const Tensor& dy, const Node& n) -> TensorList {
+    TensorList g = fn->backward(*ctx, dy);
+    MG_CHECK(g.size() == n.next.size(), ValueError, "{}: backward returned {} gradients for {} inputs", n.name, g.size(),
+             n.next.size());
+    return g;
+  });
 }
 
 }  // namespace mg

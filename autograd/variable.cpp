@@ -114,23 +114,6 @@ std::shared_ptr<Node> Variable::gradient_edge() const {
   return acc;
 }
 
-// Hooks run in registration order, each on what the one before returned. A copy of the list is
-// walked, so a hook may remove itself.
-Tensor run_grad_hooks(const GradHooks& hooks, Tensor g, const std::string& where) {
-  const GradHooks copy = hooks;
-  for (auto& [id, hook] : copy) {
-    Tensor r = hook(g);
-    if (!r.defined()) continue;
-    MG_CHECK(r.dtype() == g.dtype(), DTypeError, "register_hook: a hook on '{}' returned a {} gradient for a {} gradient",
-             where, dtype_name(r.dtype()), dtype_name(g.dtype()));
-    MG_CHECK(r.shape() == g.shape(), ShapeError,
-             "register_hook: a hook on '{}' returned a gradient of shape {} for a gradient of shape {}", where,
-             shape_str(r.shape()), shape_str(g.shape()));
-    g = std::move(r);
-  }
-  return g;
-}
-
 TensorList AccumulateGrad::apply(const Tensor& g_in) {
   std::shared_ptr<VariableImpl> v = leaf.lock();
   if (!v) return {};  // the leaf is gone; nobody can read its gradient

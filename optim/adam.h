@@ -6,17 +6,20 @@
 //   m = beta1 * m + (1 - beta1) * g
 //   v = beta2 * v + (1 - beta2) * g^2
 //   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+#include <optional>
+
 #include "minigrad/optim/optimizer.h"
 
 namespace mg::optim {
 
-/// Adam hyper-parameters (PyTorch's defaults).
+/// Adam's and AdamW's hyper-parameters (PyTorch's defaults). Left unset, weight_decay is the
+/// optimizer's own default: 0 for Adam, 0.01 for AdamW; the optimizer's `options` hold it set.
 struct AdamOptions {
   double lr = 1e-3;
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double weight_decay = 0;
+  std::optional<double> weight_decay;
 };
 
 /// Adam (Kingma & Ba 2015); weight decay is an L2 term added to the gradient.
@@ -40,22 +43,13 @@ class Adam : public Optimizer {
   bool decoupled_;
 };
 
-/// AdamW hyper-parameters: as Adam, but weight decay defaults to 0.01 (PyTorch's defaults).
-/// A plain struct, so designated initializers work: AdamW opt(params, {.lr = 3e-4}).
-struct AdamWOptions {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-};
+/// AdamW's hyper-parameters are Adam's (weight decay 0.01 when unset): AdamW opt(params, {.lr = 3e-4}).
+using AdamWOptions = AdamOptions;
 
 /// AdamW (Loshchilov & Hutter 2019): weight decay shrinks the weights directly.
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {})
-      : Adam(std::move(groups), {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps, .weight_decay = o.weight_decay},
-             true) {}
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {}) : Adam(std::move(groups), options, true) {}
   AdamW(const std::vector<Variable>& params, AdamWOptions options = {});
 };
 

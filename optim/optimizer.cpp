@@ -1,5 +1,7 @@
 #include "minigrad/optim/optimizer.h"
 
+#include "minigrad/autograd/grad_mode.h"
+
 #include <cmath>
 
 namespace mg::optim {
@@ -67,5 +69,16 @@ void Optimizer::set_lr(double lr) {
 }
 
 std::vector<ParamGroup> single_group(const std::vector<Variable>& params) { return {ParamGroup{params, {}}}; }
+
+void Optimizer::for_each_param(const std::function<void(const Group&, const Variable&, size_t, size_t)>& fn) {
+  NoGradGuard no_grad;
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    for (size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      const Variable& p = groups_[gi].params[pi];
+      if (!p.grad().defined()) continue;
+      check_gradient(gi, pi);
+      fn(groups_[gi], p, gi, pi);
+    }
+}
 
 }  // namespace mg::optim

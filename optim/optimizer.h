@@ -5,6 +5,7 @@
 // weight decay on matrices but not on biases and LayerNorm weights:
 //
 //   optim::AdamW opt({{decay_params, {}}, {no_decay_params, {.weight_decay = 0.0}}}, {.lr = 3e-4});
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,6 +65,9 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<ParamGroup> groups, double default_lr, double default_weight_decay, const char* who);
+  /// The loop of every step(): fn(group, p, group_index, param_index) for each parameter that has a
+  /// gradient, in order, with the gradient checked (check_gradient) and no graph recorded.
+  void for_each_param(const std::function<void(const Group&, const Variable&, size_t, size_t)>& fn);
   /// "parameter 'weight' (group 0, #3)": how errors name parameter `index` of group `group`.
   std::string describe(size_t group, size_t index) const;
   /// Its gradient must have its shape and dtype: a ShapeError or DTypeError naming the optimizer

@@ -15,30 +15,23 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o) : Optimizer(std::move(gro
 }
 
 void SGD::step() {
-  NoGradGuard no_grad;
-  for (size_t gi = 0; gi < groups().size(); ++gi) {
-    const Group& group = groups()[gi];
-    for (size_t pi = 0; pi < group.params.size(); ++pi) {
-      const Variable& p = group.params[pi];
-      if (!p.grad().defined()) continue;
-      check_gradient(gi, pi);
-      Tensor g = p.grad();
-      if (group.weight_decay != 0) g = g + p.data() * group.weight_decay;
-      if (options.momentum != 0) {
-        ParamState& st = state(p);
-        auto it = st.find("momentum_buffer");
-        if (it == st.end()) {
-          st["momentum_buffer"] = g.clone();
-        } else {
-          check_state(gi, pi, {"momentum_buffer"});
-          it->second.copy_(it->second * options.momentum + g * (1 - options.dampening));
-        }
-        const Tensor& buf = st["momentum_buffer"];
-        g = options.nesterov ? g + buf * options.momentum : buf;
+  for_each_param([&](const Group& group, const Variable& p, size_t gi, size_t pi) {
+    Tensor g = p.grad();
+    if (group.weight_decay != 0) g = g + p.data() * group.weight_decay;
+    if (options.momentum != 0) {
+      ParamState& st = state(p);
+      auto it = st.find("momentum_buffer");
+      if (it == st.end()) {
+        st["momentum_buffer"] = g.clone();
+      } else {
+        check_state(gi, pi, {"momentum_buffer"});
+        it->second.copy_(it->second * options.momentum + g * (1 - options.dampening));
       }
-      p.data().copy_(p.data() - g * group.lr);
+      const Tensor& buf = st["momentum_buffer"];
+      g = options.nesterov ? g + buf * options.momentum : buf;
     }
-  }
+    p.data().copy_(p.data() - g * group.lr);
+  });
 }
 
 SGD::SGD(const std::vector<Variable>& params, SGDOptions options) : SGD(single_group(params), options) {}

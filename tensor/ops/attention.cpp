@@ -115,44 +115,59 @@ void forward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o
   }
 }
 
-// Backward for one (batch, head). With P recomputed from S (as the forward made it) and
+// What one backward reads and writes, each a (B, H, T, d) view: q, k, v and the forward's out o;
+// the output gradient in float32 (dout) and as the products read it (gin: bfloat16 under autocast);
+// and the gradients dq, dk, dv it writes.
+struct BackwardViews {
+  Heads q, k, v, o, dout, gin, dq, dk, dv;
+};
+
+// One thread's scratch for the backward: P and dP for a block of query rows, D per query row, and
+// P and dS rounded to the products' type (empty when that is T itself).
+template <class T, class In>
+struct BackwardScratch {
+  std::vector<T> P, dP, D;
+  std::vector<In> Pb, dSb;
+  BackwardScratch(int64_t Tq, int64_t Tk)
+      : P(kBlock * std::max<int64_t>(Tk, 1)), dP(P.size()), D(Tq), Pb(std::is_same_v<T, In> ? 0 : P.size()), dSb(Pb.size()) {}
+};
+
+// Backward for one (batch, head) bh. With P recomputed from S (as the forward made it) and
 // D_i = sum_c dO_ic O_ic:
 //   dV = P^T dO      dP = dO V^T      dS = P * (dP - D)      dQ = scale dS K      dK = scale dS^T Q
 // Under autocast (In = bfloat16) the products read bfloat16: Q, K, V, dO (as gin) and P and dS
 // rounded into Pb and dSb; D is summed in float32 from the float32 dO and O.
 template <class T, class In = T>
-void backward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, const Heads& dout, const Heads& gin,
-                   const Heads& dq, const Heads& dk, const Heads& dv, int64_t bh, bool causal, T scale,
-                   std::vector<T>& P, std::vector<T>& dP, std::vector<T>& D, std::vector<In>& Pb, std::vector<In>& dSb) {
-  const int64_t Tq = q.T, Tk = k.T, d = q.d;
+void backward_head(const BackwardViews& h, int64_t bh, bool causal, T scale, BackwardScratch<T, In>& s) {
+  const int64_t Tq = h.q.T, Tk = h.k.T, d = h.q.d;
   thread_local std::vector<In> qbuf, kbuf, vbuf, gbuf;
-  int64_t qld = q.ld, kld = k.ld, vld = v.ld, gld = gin.ld;
-  const In *qp = head_operand(q.at<In>(bh), Tq, d, qld, qbuf), *kp = head_operand(k.at<In>(bh), Tk, d, kld, kbuf),
-           *vp = head_operand(v.at<In>(bh), Tk, d, vld, vbuf), *gp = head_operand(gin.at<In>(bh), Tq, d, gld, gbuf);
-  const T *op = o.at<T>(bh), *g32 = dout.at<T>(bh);
-  T *dqp = dq.at<T>(bh), *dkp = dk.at<T>(bh), *dvp = dv.at<T>(bh);
+  int64_t qld = h.q.ld, kld = h.k.ld, vld = h.v.ld, gld = h.gin.ld;
+  const In *qp = head_operand(h.q.at<In>(bh), Tq, d, qld, qbuf), *kp = head_operand(h.k.at<In>(bh), Tk, d, kld, kbuf),
+           *vp = head_operand(h.v.at<In>(bh), Tk, d, vld, vbuf), *gp = head_operand(h.gin.at<In>(bh), Tq, d, gld, gbuf);
+  const T *op = h.o.at<T>(bh), *g32 = h.dout.at<T>(bh);
+  T *dqp = h.dq.at<T>(bh), *dkp = h.dk.at<T>(bh), *dvp = h.dv.at<T>(bh);
+  std::vector<T>&P = s.P, &dP = s.dP, &D = s.D;
   for (int64_t j = 0; j < Tk; ++j)
-    for (int64_t c = 0; c < d; ++c) dkp[j * dk.ld + c] = 0, dvp[j * dv.ld + c] = 0;  // accumulated below
+    for (int64_t c = 0; c < d; ++c) dkp[j * h.dk.ld + c] = 0, dvp[j * h.dv.ld + c] = 0;  // accumulated below
   for (int64_t i = 0; i < Tq; ++i) {
-    T s = 0;
-    for (int64_t c = 0; c < d; ++c) s += g32[i * dout.ld + c] * op[i * o.ld + c];
-    D[i] = s;
+    T sum = 0;
+    for (int64_t c = 0; c < d; ++c) sum += g32[i * h.dout.ld + c] * op[i * h.o.ld + c];
+    D[i] = sum;
   }
   for (int64_t q0 = 0; q0 < Tq; q0 += kBlock) {
     const int64_t rows = std::min(kBlock, Tq - q0), kend = causal ? std::min(Tk, q0 + rows) : Tk;
     blas::gemm(false, true, rows, kend, d, scale, qp + q0 * qld, qld, kp, kld, T(0), P.data(), kend);
     for (int64_t i = 0; i < rows; ++i) softmax_row(P.data() + i * kend, key_limit(q0 + i, Tk, causal), kend);
     const In* g = gp + q0 * gld;
-    blas::gemm(true, false, kend, d, rows, T(1), operand(P, Pb, rows * kend), kend, g, gld, T(1), dvp, dv.ld);
+    blas::gemm(true, false, kend, d, rows, T(1), operand(P, s.Pb, rows * kend), kend, g, gld, T(1), dvp, h.dv.ld);
     blas::gemm(false, true, rows, kend, d, T(1), g, gld, vp, vld, T(0), dP.data(), kend);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < kend; ++j) dP[i * kend + j] = P[i * kend + j] * (dP[i * kend + j] - D[q0 + i]);
-    const In* ds = operand(dP, dSb, rows * kend);
-    blas::gemm(false, false, rows, d, kend, scale, ds, kend, kp, kld, T(0), dqp + q0 * dq.ld, dq.ld);
-    blas::gemm(true, false, kend, d, rows, scale, ds, kend, qp + q0 * qld, qld, T(1), dkp, dk.ld);
+    const In* ds = operand(dP, s.dSb, rows * kend);
+    blas::gemm(false, false, rows, d, kend, scale, ds, kend, kp, kld, T(0), dqp + q0 * h.dq.ld, h.dq.ld);
+    blas::gemm(true, false, kend, d, rows, scale, ds, kend, qp + q0 * qld, qld, T(1), dkp, h.dk.ld);
   }
 }
-
 
 void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, std::string_view op) {
   MG_CHECK(q.defined() && k.defined() && v.defined(), StateError, "{}: an operand is undefined", op);
@@ -220,17 +235,13 @@ AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, 
 // The fused backward, writing into the views dq, dk, dv (float32 for bfloat16 q, k, v).
 void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& dy,
                   const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal) {
-  const Heads hg(dy);
   const bool bf16 = hq.t.dtype() == DType::BFloat16;
-  const Heads hgin(bf16 ? dy.to(DType::BFloat16) : dy);  // dO as the products read it
+  const BackwardViews views{hq, hk, hv, ho, Heads(dy), Heads(bf16 ? dy.to(DType::BFloat16) : dy), hdq, hdk, hdv};
   visit_attention(dy.dtype(), bf16, "scaled_dot_product_attention backward", [&]<class T, class In>() {
     const T scale = T(1) / std::sqrt(static_cast<T>(hq.d));
     parallel_for(0, hq.B * hq.H, 1, [&](int64_t b0, int64_t b1) {
-      std::vector<T> P(kBlock * std::max<int64_t>(hk.T, 1)), dP(P.size()), D(hq.T);
-      std::vector<In> Pb(std::is_same_v<T, In> ? 0 : P.size()), dSb(Pb.size());
-      for (int64_t bh = b0; bh < b1; ++bh)
-        backward_head<T, In>(hq, hk, hv, ho, hg, hgin, hdq, hdk, hdv, bh, is_causal, scale, P, dP, D, Pb,
-                             dSb);
+      BackwardScratch<T, In> scratch(hq.T, hk.T);
+      for (int64_t bh = b0; bh < b1; ++bh) backward_head<T, In>(views, bh, is_causal, scale, scratch);
     });
   });
 }
