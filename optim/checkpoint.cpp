@@ -116,19 +116,24 @@ std::optional<double> parse_rate(const std::string& text) {
 }
 }  // namespace
 
-int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, nn::Module& model, Optimizer& opt,
-                             LRScheduler* scheduler,
-                             const NamedGenerators& generators) {
-  auto meta = [&](const std::string& key) -> std::string {
+namespace {
+// A checkpoint's metadata entry `key`; a FileError naming the file when it is missing.
+struct Metadata {
+  const SafeTensors& file;
+  const std::string& path;
+  std::string operator()(const std::string& key) const {
     auto it = file.metadata.find(key);
-    MG_CHECK(it != file.metadata.end(), FileError, "load_checkpoint: {} has no \"{}\" in its metadata (not a minigrad training checkpoint?)", path, key);
+    MG_CHECK(it != file.metadata.end(), FileError, "load_checkpoint: {} has no \"{}\" in its metadata (not a minigrad training checkpoint?)",
+             path, key);
     return it->second;
-  };
-  MG_CHECK(meta("optimizer") == opt.name(), FileError, "load_checkpoint: {} holds {} state but the optimizer is {}", path,
-           meta("optimizer"), opt.name());
-  const std::optional<int64_t> step = parse_counter(meta("step"));
-  MG_CHECK(step.has_value(), FileError,
-           "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number in [0, 2^63 - 1)", path, meta("step"));
+  }
+};
+
+// The optimizer's settings as saved: as many groups as it has, each with its size and weight decay,
+// and the same hyper-parameters. Returns each group's learning rate.
+std::vector<double> read_group_rates(const Metadata& meta, const Optimizer& opt) {
+  const SafeTensors& file = meta.file;
+  const std::string& path = meta.path;
   // One learning rate per parameter group, and as many groups as the optimizer has.
   size_t file_groups = 0;
   while (file.metadata.count("lr." + std::to_string(file_groups))) ++file_groups;
@@ -155,7 +160,19 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
   for (auto& [k, v] : opt.hyper_parameters())
     MG_CHECK(meta(kPrefix + k) == number(v), FileError, "load_checkpoint: {} was saved by an {} with {} = {}; this one has {} = {}",
              path, opt.name(), k, meta(kPrefix + k), k, number(v));
-  // The schedule: the same kind with the same settings; its step and base rates are restored.
+  return lrs;
+}
+
+// What a scheduler resumes from: its step and base rates.
+struct SchedulerState {
+  int64_t step = 0;
+  std::vector<double> base_lrs;
+};
+
+// The schedule: the same kind with the same settings as `scheduler` (or none in the file when null).
+SchedulerState read_scheduler(const Metadata& meta, LRScheduler* scheduler, size_t file_groups) {
+  const SafeTensors& file = meta.file;
+  const std::string& path = meta.path;
   const bool file_has_scheduler = file.metadata.count("scheduler") > 0;
   MG_CHECK(file_has_scheduler || scheduler == nullptr, FileError,
            "load_checkpoint: {} holds no learning-rate schedule, but a {} was given to restore", path,
@@ -163,8 +180,7 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
   MG_CHECK(!file_has_scheduler || scheduler != nullptr, FileError,
            "load_checkpoint: {} holds the state of a {} learning-rate schedule; pass the scheduler to load_checkpoint so "
            "that it resumes too (or read only the weights with nn::load)", path, meta("scheduler"));
-  int64_t scheduler_step = 0;
-  std::vector<double> base_lrs;
+  SchedulerState out;
   if (scheduler) {
     MG_CHECK(meta("scheduler") == scheduler->name(), FileError, "load_checkpoint: {} holds a {} schedule but the scheduler is a {}",
              path, meta("scheduler"), scheduler->name());
@@ -174,7 +190,7 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
     const std::optional<int64_t> s = parse_counter(meta("scheduler.step"));
     MG_CHECK(s.has_value(), FileError, "load_checkpoint: {} has scheduler.step \"{}\"; expected a whole number in [0, 2^63 - 1)",
              path, meta("scheduler.step"));
-    scheduler_step = *s;
+    out.step = *s;
     // checked here, before anything changes (restore() would refuse it only after the weights are in)
     MG_CHECK(scheduler->base_lrs().size() == file_groups, FileError,
              "load_checkpoint: the {} was made for an optimizer with {} parameter groups, but {} holds {}", scheduler->name(),
@@ -183,11 +199,17 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
       const std::string key = "scheduler.base_lr." + std::to_string(g);
       const std::optional<double> lr = parse_rate(meta(key));
       MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\"; expected a finite number >= 0", path, key, meta(key));
-      base_lrs.push_back(*lr);
+      out.base_lrs.push_back(*lr);
     }
   }
 
-  // The generators' states: every one asked for must be in the file and be a state.
+  return out;
+}
+
+// The generators' states: every one asked for must be in the file and be a state.
+std::vector<std::pair<Generator*, Generator>> read_generators(const Metadata& meta, const NamedGenerators& generators) {
+  const SafeTensors& file = meta.file;
+  const std::string& path = meta.path;
   std::vector<std::pair<Generator*, Generator>> new_generators;
   for (auto& [gname, gen] : generators) {
     MG_CHECK(gen != nullptr, ValueError, "load_checkpoint: generator \"{}\" is null", gname);
@@ -202,9 +224,14 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
     new_generators.emplace_back(gen, *g);
   }
 
-  // Optimizer state: every entry must name an optimized parameter and one of the optimizer's
-  // state tensors, with the parameter's shape (the step: a 0-dim int64 >= 0); a parameter with
-  // any state must have all of it.
+  return new_generators;
+}
+
+// Optimizer state: every entry must name an optimized parameter and one of the optimizer's
+// state tensors, with the parameter's shape (the step: a 0-dim int64 >= 0); a parameter with
+// any state must have all of it.
+std::unordered_map<VariableImpl*, ParamState> read_optimizer_state(const SafeTensors& file, const std::string& path,
+                                                                   nn::Module& model, Optimizer& opt) {
   std::unordered_map<std::string, Variable> by_name;
   auto names = names_of(model, opt);
   for (const Group& g : opt.groups())
@@ -241,6 +268,24 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
       MG_CHECK(st.count(sname), FileError, "load_checkpoint: {} has optimizer state for {} but no \"{}{}.{}\"", path, pname, kPrefix,
                pname, sname);
     }
+  return new_state;
+}
+}  // namespace
+
+// Everything is read and checked before anything changes: a failed load leaves the model, the
+// optimizer, the schedule and the generators as they were.
+int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, nn::Module& model, Optimizer& opt,
+                             LRScheduler* scheduler, const NamedGenerators& generators) {
+  const Metadata meta{file, path};
+  MG_CHECK(meta("optimizer") == opt.name(), FileError, "load_checkpoint: {} holds {} state but the optimizer is {}", path,
+           meta("optimizer"), opt.name());
+  const std::optional<int64_t> step = parse_counter(meta("step"));
+  MG_CHECK(step.has_value(), FileError,
+           "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number in [0, 2^63 - 1)", path, meta("step"));
+  const std::vector<double> lrs = read_group_rates(meta, opt);
+  SchedulerState schedule = read_scheduler(meta, scheduler, lrs.size());
+  const auto new_generators = read_generators(meta, generators);
+  const auto new_state = read_optimizer_state(file, path, model, opt);
   // The weights are checked (and then copied) last: nothing above has changed anything yet.
   nn::load_from(model, file, path, {.ignore_prefixes = {kPrefix}});
   for (const Group& g : opt.groups())
@@ -249,7 +294,7 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
       opt.state(p) = it == new_state.end() ? ParamState{} : it->second;
     }
   for (size_t g = 0; g < lrs.size(); ++g) opt.groups()[g].lr = lrs[g];
-  if (scheduler) scheduler->restore(scheduler_step, std::move(base_lrs));
+  if (scheduler) scheduler->restore(schedule.step, std::move(schedule.base_lrs));
   for (auto& [gen, g] : new_generators) *gen = g;
   return *step;
 }
