@@ -8,10 +8,10 @@
 //   data/      TensorDataset, DataLoader, DistributedSampler: batches of plain tensors (needs only tensor/)
 //   distributed/  data-parallel training over processes on MPI (optional: built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
+#include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/ops.h"
 #include "minigrad/tensor/parallel.h"
 #include "minigrad/tensor/safetensors.h"
-#include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/tensor.h"
 
 #include "minigrad/autograd/autocast.h"
@@ -23,6 +23,9 @@
 #include "minigrad/autograd/ops.h"
 #include "minigrad/autograd/variable.h"
 
+#include "minigrad/inspect/capture.h"
+#include "minigrad/inspect/head_scores.h"
+#include "minigrad/inspect/telemetry.h"
 #include "minigrad/nn/attention.h"
 #include "minigrad/nn/container.h"
 #include "minigrad/nn/conv.h"
@@ -37,9 +40,6 @@
 #include "minigrad/nn/rnn.h"
 #include "minigrad/nn/serialize.h"
 #include "minigrad/nn/transformer.h"
-#include "minigrad/inspect/capture.h"
-#include "minigrad/inspect/head_scores.h"
-#include "minigrad/inspect/telemetry.h"
 
 #include "minigrad/data/dataloader.h"
 #include "minigrad/data/sampler.h"

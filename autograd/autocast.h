@@ -54,7 +54,9 @@ Tensor autocast_like(const Tensor& dy, const Tensor& like);
 /// this thread); AutocastGuard(false) turns it off inside an enabled scope. Restores the previous state.
 class AutocastGuard {
  public:
-  explicit AutocastGuard(bool enabled = true) : prev_(AutocastMode::is_enabled()) { AutocastMode::set_enabled(enabled); }
+  explicit AutocastGuard(bool enabled = true) : prev_(AutocastMode::is_enabled()) {
+    AutocastMode::set_enabled(enabled);
+  }
   ~AutocastGuard() { AutocastMode::set_enabled(prev_); }
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;

@@ -49,8 +49,9 @@ std::string to_dot(const Variable& output, const DotOptions& options) {
     if (leaf) {
       std::shared_ptr<VariableImpl> v = static_cast<AccumulateGrad*>(n)->leaf.lock();
       const std::string name = v && !v->name.empty() ? v->name : "leaf";
-      out += fmt::format("  n{} [shape=box, style=filled, fillcolor=\"#cfe8ff\", label=\"{}\\n{}\\nparam (gets .grad){}\"];\n",
-                         id[n], name, shape_str(n->out_shape), extra_lines(v.get(), options));
+      out += fmt::format(
+          "  n{} [shape=box, style=filled, fillcolor=\"#cfe8ff\", label=\"{}\\n{}\\nparam (gets .grad){}\"];\n", id[n],
+          name, shape_str(n->out_shape), extra_lines(v.get(), options));
     } else {
       std::shared_ptr<VariableImpl> v = n->output.lock();
       out += fmt::format("  n{} [shape=ellipse, label=\"{}\\n{}{}\"];\n", id[n], n->name, shape_str(n->out_shape),

@@ -34,7 +34,7 @@ Tensor fit_gradient(const Tensor& g, const Node& n, size_t i) {
 // implicit gradient) and summed per node into `pending`; returns the nodes to start from (owned:
 // a leaf root's accumulator lives only as long as someone holds it).
 std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots, const TensorList& grads,
-                              std::unordered_map<Node*, Tensor>& pending) {
+                                              std::unordered_map<Node*, Tensor>& pending) {
   MG_CHECK(roots.size() == grads.size(), ValueError, "backward: {} roots but {} gradients", roots.size(), grads.size());
   std::vector<std::shared_ptr<Node>> starts;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -52,11 +52,14 @@ std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots
     }
     MG_CHECK(g.dtype() == r.dtype(), DTypeError, "backward: the gradient is {} but the output is {}",
              dtype_name(g.dtype()), dtype_name(r.dtype()));
-    MG_CHECK(g.shape() == r.shape(), ShapeError, "backward: a gradient of shape {} does not match the output's shape {}",
-             shape_str(g.shape()), shape_str(r.shape()));
+    MG_CHECK(g.shape() == r.shape(), ShapeError,
+             "backward: a gradient of shape {} does not match the output's shape {}", shape_str(g.shape()),
+             shape_str(r.shape()));
     std::shared_ptr<Node> n = r.gradient_edge();
-    if (pending.count(n.get())) add_(pending[n.get()], g);
-    else pending[n.get()] = g.clone(), starts.push_back(n);
+    if (pending.count(n.get()))
+      add_(pending[n.get()], g);
+    else
+      pending[n.get()] = g.clone(), starts.push_back(n);
   }
   return starts;
 }
@@ -101,8 +104,9 @@ Tensor run_grad_hooks(const GradHooks& hooks, Tensor g, const std::string& where
   for (auto& [id, hook] : copy) {
     Tensor r = hook(g);
     if (!r.defined()) continue;
-    MG_CHECK(r.dtype() == g.dtype(), DTypeError, "register_hook: a hook on '{}' returned a {} gradient for a {} gradient",
-             where, dtype_name(r.dtype()), dtype_name(g.dtype()));
+    MG_CHECK(r.dtype() == g.dtype(), DTypeError,
+             "register_hook: a hook on '{}' returned a {} gradient for a {} gradient", where, dtype_name(r.dtype()),
+             dtype_name(g.dtype()));
     MG_CHECK(r.shape() == g.shape(), ShapeError,
              "register_hook: a hook on '{}' returned a gradient of shape {} for a gradient of shape {}", where,
              shape_str(r.shape()), shape_str(g.shape()));

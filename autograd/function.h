@@ -39,7 +39,8 @@ class FunctionCtx {
   bool needs_input_grad(size_t i) const { return i < needs_.size() && needs_[i]; }
 
  private:
-  template <class F, class... Args> friend Variable apply_function(const std::vector<Variable>&, Args&&...);
+  template <class F, class... Args>
+  friend Variable apply_function(const std::vector<Variable>&, Args&&...);
   std::vector<Tensor> saved_;
   std::vector<bool> needs_;
 };
@@ -71,8 +72,8 @@ Variable apply_function(const std::vector<Variable>& inputs, Args&&... args) {
   MG_CHECK(out.defined(), StateError, "{}: forward returned an undefined tensor", fn->name());
   return record(fn->name(), out, inputs, [fn, ctx](const Tensor& dy, const Node& n) -> TensorList {
     TensorList g = fn->backward(*ctx, dy);
-    MG_CHECK(g.size() == n.next.size(), ValueError, "{}: backward returned {} gradients for {} inputs", n.name, g.size(),
-             n.next.size());
+    MG_CHECK(g.size() == n.next.size(), ValueError, "{}: backward returned {} gradients for {} inputs", n.name,
+             g.size(), n.next.size());
     return g;
   });
 }

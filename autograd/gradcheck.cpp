@@ -11,8 +11,10 @@ GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variabl
   std::vector<Variable> vars, leaves;
   for (const Tensor& t : inputs) {
     MG_CHECK(t.defined(), StateError, "gradcheck: input {} is undefined", vars.size());
-    if (is_floating(t.dtype())) vars.emplace_back(t.to(DType::Float64), true), leaves.push_back(vars.back());
-    else vars.emplace_back(t, false);
+    if (is_floating(t.dtype()))
+      vars.emplace_back(t.to(DType::Float64), true), leaves.push_back(vars.back());
+    else
+      vars.emplace_back(t, false);
   }
   GradcheckResult r = gradcheck([&] { return fn(vars); }, leaves, opt);
   // Report the index among all inputs, not among the floating ones.
@@ -28,15 +30,16 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
                           const GradcheckOptions& opt) {
   MG_CHECK(opt.eps > 0 && opt.atol >= 0 && opt.rtol >= 0 && std::isfinite(opt.eps) && std::isfinite(opt.atol) &&
                std::isfinite(opt.rtol),
-           ValueError, "gradcheck: eps must be > 0 and atol, rtol >= 0, got eps {}, atol {}, rtol {}", opt.eps, opt.atol,
-           opt.rtol);
+           ValueError, "gradcheck: eps must be > 0 and atol, rtol >= 0, got eps {}, atol {}, rtol {}", opt.eps,
+           opt.atol, opt.rtol);
   for (size_t i = 0; i < leaves.size(); ++i) {
     MG_CHECK(leaves[i].defined() && leaves[i].is_leaf() && leaves[i].requires_grad(), StateError,
              "gradcheck: input {} must be a leaf that requires grad", i);
     // Perturbing one element of an expanded view would move every element that shares its memory.
     MG_CHECK(!has_internal_overlap(leaves[i].data()), ValueError,
              "gradcheck: input {} (shape {}, strides {}) has elements that share memory (an expanded view); pass a "
-             "contiguous copy", i, shape_str(leaves[i].shape()), shape_str(leaves[i].data().strides()));
+             "contiguous copy",
+             i, shape_str(leaves[i].shape()), shape_str(leaves[i].data().strides()));
     MG_CHECK(leaves[i].dtype() == DType::Float64, DTypeError,
              "gradcheck: input {} is {}; gradcheck needs float64 (hint: module.to(DType::Float64))", i,
              dtype_name(leaves[i].dtype()));
@@ -46,7 +49,8 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
   Variable y = fn();
   MG_CHECK(y.dtype() == DType::Float64, DTypeError,
            "gradcheck: fn returned a {} output; gradcheck needs float64 throughout (create constants "
-           "with the inputs' dtype)", dtype_name(y.dtype()));
+           "with the inputs' dtype)",
+           dtype_name(y.dtype()));
   MG_CHECK(y.requires_grad(), StateError, "gradcheck: the output does not depend on any input");
   Generator gen(opt.seed);
   const Tensor v = randn(y.shape(), gen, DType::Float64);
@@ -96,11 +100,11 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
     }
   }
   res.ok = worst_ratio <= 1;
-  res.message = fmt::format("{}: worst element is input {} at {}: analytic {:.10g}, numeric {:.10g}, "
-                            "|diff| {:.3g} (allowed {:.3g})",
-                            res.ok ? "gradcheck ok" : "gradcheck FAILED", res.input,
-                            shape_str(res.index), res.analytic, res.numeric, res.error,
-                            opt.atol + opt.rtol * std::abs(res.numeric));
+  res.message = fmt::format(
+      "{}: worst element is input {} at {}: analytic {:.10g}, numeric {:.10g}, "
+      "|diff| {:.3g} (allowed {:.3g})",
+      res.ok ? "gradcheck ok" : "gradcheck FAILED", res.input, shape_str(res.index), res.analytic, res.numeric,
+      res.error, opt.atol + opt.rtol * std::abs(res.numeric));
   return res;
 }
 

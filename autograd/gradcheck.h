@@ -19,10 +19,10 @@ struct GradcheckOptions {
 /// What gradcheck found, with the worst element.
 struct GradcheckResult {
   bool ok = true;
-  int64_t input = -1;            // which input had the worst element
-  std::vector<int64_t> index;    // its position in that input
+  int64_t input = -1;          // which input had the worst element
+  std::vector<int64_t> index;  // its position in that input
   double analytic = 0, numeric = 0, error = 0;
-  std::string message;           // a readable report ("ok" or the worst mismatch)
+  std::string message;  // a readable report ("ok" or the worst mismatch)
 };
 
 /// Check fn's gradients with respect to every floating input.

@@ -41,7 +41,8 @@ void Variable::set_data(Tensor data) const {
   MG_CHECK(!impl_->requires_grad || is_floating(data.dtype()), DTypeError,
            "set_data: a variable that requires grad needs floating data, got {}", dtype_name(data.dtype()));
   impl_->data = std::move(data);
-  if (impl_->grad.defined() && (impl_->grad.shape() != impl_->data.shape() || impl_->grad.dtype() != impl_->data.dtype()))
+  if (impl_->grad.defined() &&
+      (impl_->grad.shape() != impl_->data.shape() || impl_->grad.dtype() != impl_->data.dtype()))
     impl_->grad = Tensor();  // a gradient of the old shape or dtype no longer applies
 }
 
@@ -54,8 +55,9 @@ void Variable::set_grad(Tensor grad) const {
   if (grad.defined()) {
     MG_CHECK(grad.dtype() == impl_->data.dtype(), DTypeError, "set_grad: the gradient is {} but the variable is {}",
              dtype_name(grad.dtype()), dtype_name(impl_->data.dtype()));
-    MG_CHECK(grad.shape() == impl_->data.shape(), ShapeError, "set_grad: a gradient of shape {} does not match the variable's shape {}",
-             shape_str(grad.shape()), shape_str(impl_->data.shape()));
+    MG_CHECK(grad.shape() == impl_->data.shape(), ShapeError,
+             "set_grad: a gradient of shape {} does not match the variable's shape {}", shape_str(grad.shape()),
+             shape_str(impl_->data.shape()));
   }
   impl_->grad = std::move(grad);
 }
@@ -67,8 +69,7 @@ Variable& Variable::set_requires_grad(bool requires_grad) {
            "'{}'); use detach() to get a leaf",
            impl_->grad_fn->name);
   MG_CHECK(!requires_grad || is_floating(impl_->data.dtype()), DTypeError,
-           "set_requires_grad: only floating tensors can require gradients, got {}",
-           dtype_name(impl_->data.dtype()));
+           "set_requires_grad: only floating tensors can require gradients, got {}", dtype_name(impl_->data.dtype()));
   impl_->requires_grad = requires_grad;
   return *this;
 }
@@ -187,8 +188,7 @@ void GradHookHandle::remove() {
   owner_.reset();
 }
 
-Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs,
-                LambdaNode::Backward backward) {
+Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward) {
   bool any = false;
   if (GradMode::is_enabled())
     for (const Variable& v : inputs) any = any || v.requires_grad();
@@ -208,8 +208,10 @@ Variable record(std::string name, Tensor out, const std::vector<Variable>& input
 std::ostream& operator<<(std::ostream& os, const Variable& v) {
   if (!v.defined()) return os << "Variable(undefined)";
   std::vector<std::string> suffixes;
-  if (v.grad_fn()) suffixes.push_back("grad_fn=<" + v.grad_fn()->name + ">");
-  else if (v.requires_grad()) suffixes.push_back("requires_grad=True");
+  if (v.grad_fn())
+    suffixes.push_back("grad_fn=<" + v.grad_fn()->name + ">");
+  else if (v.requires_grad())
+    suffixes.push_back("requires_grad=True");
   return os << format_tensor(v.data(), suffixes);
 }
 

@@ -19,15 +19,15 @@ class Variable;
 /// The shared state behind a Variable.
 struct VariableImpl {
   Tensor data;
-  Tensor grad;                               // accumulated gradient of a leaf, or of a non-leaf after retain_grad()
+  Tensor grad;  // accumulated gradient of a leaf, or of a non-leaf after retain_grad()
   bool requires_grad = false;
-  std::shared_ptr<Node> grad_fn;             // the op that made this variable; null for a leaf
-  std::weak_ptr<AccumulateGrad> accumulator; // a leaf's end of the tape, shared by every use
-  std::string name;                          // shown by to_dot; nn sets parameter names
-  GradHooks grad_hooks;                      // a leaf's gradient hooks, run before it is accumulated
+  std::shared_ptr<Node> grad_fn;              // the op that made this variable; null for a leaf
+  std::weak_ptr<AccumulateGrad> accumulator;  // a leaf's end of the tape, shared by every use
+  std::string name;                           // shown by to_dot; nn sets parameter names
+  GradHooks grad_hooks;                       // a leaf's gradient hooks, run before it is accumulated
   std::vector<std::pair<int64_t, std::function<void(const Variable&)>>> post_accumulate_hooks;
   int64_t next_hook_id = 0;
-  bool retains_grad = false;                 // a non-leaf whose gradient backward stores in .grad
+  bool retains_grad = false;  // a non-leaf whose gradient backward stores in .grad
 };
 
 /// What register_hook returns: remove() takes the hook off again (PyTorch's RemovableHandle).
@@ -223,7 +223,6 @@ std::ostream& operator<<(std::ostream& os, const Variable& v);
 /// Record an op: `out` computed from `inputs`, with `backward` mapping the output's gradient to
 /// the inputs' gradients. Records nothing (returns a plain variable) when grad mode is off or no
 /// input requires grad. Used by every op in autograd/ops/.
-Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs,
-                LambdaNode::Backward backward);
+Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward);
 
 }  // namespace mg

@@ -11,7 +11,9 @@ Variable Variable::unflatten(int64_t dim, const Shape& sizes) const { return mg:
 std::vector<Variable> Variable::chunk(int64_t chunks, int64_t dim) const { return mg::chunk(*this, chunks, dim); }
 Variable Variable::transpose(int64_t d0, int64_t d1) const { return mg::transpose(*this, d0, d1); }
 Variable Variable::permute(const std::vector<int64_t>& dims) const { return mg::permute(*this, dims); }
-Variable Variable::narrow(int64_t dim, int64_t start, int64_t length) const { return mg::narrow(*this, dim, start, length); }
+Variable Variable::narrow(int64_t dim, int64_t start, int64_t length) const {
+  return mg::narrow(*this, dim, start, length);
+}
 Variable Variable::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
   return mg::slice(*this, dim, start, end, step);
 }
@@ -33,11 +35,15 @@ Variable Variable::std(const std::vector<int64_t>& dims, int64_t correction, boo
 }
 Variable Variable::prod(std::optional<int64_t> dim, bool keepdim) const { return mg::prod(*this, dim, keepdim); }
 Variable Variable::cumsum(int64_t dim) const { return mg::cumsum(*this, dim); }
-Variable Variable::logsumexp(const std::vector<int64_t>& dims, bool keepdim) const { return mg::logsumexp(*this, dims, keepdim); }
+Variable Variable::logsumexp(const std::vector<int64_t>& dims, bool keepdim) const {
+  return mg::logsumexp(*this, dims, keepdim);
+}
 std::pair<Variable, Tensor> Variable::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
   return mg::topk(*this, k, dim, largest, sorted);
 }
-std::pair<Variable, Tensor> Variable::sort(int64_t dim, bool descending) const { return mg::sort(*this, dim, descending); }
+std::pair<Variable, Tensor> Variable::sort(int64_t dim, bool descending) const {
+  return mg::sort(*this, dim, descending);
+}
 Variable Variable::matmul(const Variable& other) const { return mg::matmul(*this, other); }
 Variable Variable::pow(double exponent) const { return mg::pow(*this, exponent); }
 Variable Variable::exp() const { return mg::exp(*this); }
@@ -52,7 +58,9 @@ Variable Variable::sin() const { return mg::sin(*this); }
 Variable Variable::cos() const { return mg::cos(*this); }
 Variable Variable::log1p() const { return mg::log1p(*this); }
 Variable Variable::expm1() const { return mg::expm1(*this); }
-Variable Variable::clamp(std::optional<double> min, std::optional<double> max) const { return mg::clamp(*this, min, max); }
+Variable Variable::clamp(std::optional<double> min, std::optional<double> max) const {
+  return mg::clamp(*this, min, max);
+}
 Variable Variable::softmax(int64_t dim) const { return mg::softmax(*this, dim); }
 Variable Variable::log_softmax(int64_t dim) const { return mg::log_softmax(*this, dim); }
 Variable Variable::masked_fill(const Tensor& mask, double value) const { return mg::masked_fill(*this, mask, value); }

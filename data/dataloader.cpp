@@ -12,7 +12,8 @@ TensorDataset::TensorDataset(std::vector<Tensor> tensors) : tensors_(std::move(t
   MG_CHECK(!tensors_.empty(), ShapeError, "TensorDataset: needs at least one tensor");
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const Tensor& t = tensors_[i];
-    MG_CHECK(t.defined() && t.dim() >= 1, ShapeError, "TensorDataset: tensor {} must have a first dimension of examples, got {}", i,
+    MG_CHECK(t.defined() && t.dim() >= 1, ShapeError,
+             "TensorDataset: tensor {} must have a first dimension of examples, got {}", i,
              t.defined() ? shape_str(t.shape()) : "an undefined tensor");
     MG_CHECK(t.size(0) == tensors_[0].size(0), ShapeError,
              "TensorDataset: every tensor needs the same number of examples (dim 0); tensor 0 is {}, tensor {} is {}",
@@ -34,7 +35,8 @@ Batch TensorDataset::gather(const Tensor& index) const {
   return out;
 }
 
-DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options) : dataset_(std::move(dataset)), options_(options) {
+DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(options) {
   MG_CHECK(options_.batch_size >= 1, ValueError, "DataLoader: batch_size must be >= 1, got {}", options_.batch_size);
 }
 
@@ -75,7 +77,8 @@ Batch DataLoader::batch_of(const std::vector<int64_t>& order, int64_t i) const {
 }
 
 Batch DataLoader::batch(int64_t e, int64_t i) const {
-  MG_CHECK(i >= 0 && i < size(), IndexError, "DataLoader: batch {} is out of range for {} batches per epoch", i, size());
+  MG_CHECK(i >= 0 && i < size(), IndexError, "DataLoader: batch {} is out of range for {} batches per epoch", i,
+           size());
   return batch_of(order(e), i);
 }
 

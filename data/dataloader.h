@@ -8,8 +8,8 @@
 //
 // Each pass over the loader is one epoch. With shuffle, epoch e visits the examples in the order
 // of a permutation drawn from a generator seeded by (seed, e): a run is the same for the same
-// seed, every epoch has its own order, and set_epoch(e) resumes a run at epoch e. Plain tensors only: the data layer knows
-// nothing of gradients (wrap a batch in Variable to train on it).
+// seed, every epoch has its own order, and set_epoch(e) resumes a run at epoch e. Plain tensors only: the data layer
+// knows nothing of gradients (wrap a batch in Variable to train on it).
 #include <cstdint>
 #include <vector>
 
@@ -43,10 +43,10 @@ class TensorDataset {
 
 /// DataLoader's settings (PyTorch's names and defaults; the generator's seed instead of a generator).
 struct DataLoaderOptions {
-  int64_t batch_size = 1;   // examples per batch (the last one may be smaller)
-  bool shuffle = false;     // a new seeded order every epoch; false: 0, 1, 2, ...
-  bool drop_last = false;   // drop a last batch smaller than batch_size
-  uint64_t seed = 0;        // the shuffle's generator
+  int64_t batch_size = 1;  // examples per batch (the last one may be smaller)
+  bool shuffle = false;    // a new seeded order every epoch; false: 0, 1, 2, ...
+  bool drop_last = false;  // drop a last batch smaller than batch_size
+  uint64_t seed = 0;       // the shuffle's generator
 };
 
 /// Splits a dataset into batches, one epoch per pass (PyTorch's DataLoader).

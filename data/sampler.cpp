@@ -10,7 +10,8 @@
 
 namespace mg::data {
 
-DistributedSampler::DistributedSampler(int64_t n, int num_replicas, int rank, bool shuffle, uint64_t seed, bool drop_last)
+DistributedSampler::DistributedSampler(int64_t n, int num_replicas, int rank, bool shuffle, uint64_t seed,
+                                       bool drop_last)
     : n_(n), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
   MG_CHECK(n >= 0, ValueError, "DistributedSampler: the dataset size must be >= 0, got {}", n);
   MG_CHECK(num_replicas >= 1 && rank >= 0 && rank < num_replicas, ValueError,

@@ -15,8 +15,8 @@ namespace mg::data {
 class DistributedSampler {
  public:
   /// A ValueError for n < 0, num_replicas < 1 or rank outside [0, num_replicas).
-  DistributedSampler(int64_t n, int num_replicas, int rank, bool shuffle = true,
-                     uint64_t seed = 0, bool drop_last = false);
+  DistributedSampler(int64_t n, int num_replicas, int rank, bool shuffle = true, uint64_t seed = 0,
+                     bool drop_last = false);
   /// Use epoch e's order from now on (call before each epoch, as in PyTorch).
   void set_epoch(int64_t e);
   /// This rank's indices for the current epoch.

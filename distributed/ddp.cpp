@@ -43,8 +43,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
   for (auto& [name, p] : module.named_parameters()) {
     all_params.push_back(p);
     if (p.requires_grad()) {
-      MG_CHECK(is_floating(p.dtype()), DTypeError, "DistributedDataParallel: parameter {} is {}; float32 or float64 only",
-               name, dtype_name(p.dtype()));
+      MG_CHECK(is_floating(p.dtype()), DTypeError,
+               "DistributedDataParallel: parameter {} is {}; float32 or float64 only", name, dtype_name(p.dtype()));
       params_.push_back(p), names_.push_back(name);
     }
   }
@@ -57,10 +57,13 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
   for (int r = 1; r < world_size(); ++r)
     if (all[2 * r] != all[0] || all[2 * r + 1] != all[1]) {
       std::string counts;
-      for (int q = 0; q < world_size(); ++q) counts += fmt::format("{}rank {}: {} parameters", q ? ", " : "", q, all[2 * q]);
-      throw ShapeError(fmt::format("DistributedDataParallel: the processes hold different models ({}; or the same count "
-                                   "with different shapes or dtypes); every process must build the same model "
-                                   "(this is rank {})", counts, rank()));
+      for (int q = 0; q < world_size(); ++q)
+        counts += fmt::format("{}rank {}: {} parameters", q ? ", " : "", q, all[2 * q]);
+      throw ShapeError(
+          fmt::format("DistributedDataParallel: the processes hold different models ({}; or the same count "
+                      "with different shapes or dtypes); every process must build the same model "
+                      "(this is rank {})",
+                      counts, rank()));
     }
   {
     NoGradGuard no_grad;
@@ -116,8 +119,10 @@ void DistributedDataParallel::on_grad_ready(int64_t i) {
   if (ready_total_ == 0) events_.clear();
   if (got_[i]) {
     drain();
-    throw StateError(fmt::format("DistributedDataParallel: parameter {} got a second gradient in one backward before wait(); "
-                                 "call backward once per step (or use no_sync() for accumulation)", names_[i]));
+    throw StateError(
+        fmt::format("DistributedDataParallel: parameter {} got a second gradient in one backward before wait(); "
+                    "call backward once per step (or use no_sync() for accumulation)",
+                    names_[i]));
   }
   got_[i] = true;
   Bucket& bk = buckets_[bucket_of_[i]];
@@ -132,7 +137,8 @@ void DistributedDataParallel::on_grad_ready(int64_t i) {
 
 void DistributedDataParallel::start_ready_buckets() {
   const double inv = 1.0 / world_size();
-  while (next_bucket_ < num_buckets() && buckets_[next_bucket_].ready == static_cast<int64_t>(buckets_[next_bucket_].params.size())) {
+  while (next_bucket_ < num_buckets() &&
+         buckets_[next_bucket_].ready == static_cast<int64_t>(buckets_[next_bucket_].params.size())) {
     Bucket& bk = buckets_[next_bucket_];
     // flat = grads / N side by side; summed over the N processes it is their average
     int64_t off = 0;
@@ -157,9 +163,10 @@ void DistributedDataParallel::wait() {
       if (!got_[i]) missing.push_back(names_[i]);
     const int64_t ready = ready_total_;
     drain();  // the buckets already under way finish; the next step starts clean
-    throw StateError(fmt::format("DistributedDataParallel::wait: {} of {} parameters got a gradient in this backward (missing: "
-                                 "{}); every parameter must take part in every step",
-                                 ready, num_params(), fmt::join(missing, ", ")));
+    throw StateError(
+        fmt::format("DistributedDataParallel::wait: {} of {} parameters got a gradient in this backward (missing: "
+                    "{}); every parameter must take part in every step",
+                    ready, num_params(), fmt::join(missing, ", ")));
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t b = 0; b < num_buckets(); ++b) {

@@ -44,8 +44,8 @@ namespace mg::distributed {
 
 /// DistributedDataParallel's settings (PyTorch's names).
 struct DDPOptions {
-  double bucket_cap_mb = 25;          ///< bytes of gradient per bucket, in MiB (PyTorch's default)
-  bool broadcast_buffers = true;      ///< also copy rank 0's buffers at construction
+  double bucket_cap_mb = 25;      ///< bytes of gradient per bucket, in MiB (PyTorch's default)
+  bool broadcast_buffers = true;  ///< also copy rank 0's buffers at construction
 };
 
 /// What happened when, for tests and profiles: a parameter's gradient became ready, a bucket's
@@ -127,14 +127,14 @@ class DistributedDataParallel {
   std::vector<Variable> params_;
   std::vector<std::string> names_;  // params_' names
   std::vector<int64_t> bucket_of_;
-  std::vector<bool> got_;     // which parameters have a gradient in this backward
+  std::vector<bool> got_;  // which parameters have a gradient in this backward
   std::vector<Bucket> buckets_;
   std::vector<GradHookHandle> hooks_;
   std::vector<DDPEvent> events_;
-  int64_t next_bucket_ = 0;   // buckets start in this order
-  int64_t ready_total_ = 0;   // gradients ready in this backward
+  int64_t next_bucket_ = 0;  // buckets start in this order
+  int64_t ready_total_ = 0;  // gradients ready in this backward
   bool sync_ = true;
-  bool pending_ = false;      // a backward has started buckets that wait() has not finished
+  bool pending_ = false;  // a backward has started buckets that wait() has not finished
   double wait_seconds_ = 0;
 };
 

@@ -29,11 +29,15 @@ MPI_Datatype mpi_type(const Tensor& t, const char* op) {
   MG_CHECK(t.is_contiguous(), ValueError, "distributed::{}: the tensor must be contiguous, got strides {}", op,
            shape_str(t.strides()));
   switch (t.dtype()) {
-    case DType::Float32: return MPI_FLOAT;
-    case DType::Float64: return MPI_DOUBLE;
-    case DType::Int64: return MPI_INT64_T;
+    case DType::Float32:
+      return MPI_FLOAT;
+    case DType::Float64:
+      return MPI_DOUBLE;
+    case DType::Int64:
+      return MPI_INT64_T;
     default:
-      throw DTypeError(fmt::format("distributed::{}: float32, float64 or int64 tensors only, got {}", op, dtype_name(t.dtype())));
+      throw DTypeError(
+          fmt::format("distributed::{}: float32, float64 or int64 tensors only, got {}", op, dtype_name(t.dtype())));
   }
 }
 
@@ -52,9 +56,10 @@ void wait_bounded(MPI_Request& req, const std::string& what) {
     if (done) return;
     if (std::chrono::steady_clock::now() > deadline) {
       broken = true;
-      throw DistributedError(fmt::format("distributed: {} did not finish within {} s on rank {} of {}; another process may "
-                                         "have died or be stuck (MG_DIST_TIMEOUT sets the limit)",
-                                         what, timeout_seconds(), rank(), world_size()));
+      throw DistributedError(
+          fmt::format("distributed: {} did not finish within {} s on rank {} of {}; another process may "
+                      "have died or be stuck (MG_DIST_TIMEOUT sets the limit)",
+                      what, timeout_seconds(), rank(), world_size()));
     }
     // Spin briefly (a sum in flight often lands within microseconds), then give the core away: with
     // more processes than cores, a spinning rank would take time from one still computing.
@@ -81,9 +86,10 @@ void init(int* argc, char*** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   if (provided < MPI_THREAD_FUNNELED) {
     broken = true;
-    throw DistributedError(fmt::format("distributed::init: this MPI gives thread level {}, minigrad needs "
-                                       "MPI_THREAD_FUNNELED ({}): oneTBB's threads run beside the MPI calls",
-                                       provided, MPI_THREAD_FUNNELED));
+    throw DistributedError(
+        fmt::format("distributed::init: this MPI gives thread level {}, minigrad needs "
+                    "MPI_THREAD_FUNNELED ({}): oneTBB's threads run beside the MPI calls",
+                    provided, MPI_THREAD_FUNNELED));
   }
   we_started = true;
   std::atexit(finalize);
@@ -146,8 +152,9 @@ void broadcast(const Tensor& t, int root) {
            world_size());
   if (world_size() == 1 || t.numel() == 0) return;
   MPI_Request req;
-  check(MPI_Ibcast(t.storage()->data() ? static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()) : nullptr,
-                   count_of(t, "broadcast"), type, root, MPI_COMM_WORLD, &req),
+  check(MPI_Ibcast(
+            t.storage()->data() ? static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()) : nullptr,
+            count_of(t, "broadcast"), type, root, MPI_COMM_WORLD, &req),
         "MPI_Ibcast");
   wait_bounded(req, "broadcast");
 }
@@ -162,8 +169,8 @@ std::vector<int64_t> all_gather(const std::vector<int64_t>& values) {
   if (n == 1) return values;
   std::vector<int64_t> out(values.size() * n);
   MPI_Request req;
-  check(MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, out.data(), static_cast<int>(values.size()),
-                       MPI_INT64_T, MPI_COMM_WORLD, &req),
+  check(MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, out.data(),
+                       static_cast<int>(values.size()), MPI_INT64_T, MPI_COMM_WORLD, &req),
         "MPI_Iallgather");
   wait_bounded(req, "all-gather");
   return out;

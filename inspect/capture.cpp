@@ -27,8 +27,10 @@ const AttentionCapture::Record& AttentionCapture::at(const std::string& name) co
   if (it == records_.end()) {
     std::string known;
     for (auto& n : names_) known += (known.empty() ? "" : ", ") + (n.empty() ? std::string("(the model itself)") : n);
-    throw ValueError(fmt::format("AttentionCapture: nothing captured for \"{}\" (attention modules: {}; did the model run "
-                                 "a forward pass?)", name, known));
+    throw ValueError(
+        fmt::format("AttentionCapture: nothing captured for \"{}\" (attention modules: {}; did the model run "
+                    "a forward pass?)",
+                    name, known));
   }
   return it->second;
 }

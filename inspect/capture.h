@@ -22,8 +22,8 @@ class AttentionCapture {
  public:
   /// What one attention module produced in its last forward (detached copies).
   struct Record {
-    Tensor scores;   // (B, H, Tq, Tk) pre-softmax, masked entries -inf
-    Tensor weights;  // (B, H, Tq, Tk) post-softmax
+    Tensor scores;               // (B, H, Tq, Tk) pre-softmax, masked entries -inf
+    Tensor weights;              // (B, H, Tq, Tk) post-softmax
     bool self_attention = true;  // query and key were the same Variable (false: cross-attention)
   };
   /// Hook every MultiheadAttention in `model` (found through named_modules()).

@@ -35,13 +35,13 @@ std::vector<double> diagonal_mean(const Tensor& weights, int64_t from, int64_t b
 
 }  // namespace
 
-std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward, const Tensor& probe,
-                                   int64_t vocab, const HeadScoreOptions& o) {
+std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward,
+                                   const Tensor& probe, int64_t vocab, const HeadScoreOptions& o) {
   MG_CHECK(probe.defined(), StateError, "score_heads: the probe is undefined; expected int64 ids (B, T)");
   MG_CHECK(probe.dtype() == DType::Int64, DTypeError, "score_heads: the probe must be int64 token ids, got {} {}",
            dtype_name(probe.dtype()), shape_str(probe.shape()));
-  MG_CHECK(probe.dim() == 2 && probe.size(1) >= 2, ShapeError, "score_heads: the probe must be ids (B, T) with T >= 2, got shape {}",
-           shape_str(probe.shape()));
+  MG_CHECK(probe.dim() == 2 && probe.size(1) >= 2, ShapeError,
+           "score_heads: the probe must be ids (B, T) with T >= 2, got shape {}", shape_str(probe.shape()));
   MG_CHECK(vocab >= 1, ValueError, "score_heads: vocab must be >= 1, got {}", vocab);
   const int64_t T = probe.size(1), n = o.induction_length > 0 ? o.induction_length : T / 2;
   MG_CHECK(n >= 2 && n <= T / 2, ValueError,  // not 2 n <= T: 2 n may overflow
@@ -77,7 +77,8 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
         continue;
       }
       double best = o.threshold;
-      for (auto [score, label] : {std::pair{s.previous_token, "previous token"}, {s.first_token, "first token"}, {s.induction, "induction"}})
+      for (auto [score, label] :
+           {std::pair{s.previous_token, "previous token"}, {s.first_token, "first token"}, {s.induction, "induction"}})
         if (score >= best) best = score, s.label = label;
       out.push_back(s);
     }
@@ -86,13 +87,14 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
   // Copying: the change of the logits when the head is removed, read at the token the head
   // attends to most, against the mean change over the vocabulary.
   const Tensor full = o.logits(repeated).data().to(DType::Float64).contiguous();
-  MG_CHECK(full.dim() == 3 && full.size(0) == o.induction_batch && full.size(1) == 2 * n && full.size(2) == vocab, ShapeError,
-           "score_heads: options.logits must return (B, T, vocab) = ({}, {}, {}), got {}", o.induction_batch, 2 * n, vocab,
-           shape_str(full.shape()));
+  MG_CHECK(full.dim() == 3 && full.size(0) == o.induction_batch && full.size(1) == 2 * n && full.size(2) == vocab,
+           ShapeError, "score_heads: options.logits must return (B, T, vocab) = ({}, {}, {}), got {}",
+           o.induction_batch, 2 * n, vocab, shape_str(full.shape()));
   const Tensor rep = repeated.contiguous();  // (concat already gives one; kept alive while read)
   const int64_t* ids = rep.data<int64_t>();
   for (HeadScore& s : out) {
-    const size_t l = static_cast<size_t>(std::find(cap.names().begin(), cap.names().end(), s.layer) - cap.names().begin());
+    const size_t l =
+        static_cast<size_t>(std::find(cap.names().begin(), cap.names().end(), s.layer) - cap.names().begin());
     // Only a self-attention over the 2n tokens themselves has a key s* whose token is ids[s*].
     const Tensor& rw = repeated_weights[l];
     if (s.label == "cross-attention" || rw.size(2) != 2 * n || rw.size(3) != 2 * n) continue;
@@ -122,18 +124,19 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
 
 IclScore icl_score(const std::function<Variable(const Tensor& ids)>& logits, int64_t vocab, int64_t n, int64_t batch,
                    uint64_t seed) {
-  MG_CHECK(vocab >= 2 && n >= 2 && batch >= 1, ValueError, "icl_score: needs vocab >= 2, n >= 2, batch >= 1, got {}, {}, {}",
-           vocab, n, batch);
+  MG_CHECK(vocab >= 2 && n >= 2 && batch >= 1, ValueError,
+           "icl_score: needs vocab >= 2, n >= 2, batch >= 1, got {}, {}, {}", vocab, n, batch);
   NoGradGuard no_grad;
   Generator g(seed);
   const Tensor span = randint(0, vocab, {batch, n}, g);
   const Tensor ids = concat({span, span}, 1);  // (B, 2n)
   const Tensor z = logits(ids).data();
   MG_CHECK(z.dim() == 3 && z.size(0) == batch && z.size(1) == 2 * n && z.size(2) == vocab, ShapeError,
-           "icl_score: logits must return (B, T, vocab) = ({}, {}, {}), got {}", batch, 2 * n, vocab, shape_str(z.shape()));
+           "icl_score: logits must return (B, T, vocab) = ({}, {}, {}), got {}", batch, 2 * n, vocab,
+           shape_str(z.shape()));
   // position t predicts token t + 1: the first copy's targets are positions 1..n-1, the second's n..2n-1
   const Tensor nll = -gather(log_softmax(z.narrow(1, 0, 2 * n - 1).to(DType::Float64), -1), 2,
-                            ids.narrow(1, 1, 2 * n - 1).unsqueeze(2));  // (B, 2n-1, 1)
+                             ids.narrow(1, 1, 2 * n - 1).unsqueeze(2));  // (B, 2n-1, 1)
   IclScore r;
   r.early = mean(nll.narrow(1, 0, n - 1)).item();
   r.late = mean(nll.narrow(1, n - 1, n)).item();
@@ -148,21 +151,21 @@ HeadAblation::HeadAblation(Module& model, const std::string& layer, std::vector<
   auto* mha = dynamic_cast<MultiheadAttention*>(found);
   MG_CHECK(mha, ValueError, "HeadAblation: no MultiheadAttention at \"{}\" in this {}", layer, model.type_name());
   for (int64_t h : heads)
-    MG_CHECK(h >= 0 && h < mha->num_heads, ValueError, "HeadAblation: head {} of {} does not exist (it has {} heads)", h, layer,
-             mha->num_heads);
-  hook_ = mha->register_forward_hook([mha, heads = std::move(heads)](const Module&, const std::vector<Variable>& in,
-                                                                     std::vector<Variable>& out) {
-    // out = {output (B, Tq, E), weights (B, H, Tq, Tk), scores}; in = {query, key, value}
-    const int64_t d = mha->head_dim;
-    const Variable v = split_heads(mha->w_v.forward(in[2]), mha->num_heads);  // (B, H, Tk, d)
-    Variable output = out[0];
-    for (int64_t h : heads) {
-      const Variable mixed = matmul(narrow(out[1], 1, h, 1), narrow(v, 1, h, 1));  // (B, 1, Tq, d)
-      const Variable w_o = narrow(mha->w_o.weight, 1, h * d, d);                   // (E, d): head h's columns
-      output = output - reshape(matmul(mixed, transpose(w_o, 0, 1)), output.shape());  // minus head h's share
-    }
-    out[0] = output;
-  });
+    MG_CHECK(h >= 0 && h < mha->num_heads, ValueError, "HeadAblation: head {} of {} does not exist (it has {} heads)",
+             h, layer, mha->num_heads);
+  hook_ = mha->register_forward_hook(
+      [mha, heads = std::move(heads)](const Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+        // out = {output (B, Tq, E), weights (B, H, Tq, Tk), scores}; in = {query, key, value}
+        const int64_t d = mha->head_dim;
+        const Variable v = split_heads(mha->w_v.forward(in[2]), mha->num_heads);  // (B, H, Tk, d)
+        Variable output = out[0];
+        for (int64_t h : heads) {
+          const Variable mixed = matmul(narrow(out[1], 1, h, 1), narrow(v, 1, h, 1));      // (B, 1, Tq, d)
+          const Variable w_o = narrow(mha->w_o.weight, 1, h * d, d);                       // (E, d): head h's columns
+          output = output - reshape(matmul(mixed, transpose(w_o, 0, 1)), output.shape());  // minus head h's share
+        }
+        out[0] = output;
+      });
 }
 
 }  // namespace mg::inspect

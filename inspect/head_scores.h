@@ -46,7 +46,7 @@ struct HeadScore {
   int64_t head = 0;
   double previous_token = 0, first_token = 0, induction = 0;
   double copying = NAN;  // NaN when not measured (no HeadScoreOptions::logits)
-  std::string label;  // "previous token", "first token", "induction", "mixed" or "cross-attention" (no scores)
+  std::string label;     // "previous token", "first token", "induction", "mixed" or "cross-attention" (no scores)
 };
 
 /// Options of score_heads.
@@ -65,8 +65,8 @@ struct HeadScoreOptions {
 /// first-token scores; the induction score uses random tokens repeated twice (2n <= T). Heads of
 /// a cross-attention get NaN scores (see the file comment). Runs without recording gradients;
 /// the model is left as it was.
-std::vector<HeadScore> score_heads(nn::Module& model, const std::function<void(const Tensor& ids)>& forward, const Tensor& probe,
-                                   int64_t vocab, const HeadScoreOptions& options = {});
+std::vector<HeadScore> score_heads(nn::Module& model, const std::function<void(const Tensor& ids)>& forward,
+                                   const Tensor& probe, int64_t vocab, const HeadScoreOptions& options = {});
 
 /// The in-context learning score and its two halves (see the file comment).
 struct IclScore {
@@ -77,8 +77,8 @@ struct IclScore {
 
 /// icl_score on `batch` sequences of n random tokens in [0, vocab) repeated twice; `logits`
 /// maps ids (B, 2n) to (B, 2n, vocab). Runs without recording gradients.
-IclScore icl_score(const std::function<Variable(const Tensor& ids)>& logits, int64_t vocab, int64_t n, int64_t batch = 16,
-                   uint64_t seed = 1234);
+IclScore icl_score(const std::function<Variable(const Tensor& ids)>& logits, int64_t vocab, int64_t n,
+                   int64_t batch = 16, uint64_t seed = 1234);
 
 /// Remove heads of one MultiheadAttention from every forward while this object lives: a forward
 /// hook subtracts each listed head's contribution (its weights times its values, through its

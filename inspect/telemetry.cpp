@@ -95,12 +95,16 @@ const TelemetryRecord& Telemetry::record(int64_t step, double loss) {
     forward_(options_.probe.narrow(0, 0, 1));
     for (const std::string& name : layers_) {
       const AttentionCapture::Record& c = cap.at(name);
-      const int64_t q = std::min(options_.pattern_length, c.weights.size(2)), k = std::min(options_.pattern_length, c.weights.size(3));
+      const int64_t q = std::min(options_.pattern_length, c.weights.size(2)),
+                    k = std::min(options_.pattern_length, c.weights.size(3));
       // A layer whose queries or keys are not the probe's tokens (a decoder's) needs labels of its own.
-      const int64_t nq = label_count(options_, options_.query_tokens, name), nk = label_count(options_, options_.key_tokens, name);
-      MG_CHECK(q <= nq && k <= nk, ShapeError,
-               "Telemetry: {} attends from {} queries to {} keys (the recorded part), but has {} query and {} key labels; "
-               "give it labels of its own in options.query_tokens / key_tokens[\"{}\"]", name, q, k, nq, nk, name);
+      const int64_t nq = label_count(options_, options_.query_tokens, name),
+                    nk = label_count(options_, options_.key_tokens, name);
+      MG_CHECK(
+          q <= nq && k <= nk, ShapeError,
+          "Telemetry: {} attends from {} queries to {} keys (the recorded part), but has {} query and {} key labels; "
+          "give it labels of its own in options.query_tokens / key_tokens[\"{}\"]",
+          name, q, k, nq, nk, name);
       auto cut = [&](const Tensor& t) { return t.narrow(2, 0, q).narrow(3, 0, k).squeeze(0).contiguous(); };
       r.patterns.push_back({cut(c.scores), cut(c.weights), c.self_attention});
     }
@@ -125,7 +129,9 @@ std::string Telemetry::json(const std::map<std::string, std::string>& meta) cons
       auto it = m.find(layers_[l]);
       return it == m.end() ? tokens : it->second;
     };
-    layers.push_back({{"name", layers_[l]}, {"heads", heads_[l]}, {"query_tokens", labels(options_.query_tokens)},
+    layers.push_back({{"name", layers_[l]},
+                      {"heads", heads_[l]},
+                      {"query_tokens", labels(options_.query_tokens)},
                       {"key_tokens", labels(options_.key_tokens)}});
   }
   j["layers"] = layers;
@@ -135,16 +141,22 @@ std::string Telemetry::json(const std::map<std::string, std::string>& meta) cons
     jr["step"] = r.step;
     jr["loss"] = number(r.loss, 6);
     jr["icl"] = std::isnan(r.icl.score) ? nlohmann::ordered_json(nullptr)
-                                        : nlohmann::ordered_json{{"early", number(r.icl.early, 4)}, {"late", number(r.icl.late, 4)},
+                                        : nlohmann::ordered_json{{"early", number(r.icl.early, 4)},
+                                                                 {"late", number(r.icl.late, 4)},
                                                                  {"score", number(r.icl.score, 4)}};
     nlohmann::ordered_json heads = nlohmann::ordered_json::array();
     for (const HeadScore& s : r.heads)
-      heads.push_back({{"layer", s.layer}, {"head", s.head}, {"previous_token", number(s.previous_token, 4)},
-                       {"first_token", number(s.first_token, 4)}, {"induction", number(s.induction, 4)},
-                       {"copying", number(s.copying, 4)}, {"label", s.label}});
+      heads.push_back({{"layer", s.layer},
+                       {"head", s.head},
+                       {"previous_token", number(s.previous_token, 4)},
+                       {"first_token", number(s.first_token, 4)},
+                       {"induction", number(s.induction, 4)},
+                       {"copying", number(s.copying, 4)},
+                       {"label", s.label}});
     jr["heads"] = heads;
     nlohmann::ordered_json w = nlohmann::ordered_json::array(), sc = nlohmann::ordered_json::array();
-    for (const AttentionCapture::Record& p : r.patterns) w.push_back(maps(p.weights, 3)), sc.push_back(maps(p.scores, 2));
+    for (const AttentionCapture::Record& p : r.patterns)
+      w.push_back(maps(p.weights, 3)), sc.push_back(maps(p.scores, 2));
     jr["weights"] = w;
     jr["scores"] = sc;
     recs.push_back(std::move(jr));

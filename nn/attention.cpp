@@ -50,21 +50,24 @@ void check_inputs(const Variable& query, const Variable& key, const Variable& va
   for (const Variable* v : {&query, &key, &value}) {
     const char* what = v == &query ? "query" : v == &key ? "key" : "value";
     MG_CHECK(v->defined(), StateError, "MultiheadAttention: the {} is undefined", what);
-    MG_CHECK(v->dtype() == weights, DTypeError,
-             "MultiheadAttention: the {} is {} but the weights are {} (hint: convert the input, or the module with .to())", what,
-             dtype_name(v->dtype()), dtype_name(weights));
+    MG_CHECK(
+        v->dtype() == weights, DTypeError,
+        "MultiheadAttention: the {} is {} but the weights are {} (hint: convert the input, or the module with .to())",
+        what, dtype_name(v->dtype()), dtype_name(weights));
   }
   auto check3 = [&](const Variable& v, const char* what) {
     MG_CHECK(v.dim() == 3 && v.size(2) == embed_dim, ShapeError,
              "MultiheadAttention: {} must be (batch, seq, {}), got {} (hint: inputs are batch-first; "
-             "unsqueeze(0) a single sequence)", what, embed_dim, shape_str(v.shape()));
+             "unsqueeze(0) a single sequence)",
+             what, embed_dim, shape_str(v.shape()));
   };
   check3(query, "query");
   check3(key, "key");
   check3(value, "value");
   MG_CHECK(key.size(0) == query.size(0) && value.size(0) == query.size(0) && value.size(1) == key.size(1), ShapeError,
            "MultiheadAttention: query {}, key {} and value {} must share the batch size, and key and "
-           "value the sequence length", shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape()));
+           "value the sequence length",
+           shape_str(query.shape()), shape_str(key.shape()), shape_str(value.shape()));
   MG_CHECK(key.size(1) > 0 || query.size(1) == 0, ShapeError,
            "MultiheadAttention: key and value have no tokens (shape {}), so the {} queries have nothing to attend to",
            shape_str(key.shape()), query.size(1));
@@ -105,24 +108,30 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
 
 std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
   MG_CHECK(k.defined() && v.defined(), StateError, "KVCache: the keys or the values are undefined");
-  MG_CHECK(k.dtype() == v.dtype(), DTypeError, "KVCache: keys are {} but values {}", dtype_name(k.dtype()), dtype_name(v.dtype()));
+  MG_CHECK(k.dtype() == v.dtype(), DTypeError, "KVCache: keys are {} but values {}", dtype_name(k.dtype()),
+           dtype_name(v.dtype()));
   MG_CHECK(k.dim() == 4 && k.shape() == v.shape(), ShapeError,
            "KVCache: keys and values must be (batch, heads, tokens, head_dim) of one shape, got {} and {}",
            shape_str(k.shape()), shape_str(v.shape()));
   MG_CHECK(!k_.defined() || length_ == 0 || k_.dtype() == k.dtype(), DTypeError,
-           "KVCache: holds {} keys but was given {} ones (clear() it first)", dtype_name(k_.dtype()), dtype_name(k.dtype()));
+           "KVCache: holds {} keys but was given {} ones (clear() it first)", dtype_name(k_.dtype()),
+           dtype_name(k.dtype()));
   const int64_t B = k.size(0), H = k.size(1), T = k.size(2), d = k.size(3);
   const bool fits = k_.defined() && k_.size(0) == B && k_.size(1) == H && k_.size(3) == d && k_.dtype() == k.dtype();
-  MG_CHECK(fits || length_ == 0, ShapeError,
-           "KVCache: holds {} tokens of (batch, heads, head_dim, dtype) = ({}, {}, {}, {}); cannot append keys {} of {} "
-           "(clear() it first)", length_, k_.size(0), k_.size(1), k_.size(3), dtype_name(k_.dtype()), shape_str(k.shape()),
-           dtype_name(k.dtype()));
-  MG_CHECK(T <= std::numeric_limits<int64_t>::max() / 2 - length_, ShapeError, "KVCache: {} + {} tokens is too many", length_, T);
+  MG_CHECK(
+      fits || length_ == 0, ShapeError,
+      "KVCache: holds {} tokens of (batch, heads, head_dim, dtype) = ({}, {}, {}, {}); cannot append keys {} of {} "
+      "(clear() it first)",
+      length_, k_.size(0), k_.size(1), k_.size(3), dtype_name(k_.dtype()), shape_str(k.shape()), dtype_name(k.dtype()));
+  MG_CHECK(T <= std::numeric_limits<int64_t>::max() / 2 - length_, ShapeError, "KVCache: {} + {} tokens is too many",
+           length_, T);
   if (!fits || length_ + T > k_.size(2)) {
     // Grow by doubling, so appending one token at a time copies each key O(1) times on average.
     const int64_t capacity = std::max<int64_t>({16, 2 * (fits ? k_.size(2) : 0), length_ + T});
     Tensor nk = empty({B, H, capacity, d}, k.dtype()), nv = empty({B, H, capacity, d}, k.dtype());
-    if (length_ > 0) nk.narrow(2, 0, length_).copy_(k_.narrow(2, 0, length_)), nv.narrow(2, 0, length_).copy_(v_.narrow(2, 0, length_));
+    if (length_ > 0)
+      nk.narrow(2, 0, length_).copy_(k_.narrow(2, 0, length_)),
+          nv.narrow(2, 0, length_).copy_(v_.narrow(2, 0, length_));
     k_ = nk, v_ = nv;
   }
   k_.narrow(2, length_, T).copy_(k);
@@ -135,20 +144,23 @@ std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
 // those of the earlier tokens in the cache; the queries are needed for the new tokens alone.
 // New token i sits at position past + i: causally it sees keys [0, past + i].
 AttentionOutput MultiheadAttention::forward_cached(const Variable& x, const AttentionForwardOptions& opt) const {
-  MG_CHECK(!GradMode::is_enabled(), StateError,
-           "MultiheadAttention: a KV cache is for inference (no gradient flows through cached keys); run under NoGradGuard");
-  MG_CHECK(!opt.attn_mask.defined() && !opt.key_padding_mask.defined(), ValueError,
-           "MultiheadAttention: with a KV cache only is_causal masks; attn_mask and key_padding_mask are not supported");
+  MG_CHECK(
+      !GradMode::is_enabled(), StateError,
+      "MultiheadAttention: a KV cache is for inference (no gradient flows through cached keys); run under NoGradGuard");
+  MG_CHECK(
+      !opt.attn_mask.defined() && !opt.key_padding_mask.defined(), ValueError,
+      "MultiheadAttention: with a KV cache only is_causal masks; attn_mask and key_padding_mask are not supported");
   const int64_t past = opt.cache->size(), Tq = x.size(1);
   const Variable q = split_heads(w_q(x), num_heads);  // (B, H, Tq, d_k)
-  const auto [kt, vt] = opt.cache->append(split_heads(w_k(x), num_heads).data(),
-                                          split_heads(w_v(x), num_heads).data());
+  const auto [kt, vt] = opt.cache->append(split_heads(w_k(x), num_heads).data(), split_heads(w_v(x), num_heads).data());
   const Variable k(kt), v(vt);  // (B, H, past + Tq, d_k)
   // One new query sees every key when causal; with an empty cache the usual causal mask applies. The
   // fused kernel covers both; a block of new queries after earlier tokens takes the composed path.
   if (can_fuse(x, x, x, opt) && (!opt.is_causal || Tq == 1 || past == 0))
-    return {merge_and_project(scaled_dot_product_attention(q, k, v, opt.is_causal && past == 0), opt.head_mask), {}, {}};
-  Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, past + Tq)
+    return {
+        merge_and_project(scaled_dot_product_attention(q, k, v, opt.is_causal && past == 0), opt.head_mask), {}, {}};
+  Variable scores =
+      matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, past + Tq)
   if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, past + Tq}, DType::Bool), 1 + past), -INFINITY);
   const Variable weights = softmax(scores, -1);
   return AttentionOutput{merge_and_project(matmul(attn_dropout(weights), v), opt.head_mask), weights, scores};
@@ -166,26 +178,32 @@ Variable MultiheadAttention::merge_and_project(const Variable& heads, const Tens
 
 Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& opt) {
   MG_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
-           ShapeError, "attention_scores: q {} and k {} must be (batch, heads, seq, head_dim) with equal batch, heads, head_dim",
+           ShapeError,
+           "attention_scores: q {} and k {} must be (batch, heads, seq, head_dim) with equal batch, heads, head_dim",
            shape_str(q.shape()), shape_str(k.shape()));
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
   if (opt.attn_mask.defined()) {
     const Tensor& m = opt.attn_mask;
-    MG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
-             "MultiheadAttention: attn_mask must be Bool (true = may not attend) or floating (added to the scores), got {}",
-             dtype_name(m.dtype()));
+    MG_CHECK(
+        m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
+        "MultiheadAttention: attn_mask must be Bool (true = may not attend) or floating (added to the scores), got {}",
+        dtype_name(m.dtype()));
     bool fits = m.dim() <= 4;  // it must broadcast to the scores' shape without changing it
     const Shape want{B, H, Tq, Tk};
     for (int64_t d = 0; fits && d < m.dim(); ++d) fits = m.size(d) == 1 || m.size(d) == want[4 - m.dim() + d];
-    MG_CHECK(fits, ShapeError, "MultiheadAttention: attn_mask of shape {} does not broadcast to the scores' shape {} (batch, heads, "
-             "queries, keys)", shape_str(m.shape()), shape_str(want));
+    MG_CHECK(fits, ShapeError,
+             "MultiheadAttention: attn_mask of shape {} does not broadcast to the scores' shape {} (batch, heads, "
+             "queries, keys)",
+             shape_str(m.shape()), shape_str(want));
   }
   // Scores: how well each query matches each key, scaled so their spread does not grow with d_k.
   Variable scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(q.size(3)));  // (B, H, Tq, Tk)
   // Masks: -inf where a query may not look, which softmax turns into weight 0.
   if (opt.attn_mask.defined()) {
-    if (opt.attn_mask.dtype() == DType::Bool) scores = masked_fill(scores, opt.attn_mask, -INFINITY);
-    else scores = scores + Variable(opt.attn_mask.to(scores.dtype()));
+    if (opt.attn_mask.dtype() == DType::Bool)
+      scores = masked_fill(scores, opt.attn_mask, -INFINITY);
+    else
+      scores = scores + Variable(opt.attn_mask.to(scores.dtype()));
   }
   if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, Tk}, DType::Bool), 1), -INFINITY);
   if (opt.key_padding_mask.defined()) {
@@ -202,13 +220,15 @@ Variable attention_scores(const Variable& q, const Variable& k, const AttentionF
 
 Variable split_heads(const Variable& x, int64_t h) {
   MG_CHECK(x.dim() == 3 && h > 0 && x.size(2) % h == 0, ShapeError,
-           "split_heads: expected (batch, seq, embed) with embed divisible by {} heads, got {}", h, shape_str(x.shape()));
+           "split_heads: expected (batch, seq, embed) with embed divisible by {} heads, got {}", h,
+           shape_str(x.shape()));
   const int64_t B = x.size(0), T = x.size(1), E = x.size(2);
   return transpose(reshape(x, {B, T, h, E / h}), 1, 2);
 }
 
 Variable merge_heads(const Variable& x) {
-  MG_CHECK(x.dim() == 4, ShapeError, "merge_heads: expected (batch, heads, seq, head_dim), got {}", shape_str(x.shape()));
+  MG_CHECK(x.dim() == 4, ShapeError, "merge_heads: expected (batch, heads, seq, head_dim), got {}",
+           shape_str(x.shape()));
   const int64_t B = x.size(0), H = x.size(1), T = x.size(2), d = x.size(3);
   return reshape(transpose(x, 1, 2), {B, T, H * d});
 }

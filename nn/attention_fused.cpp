@@ -10,9 +10,10 @@ namespace mg::nn {
 
 // The fused kernel covers no mask but the causal one, no dropout on the weights, and no request
 // for the weights themselves (need_weights or a forward hook, which is given them).
-bool MultiheadAttention::can_fuse(const Variable&, const Variable&, const Variable&, const AttentionForwardOptions& opt) const {
-  return options.fused && !opt.need_weights && !has_forward_hooks() && !opt.attn_mask.defined() && !opt.key_padding_mask.defined() &&
-         (attn_dropout.p == 0 || !attn_dropout.is_training());
+bool MultiheadAttention::can_fuse(const Variable&, const Variable&, const Variable&,
+                                  const AttentionForwardOptions& opt) const {
+  return options.fused && !opt.need_weights && !has_forward_hooks() && !opt.attn_mask.defined() &&
+         !opt.key_padding_mask.defined() && (attn_dropout.p == 0 || !attn_dropout.is_training());
 }
 
 AttentionOutput MultiheadAttention::forward_fused(const Variable& query, const Variable& key, const Variable& value,
@@ -22,7 +23,7 @@ AttentionOutput MultiheadAttention::forward_fused(const Variable& query, const V
     // Self-attention: x [W_Q; W_K; W_V]^T = [x W_Q^T | x W_K^T | x W_V^T], the three projections in
     // one GEMM over the stacked weights. The parameters are still the three Linear layers' own: the
     // stacking is recorded, so each gets its own gradient. The kernel reads Q, K, V in place.
-    const Variable w = concat({w_q.weight, w_k.weight, w_v.weight}, 0);  // (3E, E)
+    const Variable w = concat({w_q.weight, w_k.weight, w_v.weight}, 0);                              // (3E, E)
     const Variable b = w_q.bias.defined() ? concat({w_q.bias, w_k.bias, w_v.bias}, 0) : Variable();  // (3E)
     mixed = self_attention_qkv(linear(query, w, b), num_heads, opt.is_causal);
   } else {

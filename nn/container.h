@@ -36,7 +36,8 @@ class Sequential : public Callable<Sequential> {
   M& at(size_t i) const {
     MG_CHECK(i < owned_.size(), IndexError, "Sequential: index {} is out of range for {} modules", i, owned_.size());
     M* m = dynamic_cast<M*>(owned_[i].get());
-    MG_CHECK(m != nullptr, ValueError, "Sequential: module {} is a {}, not the requested type", i, owned_[i]->type_name());
+    MG_CHECK(m != nullptr, ValueError, "Sequential: module {} is a {}, not the requested type", i,
+             owned_[i]->type_name());
     return *m;
   }
   /// Number of modules.
@@ -68,7 +69,8 @@ class ModuleList : public Module {
   M& at(size_t i) const {
     MG_CHECK(i < owned_.size(), IndexError, "ModuleList: index {} is out of range for {} modules", i, owned_.size());
     M* m = dynamic_cast<M*>(owned_[i].get());
-    MG_CHECK(m != nullptr, ValueError, "ModuleList: module {} is a {}, not the requested type", i, owned_[i]->type_name());
+    MG_CHECK(m != nullptr, ValueError, "ModuleList: module {} is a {}, not the requested type", i,
+             owned_[i]->type_name());
     return *m;
   }
   /// Number of modules.
@@ -103,12 +105,14 @@ class ModuleDict : public Module {
     for (auto& [n, m] : owned_)
       if (n == name) {
         M* typed = dynamic_cast<M*>(m.get());
-        MG_CHECK(typed != nullptr, ValueError, "ModuleDict: \"{}\" is a {}, not the requested type", name, m->type_name());
+        MG_CHECK(typed != nullptr, ValueError, "ModuleDict: \"{}\" is a {}, not the requested type", name,
+                 m->type_name());
         return *typed;
       }
     std::string names;
     for (auto& [n, m] : owned_) names += (names.empty() ? "" : ", ") + n;
-    throw ValueError(fmt::format("ModuleDict: no module named \"{}\" (it has: {})", name, names.empty() ? "none" : names));
+    throw ValueError(
+        fmt::format("ModuleDict: no module named \"{}\" (it has: {})", name, names.empty() ? "none" : names));
   }
   /// Whether a module is stored under `name`.
   bool contains(const std::string& name) const {

@@ -7,7 +7,8 @@
 namespace mg::nn {
 namespace {
 void check_channels(int64_t in, int64_t out, int64_t groups, const char* layer) {
-  MG_CHECK(in > 0 && out > 0, ValueError, "{}: channel counts must be positive, got in_channels={} out_channels={}", layer, in, out);
+  MG_CHECK(in > 0 && out > 0, ValueError, "{}: channel counts must be positive, got in_channels={} out_channels={}",
+           layer, in, out);
   MG_CHECK(groups >= 1 && in % groups == 0 && out % groups == 0, ValueError,
            "{}: groups={} must be >= 1 and divide in_channels={} and out_channels={}", layer, groups, in, out);
 }
@@ -29,7 +30,8 @@ Conv2d::Conv2d(int64_t in, int64_t out, Size2 k, Conv2dOptions o, Generator& gen
     : in_channels(in), out_channels(out), kernel_size(k), options(std::move(o)) {
   check_channels(in, out, options.groups, "Conv2d");
   MG_CHECK(k.h > 0 && k.w > 0, ValueError, "Conv2d: kernel_size must be positive, got ({}, {})", k.h, k.w);
-  conv2d_args(k.h, k.w, {options.stride, options.padding, options.dilation, options.groups}, "Conv2d");  // padding's checks
+  conv2d_args(k.h, k.w, {options.stride, options.padding, options.dilation, options.groups},
+              "Conv2d");  // padding's checks
   checked_numel({out, in / options.groups, k.h, k.w}, "Conv2d", 4);
   register_parameter("weight", weight, empty({out, in / options.groups, k.h, k.w}));
   if (options.bias) register_parameter("bias", bias, empty({out}));
@@ -45,8 +47,10 @@ Variable Conv2d::forward(const Variable& x) const {
 std::string Conv2d::extra_repr() const {
   std::string s = fmt::format("{}, {}, kernel_size=({}, {}), stride=({}, {})", in_channels, out_channels, kernel_size.h,
                               kernel_size.w, options.stride.h, options.stride.w);
-  if (!options.padding.mode.empty() || options.padding.h || options.padding.w) s += ", padding=" + padding_repr(options.padding, true);
-  if (options.dilation.h != 1 || options.dilation.w != 1) s += fmt::format(", dilation=({}, {})", options.dilation.h, options.dilation.w);
+  if (!options.padding.mode.empty() || options.padding.h || options.padding.w)
+    s += ", padding=" + padding_repr(options.padding, true);
+  if (options.dilation.h != 1 || options.dilation.w != 1)
+    s += fmt::format(", dilation=({}, {})", options.dilation.h, options.dilation.w);
   if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
   if (!options.bias) s += ", bias=false";
   return s;
@@ -72,7 +76,8 @@ Variable Conv1d::forward(const Variable& x) const {
 }
 
 std::string Conv1d::extra_repr() const {
-  std::string s = fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels, kernel_size, options.stride);
+  std::string s =
+      fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels, kernel_size, options.stride);
   if (!options.padding.mode.empty() || options.padding.w) s += ", padding=" + padding_repr(options.padding, false);
   if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
   if (options.groups != 1) s += fmt::format(", groups={}", options.groups);

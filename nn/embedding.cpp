@@ -4,7 +4,9 @@
 
 namespace mg::nn {
 Embedding::Embedding(int64_t n, int64_t d, EmbeddingOptions o, Generator& gen)
-    : num_embeddings(n), embedding_dim(d), padding_idx(n > 0 ? padding_row(o.padding_idx, n, "Embedding") : std::nullopt) {
+    : num_embeddings(n),
+      embedding_dim(d),
+      padding_idx(n > 0 ? padding_row(o.padding_idx, n, "Embedding") : std::nullopt) {
   MG_CHECK(n > 0 && d > 0, ValueError, "Embedding: sizes must be positive, got {} x {}", n, d);
   register_parameter("weight", weight, empty({n, d}));
   init::normal_(weight, 0, 1, gen);
@@ -12,7 +14,8 @@ Embedding::Embedding(int64_t n, int64_t d, EmbeddingOptions o, Generator& gen)
 }
 
 std::string Embedding::extra_repr() const {
-  return fmt::format("{}, {}{}", num_embeddings, embedding_dim, padding_idx ? fmt::format(", padding_idx={}", *padding_idx) : "");
+  return fmt::format("{}, {}{}", num_embeddings, embedding_dim,
+                     padding_idx ? fmt::format(", padding_idx={}", *padding_idx) : "");
 }
 
 }  // namespace mg::nn

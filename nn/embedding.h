@@ -25,16 +25,14 @@ class Embedding : public Callable<Embedding> {
   Embedding(int64_t num_embeddings, int64_t embedding_dim, EmbeddingOptions options = {},
             Generator& gen = default_generator());
   /// ids: int64 (...) -> (..., embedding_dim). Out-of-range ids are an IndexError.
-  Variable forward(const Tensor& ids) const {
-    return embedding(ids, weight, padding_idx);
-  }
+  Variable forward(const Tensor& ids) const { return embedding(ids, weight, padding_idx); }
 
   std::string type_name() const override { return "Embedding"; }
   std::string extra_repr() const override;
 
   const int64_t num_embeddings, embedding_dim;
   const std::optional<int64_t> padding_idx;  // in [0, num_embeddings), or none
-  Variable weight;  // (num_embeddings, embedding_dim)
+  Variable weight;                           // (num_embeddings, embedding_dim)
 };
 
 }  // namespace mg::nn

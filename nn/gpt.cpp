@@ -11,7 +11,11 @@ namespace mg::nn {
 // ---------------------------------------------------------------- GPT block
 
 GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
-    : ln_1({d}), ln_2({d}), attn(d, h, {.dropout = o.dropout}, gen), fc(d, 4 * d, {}, gen), proj(4 * d, d, {}, gen),
+    : ln_1({d}),
+      ln_2({d}),
+      attn(d, h, {.dropout = o.dropout}, gen),
+      fc(d, 4 * d, {}, gen),
+      proj(4 * d, d, {}, gen),
       resid_dropout({.p = o.dropout}, gen) {
   register_module("ln_1", ln_1);
   register_module("attn", attn);
@@ -30,14 +34,20 @@ Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
 // ---------------------------------------------------------------- GPT
 
 GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
-    : vocab_size(vocab), context(ctx), options(o), tok(vocab, o.d_model, {}, gen), pos(ctx, o.d_model, {}, gen),
-      ln_f({o.d_model}), head(o.d_model, vocab, {}, gen) {
+    : vocab_size(vocab),
+      context(ctx),
+      options(o),
+      tok(vocab, o.d_model, {}, gen),
+      pos(ctx, o.d_model, {}, gen),
+      ln_f({o.d_model}),
+      head(o.d_model, vocab, {}, gen) {
   register_module("tok", tok);
   register_module("pos", pos);
   register_module("blocks", blocks);
   register_module("ln_f", ln_f);
   register_module("head", head);
-  for (int64_t i = 0; i < o.num_layers; ++i) blocks.emplace_back<GPTBlock>(o.d_model, o.nhead, GPTBlockOptions{.dropout = o.dropout}, gen);
+  for (int64_t i = 0; i < o.num_layers; ++i)
+    blocks.emplace_back<GPTBlock>(o.d_model, o.nhead, GPTBlockOptions{.dropout = o.dropout}, gen);
   // Tying, the PyTorch way: the head's slot now holds the embedding's Variable. The registry reads
   // the slot, so the model lists, counts, optimizes and saves the matrix once ("tok.weight").
   if (o.tie_weights) head.weight = tok.weight;
@@ -49,10 +59,11 @@ Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
   const int64_t past = cache ? cache->size() : 0, T = ids.size(1);
   MG_CHECK(past <= context - T, ShapeError,
            "GPT: the cache holds {} tokens, and {} more would pass the context of {} positions (clear() the cache and "
-           "run a window of at most {} tokens)", past, T, context, context);
+           "run a window of at most {} tokens)",
+           past, T, context, context);
   if (cache && cache->layers.size() != blocks.size()) {
-    MG_CHECK(cache->size() == 0, ValueError, "GPT: the cache has {} layers for a model of {} blocks", cache->layers.size(),
-             blocks.size());
+    MG_CHECK(cache->size() == 0, ValueError, "GPT: the cache has {} layers for a model of {} blocks",
+             cache->layers.size(), blocks.size());
     cache->layers.assign(blocks.size(), KVCache());
   }
   Variable x = tok(ids) + pos(arange(past, past + T));  // (B, T, dim)
@@ -65,12 +76,13 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperatu
   MG_CHECK(ids.defined(), StateError, "GPT::generate: ids is undefined; expected (batch, seq) int64 token ids");
   MG_CHECK(ids.dtype() == DType::Int64, DTypeError, "GPT::generate: ids must be int64 token ids, got {} {}",
            dtype_name(ids.dtype()), shape_str(ids.shape()));
-  MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1, ShapeError, "GPT::generate: ids must be (batch, seq) with seq >= 1, got shape {}",
-           shape_str(ids.shape()));
+  MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1, ShapeError,
+           "GPT::generate: ids must be (batch, seq) with seq >= 1, got shape {}", shape_str(ids.shape()));
   MG_CHECK(max_new_tokens >= 0 && max_new_tokens <= std::numeric_limits<int64_t>::max() - ids.size(1), ValueError,
            "GPT::generate: max_new_tokens must be >= 0, got {}", max_new_tokens);
   MG_CHECK(std::isfinite(temperature) && temperature >= 0, ValueError,
-           "GPT::generate: temperature must be finite and >= 0 (0 = always the most likely token), got {}", temperature);
+           "GPT::generate: temperature must be finite and >= 0 (0 = always the most likely token), got {}",
+           temperature);
   MG_CHECK(!top_k || *top_k >= 1, ValueError, "GPT::generate: top_k must be >= 1, got {}", top_k.value_or(0));
   NoGradGuard no_grad;
   const int64_t B = ids.size(0), T0 = ids.size(1);
@@ -89,15 +101,16 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperatu
       logits = forward(out.narrow(1, start, len - start).contiguous(), use_cache ? &cache : nullptr);
     }
     const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size});  // (B, vocab)
-    const Tensor next = sample_logits(last, temperature, top_k, gen);                              // (B, 1)
+    const Tensor next = sample_logits(last, temperature, top_k, gen);                             // (B, 1)
     out.narrow(1, len, 1).copy_(next);
   }
   return out;
 }
 
 std::string GPT::extra_repr() const {
-  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}{}", vocab_size, context, options.d_model,
-                     options.nhead, options.num_layers, options.tie_weights ? ", tie_weights=true" : "");
+  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}{}", vocab_size, context,
+                     options.d_model, options.nhead, options.num_layers,
+                     options.tie_weights ? ", tie_weights=true" : "");
 }
 
 }  // namespace mg::nn

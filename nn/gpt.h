@@ -56,8 +56,8 @@ struct GPTCache {
 };
 
 /// A decoder-only Transformer, GPT-2's layout: token + position embeddings, num_layers GPTBlocks,
-/// a final LayerNorm and a linear head (tied to the token embedding with options.tie_weights). The model of examples/char_gpt and bench/gpt
-/// (the same as the PyTorch reference bench/torch_gpt_ref.py).
+/// a final LayerNorm and a linear head (tied to the token embedding with options.tie_weights). The model of
+/// examples/char_gpt and bench/gpt (the same as the PyTorch reference bench/torch_gpt_ref.py).
 class GPT : public Callable<GPT> {
  public:
   /// vocab_size tokens; sequences of at most `context` tokens (rows of the position embedding).

@@ -15,9 +15,7 @@ class Linear : public Callable<Linear> {
   /// both U(-1/sqrt(in), 1/sqrt(in)) from `gen`. Linear(4, 8, {.bias = false}) has no bias.
   Linear(int64_t in_features, int64_t out_features, LinearOptions options = {}, Generator& gen = default_generator());
   /// x: (..., in_features) -> (..., out_features).
-  Variable forward(const Variable& x) const {
-    return linear(x, weight, bias);
-  }
+  Variable forward(const Variable& x) const { return linear(x, weight, bias); }
   /// Draw new initial values.
   void reset_parameters(Generator& gen = default_generator());
 

@@ -179,11 +179,15 @@ void Module::apply(const std::function<void(Module&)>& fn) {
 
 void Module::to(DType dtype) {
   // As PyTorch's Module.to(dtype): floating dtypes only, and only floating tensors convert.
-  MG_CHECK(dtype != DType::BFloat16, DTypeError, "Module::to: minigrad keeps parameters in float32 or float64, not "
-           "bfloat16 (it does not compute in bfloat16); to train with bfloat16 matrix products, keep float32 parameters "
-           "and run the forward inside an mg::AutocastGuard");
-  MG_CHECK(is_floating(dtype), DTypeError, "Module::to: {} is not a floating dtype (a module's parameters and buffers "
-           "convert to float32 or float64)", dtype_name(dtype));
+  MG_CHECK(
+      dtype != DType::BFloat16, DTypeError,
+      "Module::to: minigrad keeps parameters in float32 or float64, not "
+      "bfloat16 (it does not compute in bfloat16); to train with bfloat16 matrix products, keep float32 parameters "
+      "and run the forward inside an mg::AutocastGuard");
+  MG_CHECK(is_floating(dtype), DTypeError,
+           "Module::to: {} is not a floating dtype (a module's parameters and buffers "
+           "convert to float32 or float64)",
+           dtype_name(dtype));
   // Through the slots, so the members change too. A parameter tied into two slots is one
   // Variable: set_data converts it once for both.
   for (auto& [n, p] : params_)
@@ -265,11 +269,12 @@ void Module::run_forward_pre_hooks(std::vector<Variable>& inputs) const {
   for (const Variable& v : inputs) was_defined.push_back(v.defined());
   for (auto& [id, hook] : hooks) {
     hook(*this, inputs);
-    MG_CHECK(inputs.size() == n, ValueError, "forward pre-hook: {} inputs became {}; a hook may replace inputs, not add or drop them", n,
+    MG_CHECK(inputs.size() == n, ValueError,
+             "forward pre-hook: {} inputs became {}; a hook may replace inputs, not add or drop them", n,
              inputs.size());
     for (size_t i = 0; i < n; ++i)
-      MG_CHECK(inputs[i].defined() || !was_defined[i], StateError, "forward pre-hook: input {} of {} was replaced by an undefined Variable",
-               i, type_name());
+      MG_CHECK(inputs[i].defined() || !was_defined[i], StateError,
+               "forward pre-hook: input {} of {} was replaced by an undefined Variable", i, type_name());
   }
 }
 
@@ -278,10 +283,11 @@ void Module::run_forward_hooks(const std::vector<Variable>& inputs, std::vector<
   const size_t n = outputs.size();
   for (auto& [id, hook] : hooks) {
     hook(*this, inputs, outputs);
-    MG_CHECK(outputs.size() == n, ValueError, "forward hook: {} outputs became {}; a hook may replace outputs, not add or drop them", n,
-             outputs.size());
+    MG_CHECK(outputs.size() == n, ValueError,
+             "forward hook: {} outputs became {}; a hook may replace outputs, not add or drop them", n, outputs.size());
     for (size_t i = 0; i < n; ++i)
-      MG_CHECK(outputs[i].defined(), StateError, "forward hook: output {} of {} was replaced by an undefined Variable", i, type_name());
+      MG_CHECK(outputs[i].defined(), StateError, "forward hook: output {} of {} was replaced by an undefined Variable",
+               i, type_name());
   }
 }
 

@@ -38,7 +38,8 @@ class Module;
 using ForwardPreHook = std::function<void(const Module& module, std::vector<Variable>& inputs)>;
 /// A forward hook: called after a module's forward with its inputs and outputs, which it may
 /// replace (same count). PyTorch's register_forward_hook.
-using ForwardHook = std::function<void(const Module& module, const std::vector<Variable>& inputs, std::vector<Variable>& outputs)>;
+using ForwardHook =
+    std::function<void(const Module& module, const std::vector<Variable>& inputs, std::vector<Variable>& outputs)>;
 
 /// What register_forward_hook returns: remove() takes the hook off again (PyTorch's
 /// RemovableHandle). Removing twice, or after the module is gone, does nothing; dropping the
@@ -88,7 +89,8 @@ class Module {
   /// A parameter reached under two names (tied weights, a module registered twice) is listed
   /// once, under the first, unless remove_duplicate is false (as in PyTorch). A slot set to an
   /// undefined Variable (`bias = Variable()`) is skipped.
-  std::vector<std::pair<std::string, Variable>> named_parameters(bool recurse = true, bool remove_duplicate = true) const;
+  std::vector<std::pair<std::string, Variable>> named_parameters(bool recurse = true,
+                                                                 bool remove_duplicate = true) const;
   /// The parameters without names.
   std::vector<Variable> parameters(bool recurse = true) const;
   /// Buffers with dotted paths (undefined slots skipped).
@@ -198,7 +200,8 @@ inline void hook_values_into(std::vector<Variable>& out, const std::optional<std
   hook_values_into(out, s ? *s : std::tuple<Variable, Variable>());
 }
 /// LSTM's (output, (h, c)): the three.
-inline void hook_values_into(std::vector<Variable>& out, const std::tuple<Variable, std::tuple<Variable, Variable>>& s) {
+inline void hook_values_into(std::vector<Variable>& out,
+                             const std::tuple<Variable, std::tuple<Variable, Variable>>& s) {
   out.push_back(std::get<0>(s));
   hook_values_into(out, std::get<1>(s));
 }
@@ -216,13 +219,15 @@ inline void set_hook_values(std::tuple<Variable, Variable>& s, const std::vector
   std::get<1>(s) = in.at(at++);
 }
 /// Put an optional state back: it stays absent unless a hook gave it values.
-inline void set_hook_values(std::optional<std::tuple<Variable, Variable>>& s, const std::vector<Variable>& in, size_t& at) {
+inline void set_hook_values(std::optional<std::tuple<Variable, Variable>>& s, const std::vector<Variable>& in,
+                            size_t& at) {
   std::tuple<Variable, Variable> v;
   set_hook_values(v, in, at);
   if (std::get<0>(v).defined() || std::get<1>(v).defined()) s = v;
 }
 /// Put LSTM's (output, (h, c)) back.
-inline void set_hook_values(std::tuple<Variable, std::tuple<Variable, Variable>>& s, const std::vector<Variable>& in, size_t& at) {
+inline void set_hook_values(std::tuple<Variable, std::tuple<Variable, Variable>>& s, const std::vector<Variable>& in,
+                            size_t& at) {
   std::get<0>(s) = in.at(at++);
   set_hook_values(std::get<1>(s), in, at);
 }

@@ -19,8 +19,8 @@ std::string LayerNorm::extra_repr() const {
 BatchNorm::BatchNorm(int64_t c, BatchNormOptions o, const char* layer) : num_features(c), options(o) {
   MG_CHECK(c > 0, ValueError, "{}: num_features must be positive, got {}", layer, c);
   MG_CHECK(o.eps >= 0 && std::isfinite(o.eps), ValueError, "{}: eps must be finite and >= 0, got {}", layer, o.eps);
-  MG_CHECK(!o.momentum || (*o.momentum >= 0 && *o.momentum <= 1), ValueError, "{}: momentum must be in [0, 1], got {}", layer,
-           o.momentum.value_or(0));
+  MG_CHECK(!o.momentum || (*o.momentum >= 0 && *o.momentum <= 1), ValueError, "{}: momentum must be in [0, 1], got {}",
+           layer, o.momentum.value_or(0));
   if (o.affine) {
     register_parameter("weight", weight, ones({c}));
     register_parameter("bias", bias, zeros({c}));
@@ -34,7 +34,9 @@ BatchNorm::BatchNorm(int64_t c, BatchNormOptions o, const char* layer) : num_fea
 
 Tensor BatchNorm::running_mean() const { return options.track_running_stats ? buffer("running_mean") : Tensor(); }
 Tensor BatchNorm::running_var() const { return options.track_running_stats ? buffer("running_var") : Tensor(); }
-Tensor BatchNorm::num_batches_tracked() const { return options.track_running_stats ? buffer("num_batches_tracked") : Tensor(); }
+Tensor BatchNorm::num_batches_tracked() const {
+  return options.track_running_stats ? buffer("num_batches_tracked") : Tensor();
+}
 
 void BatchNorm::reset_running_stats() {
   if (!options.track_running_stats) return;
@@ -47,14 +49,14 @@ void BatchNorm::reset_running_stats() {
 // average), use batch statistics in training or when nothing is tracked.
 Variable BatchNorm::forward(const Variable& x) {
   check_input(x);
-  MG_CHECK(x.size(1) == num_features, ShapeError, "{}: expected {} channels (dim 1), got input {}", type_name(), num_features,
-           shape_str(x.shape()));
+  MG_CHECK(x.size(1) == num_features, ShapeError, "{}: expected {} channels (dim 1), got input {}", type_name(),
+           num_features, shape_str(x.shape()));
   double momentum = options.momentum.value_or(0);
   if (is_training() && options.track_running_stats) {
     Tensor n = num_batches_tracked();
     const int64_t count = n.to_vector<int64_t>()[0];
-    MG_CHECK(count < std::numeric_limits<int64_t>::max(), StateError, "{}: num_batches_tracked is {}, which cannot count on",
-             type_name(), count);
+    MG_CHECK(count < std::numeric_limits<int64_t>::max(), StateError,
+             "{}: num_batches_tracked is {}, which cannot count on", type_name(), count);
     n.copy_(n + scalar_tensor(1, DType::Int64));
     if (!options.momentum) momentum = 1.0 / static_cast<double>(n.item());
   }
@@ -72,7 +74,8 @@ std::string BatchNorm::extra_repr() const {
 }
 
 void BatchNorm1d::check_input(const Variable& x) const {
-  MG_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3), ShapeError, "BatchNorm1d: expected input (N, C) or (N, C, L), got {}",
+  MG_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3), ShapeError,
+           "BatchNorm1d: expected input (N, C) or (N, C, L), got {}",
            x.defined() ? shape_str(x.shape()) : "an undefined variable");
 }
 
@@ -82,7 +85,8 @@ void BatchNorm2d::check_input(const Variable& x) const {
 }
 
 GroupNorm::GroupNorm(int64_t g, int64_t c, GroupNormOptions o) : num_groups(g), num_channels(c), options(o) {
-  MG_CHECK(g > 0 && c > 0 && c % g == 0, ValueError, "GroupNorm: num_groups={} must be positive and divide num_channels={}", g, c);
+  MG_CHECK(g > 0 && c > 0 && c % g == 0, ValueError,
+           "GroupNorm: num_groups={} must be positive and divide num_channels={}", g, c);
   MG_CHECK(o.eps >= 0 && std::isfinite(o.eps), ValueError, "GroupNorm: eps must be finite and >= 0, got {}", o.eps);
   if (o.affine) {
     register_parameter("weight", weight, ones({c}));
@@ -92,7 +96,8 @@ GroupNorm::GroupNorm(int64_t g, int64_t c, GroupNormOptions o) : num_groups(g), 
 
 Variable GroupNorm::forward(const Variable& x) const {
   MG_CHECK(x.defined() && x.dim() >= 2 && x.size(1) == num_channels, ShapeError,
-           "GroupNorm: expected input (N, {}, *), got {}", num_channels, x.defined() ? shape_str(x.shape()) : "an undefined variable");
+           "GroupNorm: expected input (N, {}, *), got {}", num_channels,
+           x.defined() ? shape_str(x.shape()) : "an undefined variable");
   return group_norm(x, num_groups, weight, bias, options.eps);
 }
 
@@ -100,8 +105,10 @@ std::string GroupNorm::extra_repr() const {
   return fmt::format("{}, {}, eps={}, affine={}", num_groups, num_channels, options.eps, options.affine);
 }
 
-BatchNorm1d::BatchNorm1d(int64_t num_features, BatchNormOptions options) : BatchNorm(num_features, options, "BatchNorm1d") {}
+BatchNorm1d::BatchNorm1d(int64_t num_features, BatchNormOptions options)
+    : BatchNorm(num_features, options, "BatchNorm1d") {}
 
-BatchNorm2d::BatchNorm2d(int64_t num_features, BatchNormOptions options) : BatchNorm(num_features, options, "BatchNorm2d") {}
+BatchNorm2d::BatchNorm2d(int64_t num_features, BatchNormOptions options)
+    : BatchNorm(num_features, options, "BatchNorm2d") {}
 
 }  // namespace mg::nn

@@ -20,9 +20,7 @@ class LayerNorm : public Callable<LayerNorm> {
  public:
   explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
   /// x: (..., *normalized_shape) -> same shape.
-  Variable forward(const Variable& x) const {
-    return layer_norm(x, normalized_shape, weight, bias, eps);
-  }
+  Variable forward(const Variable& x) const { return layer_norm(x, normalized_shape, weight, bias, eps); }
   std::string type_name() const override { return "LayerNorm"; }
   std::string extra_repr() const override;
 
@@ -34,9 +32,10 @@ class LayerNorm : public Callable<LayerNorm> {
 /// BatchNorm's optional settings (PyTorch's defaults).
 struct BatchNormOptions {
   double eps = 1e-5;
-  std::optional<double> momentum = 0.1;  // running = (1 - m) running + m batch; nullopt: the plain average of all batches
-  bool affine = true;                    // learn weight (ones) and bias (zeros)
-  bool track_running_stats = true;       // keep running statistics (as buffers) for evaluation
+  std::optional<double> momentum =
+      0.1;                          // running = (1 - m) running + m batch; nullopt: the plain average of all batches
+  bool affine = true;               // learn weight (ones) and bias (zeros)
+  bool track_running_stats = true;  // keep running statistics (as buffers) for evaluation
 };
 
 /// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm). In training mode each channel

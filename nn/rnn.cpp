@@ -11,8 +11,8 @@ namespace {
 Variable pick(const Variable& x, int64_t dim, int64_t i) { return squeeze(narrow(x, dim, i, 1), dim); }
 
 void check_sizes(int64_t input_size, int64_t hidden_size, const char* layer) {
-  MG_CHECK(input_size > 0 && hidden_size > 0, ValueError, "{}: input_size and hidden_size must be positive, got {} and {}", layer,
-           input_size, hidden_size);
+  MG_CHECK(input_size > 0 && hidden_size > 0, ValueError,
+           "{}: input_size and hidden_size must be positive, got {} and {}", layer, input_size, hidden_size);
 }
 
 // every parameter U(-1/sqrt(hidden), 1/sqrt(hidden)), in registration order
@@ -96,9 +96,12 @@ Variable GRUCell::forward(const Variable& x, const Variable& h) const {
   return unbatched ? squeeze(out, 0) : out;
 }
 
-std::string GRUCell::extra_repr() const { return fmt::format("{}, {}, bias={}", input_size, hidden_size, bias_ih.defined()); }
+std::string GRUCell::extra_repr() const {
+  return fmt::format("{}, {}, bias={}", input_size, hidden_size, bias_ih.defined());
+}
 
-LSTMCell::LSTMCell(int64_t in, int64_t hidden, LSTMCellOptions o, Generator& gen) : input_size(in), hidden_size(hidden) {
+LSTMCell::LSTMCell(int64_t in, int64_t hidden, LSTMCellOptions o, Generator& gen)
+    : input_size(in), hidden_size(hidden) {
   check_sizes(in, hidden, "LSTMCell");
   register_parameter("weight_ih", weight_ih, empty({checked_mul(4, hidden, "LSTMCell"), in}));
   register_parameter("weight_hh", weight_hh, empty({4 * hidden, hidden}));
@@ -110,9 +113,11 @@ LSTMCell::LSTMCell(int64_t in, int64_t hidden, LSTMCellOptions o, Generator& gen
 }
 
 // [i f g o] rows of a = x W_ih^T + b_ih + h W_hh^T + b_hh; the cell state c carries the memory
-std::tuple<Variable, Variable> LSTMCell::forward(const Variable& x, const std::optional<std::tuple<Variable, Variable>>& state) const {
+std::tuple<Variable, Variable> LSTMCell::forward(const Variable& x,
+                                                 const std::optional<std::tuple<Variable, Variable>>& state) const {
   Variable xb, hb, cb;
-  const bool unbatched = cell_batch(x, state ? std::get<0>(*state) : Variable(), input_size, hidden_size, "LSTMCell", xb, hb);
+  const bool unbatched =
+      cell_batch(x, state ? std::get<0>(*state) : Variable(), input_size, hidden_size, "LSTMCell", xb, hb);
   cell_batch(x, state ? std::get<1>(*state) : Variable(), input_size, hidden_size, "LSTMCell", xb, cb);
   const std::vector<Variable> a = chunk(linear(xb, weight_ih, bias_ih) + linear(hb, weight_hh, bias_hh), 4, 1);
   const Variable i = sigmoid(a[0]), f = sigmoid(a[1]), g = tanh(a[2]), o = sigmoid(a[3]);
@@ -122,7 +127,9 @@ std::tuple<Variable, Variable> LSTMCell::forward(const Variable& x, const std::o
   return std::tuple(h, c);
 }
 
-std::string LSTMCell::extra_repr() const { return fmt::format("{}, {}, bias={}", input_size, hidden_size, bias_ih.defined()); }
+std::string LSTMCell::extra_repr() const {
+  return fmt::format("{}, {}, bias={}", input_size, hidden_size, bias_ih.defined());
+}
 
 // ---------------------------------------------------------------- sequence layers
 
@@ -130,7 +137,8 @@ RNNBase::RNNBase(RNNKind kind, int64_t in, int64_t hidden, RNNOptions o, Generat
     : input_size(in), hidden_size(hidden), options(std::move(o)), kind_(kind), gen_(&gen) {
   check_sizes(in, hidden, layer);
   MG_CHECK(options.num_layers >= 1, ValueError, "{}: num_layers must be >= 1, got {}", layer, options.num_layers);
-  MG_CHECK(options.dropout >= 0 && options.dropout <= 1, ValueError, "{}: dropout must be in [0, 1], got {}", layer, options.dropout);
+  MG_CHECK(options.dropout >= 0 && options.dropout <= 1, ValueError, "{}: dropout must be in [0, 1], got {}", layer,
+           options.dropout);
   const int64_t G = rnn_gates(kind);
   // The vectors get their final size first: the registry points at their elements.
   const size_t slots = static_cast<size_t>(checked_mul(options.num_layers, num_directions(), layer));
@@ -155,8 +163,9 @@ RNNBase::RNNBase(RNNKind kind, int64_t in, int64_t hidden, RNNOptions o, Generat
 std::tuple<Variable, Variable, Variable> RNNBase::run(const Variable& x, const Variable& h0, const Variable& c0) const {
   const std::string layer = type_name();
   MG_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3) && x.size(-1) == input_size, ShapeError,
-           "{}: expected input ({}, {}) ({}), or unbatched (L, {}), got {}", layer, options.batch_first ? "N, L" : "L, N", input_size,
-           options.batch_first ? "batch_first" : "time first", input_size, x.defined() ? shape_str(x.shape()) : "an undefined variable");
+           "{}: expected input ({}, {}) ({}), or unbatched (L, {}), got {}", layer,
+           options.batch_first ? "N, L" : "L, N", input_size, options.batch_first ? "batch_first" : "time first",
+           input_size, x.defined() ? shape_str(x.shape()) : "an undefined variable");
   const bool batched = x.dim() == 3;
   Variable seq = !batched ? unsqueeze(x, 1) : options.batch_first ? transpose(x, 0, 1) : x;  // (L, N, I)
   const int64_t L = seq.size(0), N = seq.size(1), S = options.num_layers * num_directions();
@@ -164,8 +173,9 @@ std::tuple<Variable, Variable, Variable> RNNBase::run(const Variable& x, const V
   auto initial = [&](const Variable& s, const char* what) {
     if (!s.defined()) return Variable(zeros({S, N, hidden_size}, x.dtype()));
     const Shape want = batched ? Shape{S, N, hidden_size} : Shape{S, hidden_size};
-    MG_CHECK(s.shape() == want, ShapeError, "{}: expected {} of shape {} (num_layers * directions, {}hidden_size), got {}", layer,
-             what, shape_str(want), batched ? "N, " : "", shape_str(s.shape()));
+    MG_CHECK(s.shape() == want, ShapeError,
+             "{}: expected {} of shape {} (num_layers * directions, {}hidden_size), got {}", layer, what,
+             shape_str(want), batched ? "N, " : "", shape_str(s.shape()));
     return batched ? s : unsqueeze(s, 1);
   };
   const bool lstm = kind_ == RNNKind::LSTM;
@@ -176,9 +186,10 @@ std::tuple<Variable, Variable, Variable> RNNBase::run(const Variable& x, const V
     for (int64_t d = 0; d < num_directions(); ++d) {
       const int64_t k = l * num_directions() + d;
       const Variable xw = linear(seq, w_ih_[k], b_ih_[k]);  // every step's input projection: one GEMM
-      const Variable y = recurrence(kind_, xw, pick(hs0, 0, k), lstm ? pick(cs0, 0, k) : Variable(), w_hh_[k], b_hh_[k], d == 1);
-      const Variable hs = lstm ? pick(y, 0, 0) : y;       // (L, N, H)
-      const int64_t last = d == 0 ? L - 1 : 0;            // the reverse direction ends at t = 0
+      const Variable y =
+          recurrence(kind_, xw, pick(hs0, 0, k), lstm ? pick(cs0, 0, k) : Variable(), w_hh_[k], b_hh_[k], d == 1);
+      const Variable hs = lstm ? pick(y, 0, 0) : y;  // (L, N, H)
+      const int64_t last = d == 0 ? L - 1 : 0;       // the reverse direction ends at t = 0
       h_n.push_back(pick(hs, 0, last));
       if (lstm) c_n.push_back(pick(pick(y, 0, 1), 0, last));
       outs.push_back(hs);
@@ -205,30 +216,33 @@ std::string RNNBase::extra_repr() const {
 
 namespace {
 RNNKind elman_kind(const RNNOptions& o) {
-  MG_CHECK(o.nonlinearity == "tanh" || o.nonlinearity == "relu", ValueError, "RNN: nonlinearity must be \"tanh\" or \"relu\", got \"{}\"",
-           o.nonlinearity);
+  MG_CHECK(o.nonlinearity == "tanh" || o.nonlinearity == "relu", ValueError,
+           "RNN: nonlinearity must be \"tanh\" or \"relu\", got \"{}\"", o.nonlinearity);
   return o.nonlinearity == "tanh" ? RNNKind::Tanh : RNNKind::ReLU;
 }
 }  // namespace
 
-RNN::RNN(int64_t in, int64_t hidden, RNNOptions o, Generator& gen) : Callable(elman_kind(o), in, hidden, o, gen, "RNN") {}
+RNN::RNN(int64_t in, int64_t hidden, RNNOptions o, Generator& gen)
+    : Callable(elman_kind(o), in, hidden, o, gen, "RNN") {}
 
 std::tuple<Variable, Variable> RNN::forward(const Variable& x, const Variable& h0) const {
   auto [out, hn, cn] = run(x, h0, Variable());
   return std::tuple(out, hn);
 }
 
-GRU::GRU(int64_t in, int64_t hidden, GRUOptions o, Generator& gen) : Callable(RNNKind::GRU, in, hidden, o, gen, "GRU") {}
+GRU::GRU(int64_t in, int64_t hidden, GRUOptions o, Generator& gen)
+    : Callable(RNNKind::GRU, in, hidden, o, gen, "GRU") {}
 
 std::tuple<Variable, Variable> GRU::forward(const Variable& x, const Variable& h0) const {
   auto [out, hn, cn] = run(x, h0, Variable());
   return std::tuple(out, hn);
 }
 
-LSTM::LSTM(int64_t in, int64_t hidden, LSTMOptions o, Generator& gen) : Callable(RNNKind::LSTM, in, hidden, o, gen, "LSTM") {}
+LSTM::LSTM(int64_t in, int64_t hidden, LSTMOptions o, Generator& gen)
+    : Callable(RNNKind::LSTM, in, hidden, o, gen, "LSTM") {}
 
-std::tuple<Variable, std::tuple<Variable, Variable>> LSTM::forward(const Variable& x,
-                                                                   const std::optional<std::tuple<Variable, Variable>>& state) const {
+std::tuple<Variable, std::tuple<Variable, Variable>> LSTM::forward(
+    const Variable& x, const std::optional<std::tuple<Variable, Variable>>& state) const {
   auto [out, hn, cn] = run(x, state ? std::get<0>(*state) : Variable(), state ? std::get<1>(*state) : Variable());
   return std::tuple(out, std::tuple(hn, cn));
 }

@@ -61,8 +61,8 @@ class LSTMCell : public Callable<LSTMCell> {
  public:
   LSTMCell(int64_t input_size, int64_t hidden_size, LSTMCellOptions options = {}, Generator& gen = default_generator());
   /// x (N, input_size) or (input_size); state (h, c), each (N, hidden_size), or none for zeros -> (h', c').
-  std::tuple<Variable, Variable> forward(const Variable& x,
-                                         const std::optional<std::tuple<Variable, Variable>>& state = std::nullopt) const;
+  std::tuple<Variable, Variable> forward(
+      const Variable& x, const std::optional<std::tuple<Variable, Variable>>& state = std::nullopt) const;
   std::string type_name() const override { return "LSTMCell"; }
   std::string extra_repr() const override;
   const int64_t input_size, hidden_size;

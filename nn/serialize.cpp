@@ -41,8 +41,10 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
   std::map<std::string, Tensor> found;
   LoadResult result;
   for (auto& [n, t] : state) {
-    if (want.count(n)) found[n] = t;
-    else result.unexpected_keys.push_back(n);
+    if (want.count(n))
+      found[n] = t;
+    else
+      result.unexpected_keys.push_back(n);
   }
   auto source_of = [&](const std::string& n) -> Tensor {
     if (auto it = found.find(n); it != found.end()) return it->second;
@@ -72,13 +74,17 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
       if (!f.defined()) continue;
       in_file = true;
       if (f.shape() != t.shape()) {
-        problems.push_back(fmt::format("{}: shape {} in the file, {} in the model", n, shape_str(f.shape()), shape_str(t.shape())));
-      } else if (f.dtype() != t.dtype() && !(is_floating_point(f.dtype()) && is_floating(t.dtype()))) {  // BF16 files load widened
-        problems.push_back(fmt::format("{}: dtype {} in the file, {} in the model", n, dtype_name(f.dtype()), dtype_name(t.dtype())));
+        problems.push_back(
+            fmt::format("{}: shape {} in the file, {} in the model", n, shape_str(f.shape()), shape_str(t.shape())));
+      } else if (f.dtype() != t.dtype() &&
+                 !(is_floating_point(f.dtype()) && is_floating(t.dtype()))) {  // BF16 files load widened
+        problems.push_back(
+            fmt::format("{}: dtype {} in the file, {} in the model", n, dtype_name(f.dtype()), dtype_name(t.dtype())));
       } else if (!from.defined()) {
         from = f, from_name = n;
       } else if (f.to(DType::Float64).to_vector<double>() != from.to(DType::Float64).to_vector<double>()) {
-        problems.push_back(fmt::format("{} and {}: one tied tensor in the model, but different values in the file", from_name, n));
+        problems.push_back(
+            fmt::format("{} and {}: one tied tensor in the model, but different values in the file", from_name, n));
       }
     }
     if (!from.defined()) {  // missing when the file has none of its names; else it is listed as mismatched above
@@ -91,11 +97,12 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
     copies.emplace_back(t, from);
   }
   const bool names_fit = !options.strict || (result.missing_keys.empty() && result.unexpected_keys.empty());
-  MG_CHECK(names_fit && problems.empty(), FileError, "load: {} does not fit {} (the model was left unchanged){}{}{}{}", source,
-           module.type_name(),
-           options.strict && !result.missing_keys.empty() ? "\n  missing from the file: " + join(result.missing_keys) : "",
-           options.strict && !result.unexpected_keys.empty() ? "\n  not in the model: " + join(result.unexpected_keys) : "",
-           problems.empty() ? "" : "\n  mismatched: " + join(problems), checkpoint_hint(result.unexpected_keys, options));
+  MG_CHECK(
+      names_fit && problems.empty(), FileError, "load: {} does not fit {} (the model was left unchanged){}{}{}{}",
+      source, module.type_name(),
+      options.strict && !result.missing_keys.empty() ? "\n  missing from the file: " + join(result.missing_keys) : "",
+      options.strict && !result.unexpected_keys.empty() ? "\n  not in the model: " + join(result.unexpected_keys) : "",
+      problems.empty() ? "" : "\n  mismatched: " + join(problems), checkpoint_hint(result.unexpected_keys, options));
   // Everything checked: now copy, in place, so the members, the registry and the optimizers
   // holding these tensors all see the new values.
   for (auto& [t, f] : copies) t.copy_(f.to(t.dtype()));
@@ -117,8 +124,10 @@ StateDict saved_state(const Module& module, std::map<std::string, std::string>& 
   std::map<Identity, std::string> first;
   for (auto& [n, t] : state_dict(module)) {
     auto [it, fresh] = first.emplace(identity(t), n);
-    if (fresh) unique.emplace_back(n, t);
-    else meta[n] = it->second;  // a tied name: saved under the first one
+    if (fresh)
+      unique.emplace_back(n, t);
+    else
+      meta[n] = it->second;  // a tied name: saved under the first one
   }
   return unique;
 }
@@ -142,8 +151,10 @@ LoadResult load_from(Module& module, const SafeTensors& file, const std::string&
   // Metadata "a": "b", where b is a tensor and a is not: a was saved as b (tied weights).
   std::map<std::string, std::string> aliases;
   for (auto& [k, v] : file.metadata)
-    if (!file.find(v).defined() || file.find(k).defined() || skipped(k) || skipped(v)) continue;
-    else aliases[k.substr(options.prefix.size())] = v.substr(options.prefix.size());
+    if (!file.find(v).defined() || file.find(k).defined() || skipped(k) || skipped(v))
+      continue;
+    else
+      aliases[k.substr(options.prefix.size())] = v.substr(options.prefix.size());
   return load_checked(module, state, aliases, options, name);
 }
 

@@ -9,7 +9,8 @@ Variable mlp(const Linear& linear1, const Dropout& dropout, const Linear& linear
   return dropout_out(linear2(dropout(activate(linear1(x), activation))));
 }
 void check_activation(const std::string& a) {
-  MG_CHECK(a == "relu" || a == "gelu", ValueError, "Transformer layer: activation must be \"relu\" or \"gelu\", got \"{}\"", a);
+  MG_CHECK(a == "relu" || a == "gelu", ValueError,
+           "Transformer layer: activation must be \"relu\" or \"gelu\", got \"{}\"", a);
 }
 // The constructor arguments both layers show in a summary.
 std::string layer_repr(const MultiheadAttention& self_attn, const TransformerLayerOptions& o) {
@@ -90,13 +91,12 @@ Variable TransformerDecoderLayer::feed_forward(const Variable& x) const {
   return mlp(linear1, dropout, linear2, dropout3, options.activation, x);
 }
 
-Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask,
+Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& memory,
+                                          const AttentionForwardOptions& tgt_mask,
                                           const AttentionForwardOptions& memory_mask) const {
   auto sa = [&](const Variable& x) { return dropout1(self_attn(x, x, x, tgt_mask).output); };
   // Cross-attention: queries from the decoder stream x, keys and values from the encoder's memory.
-  auto ca = [&](const Variable& x) {
-    return dropout2(multihead_attn(x, memory, memory, memory_mask).output);
-  };
+  auto ca = [&](const Variable& x) { return dropout2(multihead_attn(x, memory, memory, memory_mask).output); };
   if (options.norm_first) {
     Variable x = tgt + sa(norm1(tgt));
     x = x + ca(norm2(x));

@@ -15,7 +15,7 @@ struct TransformerLayerOptions {
   double dropout = 0.1;
   std::string activation = "relu";  // "relu" or "gelu"
   double layer_norm_eps = 1e-5;
-  bool norm_first = false;          // false: post-LN; true: pre-LN
+  bool norm_first = false;  // false: post-LN; true: pre-LN
 };
 
 /// Self-attention then an MLP, each with a residual connection and a LayerNorm.
@@ -26,7 +26,9 @@ class TransformerEncoderLayer : public Callable<TransformerEncoderLayer> {
   /// src (B, T, d_model) -> (B, T, d_model). The mask applies to the self-attention.
   Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
   /// forward with hooks (nn::call); the mask may be a braced {.is_causal = true}.
-  Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {}) const { return call(*this, src, mask); }
+  Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {}) const {
+    return call(*this, src, mask);
+  }
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }
   std::string extra_repr() const override;

@@ -36,12 +36,17 @@ void Adam::step() {
     }
     check_state(gi, pi, {"exp_avg", "exp_avg_sq"});
     int64_t& t = st["step"].data<int64_t>()[0];
-    MG_CHECK(t >= 0 && t < std::numeric_limits<int64_t>::max(), StateError, "{}: {} has a step count of {}, which cannot go on",
-             name(), describe(gi, pi), t);
+    MG_CHECK(t >= 0 && t < std::numeric_limits<int64_t>::max(), StateError,
+             "{}: {} has a step count of {}, which cannot go on", name(), describe(gi, pi), t);
     ++t;
     adam_step_(p.data(), p.grad(), st["exp_avg"], st["exp_avg_sq"],
-               {.lr = group.lr, .beta1 = options.beta1, .beta2 = options.beta2, .eps = options.eps,
-                .weight_decay = group.weight_decay, .step = t, .decoupled = decoupled_});
+               {.lr = group.lr,
+                .beta1 = options.beta1,
+                .beta2 = options.beta2,
+                .eps = options.eps,
+                .weight_decay = group.weight_decay,
+                .step = t,
+                .decoupled = decoupled_});
   });
 }
 

@@ -32,7 +32,9 @@ namespace {
 std::string number(double v) { return fmt::format("{}", v); }
 
 // A generator's state as metadata: its six int64 words (Generator::get_state), space-separated.
-std::string generator_text(const Generator& g) { return fmt::format("{}", fmt::join(g.get_state().to_vector<int64_t>(), " ")); }
+std::string generator_text(const Generator& g) {
+  return fmt::format("{}", fmt::join(g.get_state().to_vector<int64_t>(), " "));
+}
 
 // The generator that `text` describes, or nothing when it is not six whole numbers that make a state.
 std::optional<Generator> parse_generator(const std::string& text) {
@@ -60,7 +62,8 @@ std::optional<Generator> parse_generator(const std::string& text) {
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& opt, int64_t step,
                      const LRScheduler* scheduler, const NamedGenerators& generators) {
   MG_CHECK(step >= 0, ValueError, "save_checkpoint: step must be >= 0, got {}", step);
-  MG_CHECK(step < std::numeric_limits<int64_t>::max(), ValueError, "save_checkpoint: step {} leaves no room for one more", step);
+  MG_CHECK(step < std::numeric_limits<int64_t>::max(), ValueError,
+           "save_checkpoint: step {} leaves no room for one more", step);
   auto name = names_of(model, opt);
   std::map<std::string, std::string> meta;
   std::vector<std::pair<std::string, Tensor>> tensors = nn::saved_state(model, meta);
@@ -70,7 +73,8 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
     meta["scheduler"] = scheduler->name();
     meta["scheduler.step"] = std::to_string(scheduler->last_step());
     for (auto& [k, v] : scheduler->settings()) meta["scheduler." + k] = number(v);
-    for (size_t g = 0; g < scheduler->base_lrs().size(); ++g) meta["scheduler.base_lr." + std::to_string(g)] = number(scheduler->base_lrs()[g]);
+    for (size_t g = 0; g < scheduler->base_lrs().size(); ++g)
+      meta["scheduler.base_lr." + std::to_string(g)] = number(scheduler->base_lrs()[g]);
   }
   for (size_t g = 0; g < opt.groups().size(); ++g) {
     meta["lr." + std::to_string(g)] = number(opt.groups()[g].lr);
@@ -78,7 +82,8 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
     meta["group." + std::to_string(g) + ".params"] = std::to_string(opt.groups()[g].params.size());
     for (const Variable& p : opt.groups()[g].params)
       if (opt.has_state(p))
-        for (auto& [k, t] : const_cast<Optimizer&>(opt).state(p)) tensors.emplace_back(kPrefix + name[p.impl().get()] + "." + k, t);
+        for (auto& [k, t] : const_cast<Optimizer&>(opt).state(p))
+          tensors.emplace_back(kPrefix + name[p.impl().get()] + "." + k, t);
   }
   for (auto& [gname, gen] : generators) {
     MG_CHECK(gen != nullptr, ValueError, "save_checkpoint: generator \"{}\" is null", gname);
@@ -123,8 +128,8 @@ struct Metadata {
   const std::string& path;
   std::string operator()(const std::string& key) const {
     auto it = file.metadata.find(key);
-    MG_CHECK(it != file.metadata.end(), FileError, "load_checkpoint: {} has no \"{}\" in its metadata (not a minigrad training checkpoint?)",
-             path, key);
+    MG_CHECK(it != file.metadata.end(), FileError,
+             "load_checkpoint: {} has no \"{}\" in its metadata (not a minigrad training checkpoint?)", path, key);
     return it->second;
   }
 };
@@ -138,28 +143,29 @@ std::vector<double> read_group_rates(const Metadata& meta, const Optimizer& opt)
   size_t file_groups = 0;
   while (file.metadata.count("lr." + std::to_string(file_groups))) ++file_groups;
   MG_CHECK(file_groups == opt.groups().size(), FileError,
-           "load_checkpoint: {} was saved by an optimizer with {} parameter group(s); this {} has {}", path, file_groups,
-           opt.name(), opt.groups().size());
+           "load_checkpoint: {} was saved by an optimizer with {} parameter group(s); this {} has {}", path,
+           file_groups, opt.name(), opt.groups().size());
   std::vector<double> lrs;
   for (size_t g = 0; g < file_groups; ++g) {
     const std::string key = "lr." + std::to_string(g);
     const std::optional<double> lr = parse_rate(meta(key));
-    MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\" in its metadata; expected a finite number >= 0", path,
-             key, meta(key));
+    MG_CHECK(lr.has_value(), FileError,
+             "load_checkpoint: {} has {} \"{}\" in its metadata; expected a finite number >= 0", path, key, meta(key));
     lrs.push_back(*lr);
     const std::string size_key = "group." + std::to_string(g) + ".params";
     const std::optional<int64_t> size = parse_count(meta(size_key));
     MG_CHECK(size && static_cast<size_t>(*size) == opt.groups()[g].params.size(), FileError,
-             "load_checkpoint: {} was saved with {} parameter(s) in group {}; this {} has {} there", path, meta(size_key), g,
-             opt.name(), opt.groups()[g].params.size());
+             "load_checkpoint: {} was saved with {} parameter(s) in group {}; this {} has {} there", path,
+             meta(size_key), g, opt.name(), opt.groups()[g].params.size());
     const std::string wd_key = "weight_decay." + std::to_string(g);
     MG_CHECK(meta(wd_key) == number(opt.groups()[g].weight_decay), FileError,
-             "load_checkpoint: {} was saved with weight_decay {} in group {}; this {} has {}", path, meta(wd_key), g, opt.name(),
-             number(opt.groups()[g].weight_decay));
+             "load_checkpoint: {} was saved with weight_decay {} in group {}; this {} has {}", path, meta(wd_key), g,
+             opt.name(), number(opt.groups()[g].weight_decay));
   }
   for (auto& [k, v] : opt.hyper_parameters())
-    MG_CHECK(meta(kPrefix + k) == number(v), FileError, "load_checkpoint: {} was saved by an {} with {} = {}; this one has {} = {}",
-             path, opt.name(), k, meta(kPrefix + k), k, number(v));
+    MG_CHECK(meta(kPrefix + k) == number(v), FileError,
+             "load_checkpoint: {} was saved by an {} with {} = {}; this one has {} = {}", path, opt.name(), k,
+             meta(kPrefix + k), k, number(v));
   return lrs;
 }
 
@@ -177,28 +183,34 @@ SchedulerState read_scheduler(const Metadata& meta, LRScheduler* scheduler, size
   MG_CHECK(file_has_scheduler || scheduler == nullptr, FileError,
            "load_checkpoint: {} holds no learning-rate schedule, but a {} was given to restore", path,
            scheduler ? scheduler->name() : "");
-  MG_CHECK(!file_has_scheduler || scheduler != nullptr, FileError,
-           "load_checkpoint: {} holds the state of a {} learning-rate schedule; pass the scheduler to load_checkpoint so "
-           "that it resumes too (or read only the weights with nn::load)", path, meta("scheduler"));
+  MG_CHECK(
+      !file_has_scheduler || scheduler != nullptr, FileError,
+      "load_checkpoint: {} holds the state of a {} learning-rate schedule; pass the scheduler to load_checkpoint so "
+      "that it resumes too (or read only the weights with nn::load)",
+      path, meta("scheduler"));
   SchedulerState out;
   if (scheduler) {
-    MG_CHECK(meta("scheduler") == scheduler->name(), FileError, "load_checkpoint: {} holds a {} schedule but the scheduler is a {}",
-             path, meta("scheduler"), scheduler->name());
+    MG_CHECK(meta("scheduler") == scheduler->name(), FileError,
+             "load_checkpoint: {} holds a {} schedule but the scheduler is a {}", path, meta("scheduler"),
+             scheduler->name());
     for (auto& [k, v] : scheduler->settings())
-      MG_CHECK(meta("scheduler." + k) == number(v), FileError, "load_checkpoint: {} was saved by a {} with {} = {}; this one has {} = {}",
-               path, scheduler->name(), k, meta("scheduler." + k), k, number(v));
+      MG_CHECK(meta("scheduler." + k) == number(v), FileError,
+               "load_checkpoint: {} was saved by a {} with {} = {}; this one has {} = {}", path, scheduler->name(), k,
+               meta("scheduler." + k), k, number(v));
     const std::optional<int64_t> s = parse_counter(meta("scheduler.step"));
-    MG_CHECK(s.has_value(), FileError, "load_checkpoint: {} has scheduler.step \"{}\"; expected a whole number in [0, 2^63 - 1)",
-             path, meta("scheduler.step"));
+    MG_CHECK(s.has_value(), FileError,
+             "load_checkpoint: {} has scheduler.step \"{}\"; expected a whole number in [0, 2^63 - 1)", path,
+             meta("scheduler.step"));
     out.step = *s;
     // checked here, before anything changes (restore() would refuse it only after the weights are in)
     MG_CHECK(scheduler->base_lrs().size() == file_groups, FileError,
-             "load_checkpoint: the {} was made for an optimizer with {} parameter groups, but {} holds {}", scheduler->name(),
-             scheduler->base_lrs().size(), path, file_groups);
+             "load_checkpoint: the {} was made for an optimizer with {} parameter groups, but {} holds {}",
+             scheduler->name(), scheduler->base_lrs().size(), path, file_groups);
     for (size_t g = 0; g < file_groups; ++g) {
       const std::string key = "scheduler.base_lr." + std::to_string(g);
       const std::optional<double> lr = parse_rate(meta(key));
-      MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\"; expected a finite number >= 0", path, key, meta(key));
+      MG_CHECK(lr.has_value(), FileError, "load_checkpoint: {} has {} \"{}\"; expected a finite number >= 0", path, key,
+               meta(key));
       out.base_lrs.push_back(*lr);
     }
   }
@@ -214,13 +226,15 @@ std::vector<std::pair<Generator*, Generator>> read_generators(const Metadata& me
   for (auto& [gname, gen] : generators) {
     MG_CHECK(gen != nullptr, ValueError, "load_checkpoint: generator \"{}\" is null", gname);
     auto it = file.metadata.find("rng." + gname);
-    MG_CHECK(it != file.metadata.end(), FileError,
-             "load_checkpoint: {} holds no state for generator \"{}\" (\"rng.{}\"); save it with that generator, or pass "
-             "generators = {{}} to resume without restoring random numbers (a run with dropout then draws other masks)",
-             path, gname, gname);
+    MG_CHECK(
+        it != file.metadata.end(), FileError,
+        "load_checkpoint: {} holds no state for generator \"{}\" (\"rng.{}\"); save it with that generator, or pass "
+        "generators = {{}} to resume without restoring random numbers (a run with dropout then draws other masks)",
+        path, gname, gname);
     const std::optional<Generator> g = parse_generator(it->second);
-    MG_CHECK(g.has_value(), FileError, "load_checkpoint: {} has rng.{} \"{}\"; expected a generator state (six whole numbers)",
-             path, gname, it->second);
+    MG_CHECK(g.has_value(), FileError,
+             "load_checkpoint: {} has rng.{} \"{}\"; expected a generator state (six whole numbers)", path, gname,
+             it->second);
     new_generators.emplace_back(gen, *g);
   }
 
@@ -242,10 +256,11 @@ std::unordered_map<VariableImpl*, ParamState> read_optimizer_state(const SafeTen
     if (key.rfind(kPrefix, 0) != 0) continue;
     const std::string rest = key.substr(kPrefix.size());
     const size_t dot = rest.find_last_of('.');
-    const std::string pname = dot == std::string::npos ? "" : rest.substr(0, dot), sname = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    const std::string pname = dot == std::string::npos ? "" : rest.substr(0, dot),
+                      sname = dot == std::string::npos ? "" : rest.substr(dot + 1);
     auto it = by_name.find(pname);
-    MG_CHECK(it != by_name.end(), FileError, "load_checkpoint: {} has optimizer state \"{}\" for a parameter the optimizer does not hold",
-             path, key);
+    MG_CHECK(it != by_name.end(), FileError,
+             "load_checkpoint: {} has optimizer state \"{}\" for a parameter the optimizer does not hold", path, key);
     MG_CHECK(std::find(wanted.begin(), wanted.end(), sname) != wanted.end(), FileError,
              "load_checkpoint: {} has optimizer state \"{}\", which {} does not keep", path, key, opt.name());
     const Variable& p = it->second;
@@ -254,9 +269,10 @@ std::unordered_map<VariableImpl*, ParamState> read_optimizer_state(const SafeTen
                                        t.data<int64_t>()[0] < std::numeric_limits<int64_t>::max())
                                     : (t.shape() == p.shape() && is_floating(t.dtype()));
     MG_CHECK(ok, FileError,
-             "load_checkpoint: optimizer state \"{}\" in {} has {} {}{}, which does not fit parameter {} {}{}", key, path,
-             dtype_name(t.dtype()), shape_str(t.shape()),
-             sname == "step" && t.numel() == 1 && t.dtype() == DType::Int64 ? fmt::format(" = {}", t.data<int64_t>()[0]) : "",
+             "load_checkpoint: optimizer state \"{}\" in {} has {} {}{}, which does not fit parameter {} {}{}", key,
+             path, dtype_name(t.dtype()), shape_str(t.shape()),
+             sname == "step" && t.numel() == 1 && t.dtype() == DType::Int64 ? fmt::format(" = {}", t.data<int64_t>()[0])
+                                                                            : "",
              pname, shape_str(p.shape()), sname == "step" ? " (a step count in [0, 2^63 - 1))" : "");
     new_state[p.impl().get()][sname] = sname == "step" ? t.clone() : t.to(p.dtype()).clone();
   }
@@ -265,8 +281,8 @@ std::unordered_map<VariableImpl*, ParamState> read_optimizer_state(const SafeTen
       std::string pname;
       for (auto& [n, v] : by_name)
         if (v.impl().get() == impl) pname = n;
-      MG_CHECK(st.count(sname), FileError, "load_checkpoint: {} has optimizer state for {} but no \"{}{}.{}\"", path, pname, kPrefix,
-               pname, sname);
+      MG_CHECK(st.count(sname), FileError, "load_checkpoint: {} has optimizer state for {} but no \"{}{}.{}\"", path,
+               pname, kPrefix, pname, sname);
     }
   return new_state;
 }
@@ -277,11 +293,12 @@ std::unordered_map<VariableImpl*, ParamState> read_optimizer_state(const SafeTen
 int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, nn::Module& model, Optimizer& opt,
                              LRScheduler* scheduler, const NamedGenerators& generators) {
   const Metadata meta{file, path};
-  MG_CHECK(meta("optimizer") == opt.name(), FileError, "load_checkpoint: {} holds {} state but the optimizer is {}", path,
-           meta("optimizer"), opt.name());
+  MG_CHECK(meta("optimizer") == opt.name(), FileError, "load_checkpoint: {} holds {} state but the optimizer is {}",
+           path, meta("optimizer"), opt.name());
   const std::optional<int64_t> step = parse_counter(meta("step"));
   MG_CHECK(step.has_value(), FileError,
-           "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number in [0, 2^63 - 1)", path, meta("step"));
+           "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number in [0, 2^63 - 1)", path,
+           meta("step"));
   const std::vector<double> lrs = read_group_rates(meta, opt);
   SchedulerState schedule = read_scheduler(meta, scheduler, lrs.size());
   const auto new_generators = read_generators(meta, generators);

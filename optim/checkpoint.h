@@ -43,7 +43,8 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 /// hyper-parameters, state names and shapes, the scheduler's kind and settings); on any error a
 /// FileError explains it and nothing is changed. A file saved with a scheduler needs one to
 /// load into, and a scheduler needs a file that has its state.
-int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer, LRScheduler* scheduler = nullptr,
+int64_t load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer,
+                        LRScheduler* scheduler = nullptr,
                         const NamedGenerators& generators = {{"default", &default_generator()}});
 
 /// load_checkpoint on a file already read (parse_safetensors, for bytes in memory); `name` names it

@@ -14,12 +14,15 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, double wd, const
   std::unordered_map<VariableImpl*, size_t> seen;
   for (size_t g = 0; g < groups.size(); ++g) {
     Group out{groups[g].params, groups[g].options.lr.value_or(lr), groups[g].options.weight_decay.value_or(wd)};
-    MG_CHECK(out.lr >= 0 && std::isfinite(out.lr), ValueError, "{}: learning rate must be >= 0, got {} (group {})", who, out.lr, g);
-    MG_CHECK(out.weight_decay >= 0 && std::isfinite(out.weight_decay), ValueError, "{}: weight_decay must be >= 0, got {} (group {})", who, out.weight_decay, g);
+    MG_CHECK(out.lr >= 0 && std::isfinite(out.lr), ValueError, "{}: learning rate must be >= 0, got {} (group {})", who,
+             out.lr, g);
+    MG_CHECK(out.weight_decay >= 0 && std::isfinite(out.weight_decay), ValueError,
+             "{}: weight_decay must be >= 0, got {} (group {})", who, out.weight_decay, g);
     for (const Variable& p : out.params) {
-      MG_CHECK(p.defined() && p.is_leaf(), ValueError, "{}: can only optimize defined leaf variables (group {})", who, g);
-      MG_CHECK(is_floating(p.dtype()), DTypeError, "{}: parameter {} is {}; only floating tensors can be optimized", who,
-               p.name(), dtype_name(p.dtype()));
+      MG_CHECK(p.defined() && p.is_leaf(), ValueError, "{}: can only optimize defined leaf variables (group {})", who,
+               g);
+      MG_CHECK(is_floating(p.dtype()), DTypeError, "{}: parameter {} is {}; only floating tensors can be optimized",
+               who, p.name(), dtype_name(p.dtype()));
       auto [it, fresh] = seen.emplace(p.impl().get(), g);
       MG_CHECK(fresh, ValueError, "{}: parameter '{}' appears in groups {} and {}; each may appear once", who, p.name(),
                it->second, g);
@@ -51,10 +54,12 @@ void Optimizer::check_state(size_t g, size_t i, std::initializer_list<const char
     const Tensor& s = it->second;
     MG_CHECK(s.dtype() == p.dtype(), DTypeError,
              "{}: {} is {} but its {} is {} (was the model converted with Module::to after the optimizer's first step? "
-             "make the optimizer after converting)", name(), describe(g, i), dtype_name(p.dtype()), n, dtype_name(s.dtype()));
-    MG_CHECK(s.shape() == p.shape(), ShapeError,
-             "{}: {} has shape {} but its {} has {} (was its data replaced with set_data after the optimizer's first step?)",
-             name(), describe(g, i), shape_str(p.shape()), n, shape_str(s.shape()));
+             "make the optimizer after converting)",
+             name(), describe(g, i), dtype_name(p.dtype()), n, dtype_name(s.dtype()));
+    MG_CHECK(
+        s.shape() == p.shape(), ShapeError,
+        "{}: {} has shape {} but its {} has {} (was its data replaced with set_data after the optimizer's first step?)",
+        name(), describe(g, i), shape_str(p.shape()), n, shape_str(s.shape()));
   }
 }
 

@@ -17,7 +17,8 @@ void LRScheduler::apply() {
 }
 
 void LRScheduler::step() {
-  MG_CHECK(step_ < std::numeric_limits<int64_t>::max(), StateError, "LRScheduler: the step count {} cannot go on", step_);
+  MG_CHECK(step_ < std::numeric_limits<int64_t>::max(), StateError, "LRScheduler: the step count {} cannot go on",
+           step_);
   ++step_;
   apply();
 }
@@ -30,26 +31,32 @@ void LRScheduler::set_step(int64_t s) {
 
 void LRScheduler::restore(int64_t s, std::vector<double> base_lrs) {
   MG_CHECK(s >= 0, ValueError, "{}: step must be >= 0, got {}", name(), s);
-  MG_CHECK(base_lrs.size() == base_lrs_.size(), ValueError, "{}: {} base learning rates for an optimizer with {} groups", name(),
-           base_lrs.size(), base_lrs_.size());
-  for (double lr : base_lrs) MG_CHECK(lr >= 0 && std::isfinite(lr), ValueError, "{}: a base learning rate must be finite and >= 0, got {}", name(), lr);
+  MG_CHECK(base_lrs.size() == base_lrs_.size(), ValueError,
+           "{}: {} base learning rates for an optimizer with {} groups", name(), base_lrs.size(), base_lrs_.size());
+  for (double lr : base_lrs)
+    MG_CHECK(lr >= 0 && std::isfinite(lr), ValueError, "{}: a base learning rate must be finite and >= 0, got {}",
+             name(), lr);
   step_ = s;
   base_lrs_ = std::move(base_lrs);
 }
 
-StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma) : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {
+StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)
+    : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {
   MG_CHECK(step_size > 0, ValueError, "StepLR: step_size must be positive, got {}", step_size);
   MG_CHECK(gamma >= 0 && std::isfinite(gamma), ValueError, "StepLR: gamma must be finite and >= 0, got {}", gamma);
   apply();
 }
 
-double StepLR::lr_at(double base, int64_t t) const { return base * std::pow(gamma_, static_cast<double>(t / step_size_)); }
+double StepLR::lr_at(double base, int64_t t) const {
+  return base * std::pow(gamma_, static_cast<double>(t / step_size_));
+}
 
 WarmupCosineLR::WarmupCosineLR(Optimizer& opt, int64_t warmup, int64_t total, double min_ratio)
     : LRScheduler(opt), warmup_(warmup), total_(total), min_ratio_(min_ratio) {
   MG_CHECK(warmup >= 0 && total > warmup, ValueError,
            "WarmupCosineLR: need 0 <= warmup_steps < total_steps, got warmup {} and total {}", warmup, total);
-  MG_CHECK(min_ratio >= 0 && min_ratio <= 1, ValueError, "WarmupCosineLR: min_lr_ratio must be in [0, 1], got {}", min_ratio);
+  MG_CHECK(min_ratio >= 0 && min_ratio <= 1, ValueError, "WarmupCosineLR: min_lr_ratio must be in [0, 1], got {}",
+           min_ratio);
   apply();
 }
 

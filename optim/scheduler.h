@@ -69,7 +69,9 @@ class WarmupCosineLR : public LRScheduler {
   WarmupCosineLR(Optimizer& opt, int64_t warmup_steps, int64_t total_steps, double min_lr_ratio = 0.0);
   std::string name() const override { return "WarmupCosineLR"; }
   std::map<std::string, double> settings() const override {
-    return {{"warmup_steps", static_cast<double>(warmup_)}, {"total_steps", static_cast<double>(total_)}, {"min_lr_ratio", min_ratio_}};
+    return {{"warmup_steps", static_cast<double>(warmup_)},
+            {"total_steps", static_cast<double>(total_)},
+            {"min_lr_ratio", min_ratio_}};
   }
 
  protected:

@@ -7,7 +7,8 @@
 
 namespace mg::optim {
 
-SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o) : Optimizer(std::move(groups), o.lr, o.weight_decay, "SGD"), options(o) {
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o)
+    : Optimizer(std::move(groups), o.lr, o.weight_decay, "SGD"), options(o) {
   MG_CHECK(o.momentum >= 0 && std::isfinite(o.momentum), ValueError, "SGD: momentum must be >= 0, got {}", o.momentum);
   MG_CHECK(std::isfinite(o.dampening), ValueError, "SGD: dampening must be finite, got {}", o.dampening);
   MG_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), ValueError,

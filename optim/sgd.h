@@ -33,7 +33,8 @@ class SGD : public Optimizer {
   }
 
   std::map<std::string, double> hyper_parameters() const override {
-    return {{"momentum", options.momentum}, {"dampening", options.dampening}, {"nesterov", options.nesterov ? 1.0 : 0.0}};
+    return {
+        {"momentum", options.momentum}, {"dampening", options.dampening}, {"nesterov", options.nesterov ? 1.0 : 0.0}};
   }
 
   const SGDOptions options;

@@ -51,7 +51,8 @@ void remove_stale_temporaries(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, std::string_view who, const std::function<void(const ByteSink&)>& fill) {
+void write_file_atomic(const std::string& path, std::string_view who,
+                       const std::function<void(const ByteSink&)>& fill) {
   remove_stale_temporaries(path);
   // The temporary's name carries this process's id, so that a later write can tell the leftovers
   // of a killed one (its process gone) from a write still running.
@@ -61,7 +62,8 @@ void write_file_atomic(const std::string& path, std::string_view who, const std:
   bool closed = false;
   try {
     // mkstemp makes the file 0600; give it the mode the file it replaces had, or the one a new file gets
-    MG_CHECK(::fchmod(fd, new_file_mode(path)) == 0, FileError, "{}: cannot set the mode of {}: {}", who, tmp, errno_text());
+    MG_CHECK(::fchmod(fd, new_file_mode(path)) == 0, FileError, "{}: cannot set the mode of {}: {}", who, tmp,
+             errno_text());
     fill([&](const char* data, size_t n) {
       while (n > 0) {
         const ssize_t w = ::write(fd, data, n);

@@ -19,13 +19,14 @@ CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 // failure is a bug in minigrad's layout logic, never the user's input.
 void check_arguments(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
   const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;  // the stored matrices' row lengths
-  MG_CHECK(m >= 0 && n >= 0 && k >= 0 && lda >= std::max<int64_t>(1, a_cols) && ldb >= std::max<int64_t>(1, b_cols) &&
-               ldc >= std::max<int64_t>(1, n) && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && lda <= INT32_MAX &&
-               ldb <= INT32_MAX && ldc <= INT32_MAX,
-           ValueError,
-           "blas::gemm: illegal arguments m={} n={} k={} lda={} ldb={} ldc={} (trans_a {}, trans_b {}); this is a bug in "
-           "minigrad, please report it",
-           m, n, k, lda, ldb, ldc, ta, tb);
+  MG_CHECK(
+      m >= 0 && n >= 0 && k >= 0 && lda >= std::max<int64_t>(1, a_cols) && ldb >= std::max<int64_t>(1, b_cols) &&
+          ldc >= std::max<int64_t>(1, n) && m <= INT32_MAX && n <= INT32_MAX && k <= INT32_MAX && lda <= INT32_MAX &&
+          ldb <= INT32_MAX && ldc <= INT32_MAX,
+      ValueError,
+      "blas::gemm: illegal arguments m={} n={} k={} lda={} ldb={} ldc={} (trans_a {}, trans_b {}); this is a bug in "
+      "minigrad, please report it",
+      m, n, k, lda, ldb, ldc, ta, tb);
 }
 
 // The product on sgemm: both operands widened to float32 (exactly), stored as they were.
@@ -44,12 +45,13 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc, Engine engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
-  if (engine == Engine::OneDNN && m > 0 && n > 0) return onednn::sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (engine == Engine::OneDNN && m > 0 && n > 0)
+    return onednn::sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda, const double* b,
-          int64_t ldb, double beta, double* c, int64_t ldc, Engine) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc, Engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
   cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

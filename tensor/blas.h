@@ -54,7 +54,8 @@ template <class T>
 const T* dense_rows(const T* x, int64_t rows, int64_t cols, int64_t ld, std::vector<T>& buf) {
   if (ld == cols || rows <= 1) return x;
   buf.resize(static_cast<size_t>(rows * cols));
-  for (int64_t i = 0; i < rows; ++i) std::memcpy(buf.data() + i * cols, x + i * ld, static_cast<size_t>(cols) * sizeof(T));
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(buf.data() + i * cols, x + i * ld, static_cast<size_t>(cols) * sizeof(T));
   return buf.data();
 }
 

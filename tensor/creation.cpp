@@ -15,7 +15,8 @@ Tensor empty(const Shape& shape, DType dtype) {
 
 Tensor zeros(const Shape& shape, DType dtype) {
   const int64_t item = static_cast<int64_t>(itemsize(dtype));
-  auto storage = std::make_shared<Storage>(static_cast<size_t>(checked_numel(shape, "zeros", item) * item), /*zero=*/true);
+  auto storage =
+      std::make_shared<Storage>(static_cast<size_t>(checked_numel(shape, "zeros", item) * item), /*zero=*/true);
   return Tensor(std::move(storage), dtype, shape, contiguous_strides(shape), 0);
 }
 
@@ -41,9 +42,11 @@ Tensor arange_float(double start, double end, double step, DType dtype) {
   MG_CHECK(step != 0 && std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ValueError,
            "arange: start, end and step must be finite and step non-zero, got [{}, {}) step {}", start, end, step);
   MG_CHECK(step > 0 ? end >= start : end <= start, ValueError,
-           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end, step);
+           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end,
+           step);
   const double count = std::ceil((end - start) / step);
-  MG_CHECK(count < 4.6e18, ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end, step, count);
+  MG_CHECK(count < 4.6e18, ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end, step,
+           count);
   const int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   Tensor t = empty({n}, dtype);
   visit_all(dtype, "arange", [&]<class T>() {
@@ -56,15 +59,17 @@ Tensor arange_float(double start, double end, double step, DType dtype) {
 Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype) {
   MG_CHECK(step != 0, ValueError, "arange: step must be non-zero, got [{}, {}) step {}", start, end, step);
   MG_CHECK(step > 0 ? end >= start : end <= start, ValueError,
-           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end, step);
+           "arange: [{}, {}) cannot be walked in steps of {} (the step's sign must lead from start to end)", start, end,
+           step);
   const __int128 span = static_cast<__int128>(end) - start;  // int128: no overflow for any int64 bounds
   const __int128 count = span == 0 ? 0 : (span + step + (step > 0 ? -1 : 1)) / step;
-  MG_CHECK(count < (__int128{1} << 62), ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start, end,
-           step, static_cast<double>(count));
+  MG_CHECK(count < (__int128{1} << 62), ValueError, "arange: [{}, {}) in steps of {} would have {:.3g} elements", start,
+           end, step, static_cast<double>(count));
   Tensor t = empty({static_cast<int64_t>(count)}, dtype);
   visit_all(dtype, "arange", [&]<class T>() {
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(static_cast<int64_t>(start + static_cast<__int128>(i) * step));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      p[i] = static_cast<T>(static_cast<int64_t>(start + static_cast<__int128>(i) * step));
   });
   return t;
 }
@@ -75,15 +80,16 @@ Tensor arange(int64_t n, DType dtype) { return arange_int(0, n, 1, dtype); }
 // torch.linspace does: both ends come out exactly
 Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   MG_CHECK(steps >= 0, ValueError, "linspace: steps must be >= 0, got {}", steps);
-  MG_CHECK(std::isfinite(start) && std::isfinite(end), ValueError, "linspace: start and end must be finite, got {} and {}", start,
-           end);
+  MG_CHECK(std::isfinite(start) && std::isfinite(end), ValueError,
+           "linspace: start and end must be finite, got {} and {}", start, end);
   MG_CHECK(is_floating(dtype), DTypeError, "linspace: expected a floating dtype, got {}", dtype_name(dtype));
   Tensor t = empty({steps}, dtype);
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0;
   visit_float(dtype, "linspace", [&]<class T>() {
     T* p = t.data<T>();
     for (int64_t i = 0; i < steps; ++i)
-      p[i] = static_cast<T>(steps == 1 || i < steps / 2 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i));
+      p[i] = static_cast<T>(steps == 1 || i < steps / 2 ? start + step * static_cast<double>(i)
+                                                        : end - step * static_cast<double>(steps - 1 - i));
   });
   return t;
 }
@@ -104,8 +110,8 @@ Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype) {
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
   MG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError,
-           "from_vector: {} values cannot fill shape {} ({} elements)", values.size(),
-           shape_str(shape), numel_of(shape));
+           "from_vector: {} values cannot fill shape {} ({} elements)", values.size(), shape_str(shape),
+           numel_of(shape));
   Tensor t = empty(shape, dtype_of<T>());
   std::copy(values.begin(), values.end(), t.data<T>());
   return t;
@@ -117,8 +123,8 @@ template Tensor from_vector<int64_t>(const std::vector<int64_t>&, const Shape&);
 template <>
 Tensor from_vector<bool>(const std::vector<bool>& values, const Shape& shape) {
   MG_CHECK(static_cast<int64_t>(values.size()) == numel_of(shape), ShapeError,
-           "from_vector: {} values cannot fill shape {} ({} elements)", values.size(),
-           shape_str(shape), numel_of(shape));
+           "from_vector: {} values cannot fill shape {} ({} elements)", values.size(), shape_str(shape),
+           numel_of(shape));
   Tensor t = empty(shape, DType::Bool);
   bool* p = t.data<bool>();
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
@@ -168,7 +174,8 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen) {
   Tensor t = empty(shape, DType::Int64);
   int64_t* p = t.data<int64_t>();
   const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);  // up to 2^64 - 1: no overflow
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<int64_t>(static_cast<uint64_t>(low) + gen.next_below(range));
+  for (int64_t i = 0; i < t.numel(); ++i)
+    p[i] = static_cast<int64_t>(static_cast<uint64_t>(low) + gen.next_below(range));
   return t;
 }
 

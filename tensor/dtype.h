@@ -18,11 +18,16 @@ enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
 /// Bytes per element.
 constexpr size_t itemsize(DType t) {
   switch (t) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
-    case DType::BFloat16: return 2;
+    case DType::Float32:
+      return 4;
+    case DType::Float64:
+      return 8;
+    case DType::Int64:
+      return 8;
+    case DType::Bool:
+      return 1;
+    case DType::BFloat16:
+      return 2;
   }
   return 0;
 }
@@ -30,11 +35,16 @@ constexpr size_t itemsize(DType t) {
 /// "float32", "float64", "int64", "bool" or "bfloat16".
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
-    case DType::Bool: return "bool";
-    case DType::BFloat16: return "bfloat16";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::Int64:
+      return "int64";
+    case DType::Bool:
+      return "bool";
+    case DType::BFloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -46,12 +56,28 @@ constexpr bool is_floating(DType t) { return t == DType::Float32 || t == DType::
 constexpr bool is_floating_point(DType t) { return is_floating(t) || t == DType::BFloat16; }
 
 /// The DType of a C++ element type: dtype_of<float> == Float32, dtype_of<bool> == Bool.
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<float>() { return DType::Float32; }
-template <> constexpr DType dtype_of<double>() { return DType::Float64; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
-template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
-template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::Float32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::Float64;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::Int64;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
+template <>
+constexpr DType dtype_of<bfloat16>() {
+  return DType::BFloat16;
+}
 
 /// `value` as an element of type T. Into int64 and bool only values they hold exactly are taken
 /// (2.5, NaN or 1e30 into int64, 2 into bool are a ValueError naming `op`): minigrad never rounds a
@@ -59,9 +85,12 @@ template <> constexpr DType dtype_of<bfloat16>() { return DType::BFloat16; }
 template <class T>
 T checked_cast(double value, std::string_view op) {
   if constexpr (std::is_same_v<T, int64_t>) {
-    MG_CHECK(value == value && value >= -0x1p63 && value < 0x1p63 && static_cast<double>(static_cast<int64_t>(value)) == value,
-             ValueError, "{}: {} is not an int64 value (minigrad does not round or promote; convert the tensor with "
-             ".to(DType::Float32) first)", op, value);
+    MG_CHECK(value == value && value >= -0x1p63 && value < 0x1p63 &&
+                 static_cast<double>(static_cast<int64_t>(value)) == value,
+             ValueError,
+             "{}: {} is not an int64 value (minigrad does not round or promote; convert the tensor with "
+             ".to(DType::Float32) first)",
+             op, value);
   } else if constexpr (std::is_same_v<T, bool>) {
     MG_CHECK(value == 0 || value == 1, ValueError, "{}: {} is not a bool value (0 or 1)", op, value);
   }
@@ -73,11 +102,12 @@ T checked_cast(double value, std::string_view op) {
 template <class F>
 decltype(auto) visit_float(DType t, std::string_view op, F&& f) {
   switch (t) {
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
+    case DType::Float32:
+      return f.template operator()<float>();
+    case DType::Float64:
+      return f.template operator()<double>();
     default:
-      throw DTypeError(fmt::format("{}: expected a floating tensor (float32 or float64), got {}", op,
-                                   dtype_name(t)));
+      throw DTypeError(fmt::format("{}: expected a floating tensor (float32 or float64), got {}", op, dtype_name(t)));
   }
 }
 
@@ -86,25 +116,37 @@ decltype(auto) visit_float(DType t, std::string_view op, F&& f) {
 template <class F>
 decltype(auto) visit_all(DType t, std::string_view op, F&& f) {
   switch (t) {
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Int64: return f.template operator()<int64_t>();
-    case DType::Bool: return f.template operator()<bool>();
-    case DType::BFloat16: break;
+    case DType::Float32:
+      return f.template operator()<float>();
+    case DType::Float64:
+      return f.template operator()<double>();
+    case DType::Int64:
+      return f.template operator()<int64_t>();
+    case DType::Bool:
+      return f.template operator()<bool>();
+    case DType::BFloat16:
+      break;
   }
-  throw DTypeError(fmt::format("{}: bfloat16 tensors are for storage and matrix products under autocast; minigrad does "
-                               "not compute with them elsewhere (convert with .to(DType::Float32) first)", op));
+  throw DTypeError(
+      fmt::format("{}: bfloat16 tensors are for storage and matrix products under autocast; minigrad does "
+                  "not compute with them elsewhere (convert with .to(DType::Float32) first)",
+                  op));
 }
 
 /// Every dtype, BFloat16 included (as mg::bfloat16): for copying, converting, filling and printing.
 template <class F>
 decltype(auto) visit_stored(DType t, F&& f) {
   switch (t) {
-    case DType::Float32: return f.template operator()<float>();
-    case DType::Float64: return f.template operator()<double>();
-    case DType::Int64: return f.template operator()<int64_t>();
-    case DType::Bool: return f.template operator()<bool>();
-    case DType::BFloat16: return f.template operator()<bfloat16>();
+    case DType::Float32:
+      return f.template operator()<float>();
+    case DType::Float64:
+      return f.template operator()<double>();
+    case DType::Int64:
+      return f.template operator()<int64_t>();
+    case DType::Bool:
+      return f.template operator()<bool>();
+    case DType::BFloat16:
+      return f.template operator()<bfloat16>();
   }
   return f.template operator()<float>();
 }

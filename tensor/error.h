@@ -79,7 +79,7 @@ struct StateError : Error {
 
 /// MG_CHECK(cond, ErrorType, "fmt text {}", args...): throw ErrorType with the formatted message
 /// when `cond` is false. The message should start with the op name: "matmul: ...".
-#define MG_CHECK(cond, ErrorType, ...)                    \
-  do {                                                    \
+#define MG_CHECK(cond, ErrorType, ...)                            \
+  do {                                                            \
     if (!(cond)) throw ::mg::ErrorType(fmt::format(__VA_ARGS__)); \
   } while (0)

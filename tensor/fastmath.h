@@ -20,11 +20,11 @@ namespace mg::fast {
 inline float exp(float x) {
   // plain comparisons and no std::floor: those become library calls that stop vectorisation
   float xc = x < -104.0f ? -104.0f : x;
-  xc = xc > 88.8f ? 88.8f : xc;                              // e^88.8 overflows to inf below
-  const float t = xc * 1.44269504088896341f + 12582912.0f;  // + 1.5 * 2^23 rounds to an integer...
-  const float n = t - 12582912.0f;                           // ...n = round(x / ln2), -150..128
+  xc = xc > 88.8f ? 88.8f : xc;                                  // e^88.8 overflows to inf below
+  const float t = xc * 1.44269504088896341f + 12582912.0f;       // + 1.5 * 2^23 rounds to an integer...
+  const float n = t - 12582912.0f;                               // ...n = round(x / ln2), -150..128
   const uint32_t ni = std::bit_cast<uint32_t>(t) - 0x4B400000u;  // the same n (two's complement), from t's bits
-  const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;  // x - n ln2, ln2 split in two parts
+  const float r = xc - n * 0.693359375f + n * 2.12194440e-4f;    // x - n ln2, ln2 split in two parts
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -43,7 +43,8 @@ inline float exp(float x) {
 inline float erf(float x) {
   const float a = x < 0 ? -x : x;
   const float t = 1.0f / (1.0f + 0.3275911f * a);
-  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float poly =
+      t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
   const float y = 1.0f - poly * exp(-a * a);
   return x < 0 ? -y : y;
 }

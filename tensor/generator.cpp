@@ -59,12 +59,14 @@ Tensor Generator::get_state() const {
 void Generator::set_state(const Tensor& state) {
   MG_CHECK(state.defined(), StateError, "Generator::set_state: the state is undefined");
   MG_CHECK(state.dtype() == DType::Int64 && state.shape() == Shape{6}, ValueError,
-           "Generator::set_state: expected an int64 tensor (6) as get_state() returns, got {} {}", dtype_name(state.dtype()),
-           shape_str(state.shape()));
+           "Generator::set_state: expected an int64 tensor (6) as get_state() returns, got {} {}",
+           dtype_name(state.dtype()), shape_str(state.shape()));
   const std::vector<int64_t> v = state.to_vector<int64_t>();
-  MG_CHECK(v[4] == 0 || v[4] == 1, ValueError, "Generator::set_state: element 4 (a normal is kept) must be 0 or 1, got {}", v[4]);
-  MG_CHECK(v[0] != 0 || v[1] != 0 || v[2] != 0 || v[3] != 0, ValueError,
-           "Generator::set_state: the four state words are all 0, which xoshiro256++ never reaches (it would give only zeros)");
+  MG_CHECK(v[4] == 0 || v[4] == 1, ValueError,
+           "Generator::set_state: element 4 (a normal is kept) must be 0 or 1, got {}", v[4]);
+  MG_CHECK(
+      v[0] != 0 || v[1] != 0 || v[2] != 0 || v[3] != 0, ValueError,
+      "Generator::set_state: the four state words are all 0, which xoshiro256++ never reaches (it would give only zeros)");
   for (int i = 0; i < 4; ++i) s_[i] = std::bit_cast<uint64_t>(v[i]);
   has_spare_ = v[4] == 1;
   spare_ = std::bit_cast<double>(v[5]);

@@ -30,8 +30,7 @@ Layout<K> coalesce(const Shape& shape, const std::array<Strides, K>& strides) {
     if (shape[d] == 1) continue;
     if (!out.shape.empty()) {
       bool mergeable = true;
-      for (size_t k = 0; k < K; ++k)
-        mergeable = mergeable && out.strides[k].back() == strides[k][d] * shape[d];
+      for (size_t k = 0; k < K; ++k) mergeable = mergeable && out.strides[k].back() == strides[k][d] * shape[d];
       if (mergeable) {
         out.shape.back() *= shape[d];
         for (size_t k = 0; k < K; ++k) out.strides[k].back() = strides[k][d];
@@ -136,12 +135,10 @@ Tensor map_ternary(const Tensor& x, const Tensor& y, const Tensor& z, F f, std::
   const C* c = z.data<C>();
   for_each_run<4>(shape,
                   {out.strides(), broadcast_strides(x.shape(), x.strides(), shape),
-                   broadcast_strides(y.shape(), y.strides(), shape),
-                   broadcast_strides(z.shape(), z.strides(), shape)},
+                   broadcast_strides(y.shape(), y.strides(), shape), broadcast_strides(z.shape(), z.strides(), shape)},
                   [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& st) {
                     for (int64_t j = 0; j < n; ++j)
-                      o[off[0] + j] = f(a[off[1] + j * st[1]], b[off[2] + j * st[2]],
-                                        c[off[3] + j * st[3]]);
+                      o[off[0] + j] = f(a[off[1] + j * st[1]], b[off[2] + j * st[2]], c[off[3] + j * st[3]]);
                   });
   return out;
 }
@@ -188,7 +185,10 @@ Tensor backward_map(const Tensor& dy, const Tensor& s, std::string_view op, F f)
   check_same_dtype(dy, s, op);
   MG_CHECK(dy.shape() == s.shape(), ShapeError, "{}: dy has shape {} but the saved tensor {}; they must be equal", op,
            shape_str(dy.shape()), shape_str(s.shape()));
-  return visit_float(dy.dtype(), op, [&]<class T>() { return map_binary<T, T>(dy, s, [&](T g, T v) { return f(g, v); }, op); });
+  return visit_float(dy.dtype(), op, [&]<class T>() {
+    return map_binary<T, T>(
+        dy, s, [&](T g, T v) { return f(g, v); }, op);
+  });
 }
 
 }  // namespace mg::detail

@@ -33,7 +33,6 @@ void on_this_thread(F&& fn) {
   omp_set_num_threads(before);
 }
 
-
 const dnnl::engine& cpu_engine() {
   static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   return engine;
@@ -103,11 +102,13 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
   // oneDNN sizes its OpenMP team from this thread's setting: one thread, this one, as for OpenBLAS;
   // the caller's own setting is put back afterwards (this may be a user's thread that uses OpenMP).
   dnnl_status_t st = dnnl_success;
-  on_this_thread([&] { st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
-  MG_CHECK(st == dnnl_success, ValueError,
-           "blas::gemm: dnnl_sgemm failed (status {}) on m={} n={} k={} lda={} ldb={} ldc={}; this is a bug in minigrad, "
-           "please report it",
-           static_cast<int>(st), m, n, k, lda, ldb, ldc);
+  on_this_thread(
+      [&] { st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); });
+  MG_CHECK(
+      st == dnnl_success, ValueError,
+      "blas::gemm: dnnl_sgemm failed (status {}) on m={} n={} k={} lda={} ldb={} ldc={}; this is a bug in minigrad, "
+      "please report it",
+      static_cast<int>(st), m, n, k, lda, ldb, ldc);
 }
 
 // Whether bfloat16 products go to oneDNN: the CPU must have bfloat16 instructions (oneDNN's emulation
@@ -128,7 +129,8 @@ bool runs_bf16() {
 bool bf16_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, const bfloat16* b,
                float beta, float* c) {
   const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-  Bf16Matmul* found = bf16_primitive({ta, tb, m, n, k, a_cols, b_cols, n, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
+  Bf16Matmul* found = bf16_primitive(
+      {ta, tb, m, n, k, a_cols, b_cols, n, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
   if (!found) return false;
   Bf16Matmul& mm = *found;
   mm.a.set_data_handle(const_cast<bfloat16*>(a));
@@ -147,7 +149,8 @@ std::string bf16_kernel_name() {
   const dnnl::memory::desc d({256, 256}, dnnl::memory::data_type::bf16, dnnl::memory::dims{256, 1});
   const dnnl::memory::desc c({256, 256}, dnnl::memory::data_type::f32, dnnl::memory::dims{256, 1});
   std::string name;
-  on_this_thread([&] { name = dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str(); });
+  on_this_thread(
+      [&] { name = dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str(); });
   return name;
 }
 

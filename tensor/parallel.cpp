@@ -17,8 +17,8 @@ std::unique_ptr<tbb::global_control>& control() {
 int& thread_count() {
   // OpenBLAS runs single-threaded: minigrad hands it blocks of work from the one TBB pool
   // (tensor/ops/matmul.cpp), so its own threads would only spin against ours.
-  static int n = (blas::use_one_thread(), static_cast<int>(tbb::global_control::active_value(
-                                                   tbb::global_control::max_allowed_parallelism)));
+  static int n = (blas::use_one_thread(),
+                  static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism)));
   return n;
 }
 // Settle the thread configuration at start-up, before the first kernel runs.
@@ -27,8 +27,8 @@ const int kInit = thread_count();
 
 void set_num_threads(int n) {
   MG_CHECK(n >= 1, ValueError, "set_num_threads: expected n >= 1, got {}", n);
-  control() = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
-                                                    static_cast<size_t>(n));
+  control() =
+      std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(n));
   thread_count() = n;
 }
 

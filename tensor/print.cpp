@@ -45,7 +45,8 @@ struct Formatter {
   bool boolean = false;
   size_t width = 1;
 
-  Formatter(DType dtype, const std::vector<Tensor>& shown) : floating(is_floating_point(dtype)), boolean(dtype == DType::Bool) {
+  Formatter(DType dtype, const std::vector<Tensor>& shown)
+      : floating(is_floating_point(dtype)), boolean(dtype == DType::Bool) {
     if (!floating) {
       for (const Tensor& e : shown) width = std::max(width, plain(e).size());
       return;
@@ -63,7 +64,7 @@ struct Formatter {
     }
     sci_mode = hi / lo > 1000.0 || hi > 1e8 || (!int_mode && lo < 1e-4);
     for (double v : finite)
-      width = std::max(width, sci_mode ? fmt::format("{:.4e}", v).size()
+      width = std::max(width, sci_mode   ? fmt::format("{:.4e}", v).size()
                               : int_mode ? fmt::format("{:.0f}", v).size() + 1
                                          : fmt::format("{:.4f}", v).size());
   }
@@ -80,11 +81,16 @@ struct Formatter {
       s = plain(e);
     } else {
       const double v = e.item();
-      if (std::isnan(v)) s = "nan";
-      else if (std::isinf(v)) s = v > 0 ? "inf" : "-inf";
-      else if (sci_mode) s = fmt::format("{:.4e}", v);
-      else if (int_mode) s = fmt::format("{:.0f}.", v);
-      else s = fmt::format("{:.4f}", v);
+      if (std::isnan(v))
+        s = "nan";
+      else if (std::isinf(v))
+        s = v > 0 ? "inf" : "-inf";
+      else if (sci_mode)
+        s = fmt::format("{:.4e}", v);
+      else if (int_mode)
+        s = fmt::format("{:.0f}.", v);
+      else
+        s = fmt::format("{:.4f}", v);
     }
     return std::string(width > s.size() ? width - s.size() : 0, ' ') + s;
   }
@@ -148,7 +154,8 @@ std::string format_tensor(const Tensor& t, const std::vector<std::string>& suffi
   suffixes.insert(suffixes.end(), suffixes_in.begin(), suffixes_in.end());
   std::string out = prefix + values;
   const size_t last_newline = out.rfind('\n');
-  int64_t last_line = static_cast<int64_t>(last_newline == std::string::npos ? out.size() + 1 : out.size() - last_newline + 1);
+  int64_t last_line =
+      static_cast<int64_t>(last_newline == std::string::npos ? out.size() + 1 : out.size() - last_newline + 1);
   for (const std::string& s : suffixes) {
     const int64_t len = static_cast<int64_t>(s.size());
     if (last_line + len + 2 > kLineWidth) {

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <set>
 
-
 #include <nlohmann/json.hpp>
 
 #include "minigrad/tensor/atomic_file.h"
@@ -22,22 +21,33 @@ namespace {
 
 const char* st_dtype(DType t) {
   switch (t) {
-    case DType::Float32: return "F32";
-    case DType::Float64: return "F64";
-    case DType::Int64: return "I64";
-    case DType::Bool: return "BOOL";
-    case DType::BFloat16: return "BF16";
+    case DType::Float32:
+      return "F32";
+    case DType::Float64:
+      return "F64";
+    case DType::Int64:
+      return "I64";
+    case DType::Bool:
+      return "BOOL";
+    case DType::BFloat16:
+      return "BF16";
   }
   return "?";
 }
 
 bool parse_dtype(const std::string& s, DType& t) {
-  if (s == "F32") t = DType::Float32;
-  else if (s == "F64") t = DType::Float64;
-  else if (s == "I64") t = DType::Int64;
-  else if (s == "BOOL") t = DType::Bool;
-  else if (s == "BF16") t = DType::BFloat16;
-  else return false;
+  if (s == "F32")
+    t = DType::Float32;
+  else if (s == "F64")
+    t = DType::Float64;
+  else if (s == "I64")
+    t = DType::Int64;
+  else if (s == "BOOL")
+    t = DType::Bool;
+  else if (s == "BF16")
+    t = DType::BFloat16;
+  else
+    return false;
   return true;
 }
 
@@ -90,7 +100,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     write(reinterpret_cast<const char*>(&n), 8);
     write(h.data(), h.size());
     for (const Tensor& c : data)
-      write(static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()), c.numel() * itemsize(c.dtype()));
+      write(static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()),
+            c.numel() * itemsize(c.dtype()));
   });
 }
 
@@ -115,19 +126,21 @@ SafeTensors load_safetensors(const std::string& path) {
 
 SafeTensors parse_safetensors(const void* bytes_in, size_t size, const std::string& path) {
   const char* bytes = static_cast<const char*>(bytes_in);
-  MG_CHECK(size >= 8, FileError, "load_safetensors: {} is {} bytes, too short to hold the 8-byte header size", path, size);
+  MG_CHECK(size >= 8, FileError, "load_safetensors: {} is {} bytes, too short to hold the 8-byte header size", path,
+           size);
   uint64_t n;
   std::memcpy(&n, bytes, 8);
-  MG_CHECK(n <= size - 8, FileError,
-           "load_safetensors: {} says its header is {} bytes but only {} bytes follow (truncated or not a safetensors file)",
-           path, n, size - 8);
+  MG_CHECK(
+      n <= size - 8, FileError,
+      "load_safetensors: {} says its header is {} bytes but only {} bytes follow (truncated or not a safetensors file)",
+      path, n, size - 8);
   nlohmann::json header;
   try {
     // A safetensors header nests three deep at most ({name: {"shape": [...]}}); deeper is not one,
     // and refusing it here keeps a hostile file from nesting a million levels.
     auto depth_limit = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-      MG_CHECK(depth <= kMaxDepth, FileError, "load_safetensors: the header of {} nests deeper than a safetensors header does",
-               path);
+      MG_CHECK(depth <= kMaxDepth, FileError,
+               "load_safetensors: the header of {} nests deeper than a safetensors header does", path);
       return true;
     };
     header = nlohmann::json::parse(bytes + 8, bytes + 8 + n, depth_limit);
@@ -198,13 +211,16 @@ SafeTensors parse_safetensors(const void* bytes_in, size_t size, const std::stri
   std::vector<std::pair<std::string, Tensor>> sorted;
   uint64_t at = 0;
   for (size_t i : idx) {
-    const uint64_t begin = order[i].first, bytes_i = out.tensors[i].second.numel() * itemsize(out.tensors[i].second.dtype());
-    MG_CHECK(begin == at, FileError, "load_safetensors: tensor \"{}\" in {} starts at byte {} of the data, but {} {} there",
-             out.tensors[i].first, path, begin, begin < at ? "the tensor before it ends" : "nothing is stored before", at);
+    const uint64_t begin = order[i].first,
+                   bytes_i = out.tensors[i].second.numel() * itemsize(out.tensors[i].second.dtype());
+    MG_CHECK(
+        begin == at, FileError, "load_safetensors: tensor \"{}\" in {} starts at byte {} of the data, but {} {} there",
+        out.tensors[i].first, path, begin, begin < at ? "the tensor before it ends" : "nothing is stored before", at);
     at = begin + bytes_i;
     sorted.push_back(out.tensors[i]);
   }
-  MG_CHECK(at == data_size, FileError, "load_safetensors: {} holds {} data bytes but its tensors cover {}", path, data_size, at);
+  MG_CHECK(at == data_size, FileError, "load_safetensors: {} holds {} data bytes but its tensors cover {}", path,
+           data_size, at);
   out.tensors = std::move(sorted);
   return out;
 }

@@ -11,8 +11,8 @@
 namespace mg::detail {
 namespace {
 
-constexpr std::size_t kAlign = 64;     // a cache line, and enough for any SIMD load
-constexpr std::size_t kMaxCached = 8;                  // buffers kept per thread; more are freed
+constexpr std::size_t kAlign = 64;                              // a cache line, and enough for any SIMD load
+constexpr std::size_t kMaxCached = 8;                           // buffers kept per thread; more are freed
 constexpr std::size_t kMaxCachedBytes = std::size_t{64} << 20;  // and bytes: a large buffer is not kept
 
 constexpr bool kCache = !detail::kAddressSanitizer;  // no reuse under ASan (tensor/sanitizer.h)
@@ -51,13 +51,15 @@ void* scratch_acquire(std::size_t bytes, std::size_t& capacity) {
     free.erase(best);
     return p;
   }
-  MG_CHECK(bytes <= std::numeric_limits<std::size_t>::max() - kAlign, ValueError, "scratch: {} bytes is too large", bytes);
+  MG_CHECK(bytes <= std::numeric_limits<std::size_t>::max() - kAlign, ValueError, "scratch: {} bytes is too large",
+           bytes);
   const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
   capacity = rounded;
   try {
     return ::operator new(rounded, std::align_val_t(kAlign));
   } catch (const std::bad_alloc&) {
-    throw MemoryError(fmt::format("out of memory: cannot allocate {} bytes of scratch space (a kernel's work buffer)", rounded));
+    throw MemoryError(
+        fmt::format("out of memory: cannot allocate {} bytes of scratch space (a kernel's work buffer)", rounded));
   }
 }
 
@@ -71,7 +73,8 @@ void scratch_release(void* p, std::size_t capacity) noexcept {
   }
   // make room: drop the smallest cached buffers (keep the large ones, the costly ones to remake)
   while (!c.free.empty() && (c.free.size() >= kMaxCached || c.bytes + capacity > kMaxCachedBytes)) {
-    auto smallest = std::min_element(c.free.begin(), c.free.end(), [](const Block& x, const Block& y) { return x.bytes < y.bytes; });
+    auto smallest = std::min_element(c.free.begin(), c.free.end(),
+                                     [](const Block& x, const Block& y) { return x.bytes < y.bytes; });
     if (smallest->bytes >= capacity) {  // this one is the smallest: free it instead
       ::operator delete(p, std::align_val_t(kAlign));
       return;

@@ -27,7 +27,8 @@ int64_t checked_numel(const Shape& shape, std::string_view op, int64_t itemsize)
   bool overflow = false;
   for (int64_t s : shape) overflow = overflow || __builtin_mul_overflow(n, s, &n);
   overflow = overflow || __builtin_mul_overflow(n, itemsize, &bytes) || bytes > (int64_t{1} << 62);
-  MG_CHECK(!overflow, ValueError, "{}: shape {} has too many elements to allocate (more than 2^62 bytes)", op, shape_str(shape));
+  MG_CHECK(!overflow, ValueError, "{}: shape {} has too many elements to allocate (more than 2^62 bytes)", op,
+           shape_str(shape));
   return n;
 }
 
@@ -65,8 +66,7 @@ std::string shape_str(const Shape& shape) {
 int64_t wrap_dim(int64_t dim, int64_t ndim, std::string_view op) {
   const int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
   MG_CHECK(dim >= lo && dim <= hi, IndexError,
-           "{}: dimension {} is out of range for a tensor with {} dims (expected {} to {})", op, dim,
-           ndim, lo, hi);
+           "{}: dimension {} is out of range for a tensor with {} dims (expected {} to {})", op, dim, ndim, lo, hi);
   return dim < 0 ? dim + (ndim == 0 ? 1 : ndim) : dim;
 }
 
@@ -82,8 +82,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
     const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     MG_CHECK(da == db || da == 1 || db == 1, ShapeError,
-             "{}: shapes {} and {} cannot be broadcast together (dim {}: {} vs {})", op,
-             shape_str(a), shape_str(b), i, da, db);
+             "{}: shapes {} and {} cannot be broadcast together (dim {}: {} vs {})", op, shape_str(a), shape_str(b), i,
+             da, db);
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -92,8 +92,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
 Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shape& target) {
   Strides out(target.size(), 0);
   const size_t lead = target.size() - shape.size();
-  for (size_t i = 0; i < shape.size(); ++i)
-    out[lead + i] = (shape[i] == 1 && target[lead + i] != 1) ? 0 : strides[i];
+  for (size_t i = 0; i < shape.size(); ++i) out[lead + i] = (shape[i] == 1 && target[lead + i] != 1) ? 0 : strides[i];
   return out;
 }
 

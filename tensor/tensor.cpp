@@ -8,8 +8,7 @@
 
 namespace mg {
 
-Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides,
-               int64_t offset)
+Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strides strides, int64_t offset)
     : storage_(std::move(storage)),
       dtype_(dtype),
       shape_(std::move(shape)),
@@ -20,8 +19,8 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strid
            shape_str(shape_), shape_str(strides_));
   int64_t lo = offset_, hi = offset_, nonzero = 1;
   for (int64_t s : shape_)  // an empty tensor's other sizes must multiply within 64 bits too (shape.cpp)
-    MG_CHECK(s <= 0 || !__builtin_mul_overflow(nonzero, s, &nonzero), ValueError, "Tensor: the sizes of shape {} multiply past 64 bits",
-             shape_str(shape_));
+    MG_CHECK(s <= 0 || !__builtin_mul_overflow(nonzero, s, &nonzero), ValueError,
+             "Tensor: the sizes of shape {} multiply past 64 bits", shape_str(shape_));
   for (size_t d = 0; d < shape_.size(); ++d) {
     MG_CHECK(shape_[d] >= 0, ShapeError, "Tensor: negative size in shape {}", shape_str(shape_));
     if (shape_[d] == 0) return;  // no elements: nothing to reach
@@ -31,8 +30,8 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, DType dtype, Shape shape, Strid
   }
   const int64_t capacity = static_cast<int64_t>(storage_->nbytes() / itemsize(dtype_));
   MG_CHECK(lo >= 0 && hi < capacity, IndexError,
-           "Tensor: a view with shape {}, strides {} and offset {} reaches elements [{}, {}] of a storage of {}", shape_str(shape_),
-           shape_str(strides_), offset_, lo, hi, capacity);
+           "Tensor: a view with shape {}, strides {} and offset {} reaches elements [{}, {}] of a storage of {}",
+           shape_str(shape_), shape_str(strides_), offset_, lo, hi, capacity);
 }
 
 int64_t Tensor::size(int64_t d) const { return shape_[checked_dim(d, dim(), "size")]; }
@@ -50,29 +49,27 @@ bool Tensor::is_contiguous() const {
 
 void Tensor::check_dtype(DType expected, std::string_view op) const {
   MG_CHECK(defined(), StateError, "{}: the tensor is undefined", op);
-  MG_CHECK(dtype_ == expected, DTypeError, "{}: expected a {} tensor, got {}", op,
-           dtype_name(expected), dtype_name(dtype_));
+  MG_CHECK(dtype_ == expected, DTypeError, "{}: expected a {} tensor, got {}", op, dtype_name(expected),
+           dtype_name(dtype_));
 }
 
 double Tensor::at(const std::vector<int64_t>& index) const {
   MG_CHECK(defined(), StateError, "at: the tensor is undefined");
-  MG_CHECK(static_cast<int64_t>(index.size()) == dim(), IndexError,
-           "at: {} indices given for a tensor with {} dims", index.size(), dim());
+  MG_CHECK(static_cast<int64_t>(index.size()) == dim(), IndexError, "at: {} indices given for a tensor with {} dims",
+           index.size(), dim());
   int64_t off = offset_;
   for (int64_t d = 0; d < dim(); ++d) {
-    MG_CHECK(index[d] >= 0 && index[d] < shape_[d], IndexError,
-             "at: index {} is out of range for dim {} of size {}", index[d], d, shape_[d]);
+    MG_CHECK(index[d] >= 0 && index[d] < shape_[d], IndexError, "at: index {} is out of range for dim {} of size {}",
+             index[d], d, shape_[d]);
     off += index[d] * strides_[d];
   }
-  return visit_stored(dtype_, [&]<class T>() {
-    return static_cast<double>(static_cast<const T*>(storage_->data())[off]);
-  });
+  return visit_stored(dtype_,
+                      [&]<class T>() { return static_cast<double>(static_cast<const T*>(storage_->data())[off]); });
 }
 
 double Tensor::item() const {
   MG_CHECK(defined(), StateError, "item: the tensor is undefined");
-  MG_CHECK(numel() == 1, ValueError,
-           "item: expected a tensor with one element, got shape {}", shape_str(shape_));
+  MG_CHECK(numel() == 1, ValueError, "item: expected a tensor with one element, got shape {}", shape_str(shape_));
   return at(std::vector<int64_t>(dim(), 0));
 }
 
@@ -101,21 +98,18 @@ Shape infer_shape(Shape shape, int64_t numel, const Shape& from, std::string_vie
       MG_CHECK(infer < 0, ShapeError, "{}: only one dimension can be -1, got {}", op, shape_str(shape));
       infer = static_cast<int64_t>(i);
     } else {
-      MG_CHECK(shape[i] >= 0, ShapeError, "{}: invalid size {} in shape {}", op, shape[i],
-               shape_str(shape));
+      MG_CHECK(shape[i] >= 0, ShapeError, "{}: invalid size {} in shape {}", op, shape[i], shape_str(shape));
       MG_CHECK(!__builtin_mul_overflow(known, shape[i], &known), ShapeError,
                "{}: shape {} is invalid for input of size {} (shape {})", op, shape_str(shape), numel, shape_str(from));
     }
   }
   if (infer >= 0) {
-    MG_CHECK(known != 0 && numel % known == 0, ShapeError,
-             "{}: shape {} is invalid for input of size {} (shape {})", op, shape_str(shape), numel,
-             shape_str(from));
+    MG_CHECK(known != 0 && numel % known == 0, ShapeError, "{}: shape {} is invalid for input of size {} (shape {})",
+             op, shape_str(shape), numel, shape_str(from));
     shape[infer] = numel / known;
   }
-  MG_CHECK(numel_of(shape) == numel, ShapeError,
-           "{}: shape {} is invalid for input of size {} (shape {})", op, shape_str(shape), numel,
-           shape_str(from));
+  MG_CHECK(numel_of(shape) == numel, ShapeError, "{}: shape {} is invalid for input of size {} (shape {})", op,
+           shape_str(shape), numel, shape_str(from));
   return shape;
 }
 
@@ -176,8 +170,8 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
-  MG_CHECK(static_cast<int64_t>(dims.size()) == dim(), ShapeError,
-           "permute: got {} dims for a tensor with shape {}", dims.size(), shape_str(shape_));
+  MG_CHECK(static_cast<int64_t>(dims.size()) == dim(), ShapeError, "permute: got {} dims for a tensor with shape {}",
+           dims.size(), shape_str(shape_));
   Shape sh(dim());
   Strides st(dim());
   std::vector<bool> seen(dim(), false);
@@ -217,19 +211,20 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::expand(const Shape& shape0) const {
-  MG_CHECK(shape0.size() >= shape_.size(), ShapeError,
-           "expand: cannot expand shape {} to fewer dims {}", shape_str(shape_), shape_str(shape0));
+  MG_CHECK(shape0.size() >= shape_.size(), ShapeError, "expand: cannot expand shape {} to fewer dims {}",
+           shape_str(shape_), shape_str(shape0));
   const size_t lead = shape0.size() - shape_.size();
   Shape shape = shape0;  // -1 keeps a dim's size, as in PyTorch
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1 && i >= lead) shape[i] = shape_[i - lead];
-    MG_CHECK(shape[i] >= 0, ShapeError, "expand: invalid size {} at dim {} in {} (sizes must be >= 0, or -1 to keep a dim)",
-             shape0[i], i, shape_str(shape0));
+    MG_CHECK(shape[i] >= 0, ShapeError,
+             "expand: invalid size {} at dim {} in {} (sizes must be >= 0, or -1 to keep a dim)", shape0[i], i,
+             shape_str(shape0));
   }
   for (size_t i = 0; i < shape_.size(); ++i)
     MG_CHECK(shape_[i] == shape[lead + i] || shape_[i] == 1, ShapeError,
-             "expand: cannot expand shape {} to {} (dim {}: {} vs {})", shape_str(shape_),
-             shape_str(shape), lead + i, shape_[i], shape[lead + i]);
+             "expand: cannot expand shape {} to {} (dim {}: {} vs {})", shape_str(shape_), shape_str(shape), lead + i,
+             shape_[i], shape[lead + i]);
   checked_numel(shape, "expand");  // the view's element count must fit, like any tensor's
   return Tensor(storage_, dtype_, shape, broadcast_strides(shape_, strides_, shape), offset_);
 }
@@ -241,8 +236,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   }
   start_dim = wrap_dim(start_dim, dim(), "flatten");
   end_dim = wrap_dim(end_dim, dim(), "flatten");
-  MG_CHECK(start_dim <= end_dim, IndexError, "flatten: start_dim {} comes after end_dim {} (shape {})", start_dim, end_dim,
-           shape_str(shape_));
+  MG_CHECK(start_dim <= end_dim, IndexError, "flatten: start_dim {} comes after end_dim {} (shape {})", start_dim,
+           end_dim, shape_str(shape_));
   Shape sh(shape_.begin(), shape_.begin() + start_dim);
   sh.push_back(numel_of(Shape(shape_.begin() + start_dim, shape_.begin() + end_dim + 1)));
   sh.insert(sh.end(), shape_.begin() + end_dim + 1, shape_.end());
@@ -266,7 +261,8 @@ Tensor Tensor::unflatten(int64_t d, const Shape& sizes) const {
   }
   if (infer >= 0 && known != 0 && shape_[d] % known == 0) resolved[infer] = shape_[d] / known;
   MG_CHECK((infer < 0 || resolved[infer] != -1) && numel_of(resolved) == shape_[d], ShapeError,
-           "unflatten: sizes {} do not multiply to the size {} of dim {} (shape {})", shape_str(sizes), shape_[d], d, shape_str(shape_));
+           "unflatten: sizes {} do not multiply to the size {} of dim {} (shape {})", shape_str(sizes), shape_[d], d,
+           shape_str(shape_));
   Shape sh(shape_.begin(), shape_.begin() + d);
   sh.insert(sh.end(), resolved.begin(), resolved.end());
   sh.insert(sh.end(), shape_.begin() + d + 1, shape_.end());
@@ -275,7 +271,7 @@ Tensor Tensor::unflatten(int64_t d, const Shape& sizes) const {
 
 Tensor Tensor::squeeze(int64_t d) const {
   d = wrap_dim(d, dim(), "squeeze");
-  if (dim() == 0) return *this;  // as in PyTorch: squeezing dim 0 or -1 of a scalar leaves it
+  if (dim() == 0) return *this;      // as in PyTorch: squeezing dim 0 or -1 of a scalar leaves it
   if (shape_[d] != 1) return *this;  // like torch: squeezing a non-1 dim does nothing
   Shape sh = shape_;
   Strides st = strides_;
@@ -294,7 +290,8 @@ Tensor Tensor::squeeze() const {
 
 Tensor Tensor::unsqueeze(int64_t d) const {
   MG_CHECK(d >= -(dim() + 1) && d <= dim(), IndexError,
-           "unsqueeze: position {} is out of range for a tensor with {} dims (expected {} to {})", d, dim(), -(dim() + 1), dim());
+           "unsqueeze: position {} is out of range for a tensor with {} dims (expected {} to {})", d, dim(),
+           -(dim() + 1), dim());
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape sh = shape_;
   Strides st = strides_;
@@ -373,8 +370,10 @@ Tensor Tensor::to(DType dtype) const {
         return static_cast<D>(v);
       };
       return detail::map_unary<D, S>(*this, [&](S v) {
-        if constexpr (std::is_same_v<S, bfloat16>) return convert(static_cast<float>(v));  // widening is exact
-        else return convert(v);
+        if constexpr (std::is_same_v<S, bfloat16>)
+          return convert(static_cast<float>(v));  // widening is exact
+        else
+          return convert(v);
       });
     });
   });
@@ -382,24 +381,24 @@ Tensor Tensor::to(DType dtype) const {
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
   MG_CHECK(defined() && src.defined(), StateError, "copy_: the tensor is undefined");
-  MG_CHECK(src.dtype() == dtype_, DTypeError, "copy_: dtype mismatch, {} into {}",
-           dtype_name(src.dtype()), dtype_name(dtype_));
+  MG_CHECK(src.dtype() == dtype_, DTypeError, "copy_: dtype mismatch, {} into {}", dtype_name(src.dtype()),
+           dtype_name(dtype_));
   const Shape b = broadcast_shapes(shape_, src.shape(), "copy_");
-  MG_CHECK(b == shape_, ShapeError, "copy_: source shape {} cannot be broadcast to {}",
-           shape_str(src.shape()), shape_str(shape_));
+  MG_CHECK(b == shape_, ShapeError, "copy_: source shape {} cannot be broadcast to {}", shape_str(src.shape()),
+           shape_str(shape_));
   MG_CHECK(!has_internal_overlap(*this), ValueError,
            "copy_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?); "
-           "copy into a tensor of its own, e.g. .contiguous()", shape_str(shape_), shape_str(strides_));
+           "copy into a tensor of its own, e.g. .contiguous()",
+           shape_str(shape_), shape_str(strides_));
   // Reading and writing overlapping memory would read values this copy already overwrote.
   const Tensor from = may_overlap(*this, src) ? src.clone() : src;
   visit_stored(dtype_, [&]<class T>() {
     T* o = data<T>();
     const T* s = from.data<T>();
-    detail::for_each_run<2>(
-        shape_, {strides_, broadcast_strides(from.shape(), from.strides(), shape_)},
-        [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-          for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = s[off[1] + j * st[1]];
-        });
+    detail::for_each_run<2>(shape_, {strides_, broadcast_strides(from.shape(), from.strides(), shape_)},
+                            [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+                              for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = s[off[1] + j * st[1]];
+                            });
   });
   return *this;
 }
@@ -410,8 +409,7 @@ const Tensor& Tensor::fill_(double value) const {
     T* o = data<T>();
     const T v = checked_cast<T>(value, "fill_");
     detail::for_each_run<1>(shape_, {strides_},
-                            [&](const std::array<int64_t, 1>& off, int64_t n,
-                                const std::array<int64_t, 1>& st) {
+                            [&](const std::array<int64_t, 1>& off, int64_t n, const std::array<int64_t, 1>& st) {
                               for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = v;
                             });
   });

@@ -10,9 +10,9 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "minigrad/tensor/dtype.h"
@@ -54,14 +54,16 @@ class Tensor {
 
   // ---- element access ----
   /// Pointer to element (0, 0, ...); a DTypeError if T does not match dtype().
-  template <class T> T* data() const {
+  template <class T>
+  T* data() const {
     check_dtype(dtype_of<T>(), "data");
     return static_cast<T*>(storage_->data()) + offset_;
   }
   /// The single element of a one-element tensor, converted to double.
   double item() const;
   /// All elements in row-major order, converted to T.
-  template <class T> std::vector<T> to_vector() const;
+  template <class T>
+  std::vector<T> to_vector() const;
   /// Element at a multi-index, converted to double (slow; for tests and printing).
   double at(const std::vector<int64_t>& index) const;
 
@@ -156,8 +158,8 @@ Tensor arange_float(double start, double end, double step, DType dtype);
 /// integers, float32 when any is a floating-point number (arange(0, 1, 0.1) is ten float32 values
 /// 0, 0.1, ..., 0.9; arange(0.0, 3.0) is float32 too), unless `dtype` says otherwise.
 template <class A, class B, class C = int64_t>
-  requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C>
-Tensor arange(A start, B end, C step = 1, std::optional<DType> dtype = std::nullopt) {
+requires std::is_arithmetic_v<A> && std::is_arithmetic_v<B> && std::is_arithmetic_v<C> Tensor
+arange(A start, B end, C step = 1, std::optional<DType> dtype = std::nullopt) {
   if constexpr (std::is_integral_v<A> && std::is_integral_v<B> && std::is_integral_v<C>)
     return arange_int(start, end, step, dtype.value_or(DType::Int64));
   else
@@ -167,7 +169,8 @@ Tensor arange(A start, B end, C step = 1, std::optional<DType> dtype = std::null
 /// 0, 1, ..., n-1.
 Tensor arange(int64_t n, DType dtype = DType::Int64);
 /// Copy `values` into a new tensor of `shape` (numel must match); dtype from T.
-template <class T> Tensor from_vector(const std::vector<T>& values, const Shape& shape);
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape);
 /// Float32 tensor from a list: tensor({1, 2, 3, 4}, {2, 2}).
 Tensor tensor(std::initializer_list<float> values, const Shape& shape);
 /// `steps` values evenly spaced from start to end, both ends included (torch.linspace).
@@ -184,8 +187,7 @@ Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dty
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen = default_generator(),
                DType dtype = DType::Float32);
 /// 1 with probability p, else 0.
-Tensor bernoulli(const Shape& shape, double p, Generator& gen = default_generator(),
-                 DType dtype = DType::Float32);
+Tensor bernoulli(const Shape& shape, double p, Generator& gen = default_generator(), DType dtype = DType::Float32);
 /// Normal(0, 1) samples of x's shape, and x's dtype unless `dtype` is given (floating).
 Tensor randn_like(const Tensor& x, Generator& gen = default_generator(), std::optional<DType> dtype = std::nullopt);
 /// Integers uniform on [low, high).

@@ -34,4 +34,6 @@ inline mg::Tensor ids(std::vector<int64_t> v) { return mg::from_vector<int64_t>(
 
 }  // namespace mgtest
 
-#define BAD(ErrorType, op, ...) mgtest::expect_error<ErrorType>(#__VA_ARGS__, [&] { (void)(__VA_ARGS__); }, op)
+#define BAD(ErrorType, op, ...)    \
+  mgtest::expect_error<ErrorType>( \
+      #__VA_ARGS__, [&] { (void)(__VA_ARGS__); }, op)

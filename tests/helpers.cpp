@@ -38,41 +38,42 @@ namespace {
 std::map<std::string, GoldenCase> load_all() {
   std::map<std::string, GoldenCase> all;
   for (const char* file : {"ops.txt", "nn.txt", "torch_mlp.txt", "edge.txt"}) {
-  std::ifstream in(std::string(MG_GOLDEN_DIR) + "/" + file);
-  if (!in) throw std::runtime_error("cannot open " + std::string(MG_GOLDEN_DIR) + "/" + file);
-  std::string line, current;
-  while (std::getline(in, line)) {
-    std::istringstream ss(line);
-    std::string key;
-    ss >> key;
-    if (key == "case") {
-      ss >> current;
-      if (all.count(current)) throw std::runtime_error(std::string("golden case defined twice: ") + current);
-    } else if (key == "end" || key.empty()) {
-      continue;
-    } else {
-      std::string dtype;
-      int64_t nd;
-      ss >> dtype >> nd;
-      mg::Shape shape(nd);
-      for (auto& s : shape) ss >> s;
-      const int64_t n = mg::numel_of(shape);
-      if (dtype == "float64" || dtype == "float32") {  // float32 values are written exactly, as doubles
-        std::vector<double> v(n);
-        for (auto& x : v) {  // strtod, unlike >>, reads "inf", "-inf" and "nan"
-          std::string word;
-          ss >> word;
-          x = std::strtod(word.c_str(), nullptr);
-        }
-        all[current][key] = mg::from_vector(v, shape).to(dtype == "float32" ? mg::DType::Float32 : mg::DType::Float64);
+    std::ifstream in(std::string(MG_GOLDEN_DIR) + "/" + file);
+    if (!in) throw std::runtime_error("cannot open " + std::string(MG_GOLDEN_DIR) + "/" + file);
+    std::string line, current;
+    while (std::getline(in, line)) {
+      std::istringstream ss(line);
+      std::string key;
+      ss >> key;
+      if (key == "case") {
+        ss >> current;
+        if (all.count(current)) throw std::runtime_error(std::string("golden case defined twice: ") + current);
+      } else if (key == "end" || key.empty()) {
+        continue;
       } else {
-        std::vector<int64_t> v(n);
-        for (auto& x : v) ss >> x;
-        Tensor t = mg::from_vector(v, shape);
-        all[current][key] = dtype == "bool" ? mg::ne(t, mg::zeros({}, mg::DType::Int64)) : t;
+        std::string dtype;
+        int64_t nd;
+        ss >> dtype >> nd;
+        mg::Shape shape(nd);
+        for (auto& s : shape) ss >> s;
+        const int64_t n = mg::numel_of(shape);
+        if (dtype == "float64" || dtype == "float32") {  // float32 values are written exactly, as doubles
+          std::vector<double> v(n);
+          for (auto& x : v) {  // strtod, unlike >>, reads "inf", "-inf" and "nan"
+            std::string word;
+            ss >> word;
+            x = std::strtod(word.c_str(), nullptr);
+          }
+          all[current][key] =
+              mg::from_vector(v, shape).to(dtype == "float32" ? mg::DType::Float32 : mg::DType::Float64);
+        } else {
+          std::vector<int64_t> v(n);
+          for (auto& x : v) ss >> x;
+          Tensor t = mg::from_vector(v, shape);
+          all[current][key] = dtype == "bool" ? mg::ne(t, mg::zeros({}, mg::DType::Int64)) : t;
+        }
       }
     }
-  }
   }
   return all;
 }
@@ -120,8 +121,10 @@ void expect_golden(const std::string& name, const Fn& fn) {
     std::vector<Variable> in;
     for (int i = 0; c.count("in" + std::to_string(i)); ++i) {
       const Tensor& t = c.at("in" + std::to_string(i));
-      if (mg::is_floating(t.dtype())) in.emplace_back(t.to(dt), true);
-      else in.emplace_back(t, false);
+      if (mg::is_floating(t.dtype()))
+        in.emplace_back(t.to(dt), true);
+      else
+        in.emplace_back(t, false);
     }
     Variable out = fn(in);
     ASSERT_EQ(out.dtype(), dt);

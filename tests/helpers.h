@@ -20,8 +20,7 @@ using Fn = std::function<Variable(const std::vector<Variable>&)>;
 /// Same shape, and every element within atol + rtol * |expected|.
 void expect_close(const Tensor& actual, const Tensor& expected, double atol = 1e-6, double rtol = 1e-6);
 /// Same shape as given, and the values (row-major) within atol.
-void expect_values(const Tensor& actual, const mg::Shape& shape, const std::vector<double>& values,
-                   double atol = 1e-6);
+void expect_values(const Tensor& actual, const mg::Shape& shape, const std::vector<double>& values, double atol = 1e-6);
 /// gradcheck passes (float64 central differences vs backward).
 void expect_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs, mg::GradcheckOptions opt = {});
 /// A random float64 tensor (deterministic per seed).

@@ -139,7 +139,8 @@ TEST(FusedAttention, EqualsTheComposedPathOutputsAndGradients) {
     SCOPED_TRACE(fmt::format("Tq {} Tk {} causal {}", tq, tk, causal));
     for (DType dt : {DType::Float64, DType::Float32}) {
       const double tol = dt == DType::Float64 ? 1e-12 : 2e-5;
-      Variable q(rnd({2, 3, tq, 5}, 1).to(dt), true), k(rnd({2, 3, tk, 5}, 2).to(dt), true), v(rnd({2, 3, tk, 5}, 3).to(dt), true);
+      Variable q(rnd({2, 3, tq, 5}, 1).to(dt), true), k(rnd({2, 3, tk, 5}, 2).to(dt), true),
+          v(rnd({2, 3, tk, 5}, 3).to(dt), true);
       Tensor g = rnd({2, 3, tq, 5}, 4).to(dt);
       Variable a = scaled_dot_product_attention(q, k, v, causal);
       sum(a * Variable(g)).backward();
@@ -157,13 +158,16 @@ TEST(FusedAttention, EqualsTheComposedPathOutputsAndGradients) {
 
 TEST(FusedAttention, Gradcheck) {
   for (bool causal : {true, false})
-    mgtest::expect_gradcheck([causal](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
-                             {rnd({1, 2, 4, 3}, 5), rnd({1, 2, 4, 3}, 6), rnd({1, 2, 4, 3}, 7)});
+    mgtest::expect_gradcheck(
+        [causal](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
+        {rnd({1, 2, 4, 3}, 5), rnd({1, 2, 4, 3}, 6), rnd({1, 2, 4, 3}, 7)});
   // non-contiguous inputs: the head-split view of a (B, T, H*d) tensor
-  mgtest::expect_gradcheck([](const std::vector<Variable>& v) {
-    auto heads = [](const Variable& x) { return nn::split_heads(x, 2); };
-    return scaled_dot_product_attention(heads(v[0]), heads(v[1]), heads(v[2]), true);
-  }, {rnd({2, 3, 4}, 8), rnd({2, 3, 4}, 9), rnd({2, 3, 4}, 10)});
+  mgtest::expect_gradcheck(
+      [](const std::vector<Variable>& v) {
+        auto heads = [](const Variable& x) { return nn::split_heads(x, 2); };
+        return scaled_dot_product_attention(heads(v[0]), heads(v[1]), heads(v[2]), true);
+      },
+      {rnd({2, 3, 4}, 8), rnd({2, 3, 4}, 9), rnd({2, 3, 4}, 10)});
   // q, k, v read in place from one (B, T, 3E) projection
   for (bool causal : {true, false})
     mgtest::expect_gradcheck([causal](const std::vector<Variable>& v) { return self_attention_qkv(v[0], 2, causal); },
@@ -177,7 +181,8 @@ TEST(FusedAttention, GoldenPyTorch) {
   };
   mgtest::expect_golden("sdpa_causal", sdpa(true));
   mgtest::expect_golden("sdpa_cross", sdpa(false));
-  mgtest::expect_golden("self_attention_qkv_causal", [](const std::vector<Variable>& v) { return self_attention_qkv(v[0], 2, true); });
+  mgtest::expect_golden("self_attention_qkv_causal",
+                        [](const std::vector<Variable>& v) { return self_attention_qkv(v[0], 2, true); });
 }
 
 TEST(FusedAttention, MultiheadAttentionFusedEqualsComposed) {
@@ -256,10 +261,13 @@ TEST(MultiheadAttention, MasksMustFitTheScores) {
     mha(x, {.attn_mask = zeros({4, 1, 3, 3}, DType::Bool)});
     FAIL();
   } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("MultiheadAttention: attn_mask of shape (4, 1, 3, 3) does not broadcast to the scores' shape (1, 2, 3, 3)"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr(
+            "MultiheadAttention: attn_mask of shape (4, 1, 3, 3) does not broadcast to the scores' shape (1, 2, 3, 3)"));
   }
   EXPECT_THROW(mha(x, {.attn_mask = zeros({3, 3}, DType::Int64)}), DTypeError);  // neither Bool nor additive
-  EXPECT_NO_THROW(mha(x, {.attn_mask = zeros({3, 3})}));                        // additive float is fine
+  EXPECT_NO_THROW(mha(x, {.attn_mask = zeros({3, 3})}));                         // additive float is fine
   // no keys: an error on both paths (the fused one once named its kernel, the other returned zeros)
   for (bool need_weights : {false, true}) {
     try {

@@ -197,13 +197,15 @@ TEST(Autograd, AWrongGradientIsNamedByItsOp) {
     sum(apply_function<WrongShape>({x})).backward();
     FAIL();
   } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("backward: 'wrong_shape' returned a gradient of shape (3,) for input 0 of shape (2,)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("backward: 'wrong_shape' returned a gradient of shape (3,) for input 0 of shape (2,)"));
   }
   try {
     sum(apply_function<WrongDtype>({x})).backward();
     FAIL();
   } catch (const DTypeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("backward: 'wrong_dtype' returned a float64 gradient for input 0, which is float32"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("backward: 'wrong_dtype' returned a float64 gradient for input 0, which is float32"));
   }
   // a gradient of the wrong dtype given by the user is a DTypeError too, not a ShapeError
   EXPECT_THROW(sum(x * 2.0).backward(scalar_tensor(1, DType::Float64)), DTypeError);
@@ -300,7 +302,7 @@ TEST(Autograd, RetainGradSumsOverBackwardsAndDoesNotKeepTheVariableAlive) {
   Variable x(tensor({1.0, 2.0}, {2}).to(DType::Float64), true);
   Variable h = x * 3.0;
   h.retain_grad();
-  h.retain_grad();  // twice is once
+  h.retain_grad();          // twice is once
   Variable y = sum(h * h);  // dy/dh = 2h = (6, 12)
   y.backward({}, true);
   expect_values(h.grad(), {2}, {6, 12});

@@ -118,7 +118,8 @@ void autograd() {
   BAD(ShapeError, "conv1d:", conv1d(Variable(zeros({1, 2, 5})), Variable(zeros({4, 3, 3}))));
   BAD(ShapeError, "conv1d:", conv1d(Variable(zeros({1, 2, 2})), Variable(zeros({4, 2, 3}))));
   BAD(ShapeError, "conv1d:", conv1d(Variable(zeros({1, 1, 2, 5})), Variable(zeros({4, 2, 3}))));
-  BAD(ValueError, "conv1d:", conv1d(Variable(zeros({1, 2, 5})), Variable(zeros({4, 2, 3})), Variable(), {.padding = {1, 2}}));
+  BAD(ValueError,
+      "conv1d:", conv1d(Variable(zeros({1, 2, 5})), Variable(zeros({4, 2, 3})), Variable(), {.padding = {1, 2}}));
   BAD(ValueError, "conv1d:", conv1d(Variable(zeros({1, 2, 5})), Variable(zeros({4, 2, 3})), Variable(), {.groups = 0}));
   BAD(ValueError, "max_pool2d:", max_pool2d(img, 2, {.padding = 2}));
   BAD(ValueError, "avg_pool2d:", avg_pool2d(img, 2, {.divisor_override = 0}));
@@ -126,7 +127,8 @@ void autograd() {
   BAD(ShapeError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), zeros({2}), ones({2})));
   BAD(ShapeError, "batch_norm:", batch_norm(Variable(zeros({4})), Tensor(), Tensor()));
   BAD(StateError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), zeros({3}), Tensor()));
-  BAD(ValueError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), zeros({3}), ones({3}), Variable(), Variable(), true, 1.5));
+  BAD(ValueError,
+      "batch_norm:", batch_norm(Variable(zeros({4, 3})), zeros({3}), ones({3}), Variable(), Variable(), true, 1.5));
   BAD(ShapeError, "batch_norm:", batch_norm(Variable(zeros({4, 3})), Tensor(), Tensor(), Variable(ones({4}))));
   BAD(ValueError, "group_norm:", group_norm(Variable(zeros({2, 6})), 4));
   BAD(ValueError, "group_norm:", group_norm(Variable(zeros({2, 6})), 0));
@@ -143,16 +145,26 @@ void autograd() {
   BAD(ShapeError, "backward:", (w * 2.0).backward());
   BAD(ShapeError, "backward:", (w * 2.0).backward(zeros({3})));
   BAD(DTypeError, "backward:", (w * 2.0).backward(zeros({2, 3}, DType::Float64)));
-  BAD(StateError, "backward:", [&] { Variable y = (w * w).sum(); y.backward(); y.backward(); }());
+  BAD(StateError, "backward:", [&] {
+    Variable y = (w * w).sum();
+    y.backward();
+    y.backward();
+  }());
   BAD(ValueError, "backward:", run_backward({w.sum()}, {}, false));
   BAD(ValueError, "two_grads:", apply_function<Half>({w}).sum().backward());
   BAD(StateError, "no_output:", apply_function<NoOutput>({w}));
-  BAD(StateError, "backward: trying to backward through the graph a second time",
-      [&] { Variable y = apply_function<Saver>({w}).sum(); y.backward(); y.backward(); }());
-  BAD(StateError, "gradcheck:", gradcheck([](const std::vector<Variable>& v) { return v[0]; }, std::vector<Tensor>{Tensor()}));
+  BAD(StateError, "backward: trying to backward through the graph a second time", [&] {
+    Variable y = apply_function<Saver>({w}).sum();
+    y.backward();
+    y.backward();
+  }());
+  BAD(StateError,
+      "gradcheck:", gradcheck([](const std::vector<Variable>& v) { return v[0]; }, std::vector<Tensor>{Tensor()}));
   BAD(DTypeError, "gradcheck:", gradcheck([&] { return w.sum(); }, std::vector<Variable>{w}));
-  BAD(ValueError, "gradcheck:", gradcheck([](const std::vector<Variable>& v) { return v[0].sum(); }, {zeros({2}, DType::Float64)}, {.atol = -1}));
-  BAD(ValueError, "gradcheck:", gradcheck([](const std::vector<Variable>& v) { return v[0].sum(); }, {zeros({1}, DType::Float64).expand({3})}));
+  BAD(ValueError, "gradcheck:",
+      gradcheck([](const std::vector<Variable>& v) { return v[0].sum(); }, {zeros({2}, DType::Float64)}, {.atol = -1}));
+  BAD(ValueError, "gradcheck:",
+      gradcheck([](const std::vector<Variable>& v) { return v[0].sum(); }, {zeros({1}, DType::Float64).expand({3})}));
   BAD(ValueError, "dropout:", dropout(w, 1.5, true));
   BAD(ValueError, "dropout:", dropout(w, NAN, true));
   BAD(IndexError, "embedding:", embedding(ids({0}), w, 5));
@@ -208,20 +220,28 @@ void modules() {
   BAD(IndexError, "ModuleList:", list.at<nn::Linear>(3));
   BAD(ValueError, "ModuleList:", list.at<nn::LayerNorm>(0));
   BAD(ValueError, "parameter:", lin.parameter("nope"));
-  BAD(ValueError, "register_module:", [&] { struct H : nn::Module { std::string type_name() const override { return "H"; } } h; h.register_module("a.b", lin); }());
+  BAD(ValueError, "register_module:", [&] {
+    struct H : nn::Module {
+      std::string type_name() const override { return "H"; }
+    } h;
+    h.register_module("a.b", lin);
+  }());
   BAD(ValueError, "register_forward_hook:", mha.register_forward_hook(nullptr));
   BAD(ValueError, "register_forward_pre_hook:", mha.register_forward_pre_hook(nullptr));
   {
-    nn::HookHandle drop = mha.register_forward_hook([](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
-      out.pop_back();
-    });
+    nn::HookHandle drop = mha.register_forward_hook(
+        [](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) { out.pop_back(); });
     BAD(ValueError, "forward hook: 3 outputs became 2", mha(Variable(ones({1, 2, 8}))));
     drop.remove();
-    nn::HookHandle add = mha.register_forward_pre_hook([](const nn::Module&, std::vector<Variable>& in) { in.push_back(in[0]); });
+    nn::HookHandle add =
+        mha.register_forward_pre_hook([](const nn::Module&, std::vector<Variable>& in) { in.push_back(in[0]); });
     BAD(ValueError, "forward pre-hook: 3 inputs became 4", mha(Variable(ones({1, 2, 8}))));
     add.remove();
   }
-  BAD(ValueError, "AttentionCapture:", [&] { inspect::AttentionCapture a(mha); a.at("nope"); }());
+  BAD(ValueError, "AttentionCapture:", [&] {
+    inspect::AttentionCapture a(mha);
+    a.at("nope");
+  }());
   // convolution, pooling, normalization, recurrent layers and ModuleDict
   BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, 3, {.groups = 2}));
   BAD(ValueError, "Conv2d:", nn::Conv2d(3, 4, {3, 0}));
@@ -245,7 +265,8 @@ void modules() {
   BAD(ValueError, "RNNCell:", nn::RNNCell(3, 4, {.nonlinearity = "gelu"}));
   BAD(ValueError, "LSTMCell:", nn::LSTMCell(0, 4));
   BAD(ShapeError, "GRUCell:", nn::GRUCell(3, 4)(Variable(zeros({2, 5}))));
-  BAD(ShapeError, "LSTMCell:", nn::LSTMCell(3, 4)(Variable(zeros({2, 3})), std::tuple{Variable(zeros({2, 4})), Variable(zeros({1, 4}))}));
+  BAD(ShapeError, "LSTMCell:",
+      nn::LSTMCell(3, 4)(Variable(zeros({2, 3})), std::tuple{Variable(zeros({2, 4})), Variable(zeros({1, 4}))}));
   BAD(ValueError, "LSTM:", nn::LSTM(3, 4, {.num_layers = 0}));
   BAD(ValueError, "GRU:", nn::GRU(3, 4, {.dropout = 1.5}));
   BAD(ValueError, "RNN:", nn::RNN(3, 4, {.nonlinearity = "sigmoid"}));
@@ -255,9 +276,13 @@ void modules() {
   BAD(ShapeError, "GRU:", gru(Variable(zeros({2, 0, 3}))));
   BAD(ShapeError, "GRU:", gru(Variable(zeros({2, 5, 3, 1}))));
   BAD(DTypeError, "recurrence_forward:", gru(Variable(zeros({2, 5, 3})), Variable(zeros({2, 2, 4}, DType::Float64))));
-  BAD(ShapeError, "recurrence_forward:", recurrence_forward(RNNKind::GRU, zeros({2, 1, 8}), zeros({1, 2}), Tensor(), zeros({6, 2}), Tensor(), false));
-  BAD(ShapeError, "recurrence_forward:", recurrence_forward(RNNKind::LSTM, zeros({2, 1, 8}), zeros({1, 2}), Tensor(), zeros({8, 2}), Tensor(), false));
-  BAD(ShapeError, "recurrence_backward:", recurrence_backward(RNNKind::Tanh, zeros({3, 1, 2}), Tensor(), zeros({2, 1, 2}), zeros({1, 2}), Tensor(), zeros({2, 2}), Tensor(), RecurrenceForward{}, false));
+  BAD(ShapeError, "recurrence_forward:",
+      recurrence_forward(RNNKind::GRU, zeros({2, 1, 8}), zeros({1, 2}), Tensor(), zeros({6, 2}), Tensor(), false));
+  BAD(ShapeError, "recurrence_forward:",
+      recurrence_forward(RNNKind::LSTM, zeros({2, 1, 8}), zeros({1, 2}), Tensor(), zeros({8, 2}), Tensor(), false));
+  BAD(ShapeError, "recurrence_backward:",
+      recurrence_backward(RNNKind::Tanh, zeros({3, 1, 2}), Tensor(), zeros({2, 1, 2}), zeros({1, 2}), Tensor(),
+                          zeros({2, 2}), Tensor(), RecurrenceForward{}, false));
   nn::ModuleDict dict;
   dict.emplace<nn::Linear>("a", 2, 2);
   BAD(ValueError, "ModuleDict:", dict.at<nn::Linear>("b"));
@@ -323,7 +348,10 @@ void files() {
   BAD(FileError, "load_safetensors:", load_safetensors(file));
   write(header("{\"__metadata__\": {\"k\": 3}}"));
   BAD(FileError, "load_safetensors:", load_safetensors(file));
-  write(header("{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, \"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}") + std::string(8, 0));
+  write(
+      header(
+          "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, \"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [4, 8]}}") +
+      std::string(8, 0));
   BAD(FileError, "load_safetensors:", load_safetensors(file));
   write(header(std::string(100000, '{')));
   BAD(FileError, "load_safetensors:", load_safetensors(file));

@@ -35,7 +35,10 @@ void kernels() {
   BAD(StateError, "masked_fill:", masked_fill(Tensor(), b, 0));
   BAD(ValueError, "masked_fill:", masked_fill(i64, b, 2.7));
   BAD(DTypeError, "logical_not:", logical_not(x));
-  BAD(ValueError, "add_:", [&] { Tensor e = zeros({1, 3}).expand({2, 3}); add_(e, x); }());
+  BAD(ValueError, "add_:", [&] {
+    Tensor e = zeros({1, 3}).expand({2, 3});
+    add_(e, x);
+  }());
   BAD(DTypeError, "sin:", sin(i64));
   BAD(DTypeError, "log1p:", log1p(b));
   BAD(ValueError, "clamp:", clamp(x, std::nullopt, std::nullopt));
@@ -133,7 +136,8 @@ void kernels() {
   BAD(ShapeError, "layer_norm:", layer_norm(x, {}, Tensor(), Tensor()));
   BAD(ShapeError, "layer_norm:", layer_norm(x, {3}, zeros({2}), Tensor()));
   BAD(DTypeError, "layer_norm:", layer_norm(x, {3}, zeros({3}, DType::Float64), Tensor()));
-  BAD(ShapeError, "layer_norm_backward:", layer_norm_backward(zeros({4}), x, Tensor(), zeros({2}), zeros({2}), {3}, false, false));
+  BAD(ShapeError,
+      "layer_norm_backward:", layer_norm_backward(zeros({4}), x, Tensor(), zeros({2}), zeros({2}), {3}, false, false));
   // losses
   const Tensor logits = zeros({2, 3});
   BAD(IndexError, "cross_entropy:", cross_entropy_forward(logits, ids({0, 3})));
@@ -141,7 +145,8 @@ void kernels() {
   BAD(DTypeError, "cross_entropy:", cross_entropy_forward(i64, ids({0, 1})));
   BAD(ShapeError, "cross_entropy:", cross_entropy_forward(logits, ids({0})));
   const CrossEntropyForward ce = cross_entropy_forward(logits, ids({0, 1}));
-  BAD(ShapeError, "cross_entropy_backward:", cross_entropy_backward(kScalar, ids({0, 1}), ce, {.reduction = Reduction::None}));
+  BAD(ShapeError,
+      "cross_entropy_backward:", cross_entropy_backward(kScalar, ids({0, 1}), ce, {.reduction = Reduction::None}));
   BAD(IndexError, "cross_entropy_backward:", cross_entropy_backward(kScalar, ids({0, 1000}), ce));
   BAD(DTypeError, "cross_entropy_backward:", cross_entropy_backward(scalar_tensor(1, DType::Float64), ids({0, 1}), ce));
   BAD(ValueError, "cross_entropy:", cross_entropy_forward(logits, ids({0, 1}), {.label_smoothing = 1.5}));
@@ -150,18 +155,24 @@ void kernels() {
   BAD(IndexError, "nll_loss:", nll_loss(logits, ids({0, 5})));
   BAD(ValueError, "binary_cross_entropy:", binary_cross_entropy(tensor({1.5}, {1}), tensor({1}, {1})));
   BAD(ShapeError, "binary_cross_entropy:", binary_cross_entropy(tensor({0.5}, {1}), tensor({1, 0}, {2})));
-  BAD(ShapeError, "binary_cross_entropy_with_logits:", binary_cross_entropy_with_logits(x, x, {.pos_weight = ones({4})}));
+  BAD(ShapeError,
+      "binary_cross_entropy_with_logits:", binary_cross_entropy_with_logits(x, x, {.pos_weight = ones({4})}));
   BAD(DTypeError, "kl_div:", kl_div(x, i64));
   // fused attention
   const Tensor q = zeros({1, 2, 3, 4});
-  BAD(ShapeError, "scaled_dot_product_attention:", attention_forward(q, zeros({1, 2, 3, 5}), zeros({1, 2, 3, 5}), false));
+  BAD(ShapeError,
+      "scaled_dot_product_attention:", attention_forward(q, zeros({1, 2, 3, 5}), zeros({1, 2, 3, 5}), false));
   BAD(ShapeError, "scaled_dot_product_attention:", attention_forward(zeros({2, 3, 4}), q, q, false));
-  BAD(ShapeError, "scaled_dot_product_attention:", attention_forward(q, zeros({1, 2, 0, 4}), zeros({1, 2, 0, 4}), false));
+  BAD(ShapeError,
+      "scaled_dot_product_attention:", attention_forward(q, zeros({1, 2, 0, 4}), zeros({1, 2, 0, 4}), false));
   BAD(DTypeError, "scaled_dot_product_attention:", attention_forward(q, q.to(DType::Float64), q, false));
-  BAD(ShapeError, "scaled_dot_product_attention backward:", attention_backward(zeros({1, 2, 3, 3}), q, q, q, attention_forward(q, q, q, false), false));
+  BAD(ShapeError, "scaled_dot_product_attention backward:",
+      attention_backward(zeros({1, 2, 3, 3}), q, q, q, attention_forward(q, q, q, false), false));
   BAD(ShapeError, "self_attention_qkv:", attention_qkv_forward(zeros({2, 3, 10}), 2, false));
   BAD(ShapeError, "self_attention_qkv:", attention_qkv_forward(zeros({2, 3, 12}), kBig / 2, false));
-  BAD(ShapeError, "self_attention_qkv backward:", attention_qkv_backward(zeros({2, 2, 3, 3}), zeros({2, 3, 12}), 2, attention_qkv_forward(zeros({2, 3, 12}), 2, false), false));
+  BAD(ShapeError, "self_attention_qkv backward:",
+      attention_qkv_backward(zeros({2, 2, 3, 3}), zeros({2, 3, 12}), 2,
+                             attention_qkv_forward(zeros({2, 3, 12}), 2, false), false));
   // convolution and pooling kernels
   const Tensor img = zeros({1, 2, 5, 5}), k3 = zeros({4, 2, 3, 3});
   BAD(ShapeError, "conv2d:", conv2d(img, zeros({4, 3, 3, 3}), Tensor()));
@@ -175,16 +186,21 @@ void kernels() {
   BAD(ShapeError, "conv2d:", conv2d(img, k3, zeros({3})));
   BAD(ValueError, "conv2d:", conv2d(img, k3, Tensor(), Conv2dArgs{.pad_top = kBig, .pad_bottom = kBig}));
   BAD(ShapeError, "conv2d_backward:", conv2d_backward(zeros({1, 4, 2, 2}), img, k3, {}, true, true, true));
-  BAD(ShapeError, "max_pool2d:", max_pool2d(img, Pool2dArgs{.kernel_h = 6, .kernel_w = 2, .stride_h = 1, .stride_w = 1}));
+  BAD(ShapeError,
+      "max_pool2d:", max_pool2d(img, Pool2dArgs{.kernel_h = 6, .kernel_w = 2, .stride_h = 1, .stride_w = 1}));
   BAD(ValueError, "max_pool2d:", max_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .pad_h = 2}));
   BAD(ValueError, "max_pool2d:", max_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .stride_h = 0}));
   BAD(ShapeError, "max_pool2d:", max_pool2d(zeros({5, 5}), Pool2dArgs{}));
   BAD(DTypeError, "max_pool2d:", max_pool2d(zeros({1, 5, 5}, DType::Bool), Pool2dArgs{}));
-  BAD(ShapeError, "max_pool2d_backward:", max_pool2d_backward(zeros({1, 2, 2, 2}), zeros({1, 2, 2, 2}, DType::Int64), {1, 3, 5, 5}));
-  BAD(IndexError, "max_pool2d_backward:", max_pool2d_backward(zeros({1, 1, 1}), full({1, 1, 1}, 99, DType::Int64), {1, 3, 3}));
+  BAD(ShapeError, "max_pool2d_backward:",
+      max_pool2d_backward(zeros({1, 2, 2, 2}), zeros({1, 2, 2, 2}, DType::Int64), {1, 3, 5, 5}));
+  BAD(IndexError,
+      "max_pool2d_backward:", max_pool2d_backward(zeros({1, 1, 1}), full({1, 1, 1}, 99, DType::Int64), {1, 3, 3}));
   BAD(ValueError, "avg_pool2d:", avg_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .dilation_h = 2}));
   BAD(ValueError, "avg_pool2d:", avg_pool2d(img, Pool2dArgs{.kernel_h = 2, .kernel_w = 2}, true, 0));
-  BAD(ShapeError, "avg_pool2d_backward:", avg_pool2d_backward(zeros({1, 2, 3, 3}), {1, 2, 5, 5}, Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2}));
+  BAD(ShapeError, "avg_pool2d_backward:",
+      avg_pool2d_backward(zeros({1, 2, 3, 3}), {1, 2, 5, 5},
+                          Pool2dArgs{.kernel_h = 2, .kernel_w = 2, .stride_h = 2, .stride_w = 2}));
   BAD(ValueError, "adaptive_avg_pool2d:", adaptive_avg_pool2d(img, 0, 2));
   BAD(ShapeError, "adaptive_avg_pool2d:", adaptive_avg_pool2d(zeros({1, 2, 0, 5}), 2, 2));
   BAD(ShapeError, "adaptive_avg_pool2d_backward:", adaptive_avg_pool2d_backward(zeros({1, 3, 2, 2}), {1, 2, 5, 5}));
@@ -197,8 +213,9 @@ void kernels() {
   BAD(DTypeError, "matmul:", matmul(ones({2, 2}, DType::Float64), ones({2, 2}, DType::BFloat16)));
   BAD(DTypeError, "linear:", linear(ones({2, 2}, DType::BFloat16), ones({3, 2}), ones({3}, DType::Float64)));
   BAD(ShapeError, "linear:", linear(ones({2, 4}, DType::BFloat16), ones({3, 2}), Tensor()));
-  BAD(DTypeError, "scaled_dot_product_attention", attention_forward(ones({1, 1, 2, 2}, DType::Int64), ones({1, 1, 2, 2}),
-                                                                     ones({1, 1, 2, 2}, DType::BFloat16), false));
+  BAD(DTypeError, "scaled_dot_product_attention",
+      attention_forward(ones({1, 1, 2, 2}, DType::Int64), ones({1, 1, 2, 2}), ones({1, 1, 2, 2}, DType::BFloat16),
+                        false));
 }
 
 }  // namespace

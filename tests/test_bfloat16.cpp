@@ -84,7 +84,8 @@ TEST(BFloat16, EveryRoundingCaseBetweenNeighbours) {
   for (uint32_t b = 0; b < 0x7f80; ++b)
     for (uint32_t sign : {0u, 0x80000000u}) {
       const uint32_t v = (b << 16) | sign;
-      for (uint32_t low : {0x8000u, 0x7fffu, 0x8001u, 0x0001u, 0xffffu}) inputs.push_back(std::bit_cast<float>(v | low));
+      for (uint32_t low : {0x8000u, 0x7fffu, 0x8001u, 0x0001u, 0xffffu})
+        inputs.push_back(std::bit_cast<float>(v | low));
     }
   std::vector<bfloat16> vec(inputs.size());
   to_bfloat16(inputs.data(), vec.data(), static_cast<int64_t>(inputs.size()));
@@ -124,8 +125,12 @@ TEST(BFloat16, Float64AndInt64RoundOnceNotTwice) {
 
 TEST(BFloat16, TensorsConvertInEveryLayout) {
   const Tensor base = rnd({4, 6}, 3).to(DType::Float32);
-  const std::vector<Tensor> layouts = {base, base.transpose(0, 1), base.narrow(1, 1, 3), base.narrow(0, 1, 2).narrow(1, 2, 4),
-                                       base.narrow(0, 0, 1).expand({5, 6}), base.narrow(0, 2, 1).squeeze(0).narrow(0, 3, 1).squeeze(0),
+  const std::vector<Tensor> layouts = {base,
+                                       base.transpose(0, 1),
+                                       base.narrow(1, 1, 3),
+                                       base.narrow(0, 1, 2).narrow(1, 2, 4),
+                                       base.narrow(0, 0, 1).expand({5, 6}),
+                                       base.narrow(0, 2, 1).squeeze(0).narrow(0, 3, 1).squeeze(0),
                                        base.narrow(0, 0, 0)};
   for (const Tensor& t : layouts) {
     const Tensor b = t.to(DType::BFloat16);
@@ -173,8 +178,9 @@ TEST(BFloat16, ArithmeticIsRefusedWithTheOpNamed) {
   EXPECT_NE(message([&] { sum(b); }).find("sum"), std::string::npos);
   EXPECT_NE(message([&] { exp(b); }).find("exp"), std::string::npos);
   EXPECT_NE(message([&] { Variable(b, true); }).find("float"), std::string::npos);  // no gradients of bfloat16
-  EXPECT_NE(message([&] { matmul(ones({2, 2}, DType::Float64), ones({2, 2}, DType::BFloat16)); })
-                .find("float32 or bfloat16"),
+  EXPECT_NE(message([&] {
+              matmul(ones({2, 2}, DType::Float64), ones({2, 2}, DType::BFloat16));
+            }).find("float32 or bfloat16"),
             std::string::npos);
   nn::Linear lin(3, 2);
   const Tensor w_before = lin.weight.data().clone();
@@ -214,11 +220,13 @@ TEST(Autocast, MatmulAndLinearEqualFloat64OnRoundedOperandsInEveryLayout) {
   };
   const std::vector<std::pair<Tensor, Tensor>> operands = {
       {A, B},
-      {A.transpose(0, 1).contiguous().transpose(0, 1), B.transpose(0, 1).contiguous().transpose(0, 1)},  // transposed storage
-      {rnd({6, 80}, 15).to(DType::Float32).narrow(1, 20, 40), rnd({40, 9}, 16).to(DType::Float32).narrow(1, 2, 5)},  // offset, strided
-      {A.narrow(0, 0, 1).expand({6, 40}), B},   // stride 0
-      {A.narrow(0, 0, 0), B},                   // zero rows
-      {A.narrow(1, 0, 0), B.narrow(0, 0, 0)}};  // k = 0: zeros
+      {A.transpose(0, 1).contiguous().transpose(0, 1),
+       B.transpose(0, 1).contiguous().transpose(0, 1)},  // transposed storage
+      {rnd({6, 80}, 15).to(DType::Float32).narrow(1, 20, 40),
+       rnd({40, 9}, 16).to(DType::Float32).narrow(1, 2, 5)},  // offset, strided
+      {A.narrow(0, 0, 1).expand({6, 40}), B},                 // stride 0
+      {A.narrow(0, 0, 0), B},                                 // zero rows
+      {A.narrow(1, 0, 0), B.narrow(0, 0, 0)}};                // k = 0: zeros
   // A bfloat16 operand makes a bfloat16 product (the kernel decides by dtype); the float32 one, in
   // its layout, is rounded by the kernel.
   for (const auto& [a, b] : operands)
@@ -233,8 +241,9 @@ TEST(Autocast, MatmulAndLinearEqualFloat64OnRoundedOperandsInEveryLayout) {
   expect_close(matmul(a4.to(DType::BFloat16), b4.to(DType::BFloat16)), ref_matmul(a4, b4), 1e-5, 1e-5);
   // linear: x W^T + b, the bias added in float32 unrounded
   const Tensor x = rnd({2, 3, 40}, 19).to(DType::Float32);
-  const Tensor ref = add(matmul(rounded(x).to(DType::Float64), rounded(W).to(DType::Float64).transpose(0, 1)),
-                         bias.to(DType::Float64)).to(DType::Float32);
+  const Tensor ref =
+      add(matmul(rounded(x).to(DType::Float64), rounded(W).to(DType::Float64).transpose(0, 1)), bias.to(DType::Float64))
+          .to(DType::Float32);
   expect_close(linear(x.to(DType::BFloat16), W, bias), ref, 1e-5, 1e-5);
   expect_close(linear(x, W.to(DType::BFloat16), bias), ref, 1e-5, 1e-5);
   // a single vector (1-D input) and zero rows
@@ -245,7 +254,8 @@ TEST(Autocast, MatmulAndLinearEqualFloat64OnRoundedOperandsInEveryLayout) {
   EXPECT_EQ(none.dtype(), DType::Float32);
   expect_close(linear(x.transpose(0, 1), W.transpose(0, 1).contiguous().transpose(0, 1).to(DType::BFloat16), Tensor()),
                matmul(rounded(x.transpose(0, 1)).to(DType::Float64), rounded(W).to(DType::Float64).transpose(0, 1))
-                   .to(DType::Float32), 1e-5, 1e-5);
+                   .to(DType::Float32),
+               1e-5, 1e-5);
 }
 
 TEST(Autocast, GradientsAreTheRoundedProductsAndTheBackwardRunsAsTheForwardDid) {
@@ -261,7 +271,8 @@ TEST(Autocast, GradientsAreTheRoundedProductsAndTheBackwardRunsAsTheForwardDid) 
   y.backward(g0);  // outside the scope: still the bfloat16 backward
   const Tensor gx = matmul(rounded(g0).to(DType::Float64), rounded(w0).to(DType::Float64)).to(DType::Float32);
   const Tensor gw = matmul(rounded(g0).reshape({12, 10}).to(DType::Float64).transpose(0, 1),
-                           rounded(x0).reshape({12, 24}).to(DType::Float64)).to(DType::Float32);
+                           rounded(x0).reshape({12, 24}).to(DType::Float64))
+                        .to(DType::Float32);
   expect_close(x.grad(), gx, 1e-5, 1e-5);
   expect_close(w.grad(), gw, 1e-5, 1e-5);
   expect_close(b.grad(), sum(g0.reshape({12, 10}), {0}), 1e-5, 1e-5);  // the bias gradient is not rounded
@@ -274,10 +285,14 @@ TEST(Autocast, GradientsAreTheRoundedProductsAndTheBackwardRunsAsTheForwardDid) 
     AutocastGuard autocast;
     matmul(va, vc).backward(g1);
   }
-  expect_close(va.grad(), matmul(rounded(g1).to(DType::Float64), rounded(c1).to(DType::Float64).transpose(0, 1)).to(DType::Float32),
+  expect_close(
+      va.grad(),
+      matmul(rounded(g1).to(DType::Float64), rounded(c1).to(DType::Float64).transpose(0, 1)).to(DType::Float32), 1e-5,
+      1e-5);
+  expect_close(vc.grad(),
+               sum(matmul(rounded(a1).to(DType::Float64).transpose(1, 2), rounded(g1).to(DType::Float64)), {0})
+                   .to(DType::Float32),
                1e-5, 1e-5);
-  expect_close(vc.grad(), sum(matmul(rounded(a1).to(DType::Float64).transpose(1, 2), rounded(g1).to(DType::Float64)), {0})
-                              .to(DType::Float32), 1e-5, 1e-5);
 }
 
 TEST(Autocast, Float64AndTheOffSwitchAreUntouched) {
@@ -327,7 +342,8 @@ TEST(Autocast, FusedAttentionEqualsTheRoundedReference) {
     expect_close(f.out, reference_attention(q, k, v, causal), 2e-5, 2e-5);
     // the (B, T, 3E) projection path gives the same numbers
     const Tensor qkv = concat({q.transpose(1, 2).reshape({2, 70, 48}), k.transpose(1, 2).reshape({2, 70, 48}),
-                            v.transpose(1, 2).reshape({2, 70, 48})}, 2);
+                               v.transpose(1, 2).reshape({2, 70, 48})},
+                              2);
     const Tensor qkv16 = qkv.to(DType::BFloat16);
     const AttentionForward g = attention_qkv_forward(qkv16, 3, causal);
     EXPECT_EQ(max_abs_diff(g.out, f.out), 0.0);
@@ -389,12 +405,15 @@ TEST(Autocast, MatchesPyTorchAutocastWithinOneBf16Rounding) {
       expect_close(in[i].grad(), gold.at(name + ".grad" + std::to_string(i)), atol, 2 * rtol);
     }
   };
-  check("linear", 3, [](const std::vector<Variable>& v) { return linear(v[0], v[1], v[2]); }, 1e-2);
+  check(
+      "linear", 3, [](const std::vector<Variable>& v) { return linear(v[0], v[1], v[2]); }, 1e-2);
   // PyTorch 1.13's bfloat16 batched matmul on the CPU sums these small products in bfloat16 (its
   // error against the exact product of the rounded operands reaches 1.5% here, a float32 sum's is
   // 0.4% at most): a bound of 8 roundings for its 8-term sums, and minigrad must be the closer one.
-  check("bmm", 2, [](const std::vector<Variable>& v) { return matmul(v[0], v[1]); }, 1e-2, 8.0 / 256);
-  const Tensor exact = matmul(rounded(gold.at("bmm.in0")).to(DType::Float64), rounded(gold.at("bmm.in1")).to(DType::Float64));
+  check(
+      "bmm", 2, [](const std::vector<Variable>& v) { return matmul(v[0], v[1]); }, 1e-2, 8.0 / 256);
+  const Tensor exact =
+      matmul(rounded(gold.at("bmm.in0")).to(DType::Float64), rounded(gold.at("bmm.in1")).to(DType::Float64));
   Tensor ours;
   {
     AutocastGuard autocast;
@@ -403,8 +422,9 @@ TEST(Autocast, MatchesPyTorchAutocastWithinOneBf16Rounding) {
   EXPECT_LT(max_abs_diff(ours, exact), 1e-5);
   EXPECT_GT(max_abs_diff(gold.at("bmm.out"), exact), 1e-2);
   // PyTorch's composed attention also rounds the scores before its softmax: a looser bound.
-  check("attention", 3, [](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], true); },
-        3e-2);
+  check(
+      "attention", 3,
+      [](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], true); }, 3e-2);
 }
 
 // ---------------------------------------------------------------- training

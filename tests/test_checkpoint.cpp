@@ -1,9 +1,9 @@
 // Optimizer checkpoints (optim::save_checkpoint / load_checkpoint): training resumes exactly, and
 // a checkpoint that does not fit (other shapes, groups, settings, or a tampered file) changes nothing.
 #include <cstdio>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "file_helpers.h"
 
@@ -44,7 +44,7 @@ TEST(Checkpoint, ResumeContinuesExactly) {
     train(first, opt, sched, 3);
     optim::save_checkpoint(path, first, opt, 3, &sched);
   }
-  TinyMLP resumed;  // different random init: everything must come from the file
+  TinyMLP resumed;                                      // different random init: everything must come from the file
   optim::AdamW opt(resumed.parameters(), {.lr = 0.5});  // and the schedule's base rate too
   optim::WarmupCosineLR sched(opt, 2, 10);
   const int64_t step = optim::load_checkpoint(path, resumed, opt, &sched);
@@ -114,7 +114,8 @@ TEST(Checkpoint, OtherGroupsOrSettingsAreErrorsNamingBoth) {
   optim::AdamW one_group(b.parameters(), {.beta2 = 0.95});
   optim::WarmupCosineLR s1(one_group, 1, 5);
   refused(one_group, &s1, "saved by an optimizer with 2 parameter group(s); this AdamW has 1");
-  optim::AdamW other_split({{{b.fc1.weight}, {}}, {{b.fc1.bias, b.fc2.weight, b.fc2.bias}, {.weight_decay = 0.0}}}, {.beta2 = 0.95});
+  optim::AdamW other_split({{{b.fc1.weight}, {}}, {{b.fc1.bias, b.fc2.weight, b.fc2.bias}, {.weight_decay = 0.0}}},
+                           {.beta2 = 0.95});
   optim::WarmupCosineLR s2(other_split, 1, 5);
   refused(other_split, &s2, "saved with 2 parameter(s) in group 0; this AdamW has 1 there");
   optim::AdamW other_decay({{b.fc1.parameters(), {}}, {b.fc2.parameters(), {.weight_decay = 0.1}}}, {.beta2 = 0.95});
@@ -211,9 +212,7 @@ namespace {
 struct DropoutNet : nn::Callable<DropoutNet> {
   nn::Linear fc1{3, 16}, fc2{16, 2};
   nn::Dropout drop{{.p = 0.5}};
-  DropoutNet() {
-    register_module("fc1", fc1), register_module("fc2", fc2), register_module("drop", drop);
-  }
+  DropoutNet() { register_module("fc1", fc1), register_module("fc2", fc2), register_module("drop", drop); }
   Variable forward(const Variable& x) const { return fc2(drop(relu(fc1(x)))); }
   std::string type_name() const override { return "DropoutNet"; }
 };
@@ -264,7 +263,9 @@ TEST(Checkpoint, ResumeWithDropoutAndSamplingContinuesExactly) {
   batches.manual_seed(98);
   DropoutNet resumed;
   optim::AdamW opt(resumed.parameters(), {.lr = 0.01});
-  EXPECT_EQ(optim::load_checkpoint(path, resumed, opt, nullptr, {{"default", &default_generator()}, {"batches", &batches}}), 3);
+  EXPECT_EQ(
+      optim::load_checkpoint(path, resumed, opt, nullptr, {{"default", &default_generator()}, {"batches", &batches}}),
+      3);
   const std::vector<double> rest = train_sampled(resumed, opt, batches, 3);
   EXPECT_EQ(rest, std::vector<double>(want.begin() + 3, want.end()));
   EXPECT_EQ(snapshot(resumed), snapshot(straight));

@@ -38,8 +38,10 @@ TEST(ConvLayers, InitNamesAndSummaryFollowPyTorch) {
   std::vector<std::string> names;
   for (auto& [n, p] : conv.named_parameters()) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias"}));
-  EXPECT_EQ(conv.summary().substr(0, conv.summary().find('\n')), "Conv2d(8, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), groups=2)");
-  EXPECT_THAT(nn::Conv1d(2, 4, 5, {.padding = "same"}).summary(), HasSubstr("Conv1d(2, 4, kernel_size=(5,), stride=(1,), padding='same')"));
+  EXPECT_EQ(conv.summary().substr(0, conv.summary().find('\n')),
+            "Conv2d(8, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), groups=2)");
+  EXPECT_THAT(nn::Conv1d(2, 4, 5, {.padding = "same"}).summary(),
+              HasSubstr("Conv1d(2, 4, kernel_size=(5,), stride=(1,), padding='same')"));
   EXPECT_THROW(nn::Conv2d(3, 4, 3, {.groups = 2}), ValueError);  // 3 channels in 2 groups
   EXPECT_THROW(nn::Conv2d(3, 4, 0), ValueError);
   EXPECT_THROW(nn::Conv2d(3, 4, 3, {.stride = 2, .padding = "same"}), ValueError);
@@ -47,12 +49,15 @@ TEST(ConvLayers, InitNamesAndSummaryFollowPyTorch) {
 
 TEST(Pooling, LayersCallTheirOps) {
   const Variable x(rnd({2, 3, 6, 7}, 1));
-  expect_close(nn::MaxPool2d(3, {.stride = 2, .padding = 1})(x).data(), max_pool2d(x, 3, {.stride = 2, .padding = 1}).data(), 0, 0);
+  expect_close(nn::MaxPool2d(3, {.stride = 2, .padding = 1})(x).data(),
+               max_pool2d(x, 3, {.stride = 2, .padding = 1}).data(), 0, 0);
   expect_close(nn::AvgPool2d(2)(x).data(), avg_pool2d(x, 2).data(), 0, 0);
   const Variable g = nn::AdaptiveAvgPool2d(1)(x);
   EXPECT_EQ(g.shape(), (Shape{2, 3, 1, 1}));
   expect_close(g.data().reshape({2, 3}), mean(x.data(), {2, 3}), 1e-12, 1e-12);  // global average pooling
-  EXPECT_THAT(nn::MaxPool2d(2).summary(), HasSubstr("MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1), ceil_mode=false)"));
+  EXPECT_THAT(
+      nn::MaxPool2d(2).summary(),
+      HasSubstr("MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0), dilation=(1, 1), ceil_mode=false)"));
 }
 
 TEST(BatchNorm, GoldenPyTorchWithRunningStatistics) {
@@ -100,7 +105,7 @@ TEST(BatchNorm, WithoutTrackingUsesBatchStatisticsAlways) {
   bn.eval();
   const Variable y = bn(Variable(tensor({1, 10, 3, 30}, {2, 2}).to(DType::Float64)));
   expect_values(y.data(), {2, 2}, {-1, -1, 1, 1}, 1e-5);
-  EXPECT_THROW(bn(Variable(zeros({2, 3}))), ShapeError);       // 3 channels
+  EXPECT_THROW(bn(Variable(zeros({2, 3}))), ShapeError);                  // 3 channels
   EXPECT_THROW(nn::BatchNorm2d(2)(Variable(zeros({2, 2}))), ShapeError);  // not 4-D
 }
 

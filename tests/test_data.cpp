@@ -91,12 +91,17 @@ TEST(DataLoader, BadDatasetsAndSettingsAreNamed) {
     }
   };
   error([] { data::TensorDataset({}); }, "TensorDataset: needs at least one tensor");
-  error([] { data::TensorDataset({zeros({3, 2}), zeros({4})}); },
-        "TensorDataset: every tensor needs the same number of examples (dim 0); tensor 0 is (3, 2), tensor 1 is (4,)");
-  error([] { data::TensorDataset({scalar_tensor(1.0)}); }, "TensorDataset: tensor 0 must have a first dimension of examples");
+  error(
+      [] {
+        data::TensorDataset({zeros({3, 2}), zeros({4})});
+      },
+      "TensorDataset: every tensor needs the same number of examples (dim 0); tensor 0 is (3, 2), tensor 1 is (4,)");
+  error([] { data::TensorDataset({scalar_tensor(1.0)}); },
+        "TensorDataset: tensor 0 must have a first dimension of examples");
   error([] { data::DataLoader(ten(), {.batch_size = 0}); }, "DataLoader: batch_size must be >= 1, got 0");
   error([] { ten().get(10); }, "TensorDataset: example 10 is out of range for 10 examples");
-  error([] { data::DataLoader(ten(), {.batch_size = 4}).batch(0, 3); }, "DataLoader: batch 3 is out of range for 3 batches");
+  error([] { data::DataLoader(ten(), {.batch_size = 4}).batch(0, 3); },
+        "DataLoader: batch 3 is out of range for 3 batches");
   error([] { data::DataLoader(ten()).set_epoch(-1); }, "DataLoader: epoch must be >= 0, got -1");
   // An empty dataset is allowed: no batches.
   data::DataLoader empty(data::TensorDataset({zeros({0, 3})}), {.batch_size = 2});
@@ -122,7 +127,7 @@ TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
           s.set_epoch(1);
           if (shuffle && n >= 10 && r == 0) EXPECT_NE(s.indices(), epoch0);  // another order next epoch
         }
-        for (int64_t i = 0; i < n; ++i) EXPECT_GE(all.count(i), 1u) << i;  // every example
+        for (int64_t i = 0; i < n; ++i) EXPECT_GE(all.count(i), 1u) << i;                 // every example
         EXPECT_EQ(static_cast<int64_t>(all.size()), n == 0 ? 0 : ((n + N - 1) / N) * N);  // padded by repeats only
       }
   data::DistributedSampler drop(11, 3, 0, false, 0, true);

@@ -28,8 +28,9 @@ const fs::path kRoot = MG_SOURCE_DIR;
 // The library's layers sit at the repository's root; its headers are included as
 // <minigrad/nn/linear.h>, which is the file nn/linear.h (README: Layout), so docs name them from the root.
 const std::set<std::string> kLayers = {"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed"};
-const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed", "tests",
-                                        "examples", "bench", "docs", "fuzz", "scripts", "cmake", ".ci"};
+const std::set<std::string> kTopDirs = {"tensor", "autograd",    "nn",    "inspect",  "optim", "data",
+                                        "viz",    "distributed", "tests", "examples", "bench", "docs",
+                                        "fuzz",   "scripts",     "cmake", ".ci"};
 const std::set<std::string> kRootFiles = {"minigrad.h", "Makefile", "CMakeLists.txt", "README.md"};
 
 // Where a path written in the docs lives.
@@ -86,7 +87,8 @@ bool file_has(const fs::path& file, const std::string& name) {
   const std::string text = read(file);
   const size_t dot = name.find('.');
   if (file.extension() == ".py")
-    return text.find("case(\"" + name + "\"") != std::string::npos || text.find("def " + name + "(") != std::string::npos;
+    return text.find("case(\"" + name + "\"") != std::string::npos ||
+           text.find("def " + name + "(") != std::string::npos;
   if (dot != std::string::npos && name.find("::") == std::string::npos) {  // Suite.Case
     const std::regex test_re("TEST(_F)?\\(\\s*" + name.substr(0, dot) + "\\s*,\\s*" + name.substr(dot + 1) + "\\s*\\)");
     return std::regex_search(text, test_re);
@@ -95,8 +97,8 @@ bool file_has(const fs::path& file, const std::string& name) {
   // ("Tensor Tensor::reshape(", "Variable tanh(", "bool file_has("), or is a constructor
   // ("Linear::Linear("), a struct, a class, an enum.
   const std::string last = name.substr(name.rfind(':') == std::string::npos ? 0 : name.rfind(':') + 1);
-  const std::regex def_re("(^|\\n)[ \\t]*(?!return\\b)(?:[\\w:<>,*&~]+[ \\t]+)+(?:\\w+::)*" + last + "[ \\t]*\\(|\\b" + last +
-                          "::" + last + "\\s*\\(|(struct|class|enum class)\\s+" + last + "\\b");
+  const std::regex def_re("(^|\\n)[ \\t]*(?!return\\b)(?:[\\w:<>,*&~]+[ \\t]+)+(?:\\w+::)*" + last + "[ \\t]*\\(|\\b" +
+                          last + "::" + last + "\\s*\\(|(struct|class|enum class)\\s+" + last + "\\b");
   return std::regex_search(text, def_re);
 }
 
@@ -116,7 +118,8 @@ const std::string& library_code() {
 // part that is not one of minigrad's namespaces must occur in the library's code as a word.
 std::vector<std::string> check_cpp_name(const std::string& where, const std::string& ref) {
   static const std::regex name_re(R"(^(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*(?:\(\))?$)");
-  static const std::set<std::string> namespaces = {"mg", "nn", "inspect", "optim", "data", "viz", "distributed", "init", "blas", "fast"};
+  static const std::set<std::string> namespaces = {"mg",  "nn",          "inspect", "optim", "data",
+                                                   "viz", "distributed", "init",    "blas",  "fast"};
   std::vector<std::string> out;
   if (!std::regex_match(ref, name_re) || ref.rfind("std::", 0) == 0) return out;
   std::string name = ref.substr(0, ref.find('('));
@@ -135,7 +138,8 @@ std::vector<std::string> check_cpp_name(const std::string& where, const std::str
 bool golden_case_is_tested(const std::string& name) {
   const std::regex use_re("(expect_golden|golden)\\(\\s*\"" + name + "\"|check_module\\([^,]*,\\s*\"" + name + "\"");
   for (auto& e : fs::directory_iterator(kRoot / "tests"))
-    if (e.path().extension() == ".cpp" && e.path().filename() != "test_docs.cpp" && std::regex_search(read(e.path()), use_re))
+    if (e.path().extension() == ".cpp" && e.path().filename() != "test_docs.cpp" &&
+        std::regex_search(read(e.path()), use_re))
       return true;
   return false;
 }
@@ -143,7 +147,8 @@ bool golden_case_is_tested(const std::string& name) {
 // Problems with one reference `ref` found in `md` (empty when fine, or when ref is not a path).
 std::vector<std::string> check_reference(const fs::path& md, std::string ref, bool link) {
   const std::string where = fs::relative(md, kRoot).string() + ": `" + ref + "`";
-  if (!link && ref.find("::") != std::string::npos && ref.find('/') == std::string::npos) return check_cpp_name(where, ref);
+  if (!link && ref.find("::") != std::string::npos && ref.find('/') == std::string::npos)
+    return check_cpp_name(where, ref);
   std::vector<std::string> out;
   if (ref.find('<') != std::string::npos || ref.find('*') != std::string::npos || ref.find(' ') != std::string::npos)
     return out;  // a pattern (tensor/ops/<family>.cpp) or not a path at all
@@ -175,7 +180,8 @@ std::vector<std::string> check_reference(const fs::path& md, std::string ref, bo
   const size_t colon = link ? std::string::npos : ref.find(':');
   if (colon != std::string::npos && !file_has(target, ref.substr(colon + 1)))
     out.push_back(where + ": " + rel + " has no " + ref.substr(colon + 1));
-  else if (colon != std::string::npos && rel.rfind("tests/golden/gen_golden", 0) == 0 && !golden_case_is_tested(ref.substr(colon + 1)))
+  else if (colon != std::string::npos && rel.rfind("tests/golden/gen_golden", 0) == 0 &&
+           !golden_case_is_tested(ref.substr(colon + 1)))
     out.push_back(where + ": no test in tests/ reads the golden case \"" + ref.substr(colon + 1) + "\"");
   return out;
 }
@@ -183,7 +189,8 @@ std::vector<std::string> check_reference(const fs::path& md, std::string ref, bo
 std::vector<std::string> check_markdown(const fs::path& md, const std::string& text, int* count = nullptr) {
   static const std::regex span_re("`([^`\\n]+)`"), link_re("\\]\\(([^)\\s]+)\\)");
   // A path written in plain prose, outside backticks: nn/transformer.h, autograd/ops/attention.cpp.
-  static const std::regex plain_re(R"((?:^|[\s(,])((?:tensor|autograd|nn|inspect|optim|data|viz|distributed|tests|examples|bench|docs|fuzz|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
+  static const std::regex plain_re(
+      R"((?:^|[\s(,])((?:tensor|autograd|nn|inspect|optim|data|viz|distributed|tests|examples|bench|docs|fuzz|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
   const std::string prose = prose_of(text);
   std::vector<std::string> out;
   const std::string plain = std::regex_replace(prose, span_re, " ");
@@ -200,7 +207,8 @@ std::vector<std::string> check_markdown(const fs::path& md, const std::string& t
 
 // The differentiable ops declared in autograd/ops/*.h.
 std::set<std::string> declared_ops() {
-  static const std::regex decl_re(R"(\n(?:Variable|std::pair<Variable, Tensor>|std::vector<Variable>)\s+([a-z_0-9]+)\()");
+  static const std::regex decl_re(
+      R"(\n(?:Variable|std::pair<Variable, Tensor>|std::vector<Variable>)\s+([a-z_0-9]+)\()");
   std::set<std::string> ops;
   for (auto& e : fs::directory_iterator(kRoot / "autograd" / "ops"))
     if (e.path().extension() == ".h") {
@@ -235,12 +243,16 @@ TEST(Docs, TheCheckCatchesStaleReferences) {
   EXPECT_EQ(check_markdown(md, "See `tests/golden/gen_golden.py:no_such_case`.").size(), 1u);
   EXPECT_EQ(check_markdown(md, "See [the file](../nn/nope.h) and `../shared/x.py`.").size(), 2u);
   EXPECT_EQ(check_markdown(md, "Set `nn::AttentionMask::head_mask`.").size(), 1u);  // a renamed struct
-  EXPECT_EQ(check_markdown(md, "See `tests/test_shape.cpp:expect_gradcheck`.").size(), 1u);  // called there, defined elsewhere
-  EXPECT_EQ(check_markdown(md, "The layers are in nn/transformers.h, (see autograd/nope.cpp).").size(), 2u);  // plain prose
-  EXPECT_TRUE(check_markdown(md, "See `tensor/ops/reduce.cpp:sum`, `tests/test_shape.cpp:Shape.Gradcheck`, "
-                                 "`tests/golden/gen_golden.py:view`, [chapter 1](01-tensors.md), `nn::Linear`, "
-                                 "`nn::MultiheadAttentionOptions::fused`, `Variable::backward()`, "
-                                 "`runs/mlp/index.html`.\n```\n`tensor/nope.h`\n```\n").empty());
+  EXPECT_EQ(check_markdown(md, "See `tests/test_shape.cpp:expect_gradcheck`.").size(),
+            1u);  // called there, defined elsewhere
+  EXPECT_EQ(check_markdown(md, "The layers are in nn/transformers.h, (see autograd/nope.cpp).").size(),
+            2u);  // plain prose
+  EXPECT_TRUE(check_markdown(md,
+                             "See `tensor/ops/reduce.cpp:sum`, `tests/test_shape.cpp:Shape.Gradcheck`, "
+                             "`tests/golden/gen_golden.py:view`, [chapter 1](01-tensors.md), `nn::Linear`, "
+                             "`nn::MultiheadAttentionOptions::fused`, `Variable::backward()`, "
+                             "`runs/mlp/index.html`.\n```\n`tensor/nope.h`\n```\n")
+                  .empty());
 }
 
 TEST(Docs, OpsTableListsEveryDifferentiableOp) {
@@ -256,7 +268,8 @@ TEST(Docs, OpsTableListsEveryDifferentiableOp) {
 TEST(Docs, CodeCommentsReferenceWhatExists) {
   // The same checks on the paths and path:name references written in code and scripts: a comment
   // that sends the reader to a file, function or test that is not there is a stale map too.
-  static const std::regex ref_re(R"((?:^|[\s(`'"])((?:tensor|autograd|nn|optim|viz|tests|examples|bench|docs|scripts)/[\w./-]*\.(?:h|cpp|py|md|txt|safetensors)(?::[A-Za-z_][\w.:]*)?))");
+  static const std::regex ref_re(
+      R"((?:^|[\s(`'"])((?:tensor|autograd|nn|optim|viz|tests|examples|bench|docs|scripts)/[\w./-]*\.(?:h|cpp|py|md|txt|safetensors)(?::[A-Za-z_][\w.:]*)?))");
   int refs = 0;
   for (const fs::path& file : code_files()) {
     if (file.filename() == "test_docs.cpp") continue;  // its own test strings name files that do not exist, on purpose

@@ -63,7 +63,8 @@ TEST(EdgeValues, Float32SoftmaxFamilyMatchesFloat64OnTheSameInputs) {
     }
     for (double smoothing : {0.0, 0.1}) {
       Variable a(x32, true), b(x64, true);
-      Variable la = cross_entropy(a, t, {.label_smoothing = smoothing}), lb = cross_entropy(b, t, {.label_smoothing = smoothing});
+      Variable la = cross_entropy(a, t, {.label_smoothing = smoothing}),
+               lb = cross_entropy(b, t, {.label_smoothing = smoothing});
       expect_close(la.data(), lb.data(), 4e-6, 1e-6);  // the smoothing term at 1e30 is 1e29: relative
       la.backward(), lb.backward();
       expect_close(a.grad(), b.grad(), 1e-6, 0);
@@ -121,7 +122,8 @@ TEST(EdgeValues, StdAndVarGradientsAtZeroDeviation) {
     Variable z(f64({2, 2, 2, 1, 2, 4}, {2, 3}).to(dt), true);
     mg::std(z, {1}).backward(ones({2}, dt));
     const double sd = std::sqrt(7.0 / 3), m = 7.0 / 3;
-    expect_close(z.grad(), f64({0, 0, 0, (1 - m) / (2 * sd), (2 - m) / (2 * sd), (4 - m) / (2 * sd)}, {2, 3}), tol(dt) * 4, 0);
+    expect_close(z.grad(), f64({0, 0, 0, (1 - m) / (2 * sd), (2 - m) / (2 * sd), (4 - m) / (2 * sd)}, {2, 3}),
+                 tol(dt) * 4, 0);
   }
 }
 
@@ -134,9 +136,13 @@ TEST(EdgeValues, NormalizationsWhereSquaresOverflow) {
     const double c = std::ldexp(1.0, dt == DType::Float64 ? 700 : 100);
     const Tensor x = rnd({2, 4, 3}, 7, -2, 2).to(dt), dy = rnd({2, 4, 3}, 8).to(dt);
     const std::vector<std::pair<std::string, std::function<Variable(const Variable&)>>> norms = {
-        {"layer_norm", [](const Variable& v) { return layer_norm(v, {4, 3}, Variable(), Variable(), 0.0); }},
+        {"layer_norm",
+         [](const Variable& v) {
+           return layer_norm(v, {4, 3}, Variable(), Variable(), 0.0);
+         }},
         {"group_norm", [](const Variable& v) { return group_norm(v, 2, Variable(), Variable(), 0.0); }},
-        {"batch_norm", [](const Variable& v) { return batch_norm(v, Tensor(), Tensor(), Variable(), Variable(), true, 0.1, 0.0); }}};
+        {"batch_norm",
+         [](const Variable& v) { return batch_norm(v, Tensor(), Tensor(), Variable(), Variable(), true, 0.1, 0.0); }}};
     for (auto& [op, f] : norms) {
       SCOPED_TRACE(op);
       Variable a(x, true), b(x * c, true);
@@ -158,14 +164,16 @@ TEST(EdgeValues, NormalizationsWhereSquaresOverflow) {
 // rows do not sum to their upstream gradient; minigrad's (softmax times dy) do.
 TEST(EdgeValues, PyTorchGoldenValues) {
   const std::vector<std::string> tags = {"1", "1e2", "1e4", "1e5", "1e7", "1e30", "m1e30"};
-  const std::vector<std::pair<std::string, std::function<Variable(const std::vector<Variable>&, const Tensor&)>>> ops = {
-      {"ce_const", [](const std::vector<Variable>& in, const Tensor& t) { return cross_entropy(in[0], t); }},
-      {"ce_spread", [](const std::vector<Variable>& in, const Tensor& t) { return cross_entropy(in[0], t); }},
-      {"log_softmax", [](const std::vector<Variable>& in, const Tensor&) { return log_softmax(in[0], -1); }},
-      {"log_softmax_spread", [](const std::vector<Variable>& in, const Tensor&) { return log_softmax(in[0], -1); }},
-      {"softmax_spread", [](const std::vector<Variable>& in, const Tensor&) { return softmax(in[0], -1); }},
-      {"logsumexp_spread", [](const std::vector<Variable>& in, const Tensor&) { return logsumexp(in[0], {-1}); }},
-      {"attention_large", [](const std::vector<Variable>& in, const Tensor&) { return scaled_dot_product_attention(in[0], in[1], in[2]); }}};
+  const std::vector<std::pair<std::string, std::function<Variable(const std::vector<Variable>&, const Tensor&)>>> ops =
+      {{"ce_const", [](const std::vector<Variable>& in, const Tensor& t) { return cross_entropy(in[0], t); }},
+       {"ce_spread", [](const std::vector<Variable>& in, const Tensor& t) { return cross_entropy(in[0], t); }},
+       {"log_softmax", [](const std::vector<Variable>& in, const Tensor&) { return log_softmax(in[0], -1); }},
+       {"log_softmax_spread", [](const std::vector<Variable>& in, const Tensor&) { return log_softmax(in[0], -1); }},
+       {"softmax_spread", [](const std::vector<Variable>& in, const Tensor&) { return softmax(in[0], -1); }},
+       {"logsumexp_spread", [](const std::vector<Variable>& in, const Tensor&) { return logsumexp(in[0], {-1}); }},
+       {"attention_large", [](const std::vector<Variable>& in, const Tensor&) {
+          return scaled_dot_product_attention(in[0], in[1], in[2]);
+        }}};
   int cases = 0;
   for (auto& [op, f] : ops)
     for (const std::string& tag : tags)
@@ -178,7 +186,8 @@ TEST(EdgeValues, PyTorchGoldenValues) {
         ++cases;
         // the ref64 cases run minigrad in float32 on the rounded inputs; the reference is float64
         const DType dt = sfx == "_f64" ? DType::Float64 : DType::Float32;
-        const double atol = dt == DType::Float64 ? 1e-13 : (sfx == "_f32" ? 4e-6 : 2e-4), rtol = dt == DType::Float64 ? 1e-13 : 2e-6;
+        const double atol = dt == DType::Float64 ? 1e-13 : (sfx == "_f32" ? 4e-6 : 2e-4),
+                     rtol = dt == DType::Float64 ? 1e-13 : 2e-6;
         std::vector<Variable> in;
         for (int i = 0; c.count("in" + std::to_string(i)) && is_floating(c.at("in" + std::to_string(i)).dtype()); ++i)
           in.emplace_back(c.at("in" + std::to_string(i)).to(dt), true);
@@ -191,7 +200,8 @@ TEST(EdgeValues, PyTorchGoldenValues) {
           if (op == "logsumexp_spread") {  // the exact gradient: softmax (of the rounded inputs) times dy
             const Tensor torch_rows = sum(want.to(DType::Float64), {1}), dy = c.at("gout").to(DType::Float64);
             if (tag == "1e30" || tag == "m1e30" || (tag == "1e7" && dt == DType::Float32))
-              EXPECT_GT(max(abs(torch_rows - dy)).item(), 0.4) << "PyTorch's logsumexp gradient was expected to be off here";
+              EXPECT_GT(max(abs(torch_rows - dy)).item(), 0.4)
+                  << "PyTorch's logsumexp gradient was expected to be off here";
             want = softmax(c.at("in0").to(DType::Float64), 1) * dy.reshape({-1, 1});
           }
           expect_close(in[i].grad(), want, attention && sfx != "_f64" ? 2e-3 : atol, rtol);

@@ -61,9 +61,9 @@ TEST(Elementwise, GradcheckBroadcastAndNonContiguous) {
   // (3, 1, 4) with (2, 4); a transposed view; an expanded view.
   expect_gradcheck([](const V& v) { return v[0] * v[1] + v[0]; }, {rnd({3, 1, 4}, 4), rnd({2, 4}, 5)});
   expect_gradcheck([](const V& v) { return v[0] / v[1]; }, {rnd({4, 3}, 6).transpose(0, 1), rnd({3, 1}, 7, 1, 2)});
-  expect_gradcheck([](const V& v) { return tanh(v[0]) * v[1]; },
-                   {rnd({5, 4}, 8).slice(0, 0, 5, 2), rnd({4}, 9)});
-  expect_gradcheck([](const V& v) { return sigmoid(v[0]) - v[1]; }, {rnd({2, 3}, 10), scalar_tensor(0.5, DType::Float64)});
+  expect_gradcheck([](const V& v) { return tanh(v[0]) * v[1]; }, {rnd({5, 4}, 8).slice(0, 0, 5, 2), rnd({4}, 9)});
+  expect_gradcheck([](const V& v) { return sigmoid(v[0]) - v[1]; },
+                   {rnd({2, 3}, 10), scalar_tensor(0.5, DType::Float64)});
 }
 
 TEST(Elementwise, MaskedFillAndWhere) {
@@ -170,6 +170,6 @@ TEST(Elementwise, Int64ArithmeticWrapsAndScalarsMustFit) {
   EXPECT_THROW(masked_fill(t, from_vector<bool>({true, false, false}, {3}), NAN), ValueError);
   expect_values(t * 2.0, {3}, {0, 2, 4});  // whole numbers are fine
   EXPECT_THROW(full({2}, 2.5, DType::Int64), ValueError);
-  EXPECT_THROW(tensor({NAN}, {1}).to(DType::Int64), ValueError);  // no int64 is NaN
+  EXPECT_THROW(tensor({NAN}, {1}).to(DType::Int64), ValueError);             // no int64 is NaN
   expect_values(tensor({2.7f, -2.7f}, {2}).to(DType::Int64), {2}, {2, -2});  // truncation, as torch's
 }

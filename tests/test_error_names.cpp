@@ -29,7 +29,9 @@ void expect_named(const char* code, const std::function<void()>& call, const std
   }
 }
 }  // namespace
-#define NAMED(E, op, ...) expect_named<E>(#__VA_ARGS__, [&] { (void)(__VA_ARGS__); }, op)
+#define NAMED(E, op, ...) \
+  expect_named<E>(        \
+      #__VA_ARGS__, [&] { (void)(__VA_ARGS__); }, op)
 
 TEST(ErrorNames, OpScopeRelabelsWhatThePartsRaise) {
   {
@@ -56,7 +58,8 @@ TEST(ErrorNames, CompositesNameTheOpCalled) {
   NAMED(IndexError, "var", var(Variable(f32, true), {2}));
   NAMED(DTypeError, "mse_loss", mse_loss(Variable(f32), Variable(f64)));
   NAMED(DTypeError, "l1_loss", l1_loss(Variable(arange(6).view({2, 3})), Variable(arange(6).view({2, 3}))));
-  NAMED(ValueError, "smooth_l1_loss", smooth_l1_loss(Variable(f32), Variable(f32), {.reduction = Reduction::BatchMean}));
+  NAMED(ValueError, "smooth_l1_loss",
+        smooth_l1_loss(Variable(f32), Variable(f32), {.reduction = Reduction::BatchMean}));
   // conv1d checks in its own 3-D terms: the weight (1, 1, 0) once showed up as conv2d's (1, 1, 1, 0)
   try {
     conv1d(Variable(zeros({1, 1, 4})), Variable(zeros({1, 1, 0})));
@@ -68,14 +71,16 @@ TEST(ErrorNames, CompositesNameTheOpCalled) {
   NAMED(DTypeError, "conv1d", conv1d(Variable(zeros({1, 1, 4})), Variable(zeros({1, 1, 2}, DType::Float64))));
   // batch and group norm: the input and the affine weights' dtypes, in their own words
   NAMED(DTypeError, "batch_norm",
-        batch_norm(Variable(zeros({4, 3})), Tensor(), Tensor(), Variable(zeros({3}, DType::Float64)), Variable(), true, 0.1, 1e-5));
+        batch_norm(Variable(zeros({4, 3})), Tensor(), Tensor(), Variable(zeros({3}, DType::Float64)), Variable(), true,
+                   0.1, 1e-5));
   NAMED(DTypeError, "group_norm", group_norm(Variable(zeros({4, 3})), 1, Variable(zeros({3}, DType::Float64))));
   NAMED(DTypeError, "batch_norm",
         batch_norm(Variable(zeros({4, 3}, DType::Int64)), Tensor(), Tensor(), Variable(), Variable(), true, 0.1, 1e-5));
   NAMED(DTypeError, "group_norm", group_norm(Variable(zeros({4, 3}, DType::Int64)), 1));
   // running statistics that share memory cannot be updated in place
-  NAMED(ValueError, "batch_norm",
-        batch_norm(Variable(randn({4, 3})), zeros({1}).expand({3}), ones({3}), Variable(), Variable(), true, 0.1, 1e-5));
+  NAMED(
+      ValueError, "batch_norm",
+      batch_norm(Variable(randn({4, 3})), zeros({1}).expand({3}), ones({3}), Variable(), Variable(), true, 0.1, 1e-5));
 }
 
 TEST(ErrorNames, DTypeProblemsAreDTypeErrors) {
@@ -97,7 +102,8 @@ TEST(ErrorNames, DTypeProblemsAreDTypeErrors) {
 
 TEST(ErrorNames, ForwardHooksCannotDropAnOutput) {
   nn::Linear fc(3, 2);
-  fc.register_forward_hook([](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) { out[0] = Variable(); });
+  fc.register_forward_hook(
+      [](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) { out[0] = Variable(); });
   try {
     fc(Variable(zeros({1, 3})));
     ADD_FAILURE() << "no error";
@@ -168,7 +174,9 @@ TEST(ErrorNames, OverflowingSizes) {
 TEST(ErrorNames, MoreTypesAndSizes) {
   // score_heads (what Telemetry::record calls) with float ids
   nn::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
-  NAMED(DTypeError, "score_heads", inspect::score_heads(gpt, [&](const Tensor& ids) { gpt(ids); }, zeros({1, 6}), 8));
+  NAMED(DTypeError, "score_heads",
+        inspect::score_heads(
+            gpt, [&](const Tensor& ids) { gpt(ids); }, zeros({1, 6}), 8));
   // MultiheadAttention with float64 input and float32 weights: the module's inputs, not its w_q's linear
   nn::MultiheadAttention mha(8, 2);
   NAMED(DTypeError, "MultiheadAttention", mha(Variable(zeros({1, 3, 8}, DType::Float64))));
@@ -176,8 +184,11 @@ TEST(ErrorNames, MoreTypesAndSizes) {
   nn::KVCache cache;
   EXPECT_THROW(cache.append(zeros({1, 2, 3, 4}), zeros({1, 2, 3, 4}, DType::Float64)), DTypeError);
   EXPECT_THROW(adam_step_(zeros({3}), zeros({3}, DType::Float64), zeros({3}), zeros({3}), {}), DTypeError);
-  NAMED(DTypeError, "sample_logits", sample_logits(zeros({1, 3}, DType::Int64), 1.0, std::nullopt, default_generator()));
-  NAMED(DTypeError, "batch_norm", batch_norm(Variable(randn({4, 3})), zeros({3}, DType::Int64), ones({3}), Variable(), Variable(), true, 0.1, 1e-5));
+  NAMED(DTypeError, "sample_logits",
+        sample_logits(zeros({1, 3}, DType::Int64), 1.0, std::nullopt, default_generator()));
+  NAMED(DTypeError, "batch_norm",
+        batch_norm(Variable(randn({4, 3})), zeros({3}, DType::Int64), ones({3}), Variable(), Variable(), true, 0.1,
+                   1e-5));
   // the order of an epoch too large to hold: a MemoryError, not std::length_error
   data::DataLoader loader(data::TensorDataset({zeros({1}).expand({int64_t{1} << 61})}), {.batch_size = 4});
   EXPECT_THROW(loader.order(0), MemoryError);

@@ -36,8 +36,8 @@ std::string read_text(const std::filesystem::path& p) {
 // head of every attention layer (`heads`: the layers' head counts, in model order), the same in
 // the JSON (format "minigrad-telemetry-1"), and an explorer page at `page` that holds that JSON
 // (with "</" written "<\/", as a <script> needs).
-void expect_telemetry(const std::vector<inspect::TelemetryRecord>& records, const std::string& json, const std::string& page,
-                      size_t n, const std::vector<int64_t>& heads) {
+void expect_telemetry(const std::vector<inspect::TelemetryRecord>& records, const std::string& json,
+                      const std::string& page, size_t n, const std::vector<int64_t>& heads) {
   const size_t total = static_cast<size_t>(std::accumulate(heads.begin(), heads.end(), int64_t{0}));
   ASSERT_EQ(records.size(), n);
   for (const inspect::TelemetryRecord& r : records) {
@@ -52,7 +52,8 @@ void expect_telemetry(const std::vector<inspect::TelemetryRecord>& records, cons
   for (const auto& r : j["records"]) EXPECT_EQ(r["heads"].size(), total);
   ASSERT_TRUE(std::filesystem::exists(page));
   std::string embedded;
-  for (const char c : json) embedded += c == '<' ? std::string("\\u003c") : std::string(1, c);  // as explorer_html embeds it
+  for (const char c : json)
+    embedded += c == '<' ? std::string("\\u003c") : std::string(1, c);  // as explorer_html embeds it
   EXPECT_NE(read_text(page).find(embedded), std::string::npos) << page << " does not hold the run's JSON";
 }
 }  // namespace
@@ -106,7 +107,8 @@ TEST_F(Examples, HandAttentionBackwardTracedByHand) {
   EXPECT_GT(max(abs(t.autograd)).item(), 1e-3);
   EXPECT_TRUE(t.gradcheck_ok);
   const hand_attention::HandResult h = hand_attention::hand_set();
-  for (int64_t r = 0; r < 4; ++r) EXPECT_NEAR(h.out.at({r, 1}), h.attn_scaled.at({r, 2}), 1e-6);  // output row = the B's share
+  for (int64_t r = 0; r < 4; ++r)
+    EXPECT_NEAR(h.out.at({r, 1}), h.attn_scaled.at({r, 2}), 1e-6);  // output row = the B's share
 }
 
 TEST_F(Examples, WhereWeightsComeFrom) {
@@ -125,7 +127,8 @@ TEST_F(Examples, WhereWeightsComeFrom) {
   EXPECT_LT(ctx.contextual_cosine, 0.9);
   // the composed graph, W_Q/W_K/W_V as separate leaves, each box with its gradient's norm
   for (const char* w : {"attn.w_q.weight", "attn.w_k.weight", "attn.w_v.weight"})
-    EXPECT_THAT(r.graph_dot, testing::ContainsRegex(std::string(w) + "\\\\n\\(16, 16\\)\\\\nparam \\(gets .grad\\)\\\\n\\|grad\\| [0-9]"));
+    EXPECT_THAT(r.graph_dot, testing::ContainsRegex(
+                                 std::string(w) + "\\\\n\\(16, 16\\)\\\\nparam \\(gets .grad\\)\\\\n\\|grad\\| [0-9]"));
   EXPECT_THAT(r.graph_dot, testing::HasSubstr("softmax"));
   EXPECT_THAT(r.graph_dot, testing::Not(testing::HasSubstr("scaled_dot_product_attention")));
   // the ablation: identity projections do clearly worse in the same budget
@@ -191,7 +194,8 @@ TEST_F(Examples, HeadsSpecialiseIdenticalStartStaysIdentical) {
   const auto r = heads_specialise::run(c, heads_specialise::Variant::IdenticalStart, 256);  // the full 1500 steps
   const auto random = heads_specialise::run(c, heads_specialise::Variant::TwoHeads, 16);
   EXPECT_EQ(r.head_diff_start, 0.0);
-  EXPECT_LT(r.head_diff_end, 2e-3);  // 8.4e-4 in the release build: float32 rounding only, other flags round differently
+  EXPECT_LT(r.head_diff_end,
+            2e-3);  // 8.4e-4 in the release build: float32 rounding only, other flags round differently
   EXPECT_GT(random.head_diff_end, 0.1);
   // the same split up to float32 rounding (the two heads sit at different places in each GEMM)
   EXPECT_NEAR(r.roles.on_prev[0], r.roles.on_prev[1], 0.02);
@@ -210,7 +214,8 @@ TEST_F(Examples, OneMatrixPerHeadFoldsAndTrainsAlike) {
   one_matrix::TaskModel<nn::MultiheadAttention> standard(c, g1);
   one_matrix::TaskModel<one_matrix::OverParamAttention> over(c, g2);
   EXPECT_EQ(over.num_parameters() - standard.num_parameters(), 3 * c.heads * (c.dim / c.heads) * (c.dim / c.heads));
-  const std::vector<double> la = one_matrix::train(standard, c, 2, "standard"), lb = one_matrix::train(over, c, 2, "per-head");
+  const std::vector<double> la = one_matrix::train(standard, c, 2, "standard"),
+                            lb = one_matrix::train(over, c, 2, "per-head");
   EXPECT_LT(one_matrix::tail_mean(la), 0.01);
   EXPECT_LT(one_matrix::tail_mean(lb), 0.01);
   // same functions, different dynamics: the product form's curve stays above in every quarter after the first
@@ -237,8 +242,9 @@ TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   EXPECT_EQ(j["layers"][2]["name"], "dec.multihead_attn");
   EXPECT_EQ(j["layers"][2]["query_tokens"].size(), 6u);  // <s> and 5 digits
   EXPECT_EQ(j["layers"][2]["query_tokens"][0], "<s>");
-  EXPECT_EQ(j["layers"][2]["key_tokens"].size(), 5u);    // the 5 source digits
-  for (const inspect::HeadScore& h : tr.records.back().heads) EXPECT_EQ(h.label == "cross-attention", h.layer == "dec.multihead_attn");
+  EXPECT_EQ(j["layers"][2]["key_tokens"].size(), 5u);  // the 5 source digits
+  for (const inspect::HeadScore& h : tr.records.back().heads)
+    EXPECT_EQ(h.label == "cross-attention", h.layer == "dec.multihead_attn");
   // the recorded cross-attention map (probe row 0) is 6 x 5 and turns into the anti-diagonal
   const auto mirrored = [&](const inspect::TelemetryRecord& r) {
     const Tensor w = r.patterns[2].weights;  // (H, 6, 5)
@@ -275,7 +281,8 @@ TEST_F(Examples, CharGptRunsWithAShortContext) {
   }
   char_gpt::Config c;
   c.data = (dir / "text.txt").string();
-  c.context = 16, c.dim = 16, c.heads = 2, c.layers = 1, c.batch = 4, c.steps = 40, c.eval_every = 20, c.ckpt_every = 40, c.every = 10;
+  c.context = 16, c.dim = 16, c.heads = 2, c.layers = 1, c.batch = 4, c.steps = 40, c.eval_every = 20,
+  c.ckpt_every = 40, c.every = 10;
   c.sample_len = 30, c.out = (dir / "run").string();
   const char_gpt::Data d = char_gpt::load_data(c);
   Generator g(c.seed);
@@ -357,7 +364,8 @@ TEST_F(Examples, CharLstmLearnsARepeatedSentence) {
   const char_lstm::Sample s = char_lstm::sample(m, d.vocab, c, sg);
   EXPECT_EQ(s.text.size(), c.prompt.size() + 40);
   EXPECT_EQ(s.hidden.shape(), (Shape{static_cast<int64_t>(c.prompt.size()) + 40, 48}));
-  EXPECT_NE(s.text.find("cat sat on the ", c.prompt.size()), std::string::npos) << s.text;  // the words, in order, after the prompt
+  EXPECT_NE(s.text.find("cat sat on the ", c.prompt.size()), std::string::npos)
+      << s.text;  // the words, in order, after the prompt
   EXPECT_TRUE(fs::exists(char_lstm::write_report(h, s, c)));
 }
 
@@ -370,7 +378,8 @@ induction_heads::Config induction_config() {
 }
 
 // The step at which a score series first reaches half of its final value.
-int64_t half_way(const std::vector<inspect::TelemetryRecord>& records, const std::function<double(const inspect::TelemetryRecord&)>& f) {
+int64_t half_way(const std::vector<inspect::TelemetryRecord>& records,
+                 const std::function<double(const inspect::TelemetryRecord&)>& f) {
   const double target = 0.5 * f(records.back());
   for (const auto& r : records)
     if (f(r) >= target) return r.step;

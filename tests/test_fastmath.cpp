@@ -18,10 +18,27 @@ constexpr uint64_t kStride = 97;
 // The floats of the sweep, in chunks of n, with the special values in the first chunk.
 template <class F>
 void for_each_chunk(int64_t n, F f) {
-  std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, kMinNormal, -kMinNormal,
-                           std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
-                           std::numeric_limits<float>::lowest(), 88.72283f, 88.72284f, 88.8f, 89.0f, -87.3f, -103.2f,
-                           -103.97f, -104.0f, -104.1f, -1000.0f};
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           INFINITY,
+                           -INFINITY,
+                           NAN,
+                           -NAN,
+                           kMinNormal,
+                           -kMinNormal,
+                           std::numeric_limits<float>::denorm_min(),
+                           std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::lowest(),
+                           88.72283f,
+                           88.72284f,
+                           88.8f,
+                           89.0f,
+                           -87.3f,
+                           -103.2f,
+                           -103.97f,
+                           -104.0f,
+                           -104.1f,
+                           -1000.0f};
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += kStride) {
     xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
     if (static_cast<int64_t>(xs.size()) == n) f(xs), xs.clear();
@@ -40,9 +57,12 @@ TEST(FastMath, ExpMatchesLibmOverEveryExponent) {
     for (size_t i = 0; i < xs.size(); ++i) {
       const float want = static_cast<float>(std::exp(static_cast<double>(xs[i]))), f = got[i];
       bool ok;
-      if (std::isnan(want)) ok = std::isnan(f);
-      else if (std::isinf(want)) ok = f == want;
-      else if (want < kMinNormal) ok = std::abs(static_cast<double>(f) - want) <= 0x1p-148;
+      if (std::isnan(want))
+        ok = std::isnan(f);
+      else if (std::isinf(want))
+        ok = f == want;
+      else if (want < kMinNormal)
+        ok = std::abs(static_cast<double>(f) - want) <= 0x1p-148;
       else {
         const double rel = std::abs(static_cast<double>(f) - want) / want;
         worst = std::max(worst, rel);

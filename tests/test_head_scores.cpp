@@ -16,7 +16,8 @@ struct ForcedHeads : nn::Callable<ForcedHeads> {
   nn::Embedding emb;
   nn::MultiheadAttention prev, first, ind;
   explicit ForcedHeads(Generator& g) : emb(50, 4, {}, g), prev(4, 1, {}, g), first(4, 1, {}, g), ind(4, 1, {}, g) {
-    register_module("emb", emb), register_module("prev", prev), register_module("first", first), register_module("ind", ind);
+    register_module("emb", emb), register_module("prev", prev), register_module("first", first),
+        register_module("ind", ind);
   }
   // Bool mask (T, T) or (B*H, T, T) -> true where a query may NOT look: all but `key(b, t)`.
   static Tensor only(int64_t B, int64_t T, const std::function<int64_t(int64_t, int64_t)>& key) {
@@ -32,10 +33,10 @@ struct ForcedHeads : nn::Callable<ForcedHeads> {
     prev(x, {.attn_mask = only(B, T, [](int64_t, int64_t t) { return t == 0 ? 0 : t - 1; })});
     first(x, {.attn_mask = only(B, T, [](int64_t, int64_t) { return 0; })});
     ind(x, {.attn_mask = only(B, T, [&](int64_t b, int64_t t) {
-                  for (int64_t j = t - 1; j >= 0; --j)
-                    if (v[b * T + j] == v[b * T + t]) return j + 1;
-                  return int64_t{0};
-                })});
+              for (int64_t j = t - 1; j >= 0; --j)
+                if (v[b * T + j] == v[b * T + t]) return j + 1;
+              return int64_t{0};
+            })});
   }
   std::string type_name() const override { return "ForcedHeads"; }
 };
@@ -46,7 +47,8 @@ TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
   ForcedHeads m(g);
   // a probe without repeats: T = 6, so the "ind" head sits on key 0
   const Tensor probe = from_vector<int64_t>({0, 1, 2, 3, 4, 0, 4, 3, 2, 1, 0, 4}, {2, 6});
-  const auto s = inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, 50);
+  const auto s = inspect::score_heads(
+      m, [&](const Tensor& ids) { m(ids); }, probe, 50);
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].layer, "prev");
   EXPECT_NEAR(s[0].previous_token, 1.0, 1e-6);
@@ -61,8 +63,12 @@ TEST(HeadScores, ForcedHeadsScoreAsComputedByHand) {
   EXPECT_EQ(s[2].label, "induction");
   EXPECT_NEAR(s[0].induction, 0.0, 1e-6);  // t - 1 is never t - n + 1 for n = 3
   EXPECT_NEAR(s[1].induction, 0.0, 1e-6);
-  EXPECT_THROW(inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.narrow(1, 0, 3), 50), ValueError);
-  EXPECT_THROW(inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe.to(DType::Float32), 50), DTypeError);
+  EXPECT_THROW(inspect::score_heads(
+                   m, [&](const Tensor& ids) { m(ids); }, probe.narrow(1, 0, 3), 50),
+               ValueError);
+  EXPECT_THROW(inspect::score_heads(
+                   m, [&](const Tensor& ids) { m(ids); }, probe.to(DType::Float32), 50),
+               DTypeError);
 }
 
 namespace {
@@ -83,11 +89,12 @@ struct ForcedCopier : nn::Callable<ForcedCopier> {
   Variable forward(const Tensor& ids) const {
     const int64_t B = ids.size(0), T = ids.size(1);
     const std::vector<int64_t> v = ids.to_vector<int64_t>();
-    return ind(emb(ids), {.attn_mask = ForcedHeads::only(B, T, [&](int64_t b, int64_t t) {
-                                            for (int64_t j = t - 1; j >= 0; --j)
-                                              if (v[b * T + j] == v[b * T + t]) return j + 1;
-                                            return int64_t{0};
-                                          })})
+    return ind(emb(ids), {.attn_mask = ForcedHeads::only(B, T,
+                                                         [&](int64_t b, int64_t t) {
+                                                           for (int64_t j = t - 1; j >= 0; --j)
+                                                             if (v[b * T + j] == v[b * T + t]) return j + 1;
+                                                           return int64_t{0};
+                                                         })})
         .output;
   }
   std::string type_name() const override { return "ForcedCopier"; }
@@ -103,13 +110,15 @@ TEST(HeadScores, CopyingIsTheLogitRaisedOnTheAttendedTokenAsComputedByHand) {
   for (double gain : {2.0, -2.0}) {
     ForcedCopier m(g, V, gain);
     const auto s = inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
-                                   {.induction_length = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
+                                        {.induction_length = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
     ASSERT_EQ(s.size(), 1u);
     EXPECT_NEAR(s[0].copying, gain - gain / V, 1e-6) << "gain " << gain;
   }
   // without a logits function the copying score is not measured
   ForcedCopier m(g, V, 2.0);
-  EXPECT_TRUE(std::isnan(inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V)[0].copying));
+  EXPECT_TRUE(std::isnan(inspect::score_heads(
+                             m, [&](const Tensor& ids) { m(ids); }, probe, V)[0]
+                             .copying));
 }
 
 TEST(HeadScores, IclScoreOfAPerfectCopierAsComputedByHand) {
@@ -121,7 +130,8 @@ TEST(HeadScores, IclScoreOfAPerfectCopierAsComputedByHand) {
     const int64_t B = ids.size(0), T = ids.size(1);
     Tensor z = zeros({B, T, V}, DType::Float64);
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t t = n; t < T; ++t) z.narrow(0, b, 1).narrow(1, t, 1).narrow(2, static_cast<int64_t>(ids.at({b, t - n + 1})), 1).fill_(100);
+      for (int64_t t = n; t < T; ++t)
+        z.narrow(0, b, 1).narrow(1, t, 1).narrow(2, static_cast<int64_t>(ids.at({b, t - n + 1})), 1).fill_(100);
     return Variable(z);
   };
   const inspect::IclScore s = inspect::icl_score(copier, V, n);
@@ -129,7 +139,12 @@ TEST(HeadScores, IclScoreOfAPerfectCopierAsComputedByHand) {
   EXPECT_NEAR(s.late, std::log(10.0) / n, 1e-12);
   EXPECT_NEAR(s.score, std::log(10.0) / n - std::log(10.0), 1e-12);
   EXPECT_THROW(inspect::icl_score(copier, 1, n), ValueError);
-  EXPECT_THROW(inspect::icl_score([&](const Tensor& ids) { return Variable(zeros({ids.size(0), ids.size(1), 3})); }, V, n), ShapeError);
+  EXPECT_THROW(inspect::icl_score(
+                   [&](const Tensor& ids) {
+                     return Variable(zeros({ids.size(0), ids.size(1), 3}));
+                   },
+                   V, n),
+               ShapeError);
 }
 
 TEST(HeadAblation, SameNumbersAsHeadMaskAndGradientsFlow) {
@@ -171,7 +186,12 @@ struct TinyEncoderDecoder : nn::Callable<TinyEncoderDecoder> {
   int64_t memory;
   bool bos;
   TinyEncoderDecoder(Generator& g, int64_t vocab, int64_t memory, bool bos)
-      : emb(vocab, 8, {}, g), self_attn(8, 2, {}, g), cross_attn(8, 2, {}, g), out(8, vocab, {}, g), memory(memory), bos(bos) {
+      : emb(vocab, 8, {}, g),
+        self_attn(8, 2, {}, g),
+        cross_attn(8, 2, {}, g),
+        out(8, vocab, {}, g),
+        memory(memory),
+        bos(bos) {
     register_module("emb", emb), register_module("self_attn", self_attn), register_module("cross_attn", cross_attn);
     register_module("out", out);
   }
@@ -197,7 +217,7 @@ TEST(HeadScores, CrossAttentionHeadsGetNoScores) {
   for (int64_t memory : {3, 8}) {
     TinyEncoderDecoder m(g, V, memory, false);
     const auto s = inspect::score_heads(m, [&](const Tensor& ids) { m(ids); }, probe, V,
-                                   {.induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
+                                        {.induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }});
     ASSERT_EQ(s.size(), 4u);
     for (const inspect::HeadScore& h : s) {
       if (h.layer == "self_attn") {
@@ -207,7 +227,8 @@ TEST(HeadScores, CrossAttentionHeadsGetNoScores) {
       } else {
         EXPECT_EQ(h.layer, "cross_attn");
         EXPECT_EQ(h.label, "cross-attention") << "memory " << memory;
-        EXPECT_TRUE(std::isnan(h.previous_token) && std::isnan(h.first_token) && std::isnan(h.induction) && std::isnan(h.copying));
+        EXPECT_TRUE(std::isnan(h.previous_token) && std::isnan(h.first_token) && std::isnan(h.induction) &&
+                    std::isnan(h.copying));
       }
     }
   }
@@ -223,8 +244,11 @@ TEST(Telemetry, CrossAttentionMapsAreDecoderBySourceWithLabelsOfTheirOwn) {
   const std::vector<std::string> src = {"a", "b", "c", "d", "e", "f"}, dec = {"<s>", "f", "e", "d", "c", "b", "a"};
   auto forward = [&](const Tensor& ids) { m(ids); };
   inspect::Telemetry tel(m, forward,
-                    {.vocab = V, .probe = probe, .tokens = src, .query_tokens = {{"self_attn", dec}, {"cross_attn", dec}},
-                     .key_tokens = {{"self_attn", dec}}});
+                         {.vocab = V,
+                          .probe = probe,
+                          .tokens = src,
+                          .query_tokens = {{"self_attn", dec}, {"cross_attn", dec}},
+                          .key_tokens = {{"self_attn", dec}}});
   const inspect::TelemetryRecord& r = tel.record(1, 2.5);
   ASSERT_EQ(r.patterns.size(), 2u);
   EXPECT_EQ(r.patterns[0].weights.shape(), (Shape{2, 7, 7}));
@@ -235,8 +259,9 @@ TEST(Telemetry, CrossAttentionMapsAreDecoderBySourceWithLabelsOfTheirOwn) {
   const std::string json = tel.json();
   EXPECT_THAT(json, HasSubstr(R"({"name":"cross_attn","heads":2,"query_tokens":["<s>","f","e","d","c","b","a"],)"
                               R"("key_tokens":["a","b","c","d","e","f"]})"));
-  EXPECT_THAT(json, HasSubstr(R"({"layer":"cross_attn","head":0,"previous_token":null,"first_token":null,"induction":null,)"
-                              R"("copying":null,"label":"cross-attention"})"));
+  EXPECT_THAT(json,
+              HasSubstr(R"({"layer":"cross_attn","head":0,"previous_token":null,"first_token":null,"induction":null,)"
+                        R"("copying":null,"label":"cross-attention"})"));
   // Without the decoder's labels the 7th query has none: record() names the layer.
   inspect::Telemetry unlabelled(m, forward, {.vocab = V, .probe = probe, .tokens = src});
   try {
@@ -247,5 +272,6 @@ TEST(Telemetry, CrossAttentionMapsAreDecoderBySourceWithLabelsOfTheirOwn) {
     EXPECT_THAT(e.what(), HasSubstr("query_tokens / key_tokens[\"self_attn\"]"));
   }
   // A label map for a layer the model does not have is a typo, caught at once.
-  EXPECT_THROW(inspect::Telemetry(m, forward, {.vocab = V, .probe = probe, .key_tokens = {{"cross", src}}}), ValueError);
+  EXPECT_THROW(inspect::Telemetry(m, forward, {.vocab = V, .probe = probe, .key_tokens = {{"cross", src}}}),
+               ValueError);
 }

@@ -47,7 +47,11 @@ TEST(Index, Gradcheck) {
   Tensor gi = from_vector<int64_t>({1, 1, 0, 2, 0, 0}, {3, 2});
   expect_gradcheck([gi](const V& v) { return gather(v[0], 1, gi); }, {rnd({3, 3}, 10)});
   expect_gradcheck([gi](const V& v) { return gather(v[0], 1, gi); }, {rnd({3, 3}, 10).transpose(0, 1)});
-  expect_gradcheck([](const V& v) { return index_select(v[0], 1, from_vector<int64_t>({2, 0, 2}, {3})); }, {rnd({2, 3}, 11)});
+  expect_gradcheck(
+      [](const V& v) {
+        return index_select(v[0], 1, from_vector<int64_t>({2, 0, 2}, {3}));
+      },
+      {rnd({2, 3}, 11)});
 }
 
 TEST(Index, GoldenPyTorch) {

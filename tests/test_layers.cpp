@@ -46,7 +46,8 @@ std::vector<std::pair<std::string, std::string>> library_files() {
   for (auto& [layer, _] : kAllowed)
     for (auto& e : fs::recursive_directory_iterator(kRoot / layer)) {
       const std::string ext = e.path().extension().string();
-      if (e.is_regular_file() && (ext == ".h" || ext == ".cpp")) out.emplace_back(layer, fs::relative(e.path(), kRoot).string());
+      if (e.is_regular_file() && (ext == ".h" || ext == ".cpp"))
+        out.emplace_back(layer, fs::relative(e.path(), kRoot).string());
     }
   return out;
 }
@@ -60,10 +61,12 @@ std::vector<std::string> violations(const std::string& layer, const std::string&
     if (!kAllowed.at(layer).count(to))
       out.push_back(file + " (layer " + layer + ") includes " + header + ", from a layer above its own");
     if (layer != "tensor" && kTensorPrivate.count(header))
-      out.push_back(file + " includes " + header + ", which is private to tensor/: call a kernel of tensor/ops.h instead");
+      out.push_back(file + " includes " + header +
+                    ", which is private to tensor/: call a kernel of tensor/ops.h instead");
   }
   // a library header included without the prefix could be a user's file of the same name
-  static const std::regex bare_re(R"re(#include\s+["<]((tensor|autograd|nn|inspect|optim|data|viz|distributed)/[^">]+)[">])re");
+  static const std::regex bare_re(
+      R"re(#include\s+["<]((tensor|autograd|nn|inspect|optim|data|viz|distributed)/[^">]+)[">])re");
   for (std::sregex_iterator it(text.begin(), text.end(), bare_re), end; it != end; ++it)
     out.push_back(file + " includes \"" + (*it)[1].str() + "\" without the minigrad/ prefix");
   if (layer != "tensor" && text.find("detail::") != std::string::npos)
@@ -83,24 +86,34 @@ TEST(Layers, TheCheckCatchesUpwardAndPrivateIncludes) {
   // made-up files of each layer
   EXPECT_EQ(violations("nn", "an nn file", "#include \"minigrad/optim/adam.h\"\n").size(), 1u);
   EXPECT_EQ(violations("viz", "a viz file", "#include \"minigrad/autograd/ops.h\"\n").size(), 1u);
-  EXPECT_EQ(violations("autograd", "an autograd file", "#include \"minigrad/tensor/loops.h\"\nauto y = detail::map_unary;\n").size(), 2u);
-  EXPECT_EQ(violations("nn", "an nn file", "#include <minigrad/optim/adam.h>\n").size(), 1u);  // the angle-bracket form too
+  EXPECT_EQ(
+      violations("autograd", "an autograd file", "#include \"minigrad/tensor/loops.h\"\nauto y = detail::map_unary;\n")
+          .size(),
+      2u);
+  EXPECT_EQ(violations("nn", "an nn file", "#include <minigrad/optim/adam.h>\n").size(),
+            1u);                                                                       // the angle-bracket form too
   EXPECT_EQ(violations("nn", "an nn file", "#include \"nn/module.h\"\n").size(), 1u);  // no prefix
   EXPECT_EQ(violations("nn", "an nn file", "#include <nn/module.h>\n").size(), 1u);
-  EXPECT_TRUE(violations("optim", "an optim file", "#include \"minigrad/nn/module.h\"\n#include \"minigrad/tensor/ops.h\"\n").empty());
+  EXPECT_TRUE(
+      violations("optim", "an optim file", "#include \"minigrad/nn/module.h\"\n#include \"minigrad/tensor/ops.h\"\n")
+          .empty());
 }
 
 TEST(Layers, BlasHasOneDoor) {
   // cblas in tensor/blas.cpp, oneDNN in tensor/onednn.cpp (which only blas.cpp calls): nothing else
   // includes or calls either library.
-  const std::regex cblas_re(R"(#include\s*<cblas\.h>|\bcblas_\w+\s*\()"), dnnl_re(R"(#include\s*<oneapi/dnnl|\bdnnl_\w+\s*\()");
+  const std::regex cblas_re(R"(#include\s*<cblas\.h>|\bcblas_\w+\s*\()"),
+      dnnl_re(R"(#include\s*<oneapi/dnnl|\bdnnl_\w+\s*\()");
   const std::regex onednn_user_re(R"(#include\s*"minigrad/tensor/onednn\.h")");
   for (auto& [layer, file] : library_files()) {
     const std::string text = read(kRoot / file);
-    EXPECT_EQ(std::regex_search(text, cblas_re), file == "tensor/blas.cpp") << file << ": cblas belongs in tensor/blas.cpp";
-    EXPECT_EQ(std::regex_search(text, dnnl_re), file == "tensor/onednn.cpp") << file << ": oneDNN belongs in tensor/onednn.cpp";
+    EXPECT_EQ(std::regex_search(text, cblas_re), file == "tensor/blas.cpp")
+        << file << ": cblas belongs in tensor/blas.cpp";
+    EXPECT_EQ(std::regex_search(text, dnnl_re), file == "tensor/onednn.cpp")
+        << file << ": oneDNN belongs in tensor/onednn.cpp";
     if (file != "tensor/blas.cpp" && file != "tensor/onednn.cpp")
-      EXPECT_FALSE(std::regex_search(text, onednn_user_re)) << file << " calls oneDNN directly; go through tensor/blas.h";
+      EXPECT_FALSE(std::regex_search(text, onednn_user_re))
+          << file << " calls oneDNN directly; go through tensor/blas.h";
   }
 }
 
@@ -108,11 +121,13 @@ TEST(Layers, BlasHasOneDoor) {
 // CMakeLists.txt, and no minigrad/ folder (the prefix of <minigrad/...> exists only in the build's
 // include folder and the installed tree).
 TEST(Layers, TheLayersSitAtTheRoot) {
-  for (const char* dir : {"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed", "examples", "tests"})
+  for (const char* dir :
+       {"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed", "examples", "tests"})
     EXPECT_TRUE(fs::is_directory(kRoot / dir)) << dir << "/ is missing from the repository's root";
   EXPECT_TRUE(fs::is_regular_file(kRoot / "CMakeLists.txt"));
   EXPECT_TRUE(fs::is_regular_file(kRoot / "minigrad.h")) << "the umbrella header sits at the root";
-  EXPECT_FALSE(fs::exists(kRoot / "minigrad")) << "a minigrad/ folder is back in the source tree; the layers sit at the root";
+  EXPECT_FALSE(fs::exists(kRoot / "minigrad"))
+      << "a minigrad/ folder is back in the source tree; the layers sit at the root";
 }
 
 // The build's include folder names exactly the layers and the umbrella header, each a link to the
@@ -126,6 +141,7 @@ TEST(Layers, TheIncludeFolderLinksToTheLayers) {
     EXPECT_TRUE(fs::is_symlink(e.symlink_status())) << e.path() << " is not a link to the source";
     EXPECT_TRUE(fs::equivalent(e.path(), kRoot / e.path().filename())) << e.path() << " does not point at the source";
   }
-  EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed", "minigrad.h"}));
+  EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed",
+                                          "minigrad.h"}));
   EXPECT_TRUE(fs::equivalent(dir / "nn" / "linear.h", kRoot / "nn" / "linear.h"));
 }

@@ -38,17 +38,23 @@ TEST(Loss, Gradcheck) {
   Tensor x = rnd({3, 5}, 1, -2, 2);
   Tensor t = from_vector<int64_t>({4, 0, 2}, {3});
   expect_gradcheck([](const V& v) { return cross_entropy(v[0], v[1].data()); }, {x, t});
-  expect_gradcheck([](const V& v) { return cross_entropy(v[0], v[1].data()); }, {x.transpose(0, 1).contiguous().transpose(0, 1), t});
+  expect_gradcheck([](const V& v) { return cross_entropy(v[0], v[1].data()); },
+                   {x.transpose(0, 1).contiguous().transpose(0, 1), t});
   expect_gradcheck([](const V& v) { return cross_entropy(v[0], v[1].data(), {.reduction = Reduction::None}); }, {x, t});
-  expect_gradcheck([](const V& v) { return cross_entropy(v[0], v[1].data(), {.ignore_index = 0, .reduction = Reduction::Sum}); }, {x, t});
+  expect_gradcheck(
+      [](const V& v) { return cross_entropy(v[0], v[1].data(), {.ignore_index = 0, .reduction = Reduction::Sum}); },
+      {x, t});
   expect_gradcheck([](const V& v) { return mse_loss(v[0], v[1]); }, {x, rnd({3, 5}, 3)});
-  expect_gradcheck([](const V& v) { return mse_loss(v[0], v[1], {.reduction = Reduction::None}); }, {x, rnd({3, 5}, 4)});
+  expect_gradcheck([](const V& v) { return mse_loss(v[0], v[1], {.reduction = Reduction::None}); },
+                   {x, rnd({3, 5}, 4)});
 }
 
 TEST(Loss, GoldenPyTorch) {
   expect_golden("cross_entropy_mean", [](const V& v) { return cross_entropy(v[0], v[1].data()); });
-  expect_golden("cross_entropy_sum", [](const V& v) { return cross_entropy(v[0], v[1].data(), {.reduction = Reduction::Sum}); });
-  expect_golden("cross_entropy_none", [](const V& v) { return cross_entropy(v[0], v[1].data(), {.reduction = Reduction::None}); });
+  expect_golden("cross_entropy_sum",
+                [](const V& v) { return cross_entropy(v[0], v[1].data(), {.reduction = Reduction::Sum}); });
+  expect_golden("cross_entropy_none",
+                [](const V& v) { return cross_entropy(v[0], v[1].data(), {.reduction = Reduction::None}); });
   expect_golden("cross_entropy_ignore", [](const V& v) { return cross_entropy(v[0], v[1].data()); });
   expect_golden("mse_loss", [](const V& v) { return mse_loss(v[0], v[1]); });
   expect_golden("mse_loss_sum", [](const V& v) { return mse_loss(v[0], v[1], {.reduction = Reduction::Sum}); });
@@ -73,12 +79,17 @@ TEST(Loss, MoreLossesHandValues) {
   EXPECT_NEAR(nll_loss(lp, from_vector<int64_t>({0, 1}, {2})).item(), 1.5, 1e-6);
   EXPECT_NEAR(nll_loss(lp, from_vector<int64_t>({0, 1}, {2}), {.weight = tensor({1, 3}, {2})}).item(), 7.0 / 4, 1e-6);
   // bce at x = 0.5: log 2 whatever the target; with logits, 0 gives log 2 too
-  EXPECT_NEAR(binary_cross_entropy(Variable(tensor({0.5}, {1})), Variable(tensor({1}, {1}))).item(), std::log(2.0), 1e-6);
-  EXPECT_NEAR(binary_cross_entropy_with_logits(Variable(tensor({0}, {1})), Variable(tensor({0}, {1}))).item(), std::log(2.0), 1e-6);
+  EXPECT_NEAR(binary_cross_entropy(Variable(tensor({0.5}, {1})), Variable(tensor({1}, {1}))).item(), std::log(2.0),
+              1e-6);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(Variable(tensor({0}, {1})), Variable(tensor({0}, {1}))).item(),
+              std::log(2.0), 1e-6);
   // x = 0 or 1 gives a large finite loss (logs clamped at -100), not inf
   EXPECT_NEAR(binary_cross_entropy(Variable(tensor({0}, {1})), Variable(tensor({1}, {1}))).item(), 100, 1e-4);
   // logits of +-1000: stable, no inf or NaN
-  EXPECT_NEAR(binary_cross_entropy_with_logits(Variable(tensor({1000, -1000}, {2})), Variable(tensor({0, 1}, {2})), {.reduction = Reduction::Sum}).item(), 2000, 1e-2);
+  EXPECT_NEAR(binary_cross_entropy_with_logits(Variable(tensor({1000, -1000}, {2})), Variable(tensor({0, 1}, {2})),
+                                               {.reduction = Reduction::Sum})
+                  .item(),
+              2000, 1e-2);
   // l1 (mean |d|), smooth l1 and huber on d = (0.2, 3)
   const Variable x(tensor({0.2, 3}, {2})), t(zeros({2}));
   EXPECT_NEAR(l1_loss(x, t).item(), 1.6, 1e-6);
@@ -88,50 +99,75 @@ TEST(Loss, MoreLossesHandValues) {
   const Variable p(tensor({0.25, 0.75, 0}, {3}));
   EXPECT_NEAR(kl_div(Variable(log(tensor({0.25, 0.75, 1}, {3}))), p, {.reduction = Reduction::Sum}).item(), 0, 1e-6);
   // cross_entropy with label smoothing: uniform logits over 4 classes give log 4 whatever s is
-  EXPECT_NEAR(cross_entropy(Variable(zeros({2, 4})), from_vector<int64_t>({1, 3}, {2}), {.label_smoothing = 0.4}).item(), std::log(4.0), 1e-6);
+  EXPECT_NEAR(
+      cross_entropy(Variable(zeros({2, 4})), from_vector<int64_t>({1, 3}, {2}), {.label_smoothing = 0.4}).item(),
+      std::log(4.0), 1e-6);
 }
 
 TEST(Loss, MoreLossesGradcheck) {
   const Tensor x = rnd({4, 3}, 5), t = from_vector<int64_t>({2, 0, -100, 1}, {4}), w = rnd({3}, 6, 0.5, 2);
-  expect_gradcheck([&](const V& v) { return cross_entropy(v[0], t, {.weight = w.to(DType::Float64), .label_smoothing = 0.2}); }, {x});
+  expect_gradcheck(
+      [&](const V& v) { return cross_entropy(v[0], t, {.weight = w.to(DType::Float64), .label_smoothing = 0.2}); },
+      {x});
   expect_gradcheck([&](const V& v) { return cross_entropy(v[0], t, {.label_smoothing = 0.3}); }, {x});
-  expect_gradcheck([&](const V& v) { return cross_entropy(v[0], t, {.weight = w.to(DType::Float64), .reduction = Reduction::None, .label_smoothing = 0.1}); }, {x});
+  expect_gradcheck(
+      [&](const V& v) {
+        return cross_entropy(v[0], t,
+                             {.weight = w.to(DType::Float64), .reduction = Reduction::None, .label_smoothing = 0.1});
+      },
+      {x});
   expect_gradcheck([&](const V& v) { return nll_loss(v[0], t, {.weight = w.to(DType::Float64)}); }, {x});
   const Tensor p = rnd({3, 4}, 7, 0.1, 0.9), q = rnd({3, 4}, 8, 0.1, 0.9);
-  expect_gradcheck([](const V& v) { return binary_cross_entropy(v[0], v[1], {.weight = full({4}, 1.5, DType::Float64)}); }, {p, q});
-  expect_gradcheck([](const V& v) { return binary_cross_entropy_with_logits(v[0], v[1], {.pos_weight = full({4}, 2.0, DType::Float64)}); },
-                   {rnd({3, 4}, 9, -3, 3), q});
-  expect_gradcheck([](const V& v) { return kl_div(v[0], v[1], {.reduction = Reduction::BatchMean}); }, {rnd({3, 4}, 10, -3, -0.5), p});
-  expect_gradcheck([](const V& v) { return kl_div(v[0], v[1], {.log_target = true}); }, {rnd({3, 4}, 11, -3, -0.5), rnd({3, 4}, 12, -3, -0.5)});
+  expect_gradcheck(
+      [](const V& v) { return binary_cross_entropy(v[0], v[1], {.weight = full({4}, 1.5, DType::Float64)}); }, {p, q});
+  expect_gradcheck(
+      [](const V& v) {
+        return binary_cross_entropy_with_logits(v[0], v[1], {.pos_weight = full({4}, 2.0, DType::Float64)});
+      },
+      {rnd({3, 4}, 9, -3, 3), q});
+  expect_gradcheck([](const V& v) { return kl_div(v[0], v[1], {.reduction = Reduction::BatchMean}); },
+                   {rnd({3, 4}, 10, -3, -0.5), p});
+  expect_gradcheck([](const V& v) { return kl_div(v[0], v[1], {.log_target = true}); },
+                   {rnd({3, 4}, 11, -3, -0.5), rnd({3, 4}, 12, -3, -0.5)});
   expect_gradcheck([](const V& v) { return l1_loss(v[0], v[1]); }, {rnd({3, 4}, 13), rnd({3, 4}, 14)});
-  expect_gradcheck([](const V& v) { return smooth_l1_loss(v[0], v[1], {.beta = 0.5}); }, {rnd({3, 4}, 15), rnd({3, 4}, 16)});
-  expect_gradcheck([](const V& v) { return huber_loss(v[0], v[1], {.delta = 0.7}); }, {rnd({3, 4}, 17), rnd({3, 4}, 18)});
+  expect_gradcheck([](const V& v) { return smooth_l1_loss(v[0], v[1], {.beta = 0.5}); },
+                   {rnd({3, 4}, 15), rnd({3, 4}, 16)});
+  expect_gradcheck([](const V& v) { return huber_loss(v[0], v[1], {.delta = 0.7}); },
+                   {rnd({3, 4}, 17), rnd({3, 4}, 18)});
 }
 
 TEST(Loss, MoreLossesGoldenPyTorch) {
   const Tensor w5 = from_vector<double>({0.5, 2.0, 1.0, 0.25, 1.5}, {5});
-  expect_golden("nll_weighted_ignore", [&](const V& v) { return nll_loss(log_softmax(v[0], 1), v[1].data(), {.weight = w5.to(v[0].dtype())}); });
+  expect_golden("nll_weighted_ignore", [&](const V& v) {
+    return nll_loss(log_softmax(v[0], 1), v[1].data(), {.weight = w5.to(v[0].dtype())});
+  });
   expect_golden("nll_sum", [](const V& v) { return nll_loss(v[0], v[1].data(), {.reduction = Reduction::Sum}); });
   expect_golden("cross_entropy_weight_smoothing", [&](const V& v) {
     return cross_entropy(v[0], v[1].data(), {.weight = w5.to(v[0].dtype()), .label_smoothing = 0.2});
   });
-  expect_golden("cross_entropy_smoothing_ignore", [](const V& v) { return cross_entropy(v[0], v[1].data(), {.label_smoothing = 0.3}); });
+  expect_golden("cross_entropy_smoothing_ignore",
+                [](const V& v) { return cross_entropy(v[0], v[1].data(), {.label_smoothing = 0.3}); });
   expect_golden("cross_entropy_smoothing_none", [&](const V& v) {
-    return cross_entropy(v[0], v[1].data(), {.weight = w5.to(v[0].dtype()), .reduction = Reduction::None, .label_smoothing = 0.1});
+    return cross_entropy(v[0], v[1].data(),
+                         {.weight = w5.to(v[0].dtype()), .reduction = Reduction::None, .label_smoothing = 0.1});
   });
   expect_golden("bce_weighted", [](const V& v) {
     return binary_cross_entropy(v[0], v[1], {.weight = from_vector<double>({1, 2, 0.5, 1}, {4}).to(v[0].dtype())});
   });
   expect_golden("bce_with_logits_pos_weight", [](const V& v) {
-    return binary_cross_entropy_with_logits(v[0], v[1], {.weight = from_vector<double>({1, 0.5, 2}, {3, 1}).to(v[0].dtype()),
-                                                         .pos_weight = from_vector<double>({1, 3, 0.5, 2}, {4}).to(v[0].dtype())});
+    return binary_cross_entropy_with_logits(v[0], v[1],
+                                            {.weight = from_vector<double>({1, 0.5, 2}, {3, 1}).to(v[0].dtype()),
+                                             .pos_weight = from_vector<double>({1, 3, 0.5, 2}, {4}).to(v[0].dtype())});
   });
-  expect_golden("bce_with_logits_sum", [](const V& v) { return binary_cross_entropy_with_logits(v[0], v[1], {.reduction = Reduction::Sum}); });
+  expect_golden("bce_with_logits_sum",
+                [](const V& v) { return binary_cross_entropy_with_logits(v[0], v[1], {.reduction = Reduction::Sum}); });
   expect_golden("kl_div_batchmean", [](const V& v) { return kl_div(v[0], v[1], {.reduction = Reduction::BatchMean}); });
-  expect_golden("kl_div_log_target", [](const V& v) { return kl_div(v[0], v[1], {.reduction = Reduction::Sum, .log_target = true}); });
+  expect_golden("kl_div_log_target",
+                [](const V& v) { return kl_div(v[0], v[1], {.reduction = Reduction::Sum, .log_target = true}); });
   expect_golden("l1_loss", [](const V& v) { return l1_loss(v[0], v[1]); });
   expect_golden("smooth_l1_beta", [](const V& v) { return smooth_l1_loss(v[0], v[1], {.beta = 0.5}); });
-  expect_golden("huber_delta", [](const V& v) { return huber_loss(v[0], v[1], {.reduction = Reduction::Sum, .delta = 0.7}); });
+  expect_golden("huber_delta",
+                [](const V& v) { return huber_loss(v[0], v[1], {.reduction = Reduction::Sum, .delta = 0.7}); });
 }
 
 TEST(Loss, MoreLossesErrors) {

@@ -24,11 +24,13 @@ TEST(Matmul, Gradcheck) {
   expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({2, 1, 3, 4}, 3), rnd({5, 4, 2}, 4)});
   expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({2, 3, 4}, 5), rnd({4, 2}, 6)});
   // transposed (non-contiguous) operands
-  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({4, 3}, 7).transpose(0, 1), rnd({2, 4}, 8).transpose(0, 1)});
+  expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); },
+                   {rnd({4, 3}, 7).transpose(0, 1), rnd({2, 4}, 8).transpose(0, 1)});
   // vectors
   expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({4}, 9), rnd({4, 3}, 10)});
   expect_gradcheck([](const V& v) { return matmul(v[0], v[1]); }, {rnd({3, 4}, 11), rnd({4}, 12)});
-  expect_gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); }, {rnd({2, 3, 4}, 13), rnd({5, 4}, 14), rnd({5}, 15)});
+  expect_gradcheck([](const V& v) { return linear(v[0], v[1], v[2]); },
+                   {rnd({2, 3, 4}, 13), rnd({5, 4}, 14), rnd({5}, 15)});
 }
 
 TEST(Matmul, GoldenPyTorch) {
@@ -84,7 +86,9 @@ TEST(Matmul, BatchMismatchNamesBothShapes) {
     matmul(zeros({2, 3, 4}), zeros({3, 4, 5}));
     FAIL();
   } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("matmul: shapes (2, 3, 4) and (3, 4, 5) cannot be multiplied: their batch dims (2,) and (3,)"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("matmul: shapes (2, 3, 4) and (3, 4, 5) cannot be multiplied: their batch dims (2,) and (3,)"));
   }
 }
 
@@ -92,8 +96,8 @@ TEST(Matmul, BlasRefusesIllegalArguments) {
   // cblas only prints a warning and skips the product on a bad leading dimension; blas::gemm
   // checks every call first (no caller of minigrad's should ever see this error).
   float a[4] = {1, 2, 3, 4}, c[4] = {0, 0, 0, 0};
-  EXPECT_THROW(blas::gemm(false, false, 2, 2, 2, 1.f, a, 1, a, 2, 0.f, c, 2), ValueError);   // lda < k
-  EXPECT_THROW(blas::gemm(false, true, 2, 2, 2, 1.f, a, 2, a, 0, 0.f, c, 2), ValueError);    // ldb 0
+  EXPECT_THROW(blas::gemm(false, false, 2, 2, 2, 1.f, a, 1, a, 2, 0.f, c, 2), ValueError);  // lda < k
+  EXPECT_THROW(blas::gemm(false, true, 2, 2, 2, 1.f, a, 2, a, 0, 0.f, c, 2), ValueError);   // ldb 0
   EXPECT_NO_THROW(blas::gemm(false, false, 2, 2, 2, 1.f, a, 2, a, 2, 0.f, c, 2));
   EXPECT_EQ(c[0], 7);  // 1*1 + 2*3
   EXPECT_THROW(blas::gemm(false, false, 2, 2, 2, 1.f, a, 1, a, 2, 0.f, c, 2, blas::Engine::OneDNN), ValueError);
@@ -102,10 +106,10 @@ TEST(Matmul, BlasRefusesIllegalArguments) {
 TEST(Matmul, BothBlasEnginesComputeTheSameProduct) {
   // C (2, 3) = alpha op(A) op(B) + beta C with leading dimensions wider than the rows, every
   // transpose combination, against the sums written out; OpenBLAS and oneDNN alike.
-  const float A[2][4] = {{1, 2, 3, 9}, {4, 5, 6, 9}};           // (2, 3) in a row of 4
-  const float At[3][3] = {{1, 4, 9}, {2, 5, 9}, {3, 6, 9}};     // its transpose (3, 2) in rows of 3
+  const float A[2][4] = {{1, 2, 3, 9}, {4, 5, 6, 9}};                // (2, 3) in a row of 4
+  const float At[3][3] = {{1, 4, 9}, {2, 5, 9}, {3, 6, 9}};          // its transpose (3, 2) in rows of 3
   const float B[3][4] = {{1, 0, 2, 9}, {0, 1, 3, 9}, {1, 1, 1, 9}};  // (3, 3) in rows of 4
-  const float Bt[3][3] = {{1, 0, 1}, {0, 1, 1}, {2, 3, 1}};     // its transpose
+  const float Bt[3][3] = {{1, 0, 1}, {0, 1, 1}, {2, 3, 1}};          // its transpose
   float expected[2][3];
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
@@ -116,12 +120,13 @@ TEST(Matmul, BothBlasEnginesComputeTheSameProduct) {
   for (blas::Engine e : {blas::Engine::OpenBLAS, blas::Engine::OneDNN})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
-        SCOPED_TRACE(fmt::format("engine {}, trans_a {}, trans_b {}", e == blas::Engine::OneDNN ? "oneDNN" : "OpenBLAS", ta, tb));
+        SCOPED_TRACE(fmt::format("engine {}, trans_a {}, trans_b {}", e == blas::Engine::OneDNN ? "oneDNN" : "OpenBLAS",
+                                 ta, tb));
         float C[2][5];
         for (auto& row : C)
           for (float& v : row) v = 10;
-        blas::gemm(ta, tb, 2, 3, 3, 2.f, ta ? &At[0][0] : &A[0][0], ta ? 3 : 4, tb ? &Bt[0][0] : &B[0][0], tb ? 3 : 4, 0.5f,
-                   &C[0][0], 5, e);
+        blas::gemm(ta, tb, 2, 3, 3, 2.f, ta ? &At[0][0] : &A[0][0], ta ? 3 : 4, tb ? &Bt[0][0] : &B[0][0], tb ? 3 : 4,
+                   0.5f, &C[0][0], 5, e);
         for (int i = 0; i < 2; ++i) {
           for (int j = 0; j < 3; ++j) EXPECT_EQ(C[i][j], expected[i][j]) << i << "," << j;
           EXPECT_EQ(C[i][3], 10);  // outside the product: untouched

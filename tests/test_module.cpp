@@ -103,7 +103,9 @@ TEST(WeightTying, SaveAndLoadKeepTheTie) {
     nn::load(fresh, other);
     ADD_FAILURE() << "loaded two different matrices into one";
   } catch (const FileError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("tok.weight and head.weight: one tied tensor in the model, but different values in the file"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("tok.weight and head.weight: one tied tensor in the model, but different values in the file"));
   }
   expect_close(fresh.tok.weight.data(), before, 0, 0);
   std::filesystem::remove_all(dir);
@@ -169,11 +171,12 @@ TEST(ModuleHooks, PreHooksReplaceInputsAndForwardHooksReplaceOutputs) {
     order.push_back("pre " + m.type_name());
     in[0] = in[0] * 2.0;
   });
-  nn::HookHandle post = lin.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
-    order.push_back("forward");
-    expect_close(in[0].data(), x.data() * 2.0, 0, 0);  // the hook sees the inputs the forward used
-    out[0] = out[0] + 1.0;
-  });
+  nn::HookHandle post =
+      lin.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+        order.push_back("forward");
+        expect_close(in[0].data(), x.data() * 2.0, 0, 0);  // the hook sees the inputs the forward used
+        out[0] = out[0] + 1.0;
+      });
   const Tensor hooked = lin(x).data();
   EXPECT_EQ(order, (std::vector<std::string>{"pre Linear", "forward"}));
   // linear(2x) + 1 = 2 (x W^T) + b + 1 = 2 plain - b + 1
@@ -204,9 +207,8 @@ TEST(ModuleHooks, EveryModuleThatRunsCallsItsHooks) {
         continue;
       }
       all.insert(name);
-      m->register_forward_hook([&fired, name = name](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>&) {
-        fired.insert(name);
-      });
+      m->register_forward_hook([&fired, name = name](const nn::Module&, const std::vector<Variable>&,
+                                                     std::vector<Variable>&) { fired.insert(name); });
     }
     if (model == &gpt) {
       gpt(randint(0, 11, {2, 8}, g));
@@ -336,7 +338,9 @@ TEST(GradHooks, HooksSeeAndReplaceGradientsAndRunAfterAccumulation) {
     (w * 2.0).sum().backward();
     ADD_FAILURE();
   } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("register_hook: a hook on 'w' returned a gradient of shape (3,) for a gradient of shape (2,)"));
+    EXPECT_THAT(
+        e.what(),
+        HasSubstr("register_hook: a hook on 'w' returned a gradient of shape (3,) for a gradient of shape (2,)"));
   }
 }
 

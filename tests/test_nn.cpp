@@ -116,15 +116,16 @@ TEST(Linear, GoldenAndGradcheck) {
   expect_close(x.grad(), c.at("grad0"), 1e-10, 1e-10);
   mgtest::expect_param_grads(l, c, 1e-10);
   // gradcheck through the module, with respect to its parameters and input
-  expect_gradcheck([&](const V& v) { return linear(v[0], v[1], v[2]); }, {rnd({2, 4}, 1), l.weight.data(), l.bias.data()});
+  expect_gradcheck([&](const V& v) { return linear(v[0], v[1], v[2]); },
+                   {rnd({2, 4}, 1), l.weight.data(), l.bias.data()});
 }
 
 TEST(Embedding, IsALinearLayerOnOneHotRows) {
   Generator g(3);
   nn::Embedding emb(6, 4, {}, g);
   Tensor ids = from_vector<int64_t>({2, 5, 2, 0}, {2, 2});
-  Variable a = emb(ids);  // (2, 2, 4)
-  Variable oh(one_hot(ids, 6));   // (2, 2, 6)
+  Variable a = emb(ids);         // (2, 2, 4)
+  Variable oh(one_hot(ids, 6));  // (2, 2, 6)
   Variable b = matmul(oh, emb.weight);
   expect_close(a.data(), b.data(), 0, 0);  // exactly the same numbers
   // and the same gradient: both backward passes give W the same update
@@ -197,7 +198,7 @@ TEST(Module, TheTreeHasNoCyclesAndSharedModulesCountOnce) {
   Holder a, b;
   EXPECT_THROW(a.add("me", a), ValueError);  // once endless recursion in named_parameters
   a.add("b", b);
-  EXPECT_THROW(b.add("a", a), ValueError);   // a cycle through a child
+  EXPECT_THROW(b.add("a", a), ValueError);  // a cycle through a child
   // the same Linear registered twice: its parameters are listed once, so an optimizer takes them
   Holder h;
   nn::Linear shared(2, 2);

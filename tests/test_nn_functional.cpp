@@ -31,15 +31,19 @@ TEST(NNFunctional, Gradcheck) {
   expect_gradcheck([](const V& v) { return log_softmax(v[0], -1); }, {rnd({2, 3, 4}, 2)});
   expect_gradcheck([](const V& v) { return layer_norm(v[0], {5}, v[1], v[2]); }, {x, rnd({5}, 4), rnd({5}, 5)});
   expect_gradcheck([](const V& v) { return layer_norm(v[0], {3, 4}); }, {rnd({2, 3, 4}, 6)});
-  expect_gradcheck([](const V& v) { return layer_norm(v[0], {3}, v[1]); }, {rnd({3, 4}, 7).transpose(0, 1), rnd({3}, 8)});
+  expect_gradcheck([](const V& v) { return layer_norm(v[0], {3}, v[1]); },
+                   {rnd({3, 4}, 7).transpose(0, 1), rnd({3}, 8)});
   // A strided weight and bias: the backward once read the weight through a temporary copy that
   // had already been freed (found by reading; AddressSanitizer reports it).
-  expect_gradcheck([](const V& v) { return layer_norm(v[0], {3}, v[1], v[2]); },
-                   {rnd({4, 3}, 13), rnd({6}, 14).slice(0, 0, 6, 2), rnd({3, 2}, 15).transpose(0, 1).narrow(0, 1, 1).reshape({3})});
-  expect_gradcheck([](const V& v) {
-    Generator g(5);  // the same mask at every call, so central differences are valid
-    return dropout(v[0], 0.4, true, g);
-  }, {rnd({4, 5}, 12)});
+  expect_gradcheck(
+      [](const V& v) { return layer_norm(v[0], {3}, v[1], v[2]); },
+      {rnd({4, 3}, 13), rnd({6}, 14).slice(0, 0, 6, 2), rnd({3, 2}, 15).transpose(0, 1).narrow(0, 1, 1).reshape({3})});
+  expect_gradcheck(
+      [](const V& v) {
+        Generator g(5);  // the same mask at every call, so central differences are valid
+        return dropout(v[0], 0.4, true, g);
+      },
+      {rnd({4, 5}, 12)});
 }
 
 TEST(NNFunctional, GoldenPyTorch) {
@@ -74,7 +78,8 @@ TEST(NNFunctional, ErrorsNameTheProblem) {
     layer_norm(x, {4});
     FAIL();
   } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("layer_norm: normalized_shape (4,) does not match the trailing dims of input (3, 5)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("layer_norm: normalized_shape (4,) does not match the trailing dims of input (3, 5)"));
   }
   EXPECT_THROW(layer_norm(x, {5}, Variable(zeros({4}))), ShapeError);
   EXPECT_THROW(layer_norm(x, {5}, Variable(zeros({5}, DType::Float64))), DTypeError);
@@ -104,25 +109,31 @@ TEST(NNFunctional, BatchNormHandValuesAndRunningStatistics) {
                 {(1 - 0.2) / std::sqrt(1.1), (3 - 0.2) / std::sqrt(1.1)}, 1e-12);
   expect_values(rm, {1}, {0.2});  // and leaves them alone
   // group norm with one group per channel of a (1, 2, 2) input: each channel to -1, 1
-  expect_values(group_norm(Variable(tensor({0, 2, 5, 9}, {1, 2, 2}).to(DType::Float64)), 2, Variable(), Variable(), 0).data(),
-                {1, 2, 2}, {-1, 1, -1, 1});
+  expect_values(
+      group_norm(Variable(tensor({0, 2, 5, 9}, {1, 2, 2}).to(DType::Float64)), 2, Variable(), Variable(), 0).data(),
+      {1, 2, 2}, {-1, 1, -1, 1});
 }
 
 TEST(NNFunctional, BatchNormAndGroupNormGradcheck) {
   const Tensor x = rnd({4, 3, 2, 2}, 1), w = rnd({3}, 2), b = rnd({3}, 3);
   const Tensor rm = rnd({3}, 4), rv = rnd({3}, 5, 0.5, 2);
   expect_gradcheck([](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); }, {x, w, b});
-  expect_gradcheck([&](const V& v) { return batch_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], true); }, {x.transpose(2, 3), w, b});
+  expect_gradcheck([&](const V& v) { return batch_norm(v[0], rm.clone(), rv.clone(), v[1], v[2], true); },
+                   {x.transpose(2, 3), w, b});
   expect_gradcheck([&](const V& v) { return batch_norm(v[0], rm, rv, v[1], v[2], false); }, {x, w, b});
-  expect_gradcheck([](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), Variable(), Variable(), true); }, {rnd({5, 3}, 6)});
-  expect_gradcheck([](const V& v) { return group_norm(v[0], 3, v[1], v[2]); }, {rnd({2, 6, 2, 2}, 7), rnd({6}, 8), rnd({6}, 9)});
+  expect_gradcheck([](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), Variable(), Variable(), true); },
+                   {rnd({5, 3}, 6)});
+  expect_gradcheck([](const V& v) { return group_norm(v[0], 3, v[1], v[2]); },
+                   {rnd({2, 6, 2, 2}, 7), rnd({6}, 8), rnd({6}, 9)});
   expect_gradcheck([](const V& v) { return group_norm(v[0], 1); }, {rnd({3, 2, 4}, 10)});
 }
 
 TEST(NNFunctional, BatchNormAndGroupNormGoldenPyTorch) {
-  expect_golden("batch_norm_train_affine", [](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); });
-  expect_golden("batch_norm_train_1d",
-                [](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), Variable(), Variable(), true, 0.1, 1e-3); });
+  expect_golden("batch_norm_train_affine",
+                [](const V& v) { return batch_norm(v[0], Tensor(), Tensor(), v[1], v[2], true); });
+  expect_golden("batch_norm_train_1d", [](const V& v) {
+    return batch_norm(v[0], Tensor(), Tensor(), Variable(), Variable(), true, 0.1, 1e-3);
+  });
   expect_golden("batch_norm_eval", [](const V& v) {
     return batch_norm(v[0], tensor({0.5, -1.0, 2.0}, {3}), tensor({1.5, 0.25, 4.0}, {3}), v[1], v[2], false);
   });
@@ -132,14 +143,16 @@ TEST(NNFunctional, BatchNormAndGroupNormGoldenPyTorch) {
 
 TEST(NNFunctional, BatchNormAndGroupNormErrors) {
   const Variable x(zeros({4, 3}));
-  EXPECT_THAT([&] {
-    try {
-      batch_norm(Variable(zeros({1, 3})), Tensor(), Tensor(), Variable(), Variable(), true);
-    } catch (const ValueError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  }(), HasSubstr("batch_norm: expected more than 1 value per channel when training"));
+  EXPECT_THAT(
+      [&] {
+        try {
+          batch_norm(Variable(zeros({1, 3})), Tensor(), Tensor(), Variable(), Variable(), true);
+        } catch (const ValueError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }(),
+      HasSubstr("batch_norm: expected more than 1 value per channel when training"));
   EXPECT_THROW(batch_norm(x, zeros({4}), ones({4})), ShapeError);
   EXPECT_THROW(batch_norm(x, zeros({3}), Tensor()), StateError);
   EXPECT_THROW(batch_norm(x, Tensor(), Tensor(), Variable(zeros({2}))), ShapeError);

@@ -226,7 +226,7 @@ TEST(Optim, ClipGradNormPropagatesNaNAsTorchDoes) {
   a.set_grad(tensor({NAN, 1}, {2}));
   b.set_grad(tensor({3, 4}, {2}));
   EXPECT_TRUE(std::isnan(optim::clip_grad_norm_({a, b}, 1.0, INFINITY)));  // once 0: NaN lost in a max
-  EXPECT_TRUE(std::isnan(b.grad().to_vector<float>()[0]));                  // scaled by NaN, as in torch
+  EXPECT_TRUE(std::isnan(b.grad().to_vector<float>()[0]));                 // scaled by NaN, as in torch
   Variable c(zeros({0}), true);
   c.set_grad(zeros({0}));
   EXPECT_EQ(optim::clip_grad_norm_({c}, 1.0, INFINITY), 0);  // an empty gradient adds nothing

@@ -27,7 +27,10 @@ TEST(Pool, HandValues) {
   // padding: count_include_pad divides the corner window (1 value, 3 padded) by 4, else by 1
   const Variable one(full({1, 1, 2, 2}, 8.0));
   EXPECT_EQ(avg_pool2d(one, 2, {.stride = 2, .padding = 1}).data().reshape({-1}).to_vector<float>()[0], 2.0f);
-  EXPECT_EQ(avg_pool2d(one, 2, {.stride = 2, .padding = 1, .count_include_pad = false}).data().reshape({-1}).to_vector<float>()[0],
+  EXPECT_EQ(avg_pool2d(one, 2, {.stride = 2, .padding = 1, .count_include_pad = false})
+                .data()
+                .reshape({-1})
+                .to_vector<float>()[0],
             8.0f);
 }
 
@@ -35,23 +38,39 @@ TEST(Pool, Gradcheck) {
   const Tensor x = rnd({2, 2, 6, 7}, 1);
   expect_gradcheck([](const V& v) { return max_pool2d(v[0], 2); }, {x});
   expect_gradcheck([](const V& v) { return max_pool2d(v[0], 3, {.stride = 2, .padding = 1, .ceil_mode = true}); }, {x});
-  expect_gradcheck([](const V& v) { return max_pool2d(v[0], {2, 3}, {.stride = 1, .dilation = {2, 1}}); }, {x.transpose(2, 3)});
-  expect_gradcheck([](const V& v) { return avg_pool2d(v[0], 3, {.stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false}); },
-                   {x});
-  expect_gradcheck([](const V& v) { return avg_pool2d(v[0], {3, 2}, {.stride = {2, 1}, .padding = 1, .divisor_override = 5}); }, {x});
+  expect_gradcheck(
+      [](const V& v) {
+        return max_pool2d(v[0], {2, 3}, {.stride = 1, .dilation = {2, 1}});
+      },
+      {x.transpose(2, 3)});
+  expect_gradcheck(
+      [](const V& v) {
+        return avg_pool2d(v[0], 3, {.stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false});
+      },
+      {x});
+  expect_gradcheck(
+      [](const V& v) {
+        return avg_pool2d(v[0], {3, 2}, {.stride = {2, 1}, .padding = 1, .divisor_override = 5});
+      },
+      {x});
   expect_gradcheck([](const V& v) { return adaptive_avg_pool2d(v[0], {4, 3}); }, {x});
   expect_gradcheck([](const V& v) { return adaptive_avg_pool2d(v[0], 1); }, {rnd({3, 4, 5}, 2)});
 }
 
 TEST(Pool, GoldenPyTorch) {
   expect_golden("max_pool2d", [](const V& v) { return max_pool2d(v[0], 2); });
-  expect_golden("max_pool2d_overlap_pad_ceil", [](const V& v) { return max_pool2d(v[0], 3, {.stride = 2, .padding = 1, .ceil_mode = true}); });
-  expect_golden("max_pool2d_dilation", [](const V& v) { return max_pool2d(v[0], {2, 3}, {.stride = 1, .dilation = {2, 1}}); });
+  expect_golden("max_pool2d_overlap_pad_ceil",
+                [](const V& v) { return max_pool2d(v[0], 3, {.stride = 2, .padding = 1, .ceil_mode = true}); });
+  expect_golden("max_pool2d_dilation", [](const V& v) {
+    return max_pool2d(v[0], {2, 3}, {.stride = 1, .dilation = {2, 1}});
+  });
   expect_golden("avg_pool2d", [](const V& v) { return avg_pool2d(v[0], 2); });
   expect_golden("avg_pool2d_pad_exclude_ceil", [](const V& v) {
     return avg_pool2d(v[0], 3, {.stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false});
   });
-  expect_golden("avg_pool2d_pad_include", [](const V& v) { return avg_pool2d(v[0], {3, 2}, {.stride = {2, 1}, .padding = {1, 1}}); });
+  expect_golden("avg_pool2d_pad_include", [](const V& v) {
+    return avg_pool2d(v[0], {3, 2}, {.stride = {2, 1}, .padding = {1, 1}});
+  });
   expect_golden("avg_pool2d_divisor", [](const V& v) { return avg_pool2d(v[0], 2, {.divisor_override = 3}); });
   expect_golden("adaptive_avg_pool2d", [](const V& v) { return adaptive_avg_pool2d(v[0], {3, 4}); });
   expect_golden("adaptive_avg_pool2d_global", [](const V& v) { return adaptive_avg_pool2d(v[0], 1); });

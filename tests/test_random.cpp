@@ -32,7 +32,7 @@ TEST(Random, MultinomialFollowsTheWeights) {
   // the same seed draws the same ids
   Generator a(7), b(7);
   EXPECT_EQ(multinomial(w, 50, true, a).to_vector<int64_t>(), multinomial(w, 50, true, b).to_vector<int64_t>());
-  EXPECT_THROW(multinomial(rows, 4, false, g), ValueError);             // row 1 has 3 non-zero weights
+  EXPECT_THROW(multinomial(rows, 4, false, g), ValueError);                 // row 1 has 3 non-zero weights
   EXPECT_THROW(multinomial(tensor({1, -1}, {2}), 1, true, g), ValueError);  // negative weight
   EXPECT_THROW(multinomial(tensor({0, 0}, {2}), 1, true, g), ValueError);   // nothing to draw
   EXPECT_THROW(multinomial(tensor({NAN, 1}, {2}), 1, true, g), ValueError);
@@ -72,7 +72,8 @@ TEST(Random, SampleLogitsTemperatureAndTopK) {
   // Temperature 0 and top_k 1 both take each row's largest logit.
   EXPECT_EQ(sample_logits(logits, 0.0).to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
   Generator g(1);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(sample_logits(logits, 5.0, 1, g).to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(sample_logits(logits, 5.0, 1, g).to_vector<int64_t>(), (std::vector<int64_t>{1, 0}));
   // top_k 2: only each row's two largest ever come out; temperature 1 draws them with softmax's odds.
   std::vector<int> counts(4, 0);
   for (int i = 0; i < 4000; ++i) {
@@ -83,8 +84,9 @@ TEST(Random, SampleLogitsTemperatureAndTopK) {
   EXPECT_EQ(counts[0] + counts[3], 0);
   EXPECT_NEAR(counts[1] / 4000.0, std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 0.03);  // 0.731
   // Float32, a strided (transposed) view, an empty batch.
-  EXPECT_EQ(sample_logits(logits.to(DType::Float32).transpose(0, 1).contiguous().transpose(0, 1), 0.0).to_vector<int64_t>(),
-            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(
+      sample_logits(logits.to(DType::Float32).transpose(0, 1).contiguous().transpose(0, 1), 0.0).to_vector<int64_t>(),
+      (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(sample_logits(zeros({0, 4}), 1.0).shape(), (Shape{0, 1}));
   EXPECT_THROW(sample_logits(logits, -1.0), ValueError);
   EXPECT_THROW(sample_logits(logits, NAN), ValueError);

@@ -72,7 +72,8 @@ TEST(Reduce, StatisticsHandValues) {
   EXPECT_NEAR(var(x).item(), 14.0 / 3, 1e-6);
   EXPECT_NEAR(var(x, {}, 0).item(), 3.5, 1e-6);
   EXPECT_NEAR(mg::std(x, {0}, 0).item(), std::sqrt(3.5), 1e-6);
-  EXPECT_TRUE(std::isinf(var(tensor({2}, {1})).item()) || std::isnan(var(tensor({2}, {1})).item()));  // N - 1 = 0, as torch
+  EXPECT_TRUE(std::isinf(var(tensor({2}, {1})).item()) ||
+              std::isnan(var(tensor({2}, {1})).item()));  // N - 1 = 0, as torch
   // prod, and its gradient with one zero: only the zero's place gets the product of the others
   Variable p(tensor({2, 0, 3}, {3}), true);
   Variable y = prod(p);

@@ -57,7 +57,8 @@ TEST(Recurrence, ThreadsSplitTheStepsWork) {
     }
     set_num_threads(before);
     ASSERT_EQ(runs[0].size(), runs[1].size());
-    for (size_t i = 0; i < runs[0].size(); ++i) ASSERT_NEAR(runs[0][i], runs[1][i], 1e-12 * (1 + std::abs(runs[0][i]))) << i;
+    for (size_t i = 0; i < runs[0].size(); ++i)
+      ASSERT_NEAR(runs[0][i], runs[1][i], 1e-12 * (1 + std::abs(runs[0][i]))) << i;
     EXPECT_EQ(runs[1], runs[2]);
   }
 }
@@ -177,6 +178,7 @@ TEST(RNNLayers, Errors) {
   EXPECT_THROW(nn::RNN(3, 4, {.nonlinearity = "sigmoid"}), ValueError);
   EXPECT_THROW(nn::GRU(3, 0), ValueError);
   EXPECT_THROW(nn::GRUCell(3, 4)(Variable(zeros({2, 3})), Variable(zeros({3, 4}))), ShapeError);
-  EXPECT_THROW(recurrence(RNNKind::LSTM, Variable(zeros({2, 1, 8})), Variable(zeros({1, 2})), Variable(), Variable(zeros({8, 2}))),
+  EXPECT_THROW(recurrence(RNNKind::LSTM, Variable(zeros({2, 1, 8})), Variable(zeros({1, 2})), Variable(),
+                          Variable(zeros({8, 2}))),
                StateError);  // an LSTM needs c0
 }

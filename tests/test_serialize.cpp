@@ -12,7 +12,6 @@ using namespace mg;
 using namespace mgtest;
 using testing::HasSubstr;
 
-
 TEST(Serialize, RoundTripRestoresEveryParameter) {
   Generator g1(1), g2(2);
   TinyMLP a, b;
@@ -33,7 +32,8 @@ TEST(Serialize, AllDtypesAndShapesRoundTrip) {
   Tensor f32 = arange(6, DType::Float32).view({2, 3}).transpose(0, 1);  // non-contiguous: stored contiguous
   Tensor f64 = full({2}, 0.1, DType::Float64), i64 = arange(3), b = from_vector<bool>({true, false}, {2});
   Tensor scalar = scalar_tensor(7), empty_t = zeros({0, 4});
-  save_safetensors(path, {{"f32", f32}, {"f64", f64}, {"i64", i64}, {"b", b}, {"scalar", scalar}, {"empty", empty_t}}, {{"k", "v"}});
+  save_safetensors(path, {{"f32", f32}, {"f64", f64}, {"i64", i64}, {"b", b}, {"scalar", scalar}, {"empty", empty_t}},
+                   {{"k", "v"}});
   SafeTensors r = load_safetensors(path);
   expect_close(r.find("f32"), f32, 0, 0);
   EXPECT_EQ(r.find("f64").to_vector<double>(), f64.to_vector<double>());
@@ -95,9 +95,11 @@ TEST(Serialize, BadFilesAreRefusedAndTheModelIsUnchanged) {
   expect_refused(bytes.substr(0, bytes.size() - 3), "fall outside");
   expect_refused(with_header("{\"a\": ", ""), "not valid JSON");
   expect_refused(with_header("[1, 2]", ""), "not a JSON object");
-  expect_refused(with_header(R"({"fc1.weight": {"dtype": "F16", "shape": [4, 3], "data_offsets": [0, 24]}})", std::string(24, '\0')),
+  expect_refused(with_header(R"({"fc1.weight": {"dtype": "F16", "shape": [4, 3], "data_offsets": [0, 24]}})",
+                             std::string(24, '\0')),
                  "unsupported dtype");
-  expect_refused(with_header(R"({"fc1.weight": {"dtype": "F32", "shape": [4, 3], "data_offsets": [0, 40]}})", std::string(40, '\0')),
+  expect_refused(with_header(R"({"fc1.weight": {"dtype": "F32", "shape": [4, 3], "data_offsets": [0, 40]}})",
+                             std::string(40, '\0')),
                  "needs 48");
   expect_refused(with_header(R"({"fc1.weight": {"dtype": "F32", "shape": [-4, 3], "data_offsets": [0, 0]}})", ""),
                  "non-negative");
@@ -156,8 +158,8 @@ TEST(StateDict, NonStrictPrefixAndBytes) {
   // Non-strict: what matched is loaded, the rest reported.
   TinyMLP c;
   const auto c_fc2 = c.fc2.weight.data().to_vector<float>();
-  const nn::LoadResult r = nn::load_state_dict(c, {{"fc1.weight", full({4, 3}, 0.5)}, {"fc1.bias", zeros({4})}, {"extra", zeros({1})}},
-                                               {.strict = false});
+  const nn::LoadResult r = nn::load_state_dict(
+      c, {{"fc1.weight", full({4, 3}, 0.5)}, {"fc1.bias", zeros({4})}, {"extra", zeros({1})}}, {.strict = false});
   EXPECT_EQ(r.missing_keys, (std::vector<std::string>{"fc2.weight", "fc2.bias"}));
   EXPECT_EQ(r.unexpected_keys, std::vector<std::string>{"extra"});
   expect_close(c.fc1.weight.data(), full({4, 3}, 0.5), 0, 0);
@@ -199,15 +201,19 @@ TEST(Serialize, HeadersMustTileTheDataAndStayShallow) {
     EXPECT_EQ(snapshot(m), before);
   };
   // two tensors sharing bytes, a hole before a tensor, bytes after the last one
-  refused(with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
-                      std::string(12, '\0')), "the tensor before it ends");
+  refused(
+      with_header(
+          R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})",
+          std::string(12, '\0')),
+      "the tensor before it ends");
   refused(with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", std::string(12, '\0')),
           "nothing is stored before");
   refused(with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", std::string(12, '\0')),
           "holds 12 data bytes but its tensors cover 8");
   // a header nested a million deep is refused while parsing, not by overflowing the stack
   refused(with_header(std::string(1000000, '[') + std::string(1000000, ']'), ""), "nests deeper");
-  refused(with_header(R"({"a": {"dtype": [[[1]]], "shape": [], "data_offsets": [0, 4]}})", std::string(4, '\0')), "nests deeper");
+  refused(with_header(R"({"a": {"dtype": [[[1]]], "shape": [], "data_offsets": [0, 4]}})", std::string(4, '\0')),
+          "nests deeper");
   // a folder is not a file: a FileError, not std::ios_base::failure
   try {
     load_safetensors(fs::temp_directory_path().string());
@@ -236,11 +242,13 @@ TEST(Serialize, SavesCleanUpAndRespectTheUmask) {
   ::umask(old_mask);
   EXPECT_FALSE(fs::exists(stale));  // removed by the next save of the same file
   // a new file gets what the umask leaves of rw-rw-rw- (it was always 0600 before)
-  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   // a file that exists keeps its mode
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
   nn::save(m, path);
-  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
+  EXPECT_EQ(fs::status(path).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::others_read);
 }
 
 TEST(TextFile, ReplacedWholeOrNotAtAll) {
@@ -265,7 +273,8 @@ TEST(TextFile, ReplacedWholeOrNotAtAll) {
     EXPECT_THAT(e.what(), testing::HasSubstr("Telemetry::save"));
     EXPECT_THAT(e.what(), testing::HasSubstr("taken"));
   }
-  for (auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  for (auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
   // a parent that is a file: a FileError, and the file written before is untouched
   try {
     write_text_file((dir / "sub" / "a.json" / "b.json").string(), "x", "viz");
@@ -275,10 +284,11 @@ TEST(TextFile, ReplacedWholeOrNotAtAll) {
   }
   EXPECT_EQ(read(path), "second");
   // a writer that fails half way (here: throws after some bytes) leaves the old file and no temporary
-  EXPECT_THROW(write_file_atomic(path, "test", [](const ByteSink& write) {
-                 write("half", 4);
-                 throw ValueError("stopped");
-               }),
+  EXPECT_THROW(write_file_atomic(path, "test",
+                                 [](const ByteSink& write) {
+                                   write("half", 4);
+                                   throw ValueError("stopped");
+                                 }),
                ValueError);
   EXPECT_EQ(read(path), "second");
   for (auto& e : fs::directory_iterator(dir / "sub")) EXPECT_EQ(e.path().filename(), "a.json");

@@ -39,16 +39,24 @@ TEST(Shape, Gradcheck) {
   expect_gradcheck([](const V& v) { return flatten(v[0], 1) * 1.0; }, {x});
   expect_gradcheck([](const V& v) { return flatten(v[0]) * 1.0; }, {x.transpose(0, 2)});
   expect_gradcheck([](const V& v) { return concat({v[0], v[1], v[0]}, 1); }, {rnd({2, 3}, 4), rnd({2, 1}, 5)});
-  expect_gradcheck([](const V& v) {
-    auto p = split(v[0], std::vector<int64_t>{1, 3}, 1);
-    return p[0] * p[1];  // (2,1) * (2,3): broadcast between two pieces of the same input
-  }, {rnd({2, 4}, 6)});
-  expect_gradcheck([](const V& v) { return stack({v[0], v[1], v[0]}, 1); }, {rnd({2, 3}, 7), rnd({2, 3}, 8).transpose(0, 1).transpose(0, 1)});
+  expect_gradcheck(
+      [](const V& v) {
+        auto p = split(v[0], std::vector<int64_t>{1, 3}, 1);
+        return p[0] * p[1];  // (2,1) * (2,3): broadcast between two pieces of the same input
+      },
+      {rnd({2, 4}, 6)});
+  expect_gradcheck(
+      [](const V& v) {
+        return stack({v[0], v[1], v[0]}, 1);
+      },
+      {rnd({2, 3}, 7), rnd({2, 3}, 8).transpose(0, 1).transpose(0, 1)});
   expect_gradcheck([](const V& v) { return unflatten(v[0], 1, {2, -1}) * 1.0; }, {rnd({3, 6}, 9)});
-  expect_gradcheck([](const V& v) {
-    auto p = chunk(v[0], 3, 1);  // sizes 2, 2, 1
-    return concat({p[2] * p[0], p[1]}, 1);
-  }, {rnd({2, 5}, 10)});
+  expect_gradcheck(
+      [](const V& v) {
+        auto p = chunk(v[0], 3, 1);  // sizes 2, 2, 1
+        return concat({p[2] * p[0], p[1]}, 1);
+      },
+      {rnd({2, 5}, 10)});
 }
 
 TEST(Shape, GoldenPyTorch) {
@@ -94,7 +102,12 @@ TEST(Shape, StackChunkUnflatten) {
   expect_values(b.grad(), {2}, {2, 4});
   expect_gradcheck([](const V& v) { return stack({v[0], v[1]}, 0) * 1.0; }, {rnd({2, 3}, 1), rnd({2, 3}, 2)});
   expect_gradcheck([](const V& v) { return unflatten(v[0], 0, {2, 3}) * 1.0; }, {rnd({6, 2}, 3)});
-  expect_gradcheck([](const V& v) { auto c = v[0].chunk(2, 1); return c[0] * c[1]; }, {rnd({3, 4}, 4)});
+  expect_gradcheck(
+      [](const V& v) {
+        auto c = v[0].chunk(2, 1);
+        return c[0] * c[1];
+      },
+      {rnd({3, 4}, 4)});
   EXPECT_THROW(zeros({2, 12}).unflatten(1, {5, -1}), ShapeError);
   EXPECT_THROW(chunk(x, 0), ValueError);
   EXPECT_THROW(stack({a, Variable(zeros({3}))}), ShapeError);

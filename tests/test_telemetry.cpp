@@ -20,7 +20,8 @@ struct Tiny : nn::Callable<Tiny> {
   nn::MultiheadAttention attn;
   nn::Linear out;
   explicit Tiny(Generator& g) : tok(12, 8, {}, g), pos(10, 8, {}, g), attn(8, 2, {}, g), out(8, 12, {}, g) {
-    register_module("tok", tok), register_module("pos", pos), register_module("attn", attn), register_module("out", out);
+    register_module("tok", tok), register_module("pos", pos), register_module("attn", attn),
+        register_module("out", out);
   }
   Variable forward(const Tensor& ids) const {
     Variable x = tok(ids) + pos(arange(ids.size(1)));
@@ -36,7 +37,8 @@ std::vector<float> train(Tiny& m, int steps, inspect::Telemetry* tel) {
   std::vector<float> losses;
   for (int step = 1; step <= steps; ++step) {
     const Tensor ids = randint(0, 12, {4, 10}, g);
-    Variable loss = cross_entropy(reshape(narrow(m(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
+    Variable loss =
+        cross_entropy(reshape(narrow(m(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
     opt.zero_grad();
     loss.backward();
     opt.step();
@@ -47,8 +49,11 @@ std::vector<float> train(Tiny& m, int steps, inspect::Telemetry* tel) {
 }
 
 inspect::TelemetryOptions options(Tiny& m) {
-  return {.vocab = 12, .probe = from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10}), .every = 3,
-          .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&m](const Tensor& ids) { return m(ids); }}};
+  return {
+      .vocab = 12,
+      .probe = from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10}),
+      .every = 3,
+      .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&m](const Tensor& ids) { return m(ids); }}};
 }
 
 }  // namespace
@@ -56,7 +61,8 @@ inspect::TelemetryOptions options(Tiny& m) {
 TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
   Generator g1(1), g2(1);
   Tiny plain(g1), watched(g2);
-  inspect::Telemetry tel(watched, [&](const Tensor& ids) { watched(ids); }, options(watched));
+  inspect::Telemetry tel(
+      watched, [&](const Tensor& ids) { watched(ids); }, options(watched));
   EXPECT_TRUE(tel.due(1));
   EXPECT_FALSE(tel.due(2));
   EXPECT_TRUE(tel.due(3));
@@ -85,7 +91,8 @@ TEST(Telemetry, RecordsEveryHeadWhenDueWithoutChangingTraining) {
 TEST(Telemetry, JsonHasTheFormatTheExplorerReads) {
   Generator g(2);
   Tiny m(g);
-  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); }, options(m));
+  inspect::Telemetry tel(
+      m, [&](const Tensor& ids) { m(ids); }, options(m));
   train(m, 3, &tel);
   const auto j = nlohmann::json::parse(tel.json({{"example", "tiny"}}));
   EXPECT_EQ(j["format"], "minigrad-telemetry-1");
@@ -94,7 +101,7 @@ TEST(Telemetry, JsonHasTheFormatTheExplorerReads) {
   EXPECT_EQ(j["layers"][0]["name"], "attn");
   EXPECT_EQ(j["layers"][0]["heads"], 2);
   EXPECT_EQ(j["layers"][0]["key_tokens"][5], "9");  // the probe's ids as labels
-  ASSERT_EQ(j["records"].size(), 2u);                // steps 1 and 3
+  ASSERT_EQ(j["records"].size(), 2u);               // steps 1 and 3
   const auto& rec = j["records"][1];
   EXPECT_EQ(rec["step"], 3);
   EXPECT_EQ(rec["heads"].size(), 2u);
@@ -138,11 +145,14 @@ TEST(Telemetry, BadOptionsAreNamed) {
   EXPECT_THROW(inspect::Telemetry(m, fwd, with([](auto& o) { o.every = 0; })), ValueError);
   EXPECT_THROW(inspect::Telemetry(m, fwd, with([](auto& o) { o.tokens = {"a", "b"}; })), ShapeError);
   nn::Linear lonely(2, 2);
-  EXPECT_THROW(inspect::Telemetry(lonely, [](const Tensor&) {}, options(m)), ValueError);
+  EXPECT_THROW(inspect::Telemetry(
+                   lonely, [](const Tensor&) {}, options(m)),
+               ValueError);
 }
 
 TEST(Explorer, EmbedsTheRunAndRefusesOtherText) {
-  const std::string json = R"({"format":"minigrad-telemetry-1","meta":{"x":"</script><b>","y":"<!--"},"layers":[],"records":[]})";
+  const std::string json =
+      R"({"format":"minigrad-telemetry-1","meta":{"x":"</script><b>","y":"<!--"},"layers":[],"records":[]})";
   const std::string html = viz::explorer_html("run <1>", json);
   EXPECT_NE(html.find("<title>run &lt;1&gt;</title>"), std::string::npos);
   // every '<' of the data is written \u003c: it can neither close its <script> element nor open a comment

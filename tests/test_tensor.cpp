@@ -54,7 +54,7 @@ TEST(Tensor, PermuteNarrowSliceSqueeze) {
   Tensor a = arange(24, DType::Float32).view({2, 3, 4});
   Tensor p = a.permute({2, 0, 1});
   EXPECT_EQ(p.shape(), (Shape{4, 2, 3}));
-  EXPECT_EQ(p.at({1, 1, 2}), 1 * 12 + 2 * 4 + 1);  // element a[1, 2, 1]
+  EXPECT_EQ(p.at({1, 1, 2}), 1 * 12 + 2 * 4 + 1);           // element a[1, 2, 1]
   Tensor s = arange(10, DType::Float32).slice(0, 1, 8, 3);  // 1, 4, 7
   expect_values(s, {3}, {1, 4, 7});
   expect_values(arange(10, DType::Float32).slice(0, -3, 100), {3}, {7, 8, 9});
@@ -106,7 +106,8 @@ TEST(Tensor, ViewErrorsNameShapes) {
     zeros({2}).unsqueeze(3);
     FAIL();
   } catch (const IndexError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("unsqueeze: position 3 is out of range for a tensor with 1 dims (expected -2 to 1)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("unsqueeze: position 3 is out of range for a tensor with 1 dims (expected -2 to 1)"));
   }
   EXPECT_THROW(zeros({2}).permute({0, 0}), ShapeError);
 }
@@ -170,7 +171,8 @@ TEST(Tensor, PrintsLikePyTorch) {
   EXPECT_EQ(tensor({1e-5, 2e-5}, {2}).str(), "tensor([1.0000e-05, 2.0000e-05])");
   EXPECT_EQ(tensor({1.5, -2.25, 100.0}, {3}).str(), "tensor([  1.5000,  -2.2500, 100.0000])");  // aligned
   EXPECT_EQ(tensor({1, 2, -30}, {3}).str(), "tensor([  1.,   2., -30.])");
-  EXPECT_EQ(tensor({-1.5, 2.0, 3.25, -40.0}, {2, 2}).str(), "tensor([[ -1.5000,   2.0000],\n        [  3.2500, -40.0000]])");
+  EXPECT_EQ(tensor({-1.5, 2.0, 3.25, -40.0}, {2, 2}).str(),
+            "tensor([[ -1.5000,   2.0000],\n        [  3.2500, -40.0000]])");
   EXPECT_EQ(tensor({nan, 1.5, inf, -inf}, {4}).str(), "tensor([   nan, 1.5000,    inf,   -inf])");  // not -nan
   EXPECT_EQ(tensor({nan, 1, inf}, {3}).str(), "tensor([nan, 1., inf])");
   EXPECT_EQ(zeros({3}).str(), "tensor([0., 0., 0.])");
@@ -182,7 +184,8 @@ TEST(Tensor, PrintsLikePyTorch) {
   EXPECT_EQ(full({}, 1.5).str(), "tensor(1.5000)");
   EXPECT_EQ(full({}, 7, DType::Int64).str(), "tensor(7)");
   EXPECT_EQ(tensor({1, 0}, {2}).to(DType::Bool).str(), "tensor([ True, False])");
-  EXPECT_EQ(arange(8, DType::Float32).reshape({2, 2, 2}).str(), "tensor([[[0., 1.],\n         [2., 3.]],\n\n        [[4., 5.],\n         [6., 7.]]])");
+  EXPECT_EQ(arange(8, DType::Float32).reshape({2, 2, 2}).str(),
+            "tensor([[[0., 1.],\n         [2., 3.]],\n\n        [[4., 5.],\n         [6., 7.]]])");
   // rows wrap at 80 columns
   EXPECT_EQ(div(arange(30, DType::Float32), full({30}, 7.0)).str(),
             "tensor([0.0000, 0.1429, 0.2857, 0.4286, 0.5714, 0.7143, 0.8571, 1.0000, 1.1429,\n"

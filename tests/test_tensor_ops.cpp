@@ -199,14 +199,15 @@ TEST(TensorOps, SameBitsForAnyThreadCount) {
   Generator g(11);
   Tensor x = randn({512, 1024}, g), w = randn({1024, 256}, g);
   auto run = [&] {
-    return std::vector<Tensor>{sum(x), sum(x, {0}), mean(x, {1}), softmax(x, 1),
-                               layer_norm(x, {1024}, Tensor(), Tensor(), 1e-5), gelu(x) * x};
+    return std::vector<Tensor>{
+        sum(x), sum(x, {0}), mean(x, {1}), softmax(x, 1), layer_norm(x, {1024}, Tensor(), Tensor(), 1e-5), gelu(x) * x};
   };
   set_num_threads(1);
   std::vector<Tensor> one = run();
   set_num_threads(2);
   std::vector<Tensor> two = run();
-  for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i].to_vector<float>(), two[i].to_vector<float>()) << "result " << i;
+  for (size_t i = 0; i < one.size(); ++i)
+    EXPECT_EQ(one[i].to_vector<float>(), two[i].to_vector<float>()) << "result " << i;
   // OpenBLAS may split a GEMM differently for another thread count, so matmul promises the same
   // bits for the same thread count only.
   EXPECT_EQ(matmul(x, w).to_vector<float>(), matmul(x, w).to_vector<float>());

@@ -38,7 +38,9 @@ TEST(Threads, KernelsCutByShapeGiveTheSameBitsForAnyThreadCount) {
   expect_same_bits("log_softmax over dim 0", [&] { return log_softmax(x, 0); });
   expect_same_bits("layer_norm", [&] { return layer_norm(x, {384}, w, b); });
   const Tensor img = randn({8, 3, 32, 32}, g), k = randn({16, 3, 3, 3}, g);
-  expect_same_bits("conv2d", [&] { return conv2d(img, k, Tensor(), {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1}); });
+  expect_same_bits("conv2d", [&] {
+    return conv2d(img, k, Tensor(), {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1});
+  });
   const Tensor q = randn({2, 4, 128, 32}, g), kk = randn({2, 4, 128, 32}, g), v = randn({2, 4, 128, 32}, g);
   expect_same_bits("fused attention", [&] { return attention_forward(q, kk, v, true).out; });
   expect_same_bits("fused attention backward", [&] {

@@ -14,8 +14,11 @@ using testing::HasSubstr;
 
 TEST(Transformer, GoldenEncoderLayers) {
   nn::TransformerEncoderLayer post(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
-  check_module(post, "encoder_post_ln_relu", [&](const std::vector<Variable>& v) { return std::pair{post(v[0]), Variable()}; });
-  nn::TransformerEncoderLayer pre(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
+  check_module(post, "encoder_post_ln_relu", [&](const std::vector<Variable>& v) {
+    return std::pair{post(v[0]), Variable()};
+  });
+  nn::TransformerEncoderLayer pre(8, 2,
+                                  {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
   check_module(pre, "encoder_pre_ln_gelu", [&](const std::vector<Variable>& v) {
     return std::pair{pre(v[0], {triu(ones({4, 4}, DType::Bool), 1)}), Variable()};
   });
@@ -24,9 +27,14 @@ TEST(Transformer, GoldenEncoderLayers) {
 TEST(Transformer, GoldenDecoderLayers) {
   const nn::AttentionForwardOptions causal{triu(ones({3, 3}, DType::Bool), 1)};
   nn::TransformerDecoderLayer post(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
-  check_module(post, "decoder_post_ln", [&](const std::vector<Variable>& v) { return std::pair{post(v[0], v[1], causal), Variable()}; });
-  nn::TransformerDecoderLayer pre(8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
-  check_module(pre, "decoder_pre_ln_gelu", [&](const std::vector<Variable>& v) { return std::pair{pre(v[0], v[1], causal), Variable()}; });
+  check_module(post, "decoder_post_ln", [&](const std::vector<Variable>& v) {
+    return std::pair{post(v[0], v[1], causal), Variable()};
+  });
+  nn::TransformerDecoderLayer pre(8, 2,
+                                  {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
+  check_module(pre, "decoder_pre_ln_gelu", [&](const std::vector<Variable>& v) {
+    return std::pair{pre(v[0], v[1], causal), Variable()};
+  });
 }
 
 TEST(Transformer, GradcheckOfWholeLayers) {
@@ -115,8 +123,10 @@ TEST(Generate, CachedLogitsEqualTheWholeWindow) {
       l = gpt(ids.narrow(1, t, 1).contiguous(), &cache).data().reshape({2, 23});
       // Not bit for bit: OpenBLAS sums a row of a product in an order that depends on how many
       // rows the product has (1 new token here, t + 1 in the window), so the last bits differ.
-      if (dt == DType::Float64) expect_close(l, window_logits(gpt, ids, 0, t + 1), 1e-13, 1e-13);
-      else expect_close(l, window_logits(gpt, ids, 0, t + 1), 1e-6, 1e-6);
+      if (dt == DType::Float64)
+        expect_close(l, window_logits(gpt, ids, 0, t + 1), 1e-13, 1e-13);
+      else
+        expect_close(l, window_logits(gpt, ids, 0, t + 1), 1e-6, 1e-6);
     }
     EXPECT_EQ(cache.size(), 80);
   }
@@ -139,7 +149,8 @@ TEST(Generate, CachedBlockOfTokensAfterEarlierOnes) {
     gpt(ids.narrow(1, 0, 1).contiguous(), &cache);
     FAIL();
   } catch (const ShapeError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("GPT: the cache holds 80 tokens, and 1 more would pass the context of 80 positions"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("GPT: the cache holds 80 tokens, and 1 more would pass the context of 80 positions"));
   }
 }
 
@@ -180,8 +191,11 @@ TEST(Generate, CacheMisuseIsATypedError) {
   mha(x, {.cache = &cache});
   EXPECT_EQ(cache.size(), 3);
   EXPECT_THROW(
-      try { mha(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache}); } catch (const ShapeError& e) {
-        EXPECT_THAT(e.what(), HasSubstr("KVCache: holds 3 tokens of (batch, heads, head_dim, dtype) = (1, 2, 4, float32)"));
+      try {
+        mha(Variable(rnd({2, 1, 8}, 3).to(DType::Float32)), {.cache = &cache});
+      } catch (const ShapeError& e) {
+        EXPECT_THAT(e.what(),
+                    HasSubstr("KVCache: holds 3 tokens of (batch, heads, head_dim, dtype) = (1, 2, 4, float32)"));
         throw;
       },
       ShapeError);

@@ -17,7 +17,8 @@ namespace {
 std::vector<std::string> texts(const std::string& svg) {
   std::vector<std::string> out;
   const std::regex re("<text[^>]*>([^<]*)</text>");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it) out.push_back((*it)[1]);
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    out.push_back((*it)[1]);
   return out;
 }
 
@@ -101,7 +102,8 @@ TEST(LineChart, NearlyConstantSeriesEndsWithTicksAroundIt) {
   // memory); now the flat range is widened as for a constant series
   for (double v : {1.0, 1e20, -3e-8, 0.0}) {
     const double next = std::nextafter(v, INFINITY);
-    const auto ticks = y_ticks(viz::line_chart_svg({viz::Series::over_steps("flat", {v, next, v})}, "t", "step", "y", false));
+    const auto ticks =
+        y_ticks(viz::line_chart_svg({viz::Series::over_steps("flat", {v, next, v})}, "t", "step", "y", false));
     ASSERT_GE(ticks.size(), 2u) << v;
     EXPECT_LE(ticks.size(), 12u) << v;
     EXPECT_LE(std::stod(ticks.front().second), v + 1e-6 * std::abs(v)) << v;  // labels have 6 digits

@@ -11,11 +11,16 @@ namespace {
 std::string escape_html(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
   }
   return o;
 }
@@ -206,7 +211,8 @@ if (location.hash === '#selftest') {
 std::string explorer_html(const std::string& title, const std::string& telemetry_json) {
   MG_CHECK(!telemetry_json.empty() && telemetry_json.front() == '{' &&
                telemetry_json.find("\"minigrad-telemetry-1\"") != std::string::npos,
-           ValueError, "explorer_html: the text is not minigrad telemetry (format \"minigrad-telemetry-1\"), it starts with \"{}\"",
+           ValueError,
+           "explorer_html: the text is not minigrad telemetry (format \"minigrad-telemetry-1\"), it starts with \"{}\"",
            telemetry_json.substr(0, 40));
   // Inside a <script> element "</script" would end it and "<!--" changes how it is parsed. In JSON
   // a '<' can only stand inside a string, where "\u003c" is the same character: write every one so.

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "minigrad/tensor/error.h"
 #include "minigrad/tensor/atomic_file.h"
+#include "minigrad/tensor/error.h"
 #include "minigrad/viz/svg.h"
 
 namespace mg::viz {
@@ -30,7 +30,9 @@ void Report::add_text(const std::string& file, const std::string& text, const st
   items_.push_back({"link", file, caption});
 }
 
-void Report::add_image(const std::string& file, const std::string& caption) { items_.push_back({"svg", file, caption}); }
+void Report::add_image(const std::string& file, const std::string& caption) {
+  items_.push_back({"svg", file, caption});
+}
 
 void Report::add_grid(const std::vector<std::vector<Figure>>& rows, const std::string& caption) {
   Item it{"grid", "", caption, {}};
@@ -55,14 +57,16 @@ std::string Report::write_index() {
   if (!intro_.empty()) h += "<p>" + escape(intro_) + "</p>\n";
   for (const Item& it : items_) {
     if (it.kind == "svg")
-      h += fmt::format("<figure><img src=\"{0}\" alt=\"{1}\"><figcaption>{1}</figcaption></figure>\n", it.file, escape(it.text));
+      h += fmt::format("<figure><img src=\"{0}\" alt=\"{1}\"><figcaption>{1}</figcaption></figure>\n", it.file,
+                       escape(it.text));
     else if (it.kind == "grid") {
       size_t cols = 1;
       for (const auto& row : it.grid) cols = std::max(cols, row.size());
       h += fmt::format("<div class=\"grid\" style=\"grid-template-columns:repeat({},1fr)\">\n", cols);
       for (const auto& row : it.grid) {
         for (const auto& [file, cap] : row)
-          h += fmt::format("<figure><img src=\"{0}\" alt=\"{1}\"><figcaption>{1}</figcaption></figure>\n", file, escape(cap));
+          h += fmt::format("<figure><img src=\"{0}\" alt=\"{1}\"><figcaption>{1}</figcaption></figure>\n", file,
+                           escape(cap));
         for (size_t k = row.size(); k < cols; ++k) h += "<div></div>\n";
       }
       h += "</div>\n<p>" + escape(it.text) + "</p>\n";

@@ -43,11 +43,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -63,8 +72,10 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
     for (double x : v)
       if (std::isfinite(x)) lo = std::min(lo, x), hi = std::max(hi, x);
     if (!std::isfinite(lo)) lo = 0, hi = 1;
-    if (o.diverging) hi = std::max(std::abs(lo), std::abs(hi)), lo = -hi;
-    else lo = std::min(lo, 0.0);
+    if (o.diverging)
+      hi = std::max(std::abs(lo), std::abs(hi)), lo = -hi;
+    else
+      lo = std::min(lo, 0.0);
     if (hi == lo) hi = lo + 1;
   }
   const bool annotate = o.annotate == 1 || (o.annotate == -1 && R <= 16 && C <= 16);
@@ -79,17 +90,20 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
   const int cell = o.cell, left = 30 + static_cast<int>(label_len) * 8, top = 70;
   const int width = std::max(left + static_cast<int>(C) * cell + 90, 20 + static_cast<int>(o.title.size()) * 9),
             height = top + static_cast<int>(R) * cell + 50;
-  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n",
-                              width, height, kFont);
-  s += "<defs><pattern id=\"masked\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" "
-       "fill=\"#dddddd\"/><path d=\"M0,6 L6,0\" stroke=\"#999\" stroke-width=\"1\"/></pattern></defs>\n";
+  std::string s =
+      fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", width,
+                  height, kFont);
+  s +=
+      "<defs><pattern id=\"masked\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\"><rect width=\"6\" height=\"6\" "
+      "fill=\"#dddddd\"/><path d=\"M0,6 L6,0\" stroke=\"#999\" stroke-width=\"1\"/></pattern></defs>\n";
   s += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", 10, escape(o.title));
   if (!o.col_title.empty())
     s += fmt::format("<text x=\"{}\" y=\"38\" text-anchor=\"middle\" fill=\"#444\">{} &#8594;</text>\n",
                      left + C * cell / 2, escape(o.col_title));
   if (!o.row_title.empty())
-    s += fmt::format("<text x=\"12\" y=\"{}\" text-anchor=\"middle\" fill=\"#444\" transform=\"rotate(-90 12 {})\">{} &#8594;</text>\n",
-                     top + R * cell / 2, top + R * cell / 2, escape(o.row_title));
+    s += fmt::format(
+        "<text x=\"12\" y=\"{}\" text-anchor=\"middle\" fill=\"#444\" transform=\"rotate(-90 12 {})\">{} &#8594;</text>\n",
+        top + R * cell / 2, top + R * cell / 2, escape(o.row_title));
   for (int64_t c = 0; c < C && c < static_cast<int64_t>(o.col_labels.size()); ++c)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + c * cell + cell / 2, top - 6,
                      escape(o.col_labels[c]));
@@ -101,26 +115,28 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
       const double x = v[r * C + c];
       const int px = left + static_cast<int>(c) * cell, py = top + static_cast<int>(r) * cell;
       if (!std::isfinite(x)) {
-        s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#masked)\"><title>masked</title></rect>\n",
-                         px, py, cell, cell);
+        s += fmt::format(
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#masked)\"><title>masked</title></rect>\n",
+            px, py, cell, cell);
         continue;
       }
       const Rgb col = interpolate(o.diverging ? kDiverging : kSequential, (x - lo) / (hi - lo));
-      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n", px, py, cell,
-                       cell, hex(col), num(x, std::max(decimals, 3)));
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}</title></rect>\n", px,
+                       py, cell, cell, hex(col), num(x, std::max(decimals, 3)));
       if (annotate)
-        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{}\" fill=\"{}\">{}</text>\n", px + cell / 2,
-                         py + cell / 2 + 4, cell >= 32 ? 10 : 8, luminance(col) < 0.5 ? "white" : "black", num(x, decimals));
+        s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"{}\" fill=\"{}\">{}</text>\n",
+                         px + cell / 2, py + cell / 2 + 4, cell >= 32 ? 10 : 8,
+                         luminance(col) < 0.5 ? "white" : "black", num(x, decimals));
     }
   // Colour scale on the right.
   const int sx = left + static_cast<int>(C) * cell + 20, sh = static_cast<int>(R) * cell;
   for (int i = 0; i < 40; ++i) {
     const Rgb col = interpolate(o.diverging ? kDiverging : kSequential, 1.0 - i / 39.0);
-    s += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"{:.1f}\" fill=\"{}\"/>\n", sx, top + sh * i / 40.0,
-                     sh / 40.0 + 0.5, hex(col));
+    s += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"{:.1f}\" fill=\"{}\"/>\n", sx,
+                     top + sh * i / 40.0, sh / 40.0 + 0.5, hex(col));
   }
-  s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n<text x=\"{}\" y=\"{}\">{}</text>\n", sx + 18, top + 10, num(hi, decimals),
-                   sx + 18, top + sh, num(lo, decimals));
+  s += fmt::format("<text x=\"{}\" y=\"{}\">{}</text>\n<text x=\"{}\" y=\"{}\">{}</text>\n", sx + 18, top + 10,
+                   num(hi, decimals), sx + 18, top + sh, num(lo, decimals));
   return s + "</svg>\n";
 }
 
@@ -176,7 +192,9 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
   auto fy = [&](double y) { return log_y ? std::log10(std::max(y, 1e-12)) : y; };
   for (auto& s : series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-      if (std::isfinite(s.y[i])) x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, fy(s.y[i])), y1 = std::max(y1, fy(s.y[i]));
+      if (std::isfinite(s.y[i]))
+        x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, fy(s.y[i])),
+        y1 = std::max(y1, fy(s.y[i]));
   if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
   widen_if_flat(x0, x1);
   widen_if_flat(y0, y1);
@@ -200,59 +218,73 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
   const std::vector<double> xticks = linear_ticks(x0, x1, 5);
   size_t widest = 0;  // the widest y tick label sets the left margin, so the axis title clears it
   for (double t : yticks) widest = std::max(widest, tick_label(log_y ? std::pow(10.0, t) : t).size());
-  const int L = 36 + static_cast<int>(widest) * 7, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40, B = 50;
+  const int L = 36 + static_cast<int>(widest) * 7, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40,
+            B = 50;
   auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto py = [&](double a) { return T + (1 - (a - y0) / (y1 - y0)) * (H - T - B); };  // a in axis units
   const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
-  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", W, H, kFont);
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", W, H, kFont);
   s += fmt::format("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", escape(title));
   for (double t : yticks) {
-    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, py(t), py(t));
+    s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, py(t),
+                     py(t));
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", L - 6, py(t) + 4,
                      tick_label(log_y ? std::pow(10.0, t) : t));
   }
   for (double t : xticks)
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 16, tick_label(t));
-  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", L, T, W - L - R, H - T - B);
-  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 12, escape(x_label));
-  s += fmt::format("<text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>\n", (T + H - B) / 2,
-                   (T + H - B) / 2, escape(y_label));
+    s +=
+        fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 16, tick_label(t));
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", L, T,
+                   W - L - R, H - T - B);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 12,
+                   escape(x_label));
+  s += fmt::format("<text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>\n",
+                   (T + H - B) / 2, (T + H - B) / 2, escape(y_label));
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& se = series[k];
     std::string pts;
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i)
       if (std::isfinite(se.y[i])) pts += fmt::format("{:.1f},{:.1f} ", px(se.x[i]), py(fy(se.y[i])));
-    s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"/>\n", pts, colors[k % 6]);
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"3\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n", W - R + 12,
-                     T + 10 + 20 * k, colors[k % 6], W - R + 32, T + 15 + 20 * k, escape(se.name));
+    s +=
+        fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"/>\n", pts, colors[k % 6]);
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"3\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+        W - R + 12, T + 10 + 20 * k, colors[k % 6], W - R + 32, T + 15 + 20 * k, escape(se.name));
   }
   for (const Marker& m : markers) {
     if (!std::isfinite(m.x) || m.x < x0 || m.x > x1) continue;
-    s += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\" stroke-dasharray=\"5,4\"/>\n"
-                     "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
-                     px(m.x), T, H - B, px(m.x) + 4, T + 14, escape(m.label));
+    s += fmt::format(
+        "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\" stroke-dasharray=\"5,4\"/>\n"
+        "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
+        px(m.x), T, H - B, px(m.x) + 4, T + 14, escape(m.label));
   }
   return s + "</svg>\n";
 }
 
-std::string decision_boundary_svg(const Tensor& probs, const Tensor& points, const Tensor& labels, const std::string& title) {
+std::string decision_boundary_svg(const Tensor& probs, const Tensor& points, const Tensor& labels,
+                                  const std::string& title) {
   MG_CHECK(probs.dim() == 2 && points.dim() == 2 && points.size(1) == 2 && labels.numel() == points.size(0), ShapeError,
-           "decision_boundary_svg: expected probs (H, W), points (N, 2), labels (N,), got {}, {}, {}", shape_str(probs.shape()),
-           shape_str(points.shape()), shape_str(labels.shape()));
+           "decision_boundary_svg: expected probs (H, W), points (N, 2), labels (N,), got {}, {}, {}",
+           shape_str(probs.shape()), shape_str(points.shape()), shape_str(labels.shape()));
   const int S = 480, pad = 40;
   const int64_t H = probs.size(0), W = probs.size(1);
-  const std::vector<double> p = probs.to_vector<double>(), xy = points.to_vector<double>(), lab = labels.to_vector<double>();
-  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", S + 2 * pad,
-                              S + 2 * pad, kFont);
+  const std::vector<double> p = probs.to_vector<double>(), xy = points.to_vector<double>(),
+                            lab = labels.to_vector<double>();
+  std::string s =
+      fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n",
+                  S + 2 * pad, S + 2 * pad, kFont);
   s += fmt::format("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", escape(title));
   const double cw = static_cast<double>(S) / W, ch = static_cast<double>(S) / H;
   for (int64_t r = 0; r < H; ++r)
     for (int64_t c = 0; c < W; ++c)
-      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n", pad + c * cw, pad + r * ch,
-                       cw + 0.5, ch + 0.5, hex(interpolate(kDiverging, 0.2 + 0.6 * p[r * W + c])));
+      s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>\n",
+                       pad + c * cw, pad + r * ch, cw + 0.5, ch + 0.5,
+                       hex(interpolate(kDiverging, 0.2 + 0.6 * p[r * W + c])));
   for (int64_t i = 0; i < points.size(0); ++i)
-    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" stroke=\"white\" stroke-width=\"0.7\"/>\n",
-                     pad + (xy[2 * i] + 1) / 2 * S, pad + (1 - xy[2 * i + 1]) / 2 * S, lab[i] > 0.5 ? "#b2182b" : "#2166ac");
+    s += fmt::format(
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\" stroke=\"white\" stroke-width=\"0.7\"/>\n",
+        pad + (xy[2 * i] + 1) / 2 * S, pad + (1 - xy[2 * i + 1]) / 2 * S, lab[i] > 0.5 ? "#b2182b" : "#2166ac");
   return s + "</svg>\n";
 }
 

@@ -14,11 +14,12 @@ struct HeatmapOptions {
   std::string title;
   std::vector<std::string> row_labels, col_labels;  // one per row / column (optional)
   std::string row_title, col_title;                 // axis names, e.g. "query", "key"
-  bool diverging = false;  // blue-white-red around 0 (weights); otherwise light-to-dark (0..max)
+  bool diverging = false;     // blue-white-red around 0 (weights); otherwise light-to-dark (0..max)
   double vmin = 0, vmax = 0;  // colour range; both 0: from the data (symmetric when diverging)
-  int annotate = -1;       // write values in cells: 1 yes, 0 no, -1 when the map is small
-  int decimals = -1;       // decimals written in cells; -1: 3 for values in [0, 1] (attention) when the cell has room, else 2
-  int cell = 32;           // cell size in pixels
+  int annotate = -1;          // write values in cells: 1 yes, 0 no, -1 when the map is small
+  int decimals =
+      -1;         // decimals written in cells; -1: 3 for values in [0, 1] (attention) when the cell has room, else 2
+  int cell = 32;  // cell size in pixels
 };
 
 /// A 2-D tensor as a heatmap with labels on both axes and a colour scale. -inf cells (masked

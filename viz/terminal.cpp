@@ -12,8 +12,8 @@ namespace mg::viz {
 
 bool stdout_has_color() { return ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr; }
 
-std::string terminal_heatmap(const Tensor& m, const std::vector<std::string>& rows, const std::vector<std::string>& cols,
-                             int color) {
+std::string terminal_heatmap(const Tensor& m, const std::vector<std::string>& rows,
+                             const std::vector<std::string>& cols, int color) {
   MG_CHECK(m.dim() == 2, ShapeError, "terminal_heatmap: expected a 2-D tensor, got shape {}", shape_str(m.shape()));
   const bool use_color = color == -1 ? stdout_has_color() : color == 1;
   const int64_t R = m.size(0), C = m.size(1);
@@ -28,7 +28,8 @@ std::string terminal_heatmap(const Tensor& m, const std::vector<std::string>& ro
   std::string out;
   if (!cols.empty()) {
     out += std::string(w + 1, ' ');
-    for (int64_t c = 0; c < C; ++c) out += fmt::format("{:>8}", c < static_cast<int64_t>(cols.size()) ? cols[c].substr(0, 5) : "");
+    for (int64_t c = 0; c < C; ++c)
+      out += fmt::format("{:>8}", c < static_cast<int64_t>(cols.size()) ? cols[c].substr(0, 5) : "");
     out += "\n";
   }
   for (int64_t r = 0; r < R; ++r) {
@@ -77,8 +78,10 @@ void ProgressBar::update(int64_t step, double loss, double accuracy, int64_t tok
   if (accuracy >= 0) line += fmt::format("  acc {:5.1f}%", 100 * accuracy);
   if (tokens_ > 0 && secs > 0) line += fmt::format("  {:.0f} tok/s", tokens_ / secs);
   line += fmt::format("  {:.1f}s, ETA {:.1f}s", secs, eta);
-  if (tty_) std::printf("\r\033[K%s", line.c_str());
-  else std::printf("%s\n", line.c_str());
+  if (tty_)
+    std::printf("\r\033[K%s", line.c_str());
+  else
+    std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
 

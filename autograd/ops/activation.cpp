@@ -7,9 +7,8 @@ namespace mg {
 
 // y = max(x, 0)        dx = dy where x > 0, else 0
 Variable relu(const Variable& x) {
-  return record("relu", mg::relu(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList {
-    return {relu_backward(dy, x)};
-  });
+  return record("relu", mg::relu(x.data()), {x},
+                [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {relu_backward(dy, x)}; });
 }
 
 // erf form:  y = x Phi(x)                  dx = dy * (Phi(x) + x phi(x)),   phi = Phi' the normal density
@@ -25,9 +24,8 @@ Variable gelu(const Variable& x, const std::string& approximate) {
 
 // y = x s, s = sigmoid(x)          dx = dy s (1 + x (1 - s))
 Variable silu(const Variable& x) {
-  return record("silu", mg::silu(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList {
-    return {silu_backward(dy, x)};
-  });
+  return record("silu", mg::silu(x.data()), {x},
+                [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {silu_backward(dy, x)}; });
 }
 
 // y = log(1 + e^(b x)) / b         dx = dy sigmoid(b x)       (y = x, dx = dy where b x > threshold)
@@ -48,9 +46,9 @@ Variable leaky_relu(const Variable& x, double negative_slope) {
 
 // y = x (x > 0), a (e^x - 1) otherwise     dx = dy (x > 0), dy a e^x otherwise
 Variable elu(const Variable& x, double alpha) {
-  return record("elu", mg::elu(x.data(), alpha), {x}, [x = x.data(), alpha](const Tensor& dy, const Node&) -> TensorList {
-    return {elu_backward(dy, x, alpha)};
-  });
+  return record(
+      "elu", mg::elu(x.data(), alpha), {x},
+      [x = x.data(), alpha](const Tensor& dy, const Node&) -> TensorList { return {elu_backward(dy, x, alpha)}; });
 }
 
 }  // namespace mg

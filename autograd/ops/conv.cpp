@@ -17,10 +17,10 @@ Conv2dArgs conv2d_args(int64_t kh, int64_t kw, const Conv2dFuncOptions& o, std::
     a.pad_top = a.pad_bottom = o.padding.h;
     a.pad_left = a.pad_right = o.padding.w;
   } else if (o.padding.mode == "same") {
-    MG_CHECK(a.stride_h == 1 && a.stride_w == 1, ValueError, "{}: padding=\"same\" needs stride 1, got ({}, {})", op, a.stride_h,
-             a.stride_w);
-    MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op, a.dilation_h,
-             a.dilation_w);
+    MG_CHECK(a.stride_h == 1 && a.stride_w == 1, ValueError, "{}: padding=\"same\" needs stride 1, got ({}, {})", op,
+             a.stride_h, a.stride_w);
+    MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op,
+             a.dilation_h, a.dilation_w);
     const int64_t th = checked_mul(a.dilation_h, kh - 1, op), tw = checked_mul(a.dilation_w, kw - 1, op);
     a.pad_top = th / 2, a.pad_bottom = th - th / 2;
     a.pad_left = tw / 2, a.pad_right = tw - tw / 2;
@@ -51,7 +51,8 @@ Variable conv2d_recorded(const Variable& x, const Variable& weight, const Variab
 Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dFuncOptions& o) {
   MG_CHECK(x.defined() && weight.defined(), StateError, "conv2d: an operand is undefined");
   if (x.dim() == 3) return squeeze(conv2d(unsqueeze(x, 0), weight, bias, o), 0);  // one unbatched image
-  MG_CHECK(weight.dim() == 4, ShapeError, "conv2d: expected weight (out_channels, in_channels / groups, kH, kW), got shape {}",
+  MG_CHECK(weight.dim() == 4, ShapeError,
+           "conv2d: expected weight (out_channels, in_channels / groups, kH, kW), got shape {}",
            shape_str(weight.shape()));
   return conv2d_recorded(x, weight, bias, conv2d_args(weight.size(2), weight.size(3), o, "conv2d"));
 }
@@ -64,28 +65,33 @@ Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias,
   MG_CHECK(x.defined() && weight.defined(), StateError, "conv1d: an operand is undefined");
   if (x.dim() == 2) return squeeze(conv1d(unsqueeze(x, 0), weight, bias, o), 0);
   MG_CHECK(x.dim() == 3, ShapeError, "conv1d: expected input (N, C, L) or (C, L), got shape {}", shape_str(x.shape()));
-  MG_CHECK(weight.dim() == 3, ShapeError, "conv1d: expected weight (out_channels, in_channels / groups, k), got shape {}",
+  MG_CHECK(weight.dim() == 3, ShapeError,
+           "conv1d: expected weight (out_channels, in_channels / groups, k), got shape {}", shape_str(weight.shape()));
+  MG_CHECK(!o.padding.mode.empty() || o.padding.h == o.padding.w, ValueError,
+           "conv1d: padding is one number, got ({}, {})", o.padding.h, o.padding.w);
+  MG_CHECK(is_floating(x.dtype()) && x.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x.dtype()),
+           DTypeError, "conv1d: input {}, weight {}{} must be one floating dtype", dtype_name(x.dtype()),
+           dtype_name(weight.dtype()), bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
+  MG_CHECK(weight.size(2) >= 1, ShapeError, "conv1d: the kernel size must be >= 1, got weight {}",
            shape_str(weight.shape()));
-  MG_CHECK(!o.padding.mode.empty() || o.padding.h == o.padding.w, ValueError, "conv1d: padding is one number, got ({}, {})",
-           o.padding.h, o.padding.w);
-  MG_CHECK(is_floating(x.dtype()) && x.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), DTypeError,
-           "conv1d: input {}, weight {}{} must be one floating dtype", dtype_name(x.dtype()), dtype_name(weight.dtype()),
-           bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
-  MG_CHECK(weight.size(2) >= 1, ShapeError, "conv1d: the kernel size must be >= 1, got weight {}", shape_str(weight.shape()));
   MG_CHECK(o.groups >= 1, ValueError, "conv1d: groups must be >= 1, got {}", o.groups);
-  MG_CHECK(weight.size(0) % o.groups == 0, ValueError, "conv1d: out_channels {} is not divisible by groups {}", weight.size(0),
-           o.groups);
-  MG_CHECK(!bias.defined() || bias.shape() == Shape{weight.size(0)}, ShapeError, "conv1d: bias has shape {} but weight {} needs ({},)",
-           shape_str(bias.shape()), shape_str(weight.shape()), weight.size(0));
+  MG_CHECK(weight.size(0) % o.groups == 0, ValueError, "conv1d: out_channels {} is not divisible by groups {}",
+           weight.size(0), o.groups);
+  MG_CHECK(!bias.defined() || bias.shape() == Shape{weight.size(0)}, ShapeError,
+           "conv1d: bias has shape {} but weight {} needs ({},)", shape_str(bias.shape()), shape_str(weight.shape()),
+           weight.size(0));
   MG_CHECK(x.size(1) == checked_mul(weight.size(1), o.groups, "conv1d"), ShapeError,
-           "conv1d: input has {} channels but weight {} with groups={} expects {}", x.size(1), shape_str(weight.shape()), o.groups,
-           weight.size(1) * o.groups);
+           "conv1d: input has {} channels but weight {} with groups={} expects {}", x.size(1),
+           shape_str(weight.shape()), o.groups, weight.size(1) * o.groups);
   const Conv2dArgs a = conv2d_args(1, weight.size(2),
-                                   {.stride = {1, o.stride}, .padding = o.padding.mode.empty() ? ConvPadding(0, o.padding.w) : o.padding,
-                                    .dilation = {1, o.dilation}, .groups = o.groups},
+                                   {.stride = {1, o.stride},
+                                    .padding = o.padding.mode.empty() ? ConvPadding(0, o.padding.w) : o.padding,
+                                    .dilation = {1, o.dilation},
+                                    .groups = o.groups},
                                    "conv1d");
   MG_CHECK(a.stride_w >= 1 && a.dilation_w >= 1 && a.pad_left >= 0, ValueError,
-           "conv1d: stride and dilation must be >= 1 and padding >= 0, got {}, {} and {}", a.stride_w, a.dilation_w, a.pad_left);
+           "conv1d: stride and dilation must be >= 1 and padding >= 0, got {}, {} and {}", a.stride_w, a.dilation_w,
+           a.pad_left);
   conv_output_size(x.size(2), weight.size(2), a.stride_w, a.pad_left, a.pad_right, a.dilation_w, "conv1d");
   return squeeze(conv2d_recorded(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
 }

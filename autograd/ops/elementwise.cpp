@@ -9,8 +9,9 @@ namespace mg {
 
 // y = a + b            da = dy      db = dy
 Variable add(const Variable& a, const Variable& b) {
-  return record("add", mg::add(a.data(), b.data()), {a, b},
-                [](const Tensor& dy, const Node&) -> TensorList { return {dy, dy}; });
+  return record("add", mg::add(a.data(), b.data()), {a, b}, [](const Tensor& dy, const Node&) -> TensorList {
+    return {dy, dy};
+  });
 }
 
 // y = a - b            da = dy      db = -dy
@@ -57,9 +58,8 @@ Variable exp(const Variable& x) {
 
 // y = log x            dx = dy / x
 Variable log(const Variable& x) {
-  return record("log", mg::log(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList {
-    return {dy / x};
-  });
+  return record("log", mg::log(x.data()), {x},
+                [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy / x}; });
 }
 
 // y = sqrt x           dx = dy / (2 y)
@@ -70,9 +70,8 @@ Variable sqrt(const Variable& x) {
 
 // y = |x|              dx = dy * sign(x)
 Variable abs(const Variable& x) {
-  return record("abs", mg::abs(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList {
-    return {dy * sign(x)};
-  });
+  return record("abs", mg::abs(x.data()), {x},
+                [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy * sign(x)}; });
 }
 
 // y = tanh x           dx = dy * (1 - y^2)
@@ -84,22 +83,26 @@ Variable tanh(const Variable& x) {
 // y = sigmoid x        dx = dy * y * (1 - y)
 Variable sigmoid(const Variable& x) {
   Tensor y = mg::sigmoid(x.data());
-  return record("sigmoid", y, {x}, [y](const Tensor& dy, const Node&) -> TensorList { return {sigmoid_backward(dy, y)}; });
+  return record("sigmoid", y, {x},
+                [y](const Tensor& dy, const Node&) -> TensorList { return {sigmoid_backward(dy, y)}; });
 }
 
 // y = sin x            dx = dy cos x
 Variable sin(const Variable& x) {
-  return record("sin", mg::sin(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy * mg::cos(x)}; });
+  return record("sin", mg::sin(x.data()), {x},
+                [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy * mg::cos(x)}; });
 }
 
 // y = cos x            dx = -dy sin x
 Variable cos(const Variable& x) {
-  return record("cos", mg::cos(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {-(dy * mg::sin(x))}; });
+  return record("cos", mg::cos(x.data()), {x},
+                [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {-(dy * mg::sin(x))}; });
 }
 
 // y = log(1 + x)       dx = dy / (1 + x)
 Variable log1p(const Variable& x) {
-  return record("log1p", mg::log1p(x.data()), {x}, [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy / (x + 1.0)}; });
+  return record("log1p", mg::log1p(x.data()), {x},
+                [x = x.data()](const Tensor& dy, const Node&) -> TensorList { return {dy / (x + 1.0)}; });
 }
 
 // y = e^x - 1          dx = dy (y + 1)
@@ -110,27 +113,30 @@ Variable expm1(const Variable& x) {
 
 // y = min(max(x, lo), hi)      dx = dy where lo <= x <= hi, else 0
 Variable clamp(const Variable& x, std::optional<double> min, std::optional<double> max) {
-  return record("clamp", mg::clamp(x.data(), min, max), {x}, [x = x.data(), min, max](const Tensor& dy, const Node&) -> TensorList {
-    return {clamp_backward(dy, x, min, max)};
-  });
+  return record("clamp", mg::clamp(x.data(), min, max), {x},
+                [x = x.data(), min, max](const Tensor& dy, const Node&) -> TensorList {
+                  return {clamp_backward(dy, x, min, max)};
+                });
 }
 
 // y = max(a, b)        da = dy where a > b, db = dy where b > a; a tie splits dy in halves (PyTorch's rule)
 Variable maximum(const Variable& a, const Variable& b) {
-  return record("maximum", mg::maximum(a.data(), b.data()), {a, b}, [a = a.data(), b = b.data()](const Tensor& dy, const Node& n) -> TensorList {
-    const Tensor half = dy * 0.5, zero = zeros({}, dy.dtype()), tie = eq(a, b);
-    return {n.needs(0) ? mg::where(tie, half, mg::where(gt(a, b), dy, zero)) : Tensor(),
-            n.needs(1) ? mg::where(tie, half, mg::where(gt(b, a), dy, zero)) : Tensor()};
-  });
+  return record("maximum", mg::maximum(a.data(), b.data()), {a, b},
+                [a = a.data(), b = b.data()](const Tensor& dy, const Node& n) -> TensorList {
+                  const Tensor half = dy * 0.5, zero = zeros({}, dy.dtype()), tie = eq(a, b);
+                  return {n.needs(0) ? mg::where(tie, half, mg::where(gt(a, b), dy, zero)) : Tensor(),
+                          n.needs(1) ? mg::where(tie, half, mg::where(gt(b, a), dy, zero)) : Tensor()};
+                });
 }
 
 // y = min(a, b)        da = dy where a < b, db = dy where b < a; a tie splits dy in halves
 Variable minimum(const Variable& a, const Variable& b) {
-  return record("minimum", mg::minimum(a.data(), b.data()), {a, b}, [a = a.data(), b = b.data()](const Tensor& dy, const Node& n) -> TensorList {
-    const Tensor half = dy * 0.5, zero = zeros({}, dy.dtype()), tie = eq(a, b);
-    return {n.needs(0) ? mg::where(tie, half, mg::where(lt(a, b), dy, zero)) : Tensor(),
-            n.needs(1) ? mg::where(tie, half, mg::where(lt(b, a), dy, zero)) : Tensor()};
-  });
+  return record("minimum", mg::minimum(a.data(), b.data()), {a, b},
+                [a = a.data(), b = b.data()](const Tensor& dy, const Node& n) -> TensorList {
+                  const Tensor half = dy * 0.5, zero = zeros({}, dy.dtype()), tie = eq(a, b);
+                  return {n.needs(0) ? mg::where(tie, half, mg::where(lt(a, b), dy, zero)) : Tensor(),
+                          n.needs(1) ? mg::where(tie, half, mg::where(lt(b, a), dy, zero)) : Tensor()};
+                });
 }
 
 // y = mask ? value : x     dx = mask ? 0 : dy
@@ -141,12 +147,11 @@ Variable masked_fill(const Variable& x, const Tensor& mask, double value) {
 
 // y = cond ? a : b     da = cond ? dy : 0   db = cond ? 0 : dy
 Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
-  return record("where", mg::where(cond, a.data(), b.data()), {a, b},
-                [cond](const Tensor& dy, const Node& n) -> TensorList {
-                  const Tensor zero = zeros({}, dy.dtype());
-                  return {n.needs(0) ? mg::where(cond, dy, zero) : Tensor(),
-                          n.needs(1) ? mg::where(cond, zero, dy) : Tensor()};
-                });
+  return record(
+      "where", mg::where(cond, a.data(), b.data()), {a, b}, [cond](const Tensor& dy, const Node& n) -> TensorList {
+        const Tensor zero = zeros({}, dy.dtype());
+        return {n.needs(0) ? mg::where(cond, dy, zero) : Tensor(), n.needs(1) ? mg::where(cond, zero, dy) : Tensor()};
+      });
 }
 
 namespace {

@@ -9,9 +9,10 @@ namespace mg {
 // y = x gathered along dim by index        dx = zeros like x, with dy scatter-added at index
 Variable gather(const Variable& x, int64_t dim, const Tensor& index) {
   const Shape in = x.shape();
-  return record("gather", mg::gather(x.data(), dim, index), {x}, [in, dim, index](const Tensor& dy, const Node&) -> TensorList {
-    return {scatter_add(zeros(in, dy.dtype()), dim, index, dy)};
-  });
+  return record("gather", mg::gather(x.data(), dim, index), {x},
+                [in, dim, index](const Tensor& dy, const Node&) -> TensorList {
+                  return {scatter_add(zeros(in, dy.dtype()), dim, index, dy)};
+                });
 }
 
 // y = slices index[i] of x along dim       dx = zeros like x, with slice i of dy added at index[i]

@@ -15,8 +15,9 @@ namespace {
 // One (C) sample with a 0-dim target as a batch of one (N = 1), and the loss back to its shape.
 template <class F>
 Variable as_batch_of_one(const Variable& input, const Tensor& targets, Reduction reduction, const char* op, F f) {
-  MG_CHECK(targets.defined() && targets.dim() == 0, ShapeError, "{}: input of shape {} needs a 0-dim target, got shape {}", op,
-           shape_str(input.shape()), targets.defined() ? shape_str(targets.shape()) : "undefined");
+  MG_CHECK(targets.defined() && targets.dim() == 0, ShapeError,
+           "{}: input of shape {} needs a 0-dim target, got shape {}", op, shape_str(input.shape()),
+           targets.defined() ? shape_str(targets.shape()) : "undefined");
   Variable l = f(unsqueeze(input, 0), targets.reshape({1}));
   return reduction == Reduction::None ? reshape(l, {}) : l;
 }
@@ -53,7 +54,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, const Cros
 // loss_i = -w[t_i] x[i, t_i]          dx[i, t_i] = -w[t_i] times the reduction's factor
 Variable nll_loss(const Variable& input, const Tensor& targets, const NLLLossOptions& o) {
   if (input.dim() == 1)
-    return as_batch_of_one(input, targets, o.reduction, "nll_loss", [&](const Variable& x, const Tensor& t) { return nll_loss(x, t, o); });
+    return as_batch_of_one(input, targets, o.reduction, "nll_loss",
+                           [&](const Variable& x, const Tensor& t) { return nll_loss(x, t, o); });
   return record("nll_loss", mg::nll_loss(input.data(), targets, o), {input},
                 [x = input.data(), targets, o](const Tensor& dy, const Node&) -> TensorList {
                   return {nll_loss_backward(dy, x, targets, o)};
@@ -73,10 +75,12 @@ Variable binary_cross_entropy(const Variable& input, const Variable& target, con
 
 // loss = w ((1 - t) x + l softplus(-x)),  l = 1 + (pos_weight - 1) t
 // dx = w (l sigmoid(x) - pos_weight t)      dt = w ((pos_weight - 1) softplus(-x) - x)
-Variable binary_cross_entropy_with_logits(const Variable& input, const Variable& target, const BCEWithLogitsLossOptions& o) {
+Variable binary_cross_entropy_with_logits(const Variable& input, const Variable& target,
+                                          const BCEWithLogitsLossOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy_with_logits");
-  return record("binary_cross_entropy_with_logits", mg::binary_cross_entropy_with_logits(input.data(), target.data(), o),
-                {input, target}, [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
+  return record("binary_cross_entropy_with_logits",
+                mg::binary_cross_entropy_with_logits(input.data(), target.data(), o), {input, target},
+                [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
                   auto [dx, dt] = binary_cross_entropy_with_logits_backward(dy, x, t, o);
                   return {dx, dt};
                 });
@@ -111,7 +115,8 @@ Variable l1_loss(const Variable& input, const Variable& target, const LossOption
 Variable smooth_l1_loss(const Variable& input, const Variable& target, const SmoothL1LossOptions& o) {
   const OpScope scope("smooth_l1_loss");
   check_same_shape(input, target, "smooth_l1_loss");
-  MG_CHECK(o.beta >= 0 && std::isfinite(o.beta), ValueError, "smooth_l1_loss: beta must be finite and >= 0, got {}", o.beta);
+  MG_CHECK(o.beta >= 0 && std::isfinite(o.beta), ValueError, "smooth_l1_loss: beta must be finite and >= 0, got {}",
+           o.beta);
   if (o.beta == 0) return l1_loss(input, target, {o.reduction});  // PyTorch's own special case: no quadratic part
   const Variable d = sub(input, target), a = abs(d);
   const Tensor quadratic = lt(a.data(), scalar_tensor(o.beta, a.dtype()));
@@ -122,7 +127,8 @@ Variable smooth_l1_loss(const Variable& input, const Variable& target, const Smo
 Variable huber_loss(const Variable& input, const Variable& target, const HuberLossOptions& o) {
   const OpScope scope("huber_loss");
   check_same_shape(input, target, "huber_loss");
-  MG_CHECK(o.delta > 0 && std::isfinite(o.delta), ValueError, "huber_loss: delta must be finite and > 0, got {}", o.delta);
+  MG_CHECK(o.delta > 0 && std::isfinite(o.delta), ValueError, "huber_loss: delta must be finite and > 0, got {}",
+           o.delta);
   const Variable d = sub(input, target), a = abs(d);
   const Tensor quadratic = le(a.data(), scalar_tensor(o.delta, a.dtype()));
   return reduce(where(quadratic, pow(d, 2.0) * 0.5, (a - 0.5 * o.delta) * o.delta), o.reduction, "huber_loss");

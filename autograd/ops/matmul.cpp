@@ -25,7 +25,8 @@ Variable matmul(const Variable& a, const Variable& b) {
   const Tensor ad = autocast(a.data()), bd = autocast(b.data());
   return record("matmul", mg::matmul(ad, bd), {a, b}, [ad, bd](const Tensor& dy, const Node& n) -> TensorList {
     const Tensor g = autocast_like(dy, ad);
-    return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(), n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
+    return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(),
+            n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
   });
 }
 

@@ -37,8 +37,8 @@ Variable log_softmax(const Variable& x, int64_t dim) {
 // With g = dy * w:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))      (means over the row)
 //   dw = sum over rows of dy * xhat     db = sum over rows of dy
-Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight,
-                    const Variable& bias, double eps) {
+Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight, const Variable& bias,
+                    double eps) {
   const Tensor w = weight.defined() ? weight.data() : Tensor(), b = bias.defined() ? bias.data() : Tensor();
   LayerNormForward f = layer_norm_forward(x.data(), normalized_shape, w, b, eps);
   std::vector<Variable> inputs{x};
@@ -49,7 +49,8 @@ Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Vari
                 [x = x.data(), w, mean = f.mean, rstd = f.rstd, has_w, has_b, norm = normalized_shape](
                     const Tensor& dy, const Node& n) -> TensorList {
                   const size_t ib = has_w ? 2 : 1;  // the bias's input slot
-                  LayerNormGrads g = layer_norm_backward(dy, x, w, mean, rstd, norm, has_w && n.needs(1), has_b && n.needs(ib));
+                  LayerNormGrads g =
+                      layer_norm_backward(dy, x, w, mean, rstd, norm, has_w && n.needs(1), has_b && n.needs(ib));
                   TensorList out{g.dx};
                   if (has_w) out.push_back(g.dweight);
                   if (has_b) out.push_back(g.dbias);
@@ -84,8 +85,8 @@ void check_channel_norm(const Variable& x, const Variable& weight, const Variabl
 Variable channel_affine(const Variable& y, const Variable& weight, const Variable& bias, std::string_view op) {
   const int64_t C = y.size(1);
   for (const Variable* p : {&weight, &bias})
-    MG_CHECK(!p->defined() || p->shape() == Shape{C}, ShapeError, "{}: {} has shape {} but the input has {} channels", op,
-             p == &weight ? "weight" : "bias", shape_str(p->shape()), C);
+    MG_CHECK(!p->defined() || p->shape() == Shape{C}, ShapeError, "{}: {} has shape {} but the input has {} channels",
+             op, p == &weight ? "weight" : "bias", shape_str(p->shape()), C);
   Variable out = weight.defined() ? y * reshape(weight, channel_shape(y)) : y;
   return bias.defined() ? out + reshape(bias, channel_shape(y)) : out;
 }
@@ -106,24 +107,27 @@ Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor&
   MG_CHECK(eps >= 0 && std::isfinite(eps), ValueError, "batch_norm: eps must be finite and >= 0, got {}", eps);
   const int64_t C = x.size(1);
   for (const Tensor* r : {&running_mean, &running_var})
-    MG_CHECK(!r->defined() || is_floating(r->dtype()), DTypeError, "batch_norm: {} is {}; running statistics must be floating",
+    MG_CHECK(!r->defined() || is_floating(r->dtype()), DTypeError,
+             "batch_norm: {} is {}; running statistics must be floating",
              r == &running_mean ? "running_mean" : "running_var", dtype_name(r->dtype()));
   for (const Tensor* r : {&running_mean, &running_var})
     MG_CHECK(!r->defined() || r->shape() == Shape{C}, ShapeError,
              "batch_norm: {} has shape {} ({}) but the input has {} channels (a floating (C,) tensor expected)",
              r == &running_mean ? "running_mean" : "running_var", shape_str(r->shape()), dtype_name(r->dtype()), C);
   for (const Tensor* r : {&running_mean, &running_var})
-    MG_CHECK(!training || !r->defined() || !has_internal_overlap(*r), ValueError,
-             "batch_norm: {} {} (strides {}) has elements that share memory (an expanded view), so it cannot be updated in "
-             "place; pass a tensor of its own (.contiguous())",
-             r == &running_mean ? "running_mean" : "running_var", shape_str(r->shape()), shape_str(r->strides()));
+    MG_CHECK(
+        !training || !r->defined() || !has_internal_overlap(*r), ValueError,
+        "batch_norm: {} {} (strides {}) has elements that share memory (an expanded view), so it cannot be updated in "
+        "place; pass a tensor of its own (.contiguous())",
+        r == &running_mean ? "running_mean" : "running_var", shape_str(r->shape()), shape_str(r->strides()));
   const bool batch_stats = training || !running_mean.defined();
   Variable y;
   if (batch_stats) {
     const int64_t M = C == 0 ? 0 : x.numel() / C;  // values per channel
-    MG_CHECK(M > 1 || !training, ValueError, "batch_norm: expected more than 1 value per channel when training, got input {}",
+    MG_CHECK(M > 1 || !training, ValueError,
+             "batch_norm: expected more than 1 value per channel when training, got input {}", shape_str(x.shape()));
+    MG_CHECK(M > 0, ValueError, "batch_norm: no values per channel to take statistics of, input {}",
              shape_str(x.shape()));
-    MG_CHECK(M > 0, ValueError, "batch_norm: no values per channel to take statistics of, input {}", shape_str(x.shape()));
     const Variable rows = reshape(transpose(x, 0, 1), {C, M});  // (C, N * S)
     Shape moved = x.shape();
     std::swap(moved[0], moved[1]);
@@ -155,7 +159,8 @@ Variable group_norm(const Variable& x, int64_t num_groups, const Variable& weigh
   MG_CHECK(eps >= 0 && std::isfinite(eps), ValueError, "group_norm: eps must be finite and >= 0, got {}", eps);
   const int64_t N = x.size(0), M = x.size(1) / num_groups * numel_of(Shape(x.shape().begin() + 2, x.shape().end()));
   const Variable rows = reshape(x, {N, num_groups, M});
-  return channel_affine(reshape(layer_norm(rows, {M}, Variable(), Variable(), eps), x.shape()), weight, bias, "group_norm");
+  return channel_affine(reshape(layer_norm(rows, {M}, Variable(), Variable(), eps), x.shape()), weight, bias,
+                        "group_norm");
 }
 
 // y = x * m / (1 - p), m ~ Bernoulli(1 - p)      dx = dy * m / (1 - p)
@@ -163,9 +168,8 @@ Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
   MG_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability must be in [0, 1], got {}", p);
   if (!training || p == 0) return x;
   Tensor mask = p == 1 ? zeros(x.shape(), x.dtype()) : bernoulli(x.shape(), 1 - p, gen, x.dtype()) / (1 - p);
-  return record("dropout", mg::mul(x.data(), mask), {x}, [mask](const Tensor& dy, const Node&) -> TensorList {
-    return {dy * mask};
-  });
+  return record("dropout", mg::mul(x.data(), mask), {x},
+                [mask](const Tensor& dy, const Node&) -> TensorList { return {dy * mask}; });
 }
 
 }  // namespace mg

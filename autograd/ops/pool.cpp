@@ -8,8 +8,15 @@ namespace mg {
 
 Pool2dArgs pool2d_args(Size2 k, Size2 stride, Size2 padding, Size2 dilation, bool ceil_mode) {
   const Size2 s(stride.h == 0 ? k.h : stride.h, stride.w == 0 ? k.w : stride.w);
-  return {.kernel_h = k.h, .kernel_w = k.w, .stride_h = s.h, .stride_w = s.w, .pad_h = padding.h, .pad_w = padding.w,
-          .dilation_h = dilation.h, .dilation_w = dilation.w, .ceil_mode = ceil_mode};
+  return {.kernel_h = k.h,
+          .kernel_w = k.w,
+          .stride_h = s.h,
+          .stride_w = s.w,
+          .pad_h = padding.h,
+          .pad_w = padding.w,
+          .dilation_h = dilation.h,
+          .dilation_w = dilation.w,
+          .ceil_mode = ceil_mode};
 }
 
 // y = max over each window            x (.., H, W)   y, idx (.., Ho, Wo)
@@ -17,9 +24,10 @@ Pool2dArgs pool2d_args(Size2 k, Size2 stride, Size2 padding, Size2 dilation, boo
 std::pair<Variable, Tensor> max_pool2d_with_indices(const Variable& x, Size2 kernel_size, const MaxPool2dOptions& o) {
   MG_CHECK(x.defined(), StateError, "max_pool2d: the tensor is undefined");
   MaxPool2dForward f = mg::max_pool2d(x.data(), pool2d_args(kernel_size, o.stride, o.padding, o.dilation, o.ceil_mode));
-  Variable y = record("max_pool2d", f.y, {x}, [idx = f.indices, shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
-    return {max_pool2d_backward(dy, idx, shape)};
-  });
+  Variable y =
+      record("max_pool2d", f.y, {x}, [idx = f.indices, shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
+        return {max_pool2d_backward(dy, idx, shape)};
+      });
   return {y, f.indices};
 }
 
@@ -41,7 +49,9 @@ Variable avg_pool2d(const Variable& x, Size2 kernel_size, const AvgPool2dOptions
 Variable adaptive_avg_pool2d(const Variable& x, Size2 output_size) {
   MG_CHECK(x.defined(), StateError, "adaptive_avg_pool2d: the tensor is undefined");
   return record("adaptive_avg_pool2d", mg::adaptive_avg_pool2d(x.data(), output_size.h, output_size.w), {x},
-                [shape = x.shape()](const Tensor& dy, const Node&) -> TensorList { return {adaptive_avg_pool2d_backward(dy, shape)}; });
+                [shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
+                  return {adaptive_avg_pool2d_backward(dy, shape)};
+                });
 }
 
 }  // namespace mg

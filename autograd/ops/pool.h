@@ -31,7 +31,8 @@ Pool2dArgs pool2d_args(Size2 kernel_size, Size2 stride, Size2 padding, Size2 dil
 /// The maximum of each window: x (N, C, H, W) or (C, H, W) -> (..., Ho, Wo).
 Variable max_pool2d(const Variable& x, Size2 kernel_size, const MaxPool2dOptions& options = {});
 /// max_pool2d and the int64 position (h W + w in its plane) each maximum came from.
-std::pair<Variable, Tensor> max_pool2d_with_indices(const Variable& x, Size2 kernel_size, const MaxPool2dOptions& options = {});
+std::pair<Variable, Tensor> max_pool2d_with_indices(const Variable& x, Size2 kernel_size,
+                                                    const MaxPool2dOptions& options = {});
 /// The mean of each window: x (N, C, H, W) or (C, H, W) -> (..., Ho, Wo).
 Variable avg_pool2d(const Variable& x, Size2 kernel_size, const AvgPool2dOptions& options = {});
 /// The mean over output_size windows that tile the input: (..., H, W) -> (..., out_h, out_w).

@@ -24,18 +24,17 @@ Shape keepdim_shape(const Shape& in, const std::vector<int64_t>& dims, std::stri
 // dx = dy broadcast back over the summed dims
 Variable sum(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "sum");
-  return record("sum", mg::sum(x.data(), dims, keepdim), {x}, [in, kept](const Tensor& dy, const Node&) -> TensorList {
-    return {dy.reshape(kept).expand(in)};
-  });
+  return record("sum", mg::sum(x.data(), dims, keepdim), {x},
+                [in, kept](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(kept).expand(in)}; });
 }
 
 // y = sum_{dims} x / n             dx = dy / n broadcast back
 Variable mean(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "mean");
   const double n = static_cast<double>(numel_of(in)) / static_cast<double>(std::max<int64_t>(1, numel_of(kept)));
-  return record("mean", mg::mean(x.data(), dims, keepdim), {x}, [in, kept, n](const Tensor& dy, const Node&) -> TensorList {
-    return {(dy / n).reshape(kept).expand(in)};
-  });
+  return record(
+      "mean", mg::mean(x.data(), dims, keepdim), {x},
+      [in, kept, n](const Tensor& dy, const Node&) -> TensorList { return {(dy / n).reshape(kept).expand(in)}; });
 }
 
 namespace {
@@ -56,10 +55,14 @@ std::pair<Variable, Tensor> pick(const Variable& x, int64_t dim, bool keepdim, c
 }  // namespace
 
 // y = max_{dim} x      dx = dy at the position of each maximum (the index returned), 0 elsewhere
-std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim) { return pick(x, dim, keepdim, "max", &mg::max); }
+std::pair<Variable, Tensor> max(const Variable& x, int64_t dim, bool keepdim) {
+  return pick(x, dim, keepdim, "max", &mg::max);
+}
 
 // y = min_{dim} x      dx = dy at the position of each minimum, 0 elsewhere
-std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim) { return pick(x, dim, keepdim, "min", &mg::min); }
+std::pair<Variable, Tensor> min(const Variable& x, int64_t dim, bool keepdim) {
+  return pick(x, dim, keepdim, "min", &mg::min);
+}
 
 Variable max(const Variable& x) {
   MG_CHECK(x.numel() > 0, ValueError, "max: expected a non-empty tensor, got shape {}", shape_str(x.shape()));
@@ -91,11 +94,12 @@ Variable std(const Variable& x, const std::vector<int64_t>& dims, int64_t correc
   const Tensor y = mg::std(x.data(), dims, correction, keepdim);
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "std");
   const int64_t n = numel_of(in) / std::max<int64_t>(1, numel_of(kept));
-  return record("std", y, {x}, [x = x.data(), y, dims, kept, n, correction](const Tensor& dy, const Node&) -> TensorList {
-    const Tensor yk = y.reshape(kept), zero = zeros({}, y.dtype());
-    const Tensor g = mg::where(eq(yk, zero), zero, dy.reshape(kept) / (yk * static_cast<double>(n - correction)));
-    return {g * (x - mg::mean(x, dims, true))};
-  });
+  return record(
+      "std", y, {x}, [x = x.data(), y, dims, kept, n, correction](const Tensor& dy, const Node&) -> TensorList {
+        const Tensor yk = y.reshape(kept), zero = zeros({}, y.dtype());
+        const Tensor g = mg::where(eq(yk, zero), zero, dy.reshape(kept) / (yk * static_cast<double>(n - correction)));
+        return {g * (x - mg::mean(x, dims, true))};
+      });
 }
 
 // y = prod_{dim} x     dx_i = dy * prod_{j != i} x_j       (a kernel: exact with zeros, no division)
@@ -103,16 +107,16 @@ Variable prod(const Variable& x, std::optional<int64_t> dim, bool keepdim) {
   const Shape in = x.shape();
   Shape kept = in;
   if (dim && !in.empty()) kept[wrap_dim(*dim, x.dim(), "prod")] = 1;
-  return record("prod", mg::prod(x.data(), dim, keepdim), {x}, [x = x.data(), dim, kept](const Tensor& dy, const Node&) -> TensorList {
-    return {prod_backward(dim ? dy.reshape(kept) : dy, x, dim)};
-  });
+  return record("prod", mg::prod(x.data(), dim, keepdim), {x},
+                [x = x.data(), dim, kept](const Tensor& dy, const Node&) -> TensorList {
+                  return {prod_backward(dim ? dy.reshape(kept) : dy, x, dim)};
+                });
 }
 
 // y_i = sum_{j <= i} x_j along dim       dx_i = sum_{j >= i} dy_j (the reverse running sum)
 Variable cumsum(const Variable& x, int64_t dim) {
-  return record("cumsum", mg::cumsum(x.data(), dim), {x}, [dim](const Tensor& dy, const Node&) -> TensorList {
-    return {mg::cumsum(dy, dim, /*reverse=*/true)};
-  });
+  return record("cumsum", mg::cumsum(x.data(), dim), {x},
+                [dim](const Tensor& dy, const Node&) -> TensorList { return {mg::cumsum(dy, dim, /*reverse=*/true)}; });
 }
 
 // y = log sum_{dims} e^x        dx = dy e^(x - y) = dy softmax(x) over the dims
@@ -124,7 +128,8 @@ Variable logsumexp(const Variable& x, const std::vector<int64_t>& dims, bool kee
   return record("logsumexp", y, {x}, [x = x.data(), dims, kept](const Tensor& dy, const Node&) -> TensorList {
     if (x.numel() == 0) return {zeros(x.shape(), x.dtype())};
     Tensor m = x;
-    if (dims.empty() || x.dim() == 0) m = mg::max(x).reshape(kept);
+    if (dims.empty() || x.dim() == 0)
+      m = mg::max(x).reshape(kept);
     else
       for (int64_t d : dims) m = mg::max(m, d, /*keepdim=*/true).first;
     const Tensor e = mg::exp(x - m);

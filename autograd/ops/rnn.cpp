@@ -21,9 +21,10 @@ Variable recurrence(RNNKind kind, const Variable& xw, const Variable& h0, const 
   if (b_hh.defined()) inputs.push_back(b_hh);
   const Tensor y = lstm ? stack({f.h, f.c}, 0) : f.h;
   return record("recurrence", y, inputs,
-                [kind, f, xw = xw.data(), h0 = h0.data(), c0t, w = w_hh.data(), bt, reverse, lstm](const Tensor& dy,
-                                                                                                    const Node&) -> TensorList {
-                  const Tensor dh = lstm ? dy.narrow(0, 0, 1).squeeze(0) : dy, dc = lstm ? dy.narrow(0, 1, 1).squeeze(0) : Tensor();
+                [kind, f, xw = xw.data(), h0 = h0.data(), c0t, w = w_hh.data(), bt, reverse, lstm](
+                    const Tensor& dy, const Node&) -> TensorList {
+                  const Tensor dh = lstm ? dy.narrow(0, 0, 1).squeeze(0) : dy,
+                               dc = lstm ? dy.narrow(0, 1, 1).squeeze(0) : Tensor();
                   RecurrenceGrads g = recurrence_backward(kind, dh, dc, xw, h0, c0t, w, bt, f, reverse);
                   TensorList out{g.dxw, g.dh0, g.dw_hh};
                   if (lstm) out.push_back(g.dc0);

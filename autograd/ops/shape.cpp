@@ -57,7 +57,8 @@ Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
 
 // y = x broadcast to `shape`           dx = dy summed over the broadcast dims (by the engine)
 Variable expand(const Variable& x, const Shape& shape) {
-  return record("expand", x.data().expand(shape), {x}, [](const Tensor& dy, const Node&) -> TensorList { return {dy}; });
+  return record("expand", x.data().expand(shape), {x},
+                [](const Tensor& dy, const Node&) -> TensorList { return {dy}; });
 }
 
 Variable squeeze(const Variable& x, int64_t dim) { return reshape(x, x.data().squeeze(dim).shape()); }
@@ -72,9 +73,8 @@ Variable concat(const std::vector<Variable>& xs, int64_t dim) {
   Tensor y = mg::concat(data, dim);
   const int64_t d = wrap_dim(dim, y.dim(), "concat");
   for (const Tensor& t : data) sizes.push_back(t.shape()[d]);
-  return record("concat", y, xs, [sizes, d](const Tensor& dy, const Node&) -> TensorList {
-    return mg::split(dy, sizes, d);
-  });
+  return record("concat", y, xs,
+                [sizes, d](const Tensor& dy, const Node&) -> TensorList { return mg::split(dy, sizes, d); });
 }
 
 // Each piece is its own slice op, so each piece's gradient flows back independently.
@@ -110,7 +110,9 @@ Variable stack(const std::vector<Variable>& xs, int64_t dim) {
   return concat(u, d);
 }
 
-Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes) { return reshape(x, x.data().unflatten(dim, sizes).shape()); }
+Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes) {
+  return reshape(x, x.data().unflatten(dim, sizes).shape());
+}
 
 std::vector<Variable> split(const Variable& x, int64_t size, int64_t dim) {
   std::vector<int64_t> sizes;

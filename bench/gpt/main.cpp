@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
   rank = distributed::rank(), world = distributed::world_size();
 #endif
   if (batch % world != 0) {
-    std::fprintf(stderr, "bench_gpt: --batch %lld does not split over %d processes\n", static_cast<long long>(batch), world);
+    std::fprintf(stderr, "bench_gpt: --batch %lld does not split over %d processes\n", static_cast<long long>(batch),
+                 world);
     return 1;
   }
   set_num_threads(threads);
@@ -61,7 +62,8 @@ int main(int argc, char** argv) {
   nn::GPT m(vocab, ctx, {.d_model = d, .nhead = heads, .num_layers = layers}, g);
   optim::AdamW opt(m.parameters(), {.lr = 3e-4});
   const Tensor x0 = randint(0, vocab, {batch, ctx}, g), y0 = randint(0, vocab, {batch, ctx}, g);
-  const Tensor x = x0.narrow(0, rank * (batch / world), batch / world), y = y0.narrow(0, rank * (batch / world), batch / world);
+  const Tensor x = x0.narrow(0, rank * (batch / world), batch / world),
+               y = y0.narrow(0, rank * (batch / world), batch / world);
   double wait_s = 0, total_s = 0;  // time blocked on communication, and in timed steps
 #ifdef MG_HAVE_MPI
   std::unique_ptr<distributed::DistributedDataParallel> ddp;
@@ -98,7 +100,8 @@ int main(int argc, char** argv) {
   const double ms = times.empty() ? 0 : times[times.size() / 2];
   int64_t linear_params = 0;
   for (auto& [name, p] : m.named_parameters())
-    if (p.dim() == 2 && name.rfind("tok.", 0) != 0 && name.rfind("pos.", 0) != 0) linear_params += p.numel();  // matrices
+    if (p.dim() == 2 && name.rfind("tok.", 0) != 0 && name.rfind("pos.", 0) != 0)
+      linear_params += p.numel();  // matrices
   const double tokens = static_cast<double>(batch * ctx);
   const double flops = 3 * tokens * (2.0 * linear_params + 4.0 * layers * ctx * d);
   // Peak resident memory of this process image: VmHWM (ru_maxrss would also count the parent's
@@ -115,8 +118,10 @@ int main(int argc, char** argv) {
       }
   }
   if (rank != 0) return 0;
-  std::printf("minigrad processes=%d comm_wait_fraction=%.3f threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
-              world, total_s > 0 ? wait_s / total_s : 0.0, threads, bf16 ? 1 : 0, bf16 ? blas::bf16_kernel().c_str() : "-", static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
-              peak_mb, loss, blas::core_name());
+  std::printf(
+      "minigrad processes=%d comm_wait_fraction=%.3f threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s\n",
+      world, total_s > 0 ? wait_s / total_s : 0.0, threads, bf16 ? 1 : 0, bf16 ? blas::bf16_kernel().c_str() : "-",
+      static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
+      peak_mb, loss, blas::core_name());
   return 0;
 }

@@ -21,7 +21,8 @@ const Shape4& config(int64_t i) { return i == 0 ? kSmall : kLarge; }
 const char* config_name(int64_t i) { return i == 0 ? "small" : "large"; }
 
 void flops(benchmark::State& st, double per_iter) {
-  st.counters["GFLOP/s"] = benchmark::Counter(per_iter * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(per_iter * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
 }
 
 // Plain OpenBLAS sgemm on one thread (minigrad keeps OpenBLAS single-threaded).
@@ -107,7 +108,8 @@ void attention(benchmark::State& st, bool fused) {
   const Shape4& s = config(st.range(0));
   st.SetLabel(config_name(st.range(0)));
   const int64_t dh = s.d / s.H;
-  Variable q(randn({s.B, s.H, s.T, dh}), true), k(randn({s.B, s.H, s.T, dh}), true), v(randn({s.B, s.H, s.T, dh}), true);
+  Variable q(randn({s.B, s.H, s.T, dh}), true), k(randn({s.B, s.H, s.T, dh}), true),
+      v(randn({s.B, s.H, s.T, dh}), true);
   Tensor g = randn({s.B, s.H, s.T, dh});
   for (auto _ : st) {
     Variable y = fused ? scaled_dot_product_attention(q, k, v, true)
@@ -159,7 +161,8 @@ void BM_generate_500(benchmark::State& st) {
     Generator sg(1);
     benchmark::DoNotOptimize(gpt.generate(prompt, 500, 1.0, std::nullopt, sg, cached));
   }
-  st.counters["tokens/s"] = benchmark::Counter(500.0 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["tokens/s"] =
+      benchmark::Counter(500.0 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_generate_500)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 

@@ -12,44 +12,44 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
-#include <fstream>
 
 #include <CLI/CLI.hpp>
 
-#include "text_data.h"  // the text, shared with char_lstm
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
 #include "minigrad/viz/terminal.h"
+#include "text_data.h"  // the text, shared with char_lstm
 
 namespace char_gpt {
 using namespace mg;
 
 struct Config {
-  std::string data;          // text file; empty: the fortunes corpus
-  int64_t context = 64;      // characters of context
-  int64_t dim = 128;         // model width
-  int64_t heads = 4;         // attention heads per block (dim / heads features each)
-  int64_t layers = 4;        // GPT blocks
-  int64_t batch = 32;        // windows of context + 1 characters per step
-  int steps = 600;           // AdamW steps in total
-  double lr = 3e-3;          // peak learning rate
-  int eval_every = 100;      // validation loss every N steps
-  int ckpt_every = 200;      // checkpoint every N steps
-  int64_t every = 30;        // telemetry every N steps (and at step 1): 21 records in 600 steps
-  bool resume = false;       // continue from the checkpoint in --out
-  bool bf16 = false;         // bfloat16 matrix products (mg::AutocastGuard) in training and validation
-  int threads = 0;           // oneTBB threads; 0: the cores divided among the processes
-  int rank = 0, world = 1;   // under mpirun: this process and how many (each trains on its rows of every batch)
-  int stop_at = 0;           // stop after this step (as if interrupted); 0: run to --steps
+  std::string data;           // text file; empty: the fortunes corpus
+  int64_t context = 64;       // characters of context
+  int64_t dim = 128;          // model width
+  int64_t heads = 4;          // attention heads per block (dim / heads features each)
+  int64_t layers = 4;         // GPT blocks
+  int64_t batch = 32;         // windows of context + 1 characters per step
+  int steps = 600;            // AdamW steps in total
+  double lr = 3e-3;           // peak learning rate
+  int eval_every = 100;       // validation loss every N steps
+  int ckpt_every = 200;       // checkpoint every N steps
+  int64_t every = 30;         // telemetry every N steps (and at step 1): 21 records in 600 steps
+  bool resume = false;        // continue from the checkpoint in --out
+  bool bf16 = false;          // bfloat16 matrix products (mg::AutocastGuard) in training and validation
+  int threads = 0;            // oneTBB threads; 0: the cores divided among the processes
+  int rank = 0, world = 1;    // under mpirun: this process and how many (each trains on its rows of every batch)
+  int stop_at = 0;            // stop after this step (as if interrupted); 0: run to --steps
   std::string prompt = "A ";  // the sample continues this text
-  int sample_len = 300;      // characters to sample
-  double temperature = 0.8;  // logits are divided by it: < 1 sharper, > 1 flatter
-  int64_t top_k = 20;        // sample among the k most likely characters
-  uint64_t seed = 0;         // initial weights, batches and sampling
+  int sample_len = 300;       // characters to sample
+  double temperature = 0.8;   // logits are divided by it: < 1 sharper, > 1 flatter
+  int64_t top_k = 20;         // sample among the k most likely characters
+  uint64_t seed = 0;          // initial weights, batches and sampling
   std::string out = "runs/char_gpt";  // checkpoint and pictures
 };
 
@@ -60,9 +60,7 @@ Data load_data(const Config& c) { return char_text::load_data(c.data, c.context,
 
 // The model is nn::GPT (nn/gpt.h): token + position embeddings, GPTBlocks (causal
 // multi-head attention + GELU MLP, pre-LN), a final LayerNorm and a linear head.
-nn::GPTOptions gpt_options(const Config& c) {
-  return {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers};
-}
+nn::GPTOptions gpt_options(const Config& c) { return {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers}; }
 
 Variable loss_on(const nn::GPT& m, const Tensor& x, const Tensor& y) {
   return cross_entropy(reshape(m(x), {-1, m.head.out_features}), y.reshape({-1}));
@@ -80,14 +78,15 @@ double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
 struct History {
   std::vector<double> steps, losses, val_steps, val_losses;
   std::vector<inspect::TelemetryRecord> records;  // the steps of this run (after a resume: from there on)
-  std::string telemetry_json;                // the same, as inspect::Telemetry writes it
+  std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
 };
 
 // B windows of T = min(context, 64) characters from the start of the validation text: the probe
 // of the head scores and of the telemetry.
 Tensor val_probe(const Data& d, const Config& c, int64_t B) {
   const int64_t T = std::min<int64_t>(c.context, 64);
-  MG_CHECK(static_cast<int64_t>(d.val.size()) >= B * T, ValueError, "char_gpt: the validation text is too short to probe the heads");
+  MG_CHECK(static_cast<int64_t>(d.val.size()) >= B * T, ValueError,
+           "char_gpt: the validation text is too short to probe the heads");
   return from_vector(std::vector<int64_t>(d.val.begin(), d.val.begin() + B * T), {B, T});
 }
 
@@ -111,15 +110,19 @@ inspect::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
   const nn::GPT* model = &m;
   auto logits = [model](const Tensor& ids) { return (*model)(ids); };
   return inspect::Telemetry(m, [model](const Tensor& ids) { (*model)(ids); },
-                       {.vocab = d.vocab.size(), .probe = probe, .tokens = labels, .pattern_length = 32, .every = c.every,
-                        .scores = {.induction_batch = 4, .logits = logits}});
+                            {.vocab = d.vocab.size(),
+                             .probe = probe,
+                             .tokens = labels,
+                             .pattern_length = 32,
+                             .every = c.every,
+                             .scores = {.induction_batch = 4, .logits = logits}});
 }
 
 // AdamW steps start+1 ... last, with gradient clipping and the schedule; a checkpoint every
 // ckpt_every steps and at the end. Each step's batch depends only on (seed, step), so a resumed
 // run sees exactly the batches the uninterrupted one would have.
-History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c, int64_t start,
-              const std::string& ckpt, const std::function<double(double)>& after_backward = {}) {
+History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c,
+              int64_t start, const std::string& ckpt, const std::function<double(double)>& after_backward = {}) {
   History h;
   inspect::Telemetry tel = make_telemetry(m, d, c);
   const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
@@ -151,8 +154,10 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
   }
   if (c.rank == 0) bar.finish();
   h.records = tel.records();
-  h.telemetry_json = tel.json({{"example", "char_gpt"}, {"data", c.data.empty() ? std::string("fortunes") : c.data},
-                               {"layers", std::to_string(c.layers)}, {"heads", std::to_string(c.heads)}});
+  h.telemetry_json = tel.json({{"example", "char_gpt"},
+                               {"data", c.data.empty() ? std::string("fortunes") : c.data},
+                               {"layers", std::to_string(c.layers)},
+                               {"heads", std::to_string(c.heads)}});
   return h;
 }
 
@@ -162,7 +167,8 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
   MG_CHECK(!c.prompt.empty(), ValueError, "char_gpt: the prompt must have at least one character to continue");
   std::vector<int64_t> ids;
   for (unsigned char ch : c.prompt) ids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0);
-  const Tensor out = m.generate(from_vector(ids, {1, static_cast<int64_t>(ids.size())}), c.sample_len, c.temperature, c.top_k, g);
+  const Tensor out =
+      m.generate(from_vector(ids, {1, static_cast<int64_t>(ids.size())}), c.sample_len, c.temperature, c.top_k, g);
   std::string text = c.prompt;
   const std::vector<int64_t> all = out.to_vector<int64_t>();
   for (size_t i = ids.size(); i < all.size(); ++i) text += v.chars[all[i]];  // the prompt, then what was drawn
@@ -173,15 +179,16 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
 // validation text, and the induction score on random characters repeated twice.
 std::vector<inspect::HeadScore> label_heads(const nn::GPT& m, const Data& d, const Config& c) {
   const Tensor probe = val_probe(d, c, 8);
-  return inspect::score_heads(const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m(ids); }, probe, d.vocab.size());
+  return inspect::score_heads(
+      const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m(ids); }, probe, d.vocab.size());
 }
 
 std::string score_table(const std::vector<inspect::HeadScore>& scores) {
-  std::string s = fmt::format("{:<16} {:>4} {:>15} {:>12} {:>10}   {}\n", "layer", "head", "previous-token", "first-token",
-                              "induction", "label");
+  std::string s = fmt::format("{:<16} {:>4} {:>15} {:>12} {:>10}   {}\n", "layer", "head", "previous-token",
+                              "first-token", "induction", "label");
   for (const inspect::HeadScore& h : scores)
-    s += fmt::format("{:<16} {:>4} {:>15.3f} {:>12.3f} {:>10.3f}   {}\n", h.layer, h.head, h.previous_token, h.first_token,
-                     h.induction, h.label);
+    s += fmt::format("{:<16} {:>4} {:>15.3f} {:>12.3f} {:>10.3f}   {}\n", h.layer, h.head, h.previous_token,
+                     h.first_token, h.induction, h.label);
   return s;
 }
 
@@ -190,9 +197,11 @@ std::string score_table(const std::vector<inspect::HeadScore>& scores) {
 // layers x heads grid labelled by the scores.
 std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const History& h, const std::string& sampled,
                          const std::vector<inspect::HeadScore>& scores) {
-  viz::Report rep(c.out, "char_gpt: a character-level GPT", "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
+  viz::Report rep(c.out, "char_gpt: a character-level GPT",
+                  "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
   rep.add_svg("loss.svg",
-              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss", "step", "cross-entropy"),
+              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss",
+                                  "step", "cross-entropy"),
               "Training and validation loss (nats per character).");
   rep.add_note("Sample:\n" + sampled, true);
   inspect::AttentionCapture cap(const_cast<nn::GPT&>(m));
@@ -205,10 +214,12 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
     NoGradGuard no_grad;
     m(from_vector(pids, {1, static_cast<int64_t>(pids.size())}));
   }
-  rep.add_note("What each head does, measured (inspect::score_heads): mean attention on the previous character and on the first "
-               "one over validation text, and the induction score, the attention from a character's second occurrence to "
-               "what followed its first, on random characters repeated twice. A head is labelled by its largest score "
-               "if it reaches 0.3.", false);
+  rep.add_note(
+      "What each head does, measured (inspect::score_heads): mean attention on the previous character and on the first "
+      "one over validation text, and the induction score, the attention from a character's second occurrence to "
+      "what followed its first, on random characters repeated twice. A head is labelled by its largest score "
+      "if it reaches 0.3.",
+      false);
   rep.add_note(score_table(scores), true);
   std::vector<std::vector<viz::Report::Figure>> grid;
   for (const std::string& name : cap.names()) {
@@ -218,17 +229,23 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
       const inspect::HeadScore* s = nullptr;
       for (const inspect::HeadScore& x : scores)
         if (x.layer == name && x.head == head) s = &x;
-      grid.back().push_back(
-          {fmt::format("attn_{}_head{}.svg", name, head),
-           viz::heatmap_svg(w.narrow(1, head, 1).reshape({w.size(2), w.size(3)}),
-                            {.title = fmt::format("{} head {}", name, head), .row_labels = labels, .col_labels = labels,
-                             .row_title = "query", .col_title = "key", .annotate = 0, .cell = 16}),
-           s ? fmt::format("{} head {}: {} (previous {:.2f}, first {:.2f}, induction {:.2f})", name, head, s->label,
-                           s->previous_token, s->first_token, s->induction)
-             : fmt::format("{} head {}", name, head)});
+      grid.back().push_back({fmt::format("attn_{}_head{}.svg", name, head),
+                             viz::heatmap_svg(w.narrow(1, head, 1).reshape({w.size(2), w.size(3)}),
+                                              {.title = fmt::format("{} head {}", name, head),
+                                               .row_labels = labels,
+                                               .col_labels = labels,
+                                               .row_title = "query",
+                                               .col_title = "key",
+                                               .annotate = 0,
+                                               .cell = 16}),
+                             s ? fmt::format("{} head {}: {} (previous {:.2f}, first {:.2f}, induction {:.2f})", name,
+                                             head, s->label, s->previous_token, s->first_token, s->induction)
+                               : fmt::format("{} head {}", name, head)});
     }
   }
-  rep.add_grid(grid, "Every head's causal attention over the sample's first characters: one row per layer, one column per head.");
+  rep.add_grid(
+      grid,
+      "Every head's causal attention over the sample's first characters: one row per layer, one column per head.");
   return rep.write_index();
 }
 
@@ -276,7 +293,8 @@ int main(int argc, char** argv) {
     distributed::init(&argc, &argv);
     c.rank = distributed::rank(), c.world = distributed::world_size();
 #endif
-    MG_CHECK(c.batch % c.world == 0, ValueError, "char_gpt: --batch {} does not split evenly over {} processes", c.batch, c.world);
+    MG_CHECK(c.batch % c.world == 0, ValueError, "char_gpt: --batch {} does not split evenly over {} processes",
+             c.batch, c.world);
     if (c.threads > 0 || c.world > 1)
       set_num_threads(c.threads > 0 ? c.threads : std::max<int>(1, get_num_threads() / c.world));
     const Data d = load_data(c);
@@ -287,7 +305,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(c.out);
     const std::string ckpt = c.out + "/checkpoint.safetensors";
     int64_t start = 0;
-    if (c.resume) {  // every process reads rank 0's checkpoint
+    if (c.resume) {                                          // every process reads rank 0's checkpoint
       start = optim::load_checkpoint(ckpt, m, opt, &sched);  // the schedule resumes too
       if (c.rank == 0) std::printf("resumed from %s at step %lld\n", ckpt.c_str(), static_cast<long long>(start));
     }
@@ -311,10 +329,12 @@ int main(int argc, char** argv) {
     const History h = train(m, opt, sched, d, c, start, ckpt, after_backward);
     if (c.rank != 0) return 0;  // rank 0 reports, samples and draws
     if (!h.val_losses.empty())
-      std::printf("validation loss %.4f (uniform guessing: %.4f)\n", h.val_losses.back(), std::log(static_cast<double>(d.vocab.size())));
+      std::printf("validation loss %.4f (uniform guessing: %.4f)\n", h.val_losses.back(),
+                  std::log(static_cast<double>(d.vocab.size())));
     Generator sg(c.seed + 1);
     const std::string sampled = sample(m, d.vocab, c, sg);
-    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature, static_cast<long long>(c.top_k), sampled.c_str());
+    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature,
+                static_cast<long long>(c.top_k), sampled.c_str());
     const std::vector<inspect::HeadScore> scores = label_heads(m, d, c);
     std::printf("\nwhat each head does (measured):\n%s", score_table(scores).c_str());
     std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled, scores).c_str());

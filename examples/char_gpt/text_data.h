@@ -23,7 +23,8 @@ inline std::string read_corpus(const std::string& file, int64_t context, std::st
     files.push_back(file);
   } else {
     MG_CHECK(std::filesystem::is_directory(kFortunes), FileError,
-             "{}: {} not found; install Debian's fortunes package (apt-get install fortunes) or pass --data FILE", who, kFortunes);
+             "{}: {} not found; install Debian's fortunes package (apt-get install fortunes) or pass --data FILE", who,
+             kFortunes);
     for (auto& e : std::filesystem::directory_iterator(kFortunes))
       if (e.is_regular_file() && !e.path().has_extension()) files.push_back(e.path().string());
     std::sort(files.begin(), files.end());
@@ -36,8 +37,8 @@ inline std::string read_corpus(const std::string& file, int64_t context, std::st
     while (std::getline(in, line))
       if (line != "%") text += line + "\n";
   }
-  MG_CHECK(text.size() > static_cast<size_t>(4 * context), ValueError, "{}: the text has {} characters; need more than {}", who,
-           text.size(), 4 * context);
+  MG_CHECK(text.size() > static_cast<size_t>(4 * context), ValueError,
+           "{}: the text has {} characters; need more than {}", who, text.size(), 4 * context);
   return text;
 }
 
@@ -72,12 +73,14 @@ inline Data load_data(const std::string& file, int64_t context, std::string_view
   std::vector<int64_t> ids;
   for (unsigned char ch : text) ids.push_back(v.id[ch]);
   const size_t split = ids.size() * 9 / 10;
-  return {std::move(text), v, std::vector<int64_t>(ids.begin(), ids.begin() + split), std::vector<int64_t>(ids.begin() + split, ids.end())};
+  return {std::move(text), v, std::vector<int64_t>(ids.begin(), ids.begin() + split),
+          std::vector<int64_t>(ids.begin() + split, ids.end())};
 }
 
 /// `batch` random windows of context + 1 characters from `ids`: inputs (batch, context) and the
 /// next-character targets (batch, context), both int64.
-inline std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, int64_t batch, int64_t context, Generator& g) {
+inline std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, int64_t batch, int64_t context,
+                                          Generator& g) {
   Tensor x = empty({batch, context}, DType::Int64), y = empty({batch, context}, DType::Int64);
   for (int64_t b = 0; b < batch; ++b) {
     const size_t start = g.next_u64() % (ids.size() - context - 1);
@@ -91,13 +94,15 @@ inline std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, int64
 
 /// The batch of training step `step`: drawn from a generator seeded by (seed, step) alone, so a
 /// resumed run sees exactly the batches of an uninterrupted one.
-inline std::pair<Tensor, Tensor> train_batch(const Data& d, int64_t batch, int64_t context, uint64_t seed, int64_t step) {
+inline std::pair<Tensor, Tensor> train_batch(const Data& d, int64_t batch, int64_t context, uint64_t seed,
+                                             int64_t step) {
   Generator g(seed * 1000003 + static_cast<uint64_t>(step));
   return batch_of(d.train, batch, context, g);
 }
 
 /// The validation windows: the same 8 batches every time.
-inline std::vector<std::pair<Tensor, Tensor>> val_batches(const Data& d, int64_t batch, int64_t context, uint64_t seed) {
+inline std::vector<std::pair<Tensor, Tensor>> val_batches(const Data& d, int64_t batch, int64_t context,
+                                                          uint64_t seed) {
   Generator g(seed + 7);
   std::vector<std::pair<Tensor, Tensor>> out;
   for (int i = 0; i < 8; ++i) out.push_back(batch_of(d.val, batch, context, g));

@@ -53,7 +53,8 @@ Data load_data(const Config& c) { return char_text::load_data(c.data, c.context,
 class CharLSTM : public nn::Callable<CharLSTM> {
  public:
   CharLSTM(int64_t vocab, const Config& c, Generator& g)
-      : embed(vocab, c.embed, {}, g), lstm(c.embed, c.hidden, {.num_layers = c.layers, .batch_first = true}, g),
+      : embed(vocab, c.embed, {}, g),
+        lstm(c.embed, c.hidden, {.num_layers = c.layers, .batch_first = true}, g),
         head(c.hidden, vocab, {}, g) {
     register_module("embed", embed);
     register_module("lstm", lstm);
@@ -63,7 +64,8 @@ class CharLSTM : public nn::Callable<CharLSTM> {
   using State = std::tuple<Variable, Variable>;
   /// ids (B, T) from `state` (none: zeros) -> logits (B, T, vocab), the last-layer outputs (B, T, hidden)
   /// and the state after the last character.
-  std::tuple<Variable, Variable, State> forward(const Tensor& ids, const std::optional<State>& state = std::nullopt) const {
+  std::tuple<Variable, Variable, State> forward(const Tensor& ids,
+                                                const std::optional<State>& state = std::nullopt) const {
     auto [out, next] = lstm(embed(ids), state);  // (B, T, hidden)
     return {head(out), out, next};
   }
@@ -124,7 +126,8 @@ struct Sample {
 };
 
 // Feed the prompt, then draw one character at a time (sample_logits: logits / temperature, keep
-// the top_k, softmax, draw, as GPT::generate), feeding each back in. The state carries everything: one step per character.
+// the top_k, softmax, draw, as GPT::generate), feeding each back in. The state carries everything: one step per
+// character.
 Sample sample(const CharLSTM& m, const char_text::Vocab& v, const Config& c, Generator& g) {
   MG_CHECK(!c.prompt.empty(), ValueError, "char_lstm: the prompt must have at least one character to continue");
   NoGradGuard no_grad;
@@ -135,7 +138,7 @@ Sample sample(const CharLSTM& m, const char_text::Vocab& v, const Config& c, Gen
   std::vector<Tensor> hidden{out.data().reshape({-1, c.hidden})};
   for (int i = 0; i < c.sample_len; ++i) {
     const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({1, v.size()});  // (1, vocab)
-    const Tensor next = sample_logits(last, c.temperature, c.top_k, g);                     // (1, 1)
+    const Tensor next = sample_logits(last, c.temperature, c.top_k, g);                         // (1, 1)
     s.text += v.chars[next.to_vector<int64_t>()[0]];
     std::tie(logits, out, state) = m(next, state);
     hidden.push_back(out.data().reshape({1, c.hidden}));
@@ -148,7 +151,8 @@ Sample sample(const CharLSTM& m, const char_text::Vocab& v, const Config& c, Gen
 std::string write_report(const History& h, const Sample& s, const Config& c) {
   viz::Report rep(c.out, "char_lstm: a character-level LSTM on the same text as char_gpt");
   rep.add_svg("loss.svg",
-              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss", "step", "cross-entropy"),
+              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss",
+                                  "step", "cross-entropy"),
               "Training loss every step and validation loss (the same windows as char_gpt's) every eval_every steps.");
   rep.add_note("Sample:\n" + s.text, true);
   const int64_t chars = std::min<int64_t>(48, s.hidden.size(0)), units = std::min<int64_t>(32, c.hidden);
@@ -156,13 +160,20 @@ std::string write_report(const History& h, const Sample& s, const Config& c) {
   for (int64_t i = 0; i < chars; ++i) {
     labels.push_back(char_text::label(s.text[static_cast<size_t>(i)]));
   }
-  rep.add_svg("state.svg",
-              viz::heatmap_svg(s.hidden.narrow(0, 0, chars).narrow(1, 0, units).transpose(0, 1).contiguous(),
-                               {.title = "last LSTM layer's output h_t, first 32 units", .col_labels = labels,
-                                .row_title = "unit", .col_title = "character read", .diverging = true, .vmin = -1, .vmax = 1,
-                                .annotate = 0, .cell = 14}),
-              "Everything the LSTM knows about the text so far is in its state; this is h_t (in [-1, 1]) after each "
-              "character of the sample: look for units that change sharply at spaces and others that hold a value across a word.");
+  rep.add_svg(
+      "state.svg",
+      viz::heatmap_svg(s.hidden.narrow(0, 0, chars).narrow(1, 0, units).transpose(0, 1).contiguous(),
+                       {.title = "last LSTM layer's output h_t, first 32 units",
+                        .col_labels = labels,
+                        .row_title = "unit",
+                        .col_title = "character read",
+                        .diverging = true,
+                        .vmin = -1,
+                        .vmax = 1,
+                        .annotate = 0,
+                        .cell = 14}),
+      "Everything the LSTM knows about the text so far is in its state; this is h_t (in [-1, 1]) after each "
+      "character of the sample: look for units that change sharply at spaces and others that hold a value across a word.");
   return rep.write_index();
 }
 
@@ -200,7 +211,8 @@ int main(int argc, char** argv) {
                 std::log(static_cast<double>(d.vocab.size())), h.tokens_per_s);
     Generator sg(c.seed + 1);
     const Sample s = sample(m, d.vocab, c, sg);
-    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature, static_cast<long long>(c.top_k), s.text.c_str());
+    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature,
+                static_cast<long long>(c.top_k), s.text.c_str());
     std::printf("pictures: %s\n", write_report(h, s, c).c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

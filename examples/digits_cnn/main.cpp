@@ -32,11 +32,11 @@ constexpr int64_t kImages = 1797, kSide = 8, kClasses = 10;
 
 struct Config {
   std::string data = "datasets/digits.csv";  // written by scripts/fetch-digits
-  int epochs = 30;                        // passes over the training images
-  int64_t batch = 32;                     // images per AdamW step
-  double lr = 2e-3;                       // AdamW learning rate (cosine-decayed to 10%)
-  double test_fraction = 0.2;             // images held out for the accuracy
-  uint64_t seed = 0;                      // split, weights, batches and dropout
+  int epochs = 30;                           // passes over the training images
+  int64_t batch = 32;                        // images per AdamW step
+  double lr = 2e-3;                          // AdamW learning rate (cosine-decayed to 10%)
+  double test_fraction = 0.2;                // images held out for the accuracy
+  uint64_t seed = 0;                         // split, weights, batches and dropout
   std::string out = "runs/digits_cnn";
 };
 
@@ -48,8 +48,10 @@ struct Data {
 // datasets/digits.csv: one image per line, 64 pixel values (0-16) row by row, then the digit.
 Data load_digits(const std::string& path) {
   std::ifstream in(path);
-  MG_CHECK(in.good(), FileError, "digits_cnn: cannot read {}; run scripts/fetch-digits first (it takes the file from "
-           "Debian's python3-sklearn package)", path);
+  MG_CHECK(in.good(), FileError,
+           "digits_cnn: cannot read {}; run scripts/fetch-digits first (it takes the file from "
+           "Debian's python3-sklearn package)",
+           path);
   std::vector<float> px;
   std::vector<int64_t> labels;
   std::string line;
@@ -79,14 +81,22 @@ Split split(const Data& d, double test_fraction, uint64_t seed) {
   const Tensor perm = randperm(d.y.size(0), g);
   const auto n_test = static_cast<int64_t>(test_fraction * static_cast<double>(d.y.size(0)));
   const Tensor test = perm.narrow(0, 0, n_test), train = perm.narrow(0, n_test, d.y.size(0) - n_test);
-  return {{index_select(d.x, 0, train), index_select(d.y, 0, train)}, {index_select(d.x, 0, test), index_select(d.y, 0, test)}, test};
+  return {{index_select(d.x, 0, train), index_select(d.y, 0, train)},
+          {index_select(d.x, 0, test), index_select(d.y, 0, test)},
+          test};
 }
 
 class DigitsCNN : public nn::Callable<DigitsCNN> {
  public:
   explicit DigitsCNN(Generator& g)
-      : conv1(1, 16, 3, {.padding = 1}, g), conv2(16, 32, 3, {.padding = 1}, g), bn1(16), bn2(32), pool(2),
-        fc1(32 * 4 * 4, 64, {}, g), fc2(64, kClasses, {}, g), drop({.p = 0.25}, g) {
+      : conv1(1, 16, 3, {.padding = 1}, g),
+        conv2(16, 32, 3, {.padding = 1}, g),
+        bn1(16),
+        bn2(32),
+        pool(2),
+        fc1(32 * 4 * 4, 64, {}, g),
+        fc2(64, kClasses, {}, g),
+        drop({.p = 0.25}, g) {
     register_module("conv1", conv1);
     register_module("bn1", bn1);
     register_module("conv2", conv2);
@@ -97,10 +107,10 @@ class DigitsCNN : public nn::Callable<DigitsCNN> {
   }
   /// x (N, 1, 8, 8) -> logits (N, 10). Not const: in training mode BatchNorm updates its running statistics.
   Variable forward(const Variable& x) {
-    Variable h = relu(bn1(conv1(x)));  // (N, 16, 8, 8)
-    h = pool(relu(bn2(conv2(h))));  // (N, 32, 4, 4)
+    Variable h = relu(bn1(conv1(x)));    // (N, 16, 8, 8)
+    h = pool(relu(bn2(conv2(h))));       // (N, 32, 4, 4)
     h = drop(relu(fc1(flatten(h, 1))));  // (N, 64)
-    return fc2(h);  // (N, 10)
+    return fc2(h);                       // (N, 10)
   }
   std::string type_name() const override { return "DigitsCNN"; }
 
@@ -113,9 +123,9 @@ class DigitsCNN : public nn::Callable<DigitsCNN> {
 
 struct Evaluation {
   double accuracy = 0;
-  Tensor predicted;                // (N) int64
-  Tensor confusion;                // (10, 10) float32: row = true digit, column = predicted
-  std::vector<int64_t> wrong;      // rows of the evaluated set that were misclassified
+  Tensor predicted;            // (N) int64
+  Tensor confusion;            // (10, 10) float32: row = true digit, column = predicted
+  std::vector<int64_t> wrong;  // rows of the evaluated set that were misclassified
 };
 
 // Accuracy in eval mode: BatchNorm uses its running statistics, dropout is off.
@@ -139,13 +149,14 @@ Evaluation evaluate(DigitsCNN& m, const Data& d) {
 
 struct Result {
   std::vector<double> train_loss, test_accuracy;  // per epoch
-  Evaluation test;                                 // after the last epoch
+  Evaluation test;                                // after the last epoch
 };
 
 // AdamW on shuffled mini-batches (a DataLoader: a new seeded order every epoch), the learning
 // rate cosine-decayed over all steps.
 Result train(DigitsCNN& m, const Split& s, const Config& c) {
-  data::DataLoader loader(data::TensorDataset({s.train.x, s.train.y}), {.batch_size = c.batch, .shuffle = true, .seed = c.seed + 1});
+  data::DataLoader loader(data::TensorDataset({s.train.x, s.train.y}),
+                          {.batch_size = c.batch, .shuffle = true, .seed = c.seed + 1});
   const int64_t n = loader.dataset().size();
   optim::AdamW opt(m.parameters(), {.lr = c.lr, .weight_decay = 1e-4});
   optim::WarmupCosineLR sched(opt, 0, c.epochs * loader.size(), 0.1);
@@ -183,38 +194,50 @@ Tensor filter_grid(const nn::Conv2d& conv) {
 
 std::string write_report(const DigitsCNN& m, const Split& s, const Result& r, const Config& c) {
   const int64_t n_train = s.train.y.size(0), n_test = s.test.y.size(0);
-  viz::Report rep(c.out, "digits_cnn: a convolutional network on handwritten digits",
-                  fmt::format("A small CNN (two 3x3 convolutions with batch norm, a max-pool, two linear layers) trained "
-                              "on {} 8x8 images of handwritten digits and tested on {} it never saw: {:.2f}% right.",
-                              n_train, n_test, 100 * r.test.accuracy));
+  viz::Report rep(
+      c.out, "digits_cnn: a convolutional network on handwritten digits",
+      fmt::format("A small CNN (two 3x3 convolutions with batch norm, a max-pool, two linear layers) trained "
+                  "on {} 8x8 images of handwritten digits and tested on {} it never saw: {:.2f}% right.",
+                  n_train, n_test, 100 * r.test.accuracy));
   std::vector<double> epochs;
   for (size_t i = 0; i < r.train_loss.size(); ++i) epochs.push_back(static_cast<double>(i + 1));
-  rep.add_svg("loss.svg", viz::line_chart_svg({{"training loss", epochs, r.train_loss}}, "training loss", "epoch", "cross-entropy"),
+  rep.add_svg("loss.svg",
+              viz::line_chart_svg({{"training loss", epochs, r.train_loss}}, "training loss", "epoch", "cross-entropy"),
               "Mean cross-entropy over each epoch's mini-batches.");
-  rep.add_svg("test_accuracy.svg", viz::line_chart_svg({{"held-out accuracy", epochs, r.test_accuracy}}, "held-out accuracy",
-                                                       "epoch", "accuracy"),
-              fmt::format("Accuracy on the {} held-out images after each epoch (eval mode).", n_test));
-  rep.add_svg("filters.svg",
-              viz::heatmap_svg(filter_grid(m.conv1), {.title = "conv1: the 16 learned 3x3 filters", .diverging = true,
-                                                      .annotate = 0, .cell = 20}),
-              "The first convolution's filters (red positive, blue negative), which start as uniform noise. Each one "
-              "slides over the image and responds where the ink matches it: strongly where red cells meet ink and blue "
-              "cells meet paper.");
+  rep.add_svg(
+      "test_accuracy.svg",
+      viz::line_chart_svg({{"held-out accuracy", epochs, r.test_accuracy}}, "held-out accuracy", "epoch", "accuracy"),
+      fmt::format("Accuracy on the {} held-out images after each epoch (eval mode).", n_test));
+  rep.add_svg(
+      "filters.svg",
+      viz::heatmap_svg(filter_grid(m.conv1),
+                       {.title = "conv1: the 16 learned 3x3 filters", .diverging = true, .annotate = 0, .cell = 20}),
+      "The first convolution's filters (red positive, blue negative), which start as uniform noise. Each one "
+      "slides over the image and responds where the ink matches it: strongly where red cells meet ink and blue "
+      "cells meet paper.");
   std::vector<std::string> digits;
   for (int64_t i = 0; i < kClasses; ++i) digits.push_back(std::to_string(i));
-  rep.add_svg("confusion.svg",
-              viz::heatmap_svg(r.test.confusion, {.title = "confusion matrix (held-out images)", .row_labels = digits,
-                                                  .col_labels = digits, .row_title = "true digit",
-                                                  .col_title = "predicted digit", .annotate = 1, .cell = 28}),
-              "Row d counts the held-out images of digit d by what the model called them: all on the diagonal is perfect.");
+  rep.add_svg(
+      "confusion.svg",
+      viz::heatmap_svg(r.test.confusion, {.title = "confusion matrix (held-out images)",
+                                          .row_labels = digits,
+                                          .col_labels = digits,
+                                          .row_title = "true digit",
+                                          .col_title = "predicted digit",
+                                          .annotate = 1,
+                                          .cell = 28}),
+      "Row d counts the held-out images of digit d by what the model called them: all on the diagonal is perfect.");
   const std::vector<int64_t> p = r.test.predicted.to_vector<int64_t>(), y = s.test.y.to_vector<int64_t>(),
                              file_row = s.test_ids.to_vector<int64_t>();
   for (size_t i = 0; i < std::min<size_t>(r.test.wrong.size(), 12); ++i) {
     const int64_t w = r.test.wrong[i];
-    rep.add_svg(fmt::format("wrong_{}.svg", i),
-                viz::heatmap_svg(s.test.x.narrow(0, w, 1).reshape({kSide, kSide}),
-                                 {.title = fmt::format("a {} read as {}", y[w], p[w]), .vmin = 0, .vmax = 1, .annotate = 0, .cell = 14}),
-                fmt::format("Held-out image (line {} of datasets/digits.csv): a {} the model read as a {}.", file_row[w] + 1, y[w], p[w]));
+    rep.add_svg(
+        fmt::format("wrong_{}.svg", i),
+        viz::heatmap_svg(
+            s.test.x.narrow(0, w, 1).reshape({kSide, kSide}),
+            {.title = fmt::format("a {} read as {}", y[w], p[w]), .vmin = 0, .vmax = 1, .annotate = 0, .cell = 14}),
+        fmt::format("Held-out image (line {} of datasets/digits.csv): a {} the model read as a {}.", file_row[w] + 1,
+                    y[w], p[w]));
   }
   return rep.write_index();
 }
@@ -241,10 +264,12 @@ int main(int argc, char** argv) {
     std::printf("%lld training and %lld held-out images; %lld parameters\n", static_cast<long long>(s.train.y.size(0)),
                 static_cast<long long>(s.test.y.size(0)), static_cast<long long>(m.num_parameters()));
     const Result r = train(m, s, c);
-    std::printf("held-out accuracy: %.2f%% (%zu of %lld wrong)\n\nconfusion matrix (rows: true digit, columns: predicted)\n%s\n",
-                100 * r.test.accuracy, r.test.wrong.size(), static_cast<long long>(s.test.y.size(0)),
-                viz::terminal_heatmap(r.test.confusion, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
-                                      {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}).c_str());
+    std::printf(
+        "held-out accuracy: %.2f%% (%zu of %lld wrong)\n\nconfusion matrix (rows: true digit, columns: predicted)\n%s\n",
+        100 * r.test.accuracy, r.test.wrong.size(), static_cast<long long>(s.test.y.size(0)),
+        viz::terminal_heatmap(r.test.confusion, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
+                              {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
+            .c_str());
     std::printf("pictures: %s\n", write_report(m, s, r, c).c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -46,7 +46,10 @@ struct Model : nn::Callable<Model> {
   nn::MultiheadAttention attn;
   nn::Linear fc, out;
   Model(const Config& c, Generator& g)
-      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, c.heads, {}, g), fc(c.dim, c.hidden, {}, g),
+      : tok(c.vocab, c.dim, {}, g),
+        pos(c.seq_len, c.dim, {}, g),
+        attn(c.dim, c.heads, {}, g),
+        fc(c.dim, c.hidden, {}, g),
         out(c.hidden, c.vocab * c.vocab, {}, g) {
     register_module("tok", tok);
     register_module("pos", pos);
@@ -172,7 +175,9 @@ std::vector<double> train(Model& m, const Config& c, Generator& g, inspect::Tele
 // The three runs of the experiment, on the same data from the same seed.
 enum class Variant { TwoHeads, OneHead, IdenticalStart };
 const char* variant_name(Variant v) {
-  return v == Variant::TwoHeads ? "two heads" : v == Variant::OneHead ? "one head (control)" : "two heads, identical start";
+  return v == Variant::TwoHeads  ? "two heads"
+         : v == Variant::OneHead ? "one head (control)"
+                                 : "two heads, identical start";
 }
 
 struct RunResult {
@@ -181,7 +186,7 @@ struct RunResult {
   HeadRoles roles;
   std::vector<double> losses;
   double head_diff_start = 0, head_diff_end = 0;  // max |W_Q head 0 - head 1| before / after training
-  std::vector<inspect::TelemetryRecord> records;      // step 1, every 5 up to 100, every c.every
+  std::vector<inspect::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
   std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
 };
 
@@ -193,17 +198,20 @@ RunResult run(Config c, Variant v, int64_t test_size = 512) {
   RunResult r;
   if (c.heads == 2) r.head_diff_start = head_difference(m);
   const Tensor probe = telemetry_probe(c);
-  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
-                    {.vocab = c.vocab, .probe = probe, .tokens = token_labels(probe), .pattern_length = c.seq_len, .every = c.every});
+  inspect::Telemetry tel(
+      m, [&](const Tensor& ids) { m(ids); },
+      {.vocab = c.vocab, .probe = probe, .tokens = token_labels(probe), .pattern_length = c.seq_len, .every = c.every});
   r.losses = train(m, c, g, tel);
   r.records = tel.records();
-  r.telemetry_json = tel.json({{"example", "heads_specialise"}, {"run", variant_name(v)}, {"steps", std::to_string(c.steps)}});
+  r.telemetry_json =
+      tel.json({{"example", "heads_specialise"}, {"run", variant_name(v)}, {"steps", std::to_string(c.steps)}});
   if (c.heads == 2) r.head_diff_end = head_difference(m);
   const Batch test = make_batch(c, g, test_size);
   r.full = evaluate(m, test, c);
   r.roles = measure_heads(m, test, c);
   if (c.heads == 2)
-    for (int h = 0; h < 2; ++h) r.ablated.push_back(evaluate(m, test, c, from_vector<float>({h == 0 ? 0.f : 1.f, h == 1 ? 0.f : 1.f}, {2})));
+    for (int h = 0; h < 2; ++h)
+      r.ablated.push_back(evaluate(m, test, c, from_vector<float>({h == 0 ? 0.f : 1.f, h == 1 ? 0.f : 1.f}, {2})));
   return r;
 }
 
@@ -227,7 +235,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("task: at position t, output (x_{t-1}, x_0) as one of %lld classes\n", static_cast<long long>(c.vocab * c.vocab));
+  std::printf("task: at position t, output (x_{t-1}, x_0) as one of %lld classes\n",
+              static_cast<long long>(c.vocab * c.vocab));
   std::vector<RunResult> runs;
   for (Variant v : {Variant::TwoHeads, Variant::OneHead, Variant::IdenticalStart}) {
     std::printf("\n-- %s --\n", variant_name(v));
@@ -235,15 +244,17 @@ int main(int argc, char** argv) {
   }
   const RunResult &two = runs[0], &one = runs[1], &same = runs[2];
 
-  viz::Report rep(c.out, "heads_specialise: why several heads, and why they differ",
-                  "At position t the model must output the previous token and the first token. The same model is trained "
-                  "three times on the same data: with two heads, with one head, and with two heads that start identical.");
+  viz::Report rep(
+      c.out, "heads_specialise: why several heads, and why they differ",
+      "At position t the model must output the previous token and the first token. The same model is trained "
+      "three times on the same data: with two heads, with one head, and with two heads that start identical.");
   std::string t1 = fmt::format("{:<28} {:>6} {:>10} {:>18} {:>24}\n", "run", "head", "accuracy", "attention on t-1",
                                "attention on position 0");
   for (size_t k = 0; k < runs.size(); ++k)
     for (size_t h = 0; h < runs[k].roles.on_prev.size(); ++h)
-      t1 += fmt::format("{:<28} {:>6} {:>9.1f}% {:>18.3f} {:>24.3f}\n", h == 0 ? variant_name(static_cast<Variant>(k)) : "", h,
-                        100 * runs[k].full.both, runs[k].roles.on_prev[h], runs[k].roles.on_first[h]);
+      t1 += fmt::format("{:<28} {:>6} {:>9.1f}% {:>18.3f} {:>24.3f}\n",
+                        h == 0 ? variant_name(static_cast<Variant>(k)) : "", h, 100 * runs[k].full.both,
+                        runs[k].roles.on_prev[h], runs[k].roles.on_first[h]);
   std::string t2 = fmt::format("{:<18} {:>16} {:>16} {:>12}\n", "heads used", "x_{t-1} correct", "x_0 correct", "both");
   auto row = [](const std::string& name, const HalfAccuracy& a) {
     return fmt::format("{:<18} {:>15.1f}% {:>15.1f}% {:>11.1f}%\n", name, 100 * a.prev, 100 * a.first, 100 * a.both);
@@ -255,43 +266,62 @@ int main(int argc, char** argv) {
       "random start:    max |W_Q head 0 - head 1| = {:.2f} before training, {:.2f} after {} steps\n",
       same.head_diff_start, same.head_diff_end, c.steps, two.head_diff_start, two.head_diff_end, c.steps);
   std::printf("\nWhere each head looks (mean over positions t >= 2 of 512 test sequences):\n%s", t1.c_str());
-  std::printf("\nHead ablation in the two-head run (chance for one half is %.1f%%; at t = 1 the previous token *is*\n"
-              "the first token, so a model that keeps only the x_0 head still gets 1 of the 7 positions right):\n%s",
-              100.0 / c.vocab, t2.c_str());
+  std::printf(
+      "\nHead ablation in the two-head run (chance for one half is %.1f%%; at t = 1 the previous token *is*\n"
+      "the first token, so a model that keeps only the x_0 head still gets 1 of the 7 positions right):\n%s",
+      100.0 / c.vocab, t2.c_str());
   std::printf("\nWhy do the heads differ?\n%s", t3.c_str());
-  rep.add_note("Where each head looks, measured. One head already solves the task by splitting its attention between "
-               "t-1 and position 0; two heads divide that work cleanly, one look-up each. Two heads that start identical "
-               "stay identical and split the same way as the single head.", false);
+  rep.add_note(
+      "Where each head looks, measured. One head already solves the task by splitting its attention between "
+      "t-1 and position 0; two heads divide that work cleanly, one look-up each. Two heads that start identical "
+      "stay identical and split the same way as the single head.",
+      false);
   rep.add_note(t1, true);
-  rep.add_note("Remove one head of the two-head run (its output multiplied by 0 before W_O) and see which half of the "
-               "answer breaks:", false);
+  rep.add_note(
+      "Remove one head of the two-head run (its output multiplied by 0 before W_O) and see which half of the "
+      "answer breaks:",
+      false);
   rep.add_note(t2, true);
-  rep.add_note("Why do heads differ? Identical heads receive identical gradients, so nothing can ever pull them apart: "
-               "the random initialisation is what breaks the symmetry.", false);
+  rep.add_note(
+      "Why do heads differ? Identical heads receive identical gradients, so nothing can ever pull them apart: "
+      "the random initialisation is what breaks the symmetry.",
+      false);
   rep.add_note(t3, true);
   std::vector<std::string> pos;
   for (int64_t i = 0; i < c.seq_len; ++i) pos.push_back(std::to_string(i));
   auto map = [&](const std::string& file, const Tensor& w, const std::string& title, const std::string& caption) {
-    rep.add_svg(file, viz::heatmap_svg(w, {.title = title, .row_labels = pos, .col_labels = pos, .row_title = "query position",
-                                           .col_title = "key position"}), caption);
+    rep.add_svg(file,
+                viz::heatmap_svg(w, {.title = title,
+                                     .row_labels = pos,
+                                     .col_labels = pos,
+                                     .row_title = "query position",
+                                     .col_title = "key position"}),
+                caption);
   };
   for (int h = 0; h < 2; ++h) {
     std::printf("\ntwo heads, head %d on one test sequence (rows: query position, cols: key position)\n%s", h,
                 viz::terminal_heatmap(two.roles.example[h], pos, pos).c_str());
     map(fmt::format("head{}.svg", h), two.roles.example[h], fmt::format("Two heads: head {}", h),
-        fmt::format("Two-head run, head {} on a test sequence: mean attention {:.2f} on the previous token, {:.2f} on the first.",
-                    h, two.roles.on_prev[h], two.roles.on_first[h]));
+        fmt::format(
+            "Two-head run, head {} on a test sequence: mean attention {:.2f} on the previous token, {:.2f} on the first.",
+            h, two.roles.on_prev[h], two.roles.on_first[h]));
   }
-  std::printf("\none head, on the same test sequence\n%s", viz::terminal_heatmap(one.roles.example[0], pos, pos).c_str());
+  std::printf("\none head, on the same test sequence\n%s",
+              viz::terminal_heatmap(one.roles.example[0], pos, pos).c_str());
   map("one_head.svg", one.roles.example[0], "One head",
-      fmt::format("The one-head control on the same sequence: it splits its attention, {:.2f} on the previous token and {:.2f} "
-                  "on the first.", one.roles.on_prev[0], one.roles.on_first[0]));
+      fmt::format(
+          "The one-head control on the same sequence: it splits its attention, {:.2f} on the previous token and {:.2f} "
+          "on the first.",
+          one.roles.on_prev[0], one.roles.on_first[0]));
   for (int h = 0; h < 2; ++h)
     map(fmt::format("identical_head{}.svg", h), same.roles.example[h], fmt::format("Identical start: head {}", h),
-        fmt::format("Two heads that started identical, head {}: {:.2f} on the previous token, {:.2f} on the first, like the "
-                    "single head.", h, same.roles.on_prev[h], same.roles.on_first[h]));
+        fmt::format(
+            "Two heads that started identical, head {}: {:.2f} on the previous token, {:.2f} on the first, like the "
+            "single head.",
+            h, same.roles.on_prev[h], same.roles.on_first[h]));
   std::vector<viz::Series> curves;
-  for (size_t k = 0; k < runs.size(); ++k) curves.push_back(viz::Series::over_steps(variant_name(static_cast<Variant>(k)), runs[k].losses));
+  for (size_t k = 0; k < runs.size(); ++k)
+    curves.push_back(viz::Series::over_steps(variant_name(static_cast<Variant>(k)), runs[k].losses));
   rep.add_svg("loss.svg", viz::line_chart_svg(curves, "Training loss", "step", "cross-entropy", true),
               "Loss of the three runs: all three solve the task.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());

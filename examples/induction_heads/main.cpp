@@ -35,18 +35,18 @@ namespace induction_heads {
 using namespace mg;
 
 struct Config {
-  int64_t vocab = 32;     // random tokens 0..vocab-1
-  int64_t seq_len = 48;   // tokens per sequence
-  int64_t span_min = 8;   // the repeated span's length is drawn from [span_min, span_max]
+  int64_t vocab = 32;    // random tokens 0..vocab-1
+  int64_t seq_len = 48;  // tokens per sequence
+  int64_t span_min = 8;  // the repeated span's length is drawn from [span_min, span_max]
   int64_t span_max = 24;
-  int64_t dim = 64;       // residual stream width
-  int64_t heads = 4;      // heads per layer
-  int64_t layers = 2;     // 2: the induction circuit; 1: the control that cannot build it
-  int64_t batch = 32;     // sequences per step
-  int steps = 1500;       // AdamW steps
-  double lr = 2e-3;       // AdamW learning rate
-  int64_t every = 25;     // telemetry every this many steps
-  uint64_t seed = 0;      // same seed, same run
+  int64_t dim = 64;    // residual stream width
+  int64_t heads = 4;   // heads per layer
+  int64_t layers = 2;  // 2: the induction circuit; 1: the control that cannot build it
+  int64_t batch = 32;  // sequences per step
+  int steps = 1500;    // AdamW steps
+  double lr = 2e-3;    // AdamW learning rate
+  int64_t every = 25;  // telemetry every this many steps
+  uint64_t seed = 0;   // same seed, same run
   std::string out = "runs/induction_heads";
 };
 
@@ -60,7 +60,8 @@ struct Model : nn::Callable<Model> {
     register_module("tok", tok);
     register_module("pos", pos);
     for (int64_t l = 0; l < c.layers; ++l) {
-      attn.push_back(std::make_unique<nn::MultiheadAttention>(c.dim, c.heads, nn::MultiheadAttentionOptions{.bias = false}, g));
+      attn.push_back(
+          std::make_unique<nn::MultiheadAttention>(c.dim, c.heads, nn::MultiheadAttentionOptions{.bias = false}, g));
       register_module(fmt::format("attn{}", l), *attn.back());
     }
     register_module("unembed", unembed);
@@ -85,11 +86,13 @@ Batch make_batch(const Config& c, Generator& g, int64_t n) {
   Batch b{randint(0, c.vocab, {n, c.seq_len}, g), zeros({n, c.seq_len}, DType::Bool)};
   int64_t* ids = b.ids.data<int64_t>();
   bool* pred = b.in_span.data<bool>();
-  auto draw = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(hi - lo + 1)); };
+  auto draw = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(hi - lo + 1));
+  };
   for (int64_t i = 0; i < n; ++i) {
     const int64_t len = draw(c.span_min, c.span_max);
-    const int64_t first = draw(0, c.seq_len - 2 * len);                  // where the span starts
-    const int64_t second = draw(first + len, c.seq_len - len);           // where its copy starts
+    const int64_t first = draw(0, c.seq_len - 2 * len);         // where the span starts
+    const int64_t second = draw(first + len, c.seq_len - len);  // where its copy starts
     for (int64_t k = 0; k < len; ++k) ids[i * c.seq_len + second + k] = ids[i * c.seq_len + first + k];
     // predicting token second + k (k >= 1) from position second + k - 1 is induction
     for (int64_t k = 1; k < len; ++k) pred[i * c.seq_len + second + k - 1] = true;
@@ -100,7 +103,8 @@ Batch make_batch(const Config& c, Generator& g, int64_t n) {
 Variable loss_of(const Model& m, const Batch& b, const std::vector<Tensor>& masks = {}) {
   const int64_t T = b.ids.size(1);
   Variable logits = narrow(m(b.ids, masks), 1, 0, T - 1);
-  return cross_entropy(reshape(logits, {-1, m.unembed.out_features}), b.ids.narrow(1, 1, T - 1).contiguous().reshape({-1}));
+  return cross_entropy(reshape(logits, {-1, m.unembed.out_features}),
+                       b.ids.narrow(1, 1, T - 1).contiguous().reshape({-1}));
 }
 
 struct SpanScore {
@@ -126,7 +130,7 @@ SpanScore span_score(const Model& m, const Batch& b, const std::vector<Tensor>& 
 }
 
 struct RunResult {
-  std::vector<double> losses;               // per step
+  std::vector<double> losses;                     // per step
   std::vector<inspect::TelemetryRecord> records;  // every c.every steps
   std::string telemetry_json;
   SpanScore final_span;
@@ -148,9 +152,13 @@ RunResult train(Model& m, const Config& c, Generator& g) {
   // repeated twice for the induction, copying and ICL scores.
   Generator probe_gen(c.seed + 99);
   const Batch probe = make_batch(c, probe_gen, 8);
-  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
-                    {.vocab = c.vocab, .probe = probe.ids, .pattern_length = c.seq_len, .every = c.every,
-                     .scores = {.induction_length = c.seq_len / 2, .logits = [&](const Tensor& ids) { return m(ids); }}});
+  inspect::Telemetry tel(
+      m, [&](const Tensor& ids) { m(ids); },
+      {.vocab = c.vocab,
+       .probe = probe.ids,
+       .pattern_length = c.seq_len,
+       .every = c.every,
+       .scores = {.induction_length = c.seq_len / 2, .logits = [&](const Tensor& ids) { return m(ids); }}});
   viz::ProgressBar bar(c.steps, fmt::format("{}-layer", c.layers));
   for (int step = 1; step <= c.steps; ++step) {
     const Batch b = make_batch(c, g, c.batch);
@@ -179,17 +187,18 @@ RunResult train(Model& m, const Config& c, Generator& g) {
   r.prev_head.previous_token = r.induction_head.induction = -1;
   for (const inspect::HeadScore& s : end.heads) {
     if (s.layer == "attn0" && s.previous_token > r.prev_head.previous_token) r.prev_head = s;
-    if (s.layer == fmt::format("attn{}", c.layers - 1) && s.induction > r.induction_head.induction) r.induction_head = s;
+    if (s.layer == fmt::format("attn{}", c.layers - 1) && s.induction > r.induction_head.induction)
+      r.induction_head = s;
   }
   return r;
 }
 
 // ---- interventions -----------------------------------------------------------------------
 struct Ablation {
-  std::string removed;          // which heads, in words
-  std::vector<int64_t> heads;    // layer 0's heads removed
-  SpanScore span;          // repeated-span accuracy and loss without it
-  double induction = 0;    // the induction head's induction score without it
+  std::string removed;         // which heads, in words
+  std::vector<int64_t> heads;  // layer 0's heads removed
+  SpanScore span;              // repeated-span accuracy and loss without it
+  double induction = 0;        // the induction head's induction score without it
 };
 
 // Layer 0's heads split in two: those labelled previous-token at the end of training, and the rest.
@@ -232,7 +241,7 @@ std::vector<Ablation> ablate(Model& m, const Config& c, const RunResult& r) {
     a.heads = removed;
     a.span = span_score(m, test, masks);
     const auto scores = inspect::score_heads(m, [&](const Tensor& ids) { m(ids, masks); }, probe, c.vocab,
-                                        {.induction_length = c.seq_len / 2});
+                                             {.induction_length = c.seq_len / 2});
     for (const inspect::HeadScore& s : scores)
       if (s.layer == r.induction_head.layer && s.head == r.induction_head.head) a.induction = s.induction;
     out.push_back(a);
@@ -252,10 +261,13 @@ std::vector<Ablation> ablate(Model& m, const Config& c, const RunResult& r) {
 //       (E, E) matrices (W_O's column blocks times W_V's row blocks, summed, is W_O W_V).
 struct Circuits {
   Tensor ov, qk, ov_layer;
-  double ov_diagonal = 0, qk_diagonal = 0, ov_layer_diagonal = 0;  // fraction of rows whose largest entry is on the diagonal
+  double ov_diagonal = 0, qk_diagonal = 0,
+         ov_layer_diagonal = 0;  // fraction of rows whose largest entry is on the diagonal
 };
 
-Tensor head_rows(const Tensor& w, int64_t h, int64_t d) { return w.narrow(0, h * d, d); }  // (d, in) of an (E, in) weight
+Tensor head_rows(const Tensor& w, int64_t h, int64_t d) {
+  return w.narrow(0, h * d, d);
+}  // (d, in) of an (E, in) weight
 
 Circuits circuits(const Model& m, const RunResult& r) {
   NoGradGuard no_grad;
@@ -269,9 +281,9 @@ Circuits circuits(const Model& m, const RunResult& r) {
   const Tensor Wq1 = head_rows(l1.w_q.weight.data(), h, d), Wk1 = head_rows(l1.w_k.weight.data(), h, d);
   const Tensor Wv0 = head_rows(l0.w_v.weight.data(), p, d), Wo0 = l0.w_o.weight.data().narrow(1, p * d, d);
   Circuits c;
-  c.ov = matmul(matmul(matmul(E, t(Wv1)), t(Wo1)), t(U));                // (V, V)
-  const Tensor prev_out = matmul(matmul(E, t(Wv0)), t(Wo0));             // what the previous-token head writes for each token
-  c.qk = matmul(matmul(E, t(Wq1)), t(matmul(prev_out, t(Wk1))));         // (V, V)
+  c.ov = matmul(matmul(matmul(E, t(Wv1)), t(Wo1)), t(U));         // (V, V)
+  const Tensor prev_out = matmul(matmul(E, t(Wv0)), t(Wo0));      // what the previous-token head writes for each token
+  c.qk = matmul(matmul(E, t(Wq1)), t(matmul(prev_out, t(Wk1))));  // (V, V)
   auto diag_frac = [](const Tensor& x) {
     const Tensor best = argmax(x, 1).contiguous();
     double n = 0;
@@ -285,17 +297,17 @@ Circuits circuits(const Model& m, const RunResult& r) {
 
 // ---- report ------------------------------------------------------------------------------
 std::string score_table(const inspect::TelemetryRecord& end) {
-  std::string s = fmt::format("{:<8} {:>4} {:>14} {:>11} {:>10} {:>8}   {}\n", "layer", "head", "previous-token", "first-token",
-                              "induction", "copying", "label");
+  std::string s = fmt::format("{:<8} {:>4} {:>14} {:>11} {:>10} {:>8}   {}\n", "layer", "head", "previous-token",
+                              "first-token", "induction", "copying", "label");
   for (const inspect::HeadScore& h : end.heads)
-    s += fmt::format("{:<8} {:>4} {:>14.3f} {:>11.3f} {:>10.3f} {:>8.2f}   {}\n", h.layer, h.head, h.previous_token, h.first_token,
-                     h.induction, h.copying, h.label);
+    s += fmt::format("{:<8} {:>4} {:>14.3f} {:>11.3f} {:>10.3f} {:>8.2f}   {}\n", h.layer, h.head, h.previous_token,
+                     h.first_token, h.induction, h.copying, h.label);
   return s;
 }
 
 std::string progress_table(const RunResult& r, const Config& c) {
-  std::string s = fmt::format("{:>6} {:>9} {:>10} {:>22} {:>22}\n", "step", "loss", "ICL score", "best previous-token L0",
-                              fmt::format("best induction L{}", c.layers - 1));
+  std::string s = fmt::format("{:>6} {:>9} {:>10} {:>22} {:>22}\n", "step", "loss", "ICL score",
+                              "best previous-token L0", fmt::format("best induction L{}", c.layers - 1));
   const size_t n = r.records.size(), stride = std::max<size_t>(1, n / 12);
   for (size_t i = 0; i < n; i += stride) {
     const inspect::TelemetryRecord& rec = r.records[i];
@@ -310,8 +322,8 @@ std::string progress_table(const RunResult& r, const Config& c) {
   return s;
 }
 
-void report(viz::Report& rep, const Config& c, const RunResult& two, const RunResult& one, const std::vector<Ablation>& ab,
-            const Circuits& circ) {
+void report(viz::Report& rep, const Config& c, const RunResult& two, const RunResult& one,
+            const std::vector<Ablation>& ab, const Circuits& circ) {
   auto steps_of = [](const RunResult& r) {
     std::vector<double> x;
     for (auto& rec : r.records) x.push_back(static_cast<double>(rec.step));
@@ -323,59 +335,91 @@ void report(viz::Report& rep, const Config& c, const RunResult& two, const RunRe
     return viz::Series{name, steps_of(r), y};
   };
   const std::vector<viz::Marker> phase = {{static_cast<double>(two.phase_step), "phase change"}};
-  rep.add_svg("loss.svg",
-              viz::line_chart_svg({series(two, "2 layers: loss", [](auto& r) { return r.loss; }),
-                                   series(one, "1 layer: loss", [](auto& r) { return r.loss; })},
-                                  "Training loss (all positions)", "step", "cross-entropy", false, phase),
-              "The 2-layer model's loss sits on a plateau, then drops: the phase change. Most tokens are random, so the loss "
-              "cannot go below about log(vocab) on them; the drop is the repeated spans becoming predictable.");
-  rep.add_svg("icl.svg",
-              viz::line_chart_svg({series(two, "2 layers", [](auto& r) { return r.icl.score; }),
-                                   series(one, "1 layer", [](auto& r) { return r.icl.score; })},
-                                  "In-context learning score (loss on the 2nd copy - loss on the 1st)", "step", "nats", false, phase),
-              "The in-context learning score jumps at the same steps in the 2-layer model; the 1-layer model never gets there.");
+  rep.add_svg(
+      "loss.svg",
+      viz::line_chart_svg({series(two, "2 layers: loss", [](auto& r) { return r.loss; }),
+                           series(one, "1 layer: loss", [](auto& r) { return r.loss; })},
+                          "Training loss (all positions)", "step", "cross-entropy", false, phase),
+      "The 2-layer model's loss sits on a plateau, then drops: the phase change. Most tokens are random, so the loss "
+      "cannot go below about log(vocab) on them; the drop is the repeated spans becoming predictable.");
+  rep.add_svg(
+      "icl.svg",
+      viz::line_chart_svg({series(two, "2 layers", [](auto& r) { return r.icl.score; }),
+                           series(one, "1 layer", [](auto& r) { return r.icl.score; })},
+                          "In-context learning score (loss on the 2nd copy - loss on the 1st)", "step", "nats", false,
+                          phase),
+      "The in-context learning score jumps at the same steps in the 2-layer model; the 1-layer model never gets there.");
   const std::string last = fmt::format("attn{}", c.layers - 1);
   std::vector<viz::Series> prev, ind;
   for (int64_t h = 0; h < c.heads; ++h) {
-    prev.push_back(series(two, fmt::format("head {}", h), [&](auto& r) { return score_of(r, "attn0", h).previous_token; }));
+    prev.push_back(
+        series(two, fmt::format("head {}", h), [&](auto& r) { return score_of(r, "attn0", h).previous_token; }));
     ind.push_back(series(two, fmt::format("head {}", h), [&](auto& r) { return score_of(r, last, h).induction; }));
   }
   rep.add_svg("previous_token_scores.svg",
-              viz::line_chart_svg(prev, "Layer 0: previous-token score of each head", "step", "attention on t - 1", false, phase),
+              viz::line_chart_svg(prev, "Layer 0: previous-token score of each head", "step", "attention on t - 1",
+                                  false, phase),
               "Mean attention from position t to t - 1 on the probe, per head of layer 0.");
-  rep.add_svg("induction_scores.svg",
-              viz::line_chart_svg(ind, fmt::format("Layer {}: induction score of each head", c.layers - 1), "step",
-                                  "attention on the token after the earlier copy", false, phase),
-              "On a random span repeated twice: mean attention from each token of the 2nd copy to the position after the "
-              "same token in the 1st copy, per head of the last layer.");
+  rep.add_svg(
+      "induction_scores.svg",
+      viz::line_chart_svg(ind, fmt::format("Layer {}: induction score of each head", c.layers - 1), "step",
+                          "attention on the token after the earlier copy", false, phase),
+      "On a random span repeated twice: mean attention from each token of the 2nd copy to the position after the "
+      "same token in the 1st copy, per head of the last layer.");
   rep.add_note(progress_table(two, c), true);
   rep.add_note(score_table(two.records.back()), true);
-  std::string t = fmt::format("{:<40} {:>14} {:>14} {:>20}\n", "removed (head_mask)", "span accuracy", "span loss", "induction score");
+  std::string t = fmt::format("{:<40} {:>14} {:>14} {:>20}\n", "removed (head_mask)", "span accuracy", "span loss",
+                              "induction score");
   for (const Ablation& a : ab)
-    t += fmt::format("{:<40} {:>13.1f}% {:>14.3f} {:>20.3f}\n", a.removed, 100 * a.span.accuracy, a.span.loss, a.induction);
+    t += fmt::format("{:<40} {:>13.1f}% {:>14.3f} {:>20.3f}\n", a.removed, 100 * a.span.accuracy, a.span.loss,
+                     a.induction);
   rep.add_note(t, true);
   const int64_t V = c.vocab;
   std::vector<std::string> toks;
   for (int64_t i = 0; i < V; ++i) toks.push_back(std::to_string(i));
-  rep.add_svg("ov_circuit.svg",
-              viz::heatmap_svg(circ.ov, {.title = fmt::format("OV circuit of {} head {}", two.induction_head.layer, two.induction_head.head),
-                                         .row_labels = toks, .col_labels = toks, .row_title = "token attended to",
-                                         .col_title = "logit raised", .diverging = true, .annotate = 0, .cell = 12}),
-              fmt::format("E W_V^T W_O^T W_U^T of the induction head: attending to token i raises logit j by this much (direct path). "
-                          "The diagonal dominates in {:.0f}% of rows: it copies.", 100 * circ.ov_diagonal));
-  rep.add_svg("ov_layer.svg",
-              viz::heatmap_svg(circ.ov_layer, {.title = fmt::format("OV circuit of all of {} (sum over heads)", two.induction_head.layer),
-                                               .row_labels = toks, .col_labels = toks, .row_title = "token attended to",
-                                               .col_title = "logit raised", .diverging = true, .annotate = 0, .cell = 12}),
-              fmt::format("The same for the whole layer (E W_V^T W_O^T W_U^T with the full matrices): the heads split the "
-                          "vocabulary between them; together the diagonal dominates in {:.0f}% of rows.", 100 * circ.ov_layer_diagonal));
-  rep.add_svg("qk_circuit.svg",
-              viz::heatmap_svg(circ.qk, {.title = "QK circuit through the previous-token head", .row_labels = toks, .col_labels = toks,
-                                         .row_title = "query token", .col_title = "token before the key", .diverging = true,
-                                         .annotate = 0, .cell = 12}),
-              fmt::format("The induction head's query against what the previous-token head wrote into each key (K-composition). "
-                          "The diagonal dominates in {:.0f}% of rows: it looks for the position after an earlier copy of its own token.",
-                          100 * circ.qk_diagonal));
+  rep.add_svg(
+      "ov_circuit.svg",
+      viz::heatmap_svg(
+          circ.ov, {.title = fmt::format("OV circuit of {} head {}", two.induction_head.layer, two.induction_head.head),
+                    .row_labels = toks,
+                    .col_labels = toks,
+                    .row_title = "token attended to",
+                    .col_title = "logit raised",
+                    .diverging = true,
+                    .annotate = 0,
+                    .cell = 12}),
+      fmt::format(
+          "E W_V^T W_O^T W_U^T of the induction head: attending to token i raises logit j by this much (direct path). "
+          "The diagonal dominates in {:.0f}% of rows: it copies.",
+          100 * circ.ov_diagonal));
+  rep.add_svg(
+      "ov_layer.svg",
+      viz::heatmap_svg(circ.ov_layer,
+                       {.title = fmt::format("OV circuit of all of {} (sum over heads)", two.induction_head.layer),
+                        .row_labels = toks,
+                        .col_labels = toks,
+                        .row_title = "token attended to",
+                        .col_title = "logit raised",
+                        .diverging = true,
+                        .annotate = 0,
+                        .cell = 12}),
+      fmt::format("The same for the whole layer (E W_V^T W_O^T W_U^T with the full matrices): the heads split the "
+                  "vocabulary between them; together the diagonal dominates in {:.0f}% of rows.",
+                  100 * circ.ov_layer_diagonal));
+  rep.add_svg(
+      "qk_circuit.svg",
+      viz::heatmap_svg(circ.qk, {.title = "QK circuit through the previous-token head",
+                                 .row_labels = toks,
+                                 .col_labels = toks,
+                                 .row_title = "query token",
+                                 .col_title = "token before the key",
+                                 .diverging = true,
+                                 .annotate = 0,
+                                 .cell = 12}),
+      fmt::format(
+          "The induction head's query against what the previous-token head wrote into each key (K-composition). "
+          "The diagonal dominates in {:.0f}% of rows: it looks for the position after an earlier copy of its own token.",
+          100 * circ.qk_diagonal));
 }
 
 }  // namespace induction_heads
@@ -399,14 +443,15 @@ int main(int argc, char** argv) {
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
-  viz::Report rep(c.out, "induction_heads: a circuit forms during training",
-                  "A 2-layer attention-only transformer learns to continue repeated spans of random tokens; a 1-layer model is "
-                  "the control.");
+  viz::Report rep(
+      c.out, "induction_heads: a circuit forms during training",
+      "A 2-layer attention-only transformer learns to continue repeated spans of random tokens; a 1-layer model is "
+      "the control.");
   Generator g(c.seed);
   Model two(c, g);
   std::printf("%lld parameters (2 layers); sequences of %lld random tokens over %lld, one span of %lld-%lld repeated\n",
-              static_cast<long long>(two.num_parameters()), static_cast<long long>(c.seq_len), static_cast<long long>(c.vocab),
-              static_cast<long long>(c.span_min), static_cast<long long>(c.span_max));
+              static_cast<long long>(two.num_parameters()), static_cast<long long>(c.seq_len),
+              static_cast<long long>(c.vocab), static_cast<long long>(c.span_min), static_cast<long long>(c.span_max));
   const RunResult r2 = train(two, c, g);
   Config c1 = c;
   c1.layers = 1;
@@ -416,12 +461,15 @@ int main(int argc, char** argv) {
 
   std::printf("\nTraining, 2 layers (telemetry every %lld steps, a selection):\n%s", static_cast<long long>(c.every),
               progress_table(r2, c).c_str());
-  std::printf("phase change: the ICL score has made half of its total move by step %lld\n", static_cast<long long>(r2.phase_step));
+  std::printf("phase change: the ICL score has made half of its total move by step %lld\n",
+              static_cast<long long>(r2.phase_step));
   std::printf("\nEvery head at the end (2 layers):\n%s", score_table(r2.records.back()).c_str());
-  std::printf("\nrepeated-span next-token accuracy: 2 layers %.1f%%, 1 layer %.1f%% (chance %.1f%%)\n", 100 * r2.final_span.accuracy,
-              100 * r1.final_span.accuracy, 100.0 / static_cast<double>(c.vocab));
-  std::printf("ICL score at the end: 2 layers %.3f, 1 layer %.3f nats; best induction score: 2 layers %.3f, 1 layer %.3f\n",
-              r2.records.back().icl.score, r1.records.back().icl.score, r2.induction_head.induction, r1.induction_head.induction);
+  std::printf("\nrepeated-span next-token accuracy: 2 layers %.1f%%, 1 layer %.1f%% (chance %.1f%%)\n",
+              100 * r2.final_span.accuracy, 100 * r1.final_span.accuracy, 100.0 / static_cast<double>(c.vocab));
+  std::printf(
+      "ICL score at the end: 2 layers %.3f, 1 layer %.3f nats; best induction score: 2 layers %.3f, 1 layer %.3f\n",
+      r2.records.back().icl.score, r1.records.back().icl.score, r2.induction_head.induction,
+      r1.induction_head.induction);
 
   const std::vector<Ablation> ab = ablate(two, c, r2);
   std::printf("\nInterventions (2 layers; the induction head is %s head %lld):\n", r2.induction_head.layer.c_str(),
@@ -431,14 +479,16 @@ int main(int argc, char** argv) {
     std::printf("%-40s %13.1f%% %14.3f %20.3f\n", a.removed.c_str(), 100 * a.span.accuracy, a.span.loss, a.induction);
 
   const Circuits circ = circuits(two, r2);
-  std::printf("\nCircuits of the induction head: the OV circuit's largest entry is on the diagonal in %.0f%% of rows (copying;\n"
-              "%.0f%% for the sum over all of %s's heads); the QK circuit through the previous-token head in %.0f%%\n"
-              "(matching the token before the key).\n",
-              100 * circ.ov_diagonal, 100 * circ.ov_layer_diagonal, r2.induction_head.layer.c_str(), 100 * circ.qk_diagonal);
+  std::printf(
+      "\nCircuits of the induction head: the OV circuit's largest entry is on the diagonal in %.0f%% of rows (copying;\n"
+      "%.0f%% for the sum over all of %s's heads); the QK circuit through the previous-token head in %.0f%%\n"
+      "(matching the token before the key).\n",
+      100 * circ.ov_diagonal, 100 * circ.ov_layer_diagonal, r2.induction_head.layer.c_str(), 100 * circ.qk_diagonal);
   report(rep, c, r2, r1, ab, circ);
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   viz::write_file(rep.path("telemetry.json"), r2.telemetry_json);
-  std::printf("explorer: %s\n", viz::write_explorer(rep.path("explorer.html"), "induction_heads: 2 layers", r2.telemetry_json).c_str());
+  std::printf("explorer: %s\n",
+              viz::write_explorer(rep.path("explorer.html"), "induction_heads: 2 layers", r2.telemetry_json).c_str());
   return 0;
 }
 #endif

@@ -23,9 +23,9 @@ constexpr int64_t kHidden = 64;           // width of the hidden layer
 constexpr double kMomentum = 0.9;         // SGD momentum: v = m v + g;  w -= lr v
 
 struct Config {
-  int steps = 3000;       // full-batch gradient steps
-  double lr = 0.2;        // SGD step size
-  uint64_t seed = 0;      // same seed, same run, bit for bit
+  int steps = 3000;   // full-batch gradient steps
+  double lr = 0.2;    // SGD step size
+  uint64_t seed = 0;  // same seed, same run, bit for bit
   std::string out = "runs/mlp";
 };
 
@@ -100,8 +100,7 @@ std::vector<double> train(MLP& model, const Data& d, const Config& c) {
 Tensor probability_grid(const MLP& model, int64_t W, int64_t H) {
   std::vector<float> grid;
   for (int64_t r = 0; r < H; ++r)
-    for (int64_t c = 0; c < W; ++c)
-      grid.push_back(-1.f + 2.f * c / (W - 1)), grid.push_back(1.f - 2.f * r / (H - 1));
+    for (int64_t c = 0; c < W; ++c) grid.push_back(-1.f + 2.f * c / (W - 1)), grid.push_back(1.f - 2.f * r / (H - 1));
   NoGradGuard no_grad;
   Tensor p = softmax(model.forward(Variable(from_vector(grid, {W * H, 2}))).data(), 1);
   return p.narrow(1, 1, 1).reshape({H, W}).contiguous();
@@ -148,10 +147,13 @@ int main(int argc, char** argv) {
 
   viz::Report rep(c.out, "mlp: two spirals", "A 2 -> 64 -> 2 perceptron trained with autograd and momentum SGD.");
   rep.add_svg("decision_boundary.svg",
-              viz::decision_boundary_svg(probability_grid(model, 96, 96), data.x, data.y,
-                                         fmt::format("Decision boundary after {} steps ({:.1f}% accuracy)", c.steps, 100 * acc)),
+              viz::decision_boundary_svg(
+                  probability_grid(model, 96, 96), data.x, data.y,
+                  fmt::format("Decision boundary after {} steps ({:.1f}% accuracy)", c.steps, 100 * acc)),
               "Background: the model's P(class 1) over the plane; dots: the training points.");
-  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step", "cross-entropy", true),
+  rep.add_svg("loss.svg",
+              viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step",
+                                  "cross-entropy", true),
               "Full-batch cross-entropy.");
   std::printf("pictures: %s\n", rep.write_index().c_str());
   return acc > 0.95 ? 0 : 1;

@@ -22,12 +22,12 @@ namespace one_matrix {
 using namespace mg;
 
 struct Config {
-  int64_t dim = 16;     // model width
-  int64_t heads = 4;    // heads of dim/heads = 4 features
-  int64_t vocab = 8;    // task: name the first token (as in where_weights_come_from)
+  int64_t dim = 16;   // model width
+  int64_t heads = 4;  // heads of dim/heads = 4 features
+  int64_t vocab = 8;  // task: name the first token (as in where_weights_come_from)
   int64_t seq_len = 8;
   int64_t batch = 64;
-  int steps = 400;      // AdamW steps for each model
+  int steps = 400;  // AdamW steps for each model
   double lr = 1e-2;
   uint64_t seed = 0;
   std::string out = "runs/one_matrix_per_head";
@@ -40,11 +40,18 @@ struct OverParamAttention : nn::Callable<OverParamAttention> {
   nn::Linear w_q, w_k, w_v, w_o;
   nn::ModuleList a_q, a_k, a_v;  // heads x Linear(head_dim, head_dim, no bias)
   OverParamAttention(int64_t dim, int64_t h, Generator& g)
-      : heads(h), head_dim(dim / h), w_q(dim, dim, {}, g), w_k(dim, dim, {}, g), w_v(dim, dim, {}, g), w_o(dim, dim, {}, g) {
-    for (auto [name, l] : {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"w_o", &w_o}}) register_module(name, *l);
+      : heads(h),
+        head_dim(dim / h),
+        w_q(dim, dim, {}, g),
+        w_k(dim, dim, {}, g),
+        w_v(dim, dim, {}, g),
+        w_o(dim, dim, {}, g) {
+    for (auto [name, l] : {std::pair{"w_q", &w_q}, {"w_k", &w_k}, {"w_v", &w_v}, {"w_o", &w_o}})
+      register_module(name, *l);
     for (auto [name, list] : {std::pair{"a_q", &a_q}, {"a_k", &a_k}, {"a_v", &a_v}}) {
       register_module(name, *list);
-      for (int64_t i = 0; i < h; ++i) list->emplace_back<nn::Linear>(head_dim, head_dim, nn::LinearOptions{.bias = false}, g);
+      for (int64_t i = 0; i < h; ++i)
+        list->emplace_back<nn::Linear>(head_dim, head_dim, nn::LinearOptions{.bias = false}, g);
     }
   }
   // (B, T, dim) -> (B, H, T, d): split heads, then each head through its own extra matrix.
@@ -93,14 +100,18 @@ struct TaskModel : nn::Callable<TaskModel<Attention>> {
     this->register_module("readout", readout);
   }
   static Attention make(const Config& c, Generator& g) {
-    if constexpr (std::is_same_v<Attention, nn::MultiheadAttention>) return Attention(c.dim, c.heads, {}, g);
-    else return Attention(c.dim, c.heads, g);
+    if constexpr (std::is_same_v<Attention, nn::MultiheadAttention>)
+      return Attention(c.dim, c.heads, {}, g);
+    else
+      return Attention(c.dim, c.heads, g);
   }
   Variable forward(const Tensor& ids) const {
     Variable x = tok(ids) + pos(arange(ids.size(1)));
     Variable a = [&] {
-      if constexpr (std::is_same_v<Attention, nn::MultiheadAttention>) return attn(x).output;
-      else return attn(x);
+      if constexpr (std::is_same_v<Attention, nn::MultiheadAttention>)
+        return attn(x).output;
+      else
+        return attn(x);
     }();
     return readout(x + a);
   }
@@ -181,8 +192,8 @@ int main(int argc, char** argv) {
   TaskModel<OverParamAttention> over(c, g2);
   const auto l1 = train(standard, c, c.seed + 2, "standard     ");
   const auto l2 = train(over, c, c.seed + 2, "per-head A^h ");
-  std::string result = fmt::format("mean training loss, same data in the same order:\n  {:<12} {:>12} {:>14} {:>8}\n", "steps",
-                                   "standard", "per-head A^h", "ratio");
+  std::string result = fmt::format("mean training loss, same data in the same order:\n  {:<12} {:>12} {:>14} {:>8}\n",
+                                   "steps", "standard", "per-head A^h", "ratio");
   const size_t n = l1.size();
   for (size_t k = 0; k < 4; ++k) {
     const size_t from = k * n / 4 + 1, to = (k + 1) * n / 4;
@@ -191,14 +202,19 @@ int main(int argc, char** argv) {
   }
   result += "Same set of functions, different training: the product form's loss stays above the standard one's.\n";
   std::printf("%s", result.c_str());
-  rep.add_note("The two parameterisations can represent exactly the same functions, but gradient descent moves a product "
-               "of two matrices differently from one matrix (each factor's gradient is scaled by the other), so the "
-               "curves differ:", false);
+  rep.add_note(
+      "The two parameterisations can represent exactly the same functions, but gradient descent moves a product "
+      "of two matrices differently from one matrix (each factor's gradient is scaled by the other), so the "
+      "curves differ:",
+      false);
   rep.add_note(result, true);
-  rep.add_svg("loss.svg",
-              viz::line_chart_svg({viz::Series::over_steps("standard (one W_Q)", l1), viz::Series::over_steps("W1_q^h W_q (per-head extra)", l2)},
-                                  "Same task, same data: same functions, different training curves", "step", "cross-entropy", true),
-              "Training loss of both parameterisations on 'name the first token': the product form trains more slowly.");
+  rep.add_svg(
+      "loss.svg",
+      viz::line_chart_svg({viz::Series::over_steps("standard (one W_Q)", l1),
+                           viz::Series::over_steps("W1_q^h W_q (per-head extra)", l2)},
+                          "Same task, same data: same functions, different training curves", "step", "cross-entropy",
+                          true),
+      "Training loss of both parameterisations on 'name the first token': the product form trains more slowly.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return diff < 1e-4 ? 0 : 1;
 }

@@ -33,14 +33,14 @@ using namespace mg;
 constexpr int64_t kDigits = 10, kBos = 10, kEos = 11, kTargetVocab = 12;
 
 struct Config {
-  int64_t length = 6;     // digits per string
-  int64_t dim = 64;       // model width
+  int64_t length = 6;  // digits per string
+  int64_t dim = 64;    // model width
   int64_t heads = 4;
-  int64_t ff = 128;       // MLP width inside each layer
+  int64_t ff = 128;  // MLP width inside each layer
   int64_t batch = 64;
-  int steps = 1200;       // AdamW steps
-  double lr = 3e-3;       // peak learning rate (warm-up, then cosine decay)
-  int64_t every = 50;     // telemetry every this many steps, and every 5 of the first 100 (where the map forms)
+  int steps = 1200;    // AdamW steps
+  double lr = 3e-3;    // peak learning rate (warm-up, then cosine decay)
+  int64_t every = 50;  // telemetry every this many steps, and every 5 of the first 100 (where the map forms)
   uint64_t seed = 0;
   std::string out = "runs/seq2seq_cross_attention";
 };
@@ -55,10 +55,16 @@ struct Model : nn::Callable<Model> {
     return {.dim_feedforward = c.ff, .dropout = 0.0, .activation = "gelu", .norm_first = true};
   }
   Model(const Config& c, Generator& g)
-      : src_tok(kDigits, c.dim, {}, g), tgt_tok(kTargetVocab, c.dim, {}, g), pos(c.length + 1, c.dim, {}, g),
-        enc(c.dim, c.heads, layer(c), g), dec(c.dim, c.heads, layer(c), g), norm({c.dim}), out(c.dim, kTargetVocab, {}, g) {
+      : src_tok(kDigits, c.dim, {}, g),
+        tgt_tok(kTargetVocab, c.dim, {}, g),
+        pos(c.length + 1, c.dim, {}, g),
+        enc(c.dim, c.heads, layer(c), g),
+        dec(c.dim, c.heads, layer(c), g),
+        norm({c.dim}),
+        out(c.dim, kTargetVocab, {}, g) {
     register_module("src_tok", src_tok), register_module("tgt_tok", tgt_tok), register_module("pos", pos);
-    register_module("enc", enc), register_module("dec", dec), register_module("norm", norm), register_module("out", out);
+    register_module("enc", enc), register_module("dec", dec), register_module("norm", norm),
+        register_module("out", out);
   }
   Variable encode(const Tensor& src) const { return enc(src_tok(src) + pos(arange(src.size(1)))); }
   // tgt_in (B, t) starts with <s>, memory (B, L, E) -> logits (B, t, 12) for the next token at each step
@@ -76,8 +82,8 @@ bool held_out(const int64_t* digits, int64_t n) {
 }
 
 struct Batch {
-  Tensor src;             // (B, L)
-  Tensor tgt_in, tgt_out; // (B, L + 1): <s> + reversed digits; reversed digits + </s>
+  Tensor src;              // (B, L)
+  Tensor tgt_in, tgt_out;  // (B, L + 1): <s> + reversed digits; reversed digits + </s>
 };
 
 // The decoder's input under teacher forcing for sources src (B, L): <s>, then the reversed digits
@@ -87,7 +93,8 @@ Tensor decoder_input(const Tensor& src) {
   const Tensor s = src.contiguous();
   Tensor in = empty({n, L + 1}, DType::Int64);
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i <= L; ++i) in.data<int64_t>()[b * (L + 1) + i] = i == 0 ? kBos : s.data<int64_t>()[b * L + (L - i)];
+    for (int64_t i = 0; i <= L; ++i)
+      in.data<int64_t>()[b * (L + 1) + i] = i == 0 ? kBos : s.data<int64_t>()[b * L + (L - i)];
   return in;
 }
 // Random strings from one side of the split (train: not held out; test: held out).
@@ -123,15 +130,19 @@ inspect::Telemetry make_telemetry(Model& m, const Config& c) {
   const std::vector<std::string> src = digits(probe.src.narrow(0, 0, 1)), dec = digits(probe.tgt_in.narrow(0, 0, 1));
   Model* model = &m;
   return inspect::Telemetry(m, [model](const Tensor& ids) { model->decode(decoder_input(ids), model->encode(ids)); },
-                       {.vocab = kDigits, .probe = probe.src, .tokens = src, .pattern_length = c.length + 1, .every = c.every,
-                        .query_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", dec}},
-                        .key_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", src}}});
+                            {.vocab = kDigits,
+                             .probe = probe.src,
+                             .tokens = src,
+                             .pattern_length = c.length + 1,
+                             .every = c.every,
+                             .query_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", dec}},
+                             .key_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", src}}});
 }
 
 struct TrainResult {
-  std::vector<double> losses;                // per step
+  std::vector<double> losses;                     // per step
   std::vector<inspect::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
-  std::string telemetry_json;                // the same, as inspect::Telemetry writes it
+  std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
 };
 
 TrainResult train(Model& m, const Config& c, Generator& g) {
@@ -179,16 +190,17 @@ Tensor greedy(const Model& m, const Tensor& src, int64_t length) {
 
 // Fraction of rows of `pred` equal to `target` in every position.
 double exact(const Tensor& pred, const Tensor& target) {
-  const Tensor row_ok = eq(sum(eq(pred, target).to(DType::Float32), {1}), full({}, static_cast<double>(target.size(1))));
+  const Tensor row_ok =
+      eq(sum(eq(pred, target).to(DType::Float32), {1}), full({}, static_cast<double>(target.size(1))));
   return mean(row_ok.to(DType::Float32)).item();
 }
 
 struct Evaluation {
-  double exact_match;       // whole answer right (digits and </s>)
-  double anti_diagonal;     // mean cross-attention weight (all heads) of output t on source position L-1-t
-  Tensor example_map;       // (L + 1, L) head-averaged cross-attention for one test string
+  double exact_match;    // whole answer right (digits and </s>)
+  double anti_diagonal;  // mean cross-attention weight (all heads) of output t on source position L-1-t
+  Tensor example_map;    // (L + 1, L) head-averaged cross-attention for one test string
   Tensor example_src, example_out;
-  std::string shapes;       // the shapes inside the cross-attention, recorded by forward hooks
+  std::string shapes;  // the shapes inside the cross-attention, recorded by forward hooks
 };
 
 Evaluation evaluate(Model& m, const Config& c, Generator& g) {
@@ -202,13 +214,15 @@ Evaluation evaluate(Model& m, const Config& c, Generator& g) {
   nn::MultiheadAttention& x = m.dec.multihead_attn;
   std::map<std::string, Shape> seen;
   std::vector<nn::HookHandle> hooks;
-  hooks.push_back(x.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
-    seen["query"] = in[0].shape(), seen["key"] = in[1].shape(), seen["value"] = in[2].shape();
-    seen["output"] = out[0].shape();
-  }));
+  hooks.push_back(
+      x.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+        seen["query"] = in[0].shape(), seen["key"] = in[1].shape(), seen["value"] = in[2].shape();
+        seen["output"] = out[0].shape();
+      }));
   for (auto [name, l] : {std::pair{"Q", &x.w_q}, {"K", &x.w_k}, {"V", &x.w_v}})
-    hooks.push_back(l->register_forward_hook(
-        [&seen, name](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) { seen[name] = out[0].shape(); }));
+    hooks.push_back(
+        l->register_forward_hook([&seen, name](const nn::Module&, const std::vector<Variable>&,
+                                               std::vector<Variable>& out) { seen[name] = out[0].shape(); }));
   m.decode(b.tgt_in, m.encode(b.src));
   for (auto& h : hooks) h.remove();
   const Tensor w4 = cap.at("dec.multihead_attn").weights;  // (B, H, L + 1, L)
@@ -222,8 +236,8 @@ Evaluation evaluate(Model& m, const Config& c, Generator& g) {
       "  per head: Q_h ({0}, {1}, {4}, {2})  K_h, V_h ({0}, {1}, {7}, {2})\n"
       "  weights = softmax(Q_h K_h^T / sqrt({2})) {11}: one row per output step, one column per source digit\n"
       "  output {12}: the decoder's length again\n",
-      w4.size(0), H, dk, str(seen["query"]), seen["query"][1], str(seen["key"]), str(seen["value"]), seen["key"][1], str(seen["Q"]),
-      str(seen["K"]), str(seen["V"]), str(w4.shape()), str(seen["output"]));
+      w4.size(0), H, dk, str(seen["query"]), seen["query"][1], str(seen["key"]), str(seen["value"]), seen["key"][1],
+      str(seen["Q"]), str(seen["K"]), str(seen["V"]), str(w4.shape()), str(seen["output"]));
   const Tensor w = mean(w4, {1});  // (B, L + 1, L), heads averaged
   double diag = 0;
   for (int64_t t = 0; t < c.length; ++t) diag += mean(w.narrow(1, t, 1).narrow(2, c.length - 1 - t, 1)).item();
@@ -272,7 +286,8 @@ Intervention intervene(const Model& m, const Config& c, Generator& g, int64_t n 
 // OUT/telemetry.json and OUT/explorer.html (viz/explorer.h); returns the page's path.
 std::string save_explorer(const Config& c, const TrainResult& r) {
   viz::write_file(c.out + "/telemetry.json", r.telemetry_json);
-  return viz::write_explorer(c.out + "/explorer.html", "seq2seq_cross_attention: reversing digit strings", r.telemetry_json);
+  return viz::write_explorer(c.out + "/explorer.html", "seq2seq_cross_attention: reversing digit strings",
+                             r.telemetry_json);
 }
 
 }  // namespace seq2seq
@@ -311,23 +326,34 @@ int main(int argc, char** argv) {
       "  decoder input from a, encoder output of b: {:.1f}% of predicted digits are b's reversal, {:.1f}% a's\n"
       "  a's encoder output with position {} taken from b: {:.1f}% of greedy answers are a's reversal with\n"
       "  b's digit at output step {} and nothing else changed\n",
-      100 * iv.swapped_follows_memory, 100 * iv.swapped_follows_input, iv.slot, 100 * iv.slot_exact, c.length - 1 - iv.slot);
-  std::printf("\n%s\n%s\n%s\ncross-attention, heads averaged (rows: output step, cols: source digit)\n%s", summary.c_str(),
-              e.shapes.c_str(), interventions.c_str(), viz::terminal_heatmap(e.example_map, out, src).c_str());
+      100 * iv.swapped_follows_memory, 100 * iv.swapped_follows_input, iv.slot, 100 * iv.slot_exact,
+      c.length - 1 - iv.slot);
+  std::printf("\n%s\n%s\n%s\ncross-attention, heads averaged (rows: output step, cols: source digit)\n%s",
+              summary.c_str(), e.shapes.c_str(), interventions.c_str(),
+              viz::terminal_heatmap(e.example_map, out, src).c_str());
 
-  viz::Report rep(c.out, "seq2seq_cross_attention: reversing digit strings",
-                  "Queries from the decoder, keys and values from the encoder: the cross-attention map shows which source "
-                  "digit each output step reads.");
+  viz::Report rep(
+      c.out, "seq2seq_cross_attention: reversing digit strings",
+      "Queries from the decoder, keys and values from the encoder: the cross-attention map shows which source "
+      "digit each output step reads.");
   rep.add_note(summary, true);
   rep.add_note(e.shapes, true);
-  rep.add_svg("cross_attention.svg",
-              viz::heatmap_svg(e.example_map, {.title = "Decoder cross-attention (heads averaged)", .row_labels = out,
-                                               .col_labels = src, .row_title = "output step", .col_title = "source digit"}),
-              fmt::format("{} output steps (rows, the decoder's queries) against {} source digits (columns, the encoder's keys): "
-                          "each digit attends to the mirrored source position, the anti-diagonal of reversal. The </s> row has "
-                          "no digit to read.", c.length + 1, c.length));
+  rep.add_svg(
+      "cross_attention.svg",
+      viz::heatmap_svg(e.example_map, {.title = "Decoder cross-attention (heads averaged)",
+                                       .row_labels = out,
+                                       .col_labels = src,
+                                       .row_title = "output step",
+                                       .col_title = "source digit"}),
+      fmt::format(
+          "{} output steps (rows, the decoder's queries) against {} source digits (columns, the encoder's keys): "
+          "each digit attends to the mirrored source position, the anti-diagonal of reversal. The </s> row has "
+          "no digit to read.",
+          c.length + 1, c.length));
   rep.add_note(interventions, true);
-  rep.add_svg("loss.svg", viz::line_chart_svg({viz::Series::over_steps("train loss", tr.losses)}, "Training loss", "step", "cross-entropy", true),
+  rep.add_svg("loss.svg",
+              viz::line_chart_svg({viz::Series::over_steps("train loss", tr.losses)}, "Training loss", "step",
+                                  "cross-entropy", true),
               "Teacher-forced training loss.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   std::printf("explorer: %s\n", save_explorer(c, tr).c_str());

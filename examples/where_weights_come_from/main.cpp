@@ -27,20 +27,21 @@ namespace where_weights {
 using namespace mg;
 
 struct Config {
-  int64_t vocab = 8;     // tokens 0..vocab-1
-  int64_t seq_len = 8;   // tokens per sequence
-  int64_t dim = 16;      // embedding width = attention width
-  int64_t batch = 64;    // sequences per step
-  int steps = 400;       // AdamW steps per model
-  double lr = 1e-2;      // AdamW learning rate
-  uint64_t seed = 0;     // same seed, same run
+  int64_t vocab = 8;    // tokens 0..vocab-1
+  int64_t seq_len = 8;  // tokens per sequence
+  int64_t dim = 16;     // embedding width = attention width
+  int64_t batch = 64;   // sequences per step
+  int steps = 400;      // AdamW steps per model
+  double lr = 1e-2;     // AdamW learning rate
+  uint64_t seed = 0;    // same seed, same run
   std::string out = "runs/where_weights_come_from";
 };
 
 enum class Variant { Learned, Identity, FrozenRandom };
 const char* variant_name(Variant v) {
-  return v == Variant::Learned ? "learned W_Q, W_K, W_V" : v == Variant::Identity ? "fixed identity (Q = K = V = X)"
-                                                                                    : "frozen random W_Q, W_K, W_V";
+  return v == Variant::Learned    ? "learned W_Q, W_K, W_V"
+         : v == Variant::Identity ? "fixed identity (Q = K = V = X)"
+                                  : "frozen random W_Q, W_K, W_V";
 }
 
 // ids (B, T) -> logits (B, T, vocab)
@@ -52,7 +53,10 @@ struct Model : nn::Callable<Model> {
   // fused = false: the composed attention path (matmul, softmax, matmul), so the recorded graph
   // shows every step and W_Q, W_K, W_V as three separate leaves.
   Model(const Config& c, Generator& g)
-      : tok(c.vocab, c.dim, {}, g), pos(c.seq_len, c.dim, {}, g), attn(c.dim, 1, {.fused = false}, g), readout(c.dim, c.vocab, {}, g) {
+      : tok(c.vocab, c.dim, {}, g),
+        pos(c.seq_len, c.dim, {}, g),
+        attn(c.dim, 1, {.fused = false}, g),
+        readout(c.dim, c.vocab, {}, g) {
     register_module("tok", tok);
     register_module("pos", pos);
     register_module("attn", attn);
@@ -107,7 +111,8 @@ struct RunResult {
 
 RunResult train(Model& m, const Config& c, Variant v, Generator& g) {
   RunResult r;
-  r.w_q0 = m.attn.w_q.weight.data().clone(), r.w_k0 = m.attn.w_k.weight.data().clone(), r.w_v0 = m.attn.w_v.weight.data().clone();
+  r.w_q0 = m.attn.w_q.weight.data().clone(), r.w_k0 = m.attn.w_k.weight.data().clone(),
+  r.w_v0 = m.attn.w_v.weight.data().clone();
   if (v != Variant::Learned) freeze_qkv(m, v);
   std::vector<Variable> trainable;
   for (auto& p : m.parameters())
@@ -155,7 +160,13 @@ ContextResult static_vs_contextual(const Model& m, const Config& c) {
   NoGradGuard no_grad;
   std::vector<int64_t> s1(c.seq_len, 1), s2(c.seq_len, 1);
   s1[0] = 0, s2[0] = c.vocab - 1, s1[4] = s2[4] = 3;
-  Tensor ids = from_vector<int64_t>([&] { auto v = s1; v.insert(v.end(), s2.begin(), s2.end()); return v; }(), {2, c.seq_len});
+  Tensor ids = from_vector<int64_t>(
+      [&] {
+        auto v = s1;
+        v.insert(v.end(), s2.begin(), s2.end());
+        return v;
+      }(),
+      {2, c.seq_len});
   Tensor e = m.tok(ids).data(), h = m.contextual(ids).data();
   auto at = [&](const Tensor& t, int64_t b) { return t.narrow(0, b, 1).narrow(1, 4, 1).reshape({-1}); };
   return {cosine(at(e, 0), at(e, 1)), cosine(at(h, 0), at(h, 1))};
@@ -178,8 +189,9 @@ Tensor paired_ids(const Config& c, Generator& g, int64_t n) {
   for (int64_t b = 0; b < n; ++b) {
     const int64_t pair = static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(c.vocab / 2));
     for (int64_t t = 0; t < c.seq_len; ++t)
-      p[b * c.seq_len + t] = g.next_double() < 0.9 ? 2 * pair + static_cast<int64_t>(g.next_u64() % 2)
-                                               : static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(c.vocab));
+      p[b * c.seq_len + t] = g.next_double() < 0.9
+                                 ? 2 * pair + static_cast<int64_t>(g.next_u64() % 2)
+                                 : static_cast<int64_t>(g.next_u64() % static_cast<uint64_t>(c.vocab));
   }
   return ids;
 }
@@ -215,7 +227,8 @@ CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps,
     const Tensor ids = paired_ids(c, g, c.batch);
     Variable loss;
     if (objective == Objective::FirstToken) {
-      loss = cross_entropy(reshape(m(ids), {-1, c.vocab}), ids.narrow(1, 0, 1).expand({c.batch, c.seq_len}).contiguous().reshape({-1}));
+      loss = cross_entropy(reshape(m(ids), {-1, c.vocab}),
+                           ids.narrow(1, 0, 1).expand({c.batch, c.seq_len}).contiguous().reshape({-1}));
     } else {
       Variable logits = narrow(m(ids), 1, 0, c.seq_len - 1);  // position t predicts t + 1
       loss = cross_entropy(reshape(logits, {-1, c.vocab}), ids.narrow(1, 1, c.seq_len - 1).contiguous().reshape({-1}));
@@ -234,20 +247,30 @@ CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps,
 void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config& c, Generator& g) {
   // Before, after and the change, the first two on one shared colour scale so that colours compare.
   auto heat = [&](const Tensor& t, const std::string& title, double range) {
-    return viz::heatmap_svg(t, {.title = title, .row_title = "output feature", .col_title = "input feature",
-                                .diverging = true, .vmin = -range, .vmax = range, .annotate = 0, .cell = 18});
+    return viz::heatmap_svg(t, {.title = title,
+                                .row_title = "output feature",
+                                .col_title = "input feature",
+                                .diverging = true,
+                                .vmin = -range,
+                                .vmax = range,
+                                .annotate = 0,
+                                .cell = 18});
   };
   auto absmax = [](const Tensor& t) { return max(abs(t)).item(); };
-  for (auto [name, w0, l] : {std::tuple{"W_Q", r.w_q0, &m.attn.w_q}, {"W_K", r.w_k0, &m.attn.w_k}, {"W_V", r.w_v0, &m.attn.w_v}}) {
+  for (auto [name, w0, l] :
+       {std::tuple{"W_Q", r.w_q0, &m.attn.w_q}, {"W_K", r.w_k0, &m.attn.w_k}, {"W_V", r.w_v0, &m.attn.w_v}}) {
     const Tensor w1 = l->weight.data(), dw = w1 - w0;
     const double range = std::max(absmax(w0), absmax(w1));
-    rep.add_svg(fmt::format("{}_init.svg", name), heat(w0, fmt::format("{} at initialisation", name), range),
-                fmt::format("{} before training: Xavier-uniform random numbers (colour scale shared with the next picture).", name));
+    rep.add_svg(
+        fmt::format("{}_init.svg", name), heat(w0, fmt::format("{} at initialisation", name), range),
+        fmt::format("{} before training: Xavier-uniform random numbers (colour scale shared with the next picture).",
+                    name));
     rep.add_svg(fmt::format("{}_trained.svg", name), heat(w1, fmt::format("{} after training", name), range),
                 fmt::format("{} after {} AdamW steps: the same matrix, moved by its gradients.", name, c.steps));
-    rep.add_svg(fmt::format("{}_change.svg", name), heat(dw, fmt::format("{}: after minus before", name), absmax(dw)),
-                fmt::format("What training changed in {} (largest change {:.2f}; the largest initial entry was {:.2f}).", name,
-                            absmax(dw), absmax(w0)));
+    rep.add_svg(
+        fmt::format("{}_change.svg", name), heat(dw, fmt::format("{}: after minus before", name), absmax(dw)),
+        fmt::format("What training changed in {} (largest change {:.2f}; the largest initial entry was {:.2f}).", name,
+                    absmax(dw), absmax(w0)));
   }
   // The QK circuit: what the scores are made of. x = tok[i] + pos[p], so a score is a sum of
   // token-token, token-position, position-token and position-position terms (and bias terms);
@@ -268,30 +291,44 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
     for (int64_t i = 0; i < tt.numel(); ++i)
       if (tt.data<float>()[i] < tt.data<float>()[low_col]) low_col = i;
     low_col %= c.vocab;
-    rep.add_svg("qk_positions.svg",
-                viz::heatmap_svg(pp, {.title = "QK circuit, positions: P W_Q^T W_K P^T / sqrt(d)", .row_labels = poss, .col_labels = poss,
-                                      .row_title = "query position", .col_title = "key position", .diverging = true}),
-                "The learned QK circuit over positions: every query position scores key position 0 highest, "
-                "which is where the answer (the first token) is. This is what W_Q and W_K learned, read through the embeddings.");
-    rep.add_svg("qk_tokens.svg",
-                viz::heatmap_svg(tt, {.title = "QK circuit, tokens: E W_Q^T W_K E^T / sqrt(d)", .row_labels = toks, .col_labels = toks,
-                                      .row_title = "query token", .col_title = "key token", .diverging = true}),
-                fmt::format("The same product over the token embeddings: what the token identities alone add to a score. It is one "
-                "of four terms (with position-position and the two token-position cross terms, plus biases), so no one "
-                "picture is the whole score: key token {0}'s negative column does not stop a query from finding a "
-                "first token {0}, because the cross terms make up for it (test accuracy {1:.1f}%).", low_col, 100 * r.test_accuracy));
+    rep.add_svg(
+        "qk_positions.svg",
+        viz::heatmap_svg(pp, {.title = "QK circuit, positions: P W_Q^T W_K P^T / sqrt(d)",
+                              .row_labels = poss,
+                              .col_labels = poss,
+                              .row_title = "query position",
+                              .col_title = "key position",
+                              .diverging = true}),
+        "The learned QK circuit over positions: every query position scores key position 0 highest, "
+        "which is where the answer (the first token) is. This is what W_Q and W_K learned, read through the embeddings.");
+    rep.add_svg(
+        "qk_tokens.svg",
+        viz::heatmap_svg(tt, {.title = "QK circuit, tokens: E W_Q^T W_K E^T / sqrt(d)",
+                              .row_labels = toks,
+                              .col_labels = toks,
+                              .row_title = "query token",
+                              .col_title = "key token",
+                              .diverging = true}),
+        fmt::format(
+            "The same product over the token embeddings: what the token identities alone add to a score. It is one "
+            "of four terms (with position-position and the two token-position cross terms, plus biases), so no one "
+            "picture is the whole score: key token {0}'s negative column does not stop a query from finding a "
+            "first token {0}, because the cross terms make up for it (test accuracy {1:.1f}%).",
+            low_col, 100 * r.test_accuracy));
   }
   rep.add_text("graph.dot", r.graph_dot,
                "The recorded graph of the first loss (Graphviz DOT), after its backward: the embeddings and "
                "attn.w_q/w_k/w_v/w_o.weight are leaves (blue boxes), each with the norm of the gradient it received.");
   if (std::system("command -v dot > /dev/null 2>&1") == 0 &&
       std::system(("dot -Tsvg " + rep.path("graph.dot") + " -o " + rep.path("graph.svg")).c_str()) == 0)
-    rep.add_image("graph.svg", "The same graph rendered by Graphviz: follow any parameter box up to the loss. W_Q, W_K and W_V "
-                               "enter as three separate leaves, each through its own linear op, then matmul, softmax, matmul.");
+    rep.add_image("graph.svg",
+                  "The same graph rendered by Graphviz: follow any parameter box up to the loss. W_Q, W_K and W_V "
+                  "enter as three separate leaves, each through its own linear op, then matmul, softmax, matmul.");
   std::string table = "Gradient norms after the first backward pass: one backward reaches every weight.\n";
   for (auto& [name, n] : r.first_grad_norms) table += fmt::format("  {:<22} {:.3e}\n", name, n);
-  table += "(attn.w_k.bias gets ~0, and always will: a key bias adds the same q.b_k to every score of a\n"
-           " query's row, and softmax ignores a constant added to a row.)\n";
+  table +=
+      "(attn.w_k.bias gets ~0, and always will: a key bias adds the same q.b_k to every score of a\n"
+      " query's row, and softmax ignores a constant added to a row.)\n";
   std::printf("\n%s", table.c_str());
   rep.add_note(table, true);
   const double diff = embedding_vs_onehot(m, c, g);
@@ -306,31 +343,38 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
   rep.add_note(facts, true);
   inspect::AttentionCapture cap(m);
   m(make_batch(c, g, 1).ids);
-  rep.add_svg("attention.svg",
-              viz::heatmap_svg(cap.at("attn").weights.reshape({c.seq_len, c.seq_len}),
-                               {.title = "Learned attention on one sequence", .row_title = "query position", .col_title = "key position"}),
-              "Every query has learned to look at position 0, where the answer is.");
+  rep.add_svg(
+      "attention.svg",
+      viz::heatmap_svg(
+          cap.at("attn").weights.reshape({c.seq_len, c.seq_len}),
+          {.title = "Learned attention on one sequence", .row_title = "query position", .col_title = "key position"}),
+      "Every query has learned to look at position 0, where the answer is.");
 }
 
 // The three variants side by side: final and test loss, test accuracy, loss curves.
 void report_ablation(viz::Report& rep, const std::vector<RunResult>& results, const Config& c) {
-  std::string table = fmt::format("{:<32} {:>12} {:>12} {:>10}\n", "W_Q, W_K, W_V", "final loss", "test loss", "test acc");
+  std::string table =
+      fmt::format("{:<32} {:>12} {:>12} {:>10}\n", "W_Q, W_K, W_V", "final loss", "test loss", "test acc");
   std::vector<viz::Series> series;
   int k = 0;
   for (Variant v : {Variant::Learned, Variant::Identity, Variant::FrozenRandom}) {
     const RunResult& r = results[k++];
-    table += fmt::format("{:<32} {:>12.4f} {:>12.4f} {:>9.1f}%\n", variant_name(v), r.final_loss, r.test_loss, 100 * r.test_accuracy);
+    table += fmt::format("{:<32} {:>12.4f} {:>12.4f} {:>9.1f}%\n", variant_name(v), r.final_loss, r.test_loss,
+                         100 * r.test_accuracy);
     series.push_back(viz::Series::over_steps(variant_name(v), r.losses));
   }
   std::printf("\nAblation (same data, same initial weights, %d steps each):\n%s", c.steps, table.c_str());
-  rep.add_note("Ablation: the same model trained with learned, identity, and frozen random W_Q/W_K/W_V. With Q = K = V = X "
-               "the score of query i on key j is x_i . x_j, the same as j's on i: the scores are symmetric, so the "
-               "embeddings alone must make position 0 attractive to every query while still saying which token sits "
-               "where. (A query's best key need not be itself: x_i . x_j can exceed x_i . x_i.) Frozen "
-               "random matrices are a fixed, invertible change of basis: the embeddings and W_O, still learned, can adapt "
-               "around them. Learned projections give the model the most freedom.", false);
+  rep.add_note(
+      "Ablation: the same model trained with learned, identity, and frozen random W_Q/W_K/W_V. With Q = K = V = X "
+      "the score of query i on key j is x_i . x_j, the same as j's on i: the scores are symmetric, so the "
+      "embeddings alone must make position 0 attractive to every query while still saying which token sits "
+      "where. (A query's best key need not be itself: x_i . x_j can exceed x_i . x_i.) Frozen "
+      "random matrices are a fixed, invertible change of basis: the embeddings and W_O, still learned, can adapt "
+      "around them. Learned projections give the model the most freedom.",
+      false);
   rep.add_note(table, true);
-  rep.add_svg("ablation_loss.svg", viz::line_chart_svg(series, "Training loss by variant", "step", "cross-entropy", true),
+  rep.add_svg("ablation_loss.svg",
+              viz::line_chart_svg(series, "Training loss by variant", "step", "cross-entropy", true),
               "Loss curves of the three variants.");
 }
 
@@ -347,11 +391,14 @@ void report_cooccurrence(viz::Report& rep, const Config& c) {
                                                       : "predict the next token (0 and 1 predict alike)",
                            wd, r.before, r.after);
     }
-  table += "Co-occurring is not enough: a pair's embeddings become alike only when the objective gains from it,\n"
-           "and clearly so once weight decay removes the random parts that no objective uses.\n";
+  table +=
+      "Co-occurring is not enough: a pair's embeddings become alike only when the objective gains from it,\n"
+      "and clearly so once weight decay removes the random parts that no objective uses.\n";
   std::printf("\n%s", table.c_str());
-  rep.add_note("Do tokens that co-occur get similar embeddings? Nothing in self-attention makes them so; the objective "
-               "decides. The same co-occurrence data trains four models:", false);
+  rep.add_note(
+      "Do tokens that co-occur get similar embeddings? Nothing in self-attention makes them so; the objective "
+      "decides. The same co-occurrence data trains four models:",
+      false);
   rep.add_note(table, true);
 }
 

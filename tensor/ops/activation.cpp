@@ -12,8 +12,8 @@ namespace {
 using detail::backward_map;
 using detail::unary_float;
 
-constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2/pi), GELU's tanh form
-constexpr double kGeluCubic = 0.044715;              // the x^3 coefficient of the tanh form
+constexpr double kSqrt2OverPi = 0.7978845608028654;    // sqrt(2/pi), GELU's tanh form
+constexpr double kGeluCubic = 0.044715;                // the x^3 coefficient of the tanh form
 constexpr double kInvSqrt2 = std::numbers::sqrt2 / 2;  // 1/sqrt(2): Phi(x) = (1 + erf(x/sqrt 2)) / 2
 constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // 1/sqrt(2 pi): phi(0)
 
@@ -111,7 +111,8 @@ Tensor leaky_relu(const Tensor& x, double slope) {
 // dx = dy for x > 0, slope dy otherwise
 Tensor leaky_relu_backward(const Tensor& dy, const Tensor& x, double slope) {
   check_finite(slope, "negative_slope", "leaky_relu_backward");
-  return backward_map(dy, x, "leaky_relu_backward", [slope](auto g, auto v) { return v > 0 ? g : g * decltype(v)(slope); });
+  return backward_map(dy, x, "leaky_relu_backward",
+                      [slope](auto g, auto v) { return v > 0 ? g : g * decltype(v)(slope); });
 }
 
 // y = x for x > 0, alpha (e^x - 1) otherwise

@@ -46,11 +46,16 @@ struct Heads {
     sb = t.strides()[0], sh = t.strides()[1], ld = t.strides()[2];
     if (T <= 1 || d == 1) ld = std::max(ld, d);  // a single row (or column) is read the same with any ld >= d
   }
-  template <class T> T* at(int64_t bh) const { return t.data<T>() + (bh / H) * sb + (bh % H) * sh; }
+  template <class T>
+  T* at(int64_t bh) const {
+    return t.data<T>() + (bh / H) * sb + (bh % H) * sh;
+  }
 };
 
 // An uninitialised (B, H, T, d) tensor laid out as (B, T, H, d).
-Tensor empty_heads(int64_t B, int64_t H, int64_t T, int64_t d, DType dt) { return empty({B, T, H, d}, dt).transpose(1, 2); }
+Tensor empty_heads(int64_t B, int64_t H, int64_t T, int64_t d, DType dt) {
+  return empty({B, T, H, d}, dt).transpose(1, 2);
+}
 
 // The first n values of buf as the operand type In: buf itself, or rounded to bfloat16 into `round`.
 template <class T, class In>
@@ -97,8 +102,8 @@ T softmax_row(T* s, int64_t lim, int64_t kend) {
 // T is the type of the sums, S, P, O and lse; In the operands': T itself, or bfloat16 under autocast,
 // when P is rounded to bfloat16 (into Pb) before it multiplies V.
 template <class T, class In = T>
-void forward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, T* lse, int64_t bh, bool causal, T scale,
-                  std::vector<T>& S, std::vector<In>& Pb) {
+void forward_head(const Heads& q, const Heads& k, const Heads& v, const Heads& o, T* lse, int64_t bh, bool causal,
+                  T scale, std::vector<T>& S, std::vector<In>& Pb) {
   const int64_t Tq = q.T, Tk = k.T, d = q.d;
   thread_local std::vector<In> qbuf, kbuf, vbuf;
   int64_t qld = q.ld, kld = k.ld, vld = v.ld;
@@ -129,7 +134,11 @@ struct BackwardScratch {
   std::vector<T> P, dP, D;
   std::vector<In> Pb, dSb;
   BackwardScratch(int64_t Tq, int64_t Tk)
-      : P(kBlock * std::max<int64_t>(Tk, 1)), dP(P.size()), D(Tq), Pb(std::is_same_v<T, In> ? 0 : P.size()), dSb(Pb.size()) {}
+      : P(kBlock * std::max<int64_t>(Tk, 1)),
+        dP(P.size()),
+        D(Tq),
+        Pb(std::is_same_v<T, In> ? 0 : P.size()),
+        dSb(Pb.size()) {}
 };
 
 // Backward for one (batch, head) bh. With P recomputed from S (as the forward made it) and
@@ -174,9 +183,9 @@ void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, std::string_vi
   MG_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, ShapeError,
            "{}: expected q, k, v of shape (batch, heads, seq, head_dim), got {}, {}, {}", op, shape_str(q.shape()),
            shape_str(k.shape()), shape_str(v.shape()));
-  MG_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3), ShapeError,
-           "{}: q {}, k {} and v {} must share batch, heads and head_dim, and k and v their shape", op, shape_str(q.shape()),
-           shape_str(k.shape()), shape_str(v.shape()));
+  MG_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
+           ShapeError, "{}: q {}, k {} and v {} must share batch, heads and head_dim, and k and v their shape", op,
+           shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
   MG_CHECK(q.dtype() == k.dtype() && k.dtype() == v.dtype(), DTypeError, "{}: dtype mismatch, q {}, k {}, v {}", op,
            dtype_name(q.dtype()), dtype_name(k.dtype()), dtype_name(v.dtype()));
   MG_CHECK((k.size(2) > 0 || q.size(2) == 0) && q.size(3) > 0, ShapeError,
@@ -186,7 +195,8 @@ void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, std::string_vi
 
 // The backward's inputs must be what the forward of these q (its shape `qshape`) made: dout and
 // fwd.out of q's shape, fwd.lse (B, H, Tq), all of q's dtype.
-void check_backward(const Tensor& dout, const Shape& qshape, DType dt, const AttentionForward& fwd, std::string_view op) {
+void check_backward(const Tensor& dout, const Shape& qshape, DType dt, const AttentionForward& fwd,
+                    std::string_view op) {
   MG_CHECK(dout.defined() && fwd.out.defined() && fwd.lse.defined(), StateError, "{}: an operand is undefined", op);
   const Shape lse_shape(qshape.begin(), qshape.end() - 1);
   MG_CHECK(dout.shape() == qshape && fwd.out.shape() == qshape && fwd.lse.shape() == lse_shape, ShapeError,
@@ -226,7 +236,8 @@ AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, 
     parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
       std::vector<T> S(kBlock * std::max<int64_t>(Tk, 1));
       std::vector<In> Pb(std::is_same_v<T, In> ? 0 : S.size());
-      for (int64_t bh = b0; bh < b1; ++bh) forward_head<T, In>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S, Pb);
+      for (int64_t bh = b0; bh < b1; ++bh)
+        forward_head<T, In>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S, Pb);
     });
   });
   return {out, lse};
@@ -253,7 +264,8 @@ AttentionForward attention_forward(const Tensor& q0, const Tensor& k0, const Ten
   const char* op = "scaled_dot_product_attention";
   if (!q0.defined() || !k0.defined() || !v0.defined()) check_qkv(q0, k0, v0, op);  // the StateError
   const bool bf16 = any_bf16({q0, k0, v0});
-  const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0, v = bf16 ? bf16_operand(v0, op) : v0;
+  const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0,
+               v = bf16 ? bf16_operand(v0, op) : v0;
   check_qkv(q, k, v, op);
   return forward_all(Heads(q), Heads(k), Heads(v), is_causal);
 }
@@ -264,7 +276,8 @@ std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q0, c
   const char* op = "scaled_dot_product_attention backward";
   if (!q0.defined() || !k0.defined() || !v0.defined()) check_qkv(q0, k0, v0, op);  // the StateError
   const bool bf16 = any_bf16({q0, k0, v0});
-  const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0, v = bf16 ? bf16_operand(v0, op) : v0;
+  const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0,
+               v = bf16 ? bf16_operand(v0, op) : v0;
   check_qkv(q, k, v, op);
   check_backward(dout, q.shape(), bf16 ? DType::Float32 : q.dtype(), fwd, op);
   const Heads hq(q), hk(k), hv(v);
@@ -282,10 +295,11 @@ Heads qkv_heads(const Tensor& qkv, int64_t num_heads, int64_t i) {
 }
 void check_qkv_projection(const Tensor& qkv, int64_t num_heads) {
   MG_CHECK(qkv.defined(), StateError, "self_attention_qkv: the input is undefined");
-  MG_CHECK(num_heads > 0 && qkv.dim() == 3 && qkv.size(2) > 0 && qkv.size(2) % 3 == 0 &&
-               (qkv.size(2) / 3) % num_heads == 0,
-           ShapeError, "self_attention_qkv: expected (batch, seq, 3 * embed_dim) with embed_dim divisible by {} heads, got {}",
-           num_heads, shape_str(qkv.shape()));
+  MG_CHECK(
+      num_heads > 0 && qkv.dim() == 3 && qkv.size(2) > 0 && qkv.size(2) % 3 == 0 && (qkv.size(2) / 3) % num_heads == 0,
+      ShapeError,
+      "self_attention_qkv: expected (batch, seq, 3 * embed_dim) with embed_dim divisible by {} heads, got {}",
+      num_heads, shape_str(qkv.shape()));
 }
 }  // namespace
 
@@ -294,7 +308,8 @@ AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bo
   check_qkv_projection(qkv0, num_heads);
   const bool bf16 = qkv0.dtype() == DType::BFloat16;
   const Tensor qkv = bf16 ? bf16_operand(qkv0, "self_attention_qkv").contiguous() : qkv0.contiguous();
-  return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), is_causal);
+  return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2),
+                     is_causal);
 }
 
 // dout (B, H, T, E/H) -> dqkv (B, T, 3E)

@@ -46,28 +46,29 @@ constexpr blas::Engine kEngine = blas::Engine::OneDNN;
 
 struct Geometry {
   int64_t N, C, H, W, O, Cg, Og, kh, kw, Ho, Wo, K, HoWo;
-  int64_t Hp, Wp;  // the padded image's height and width
-  int64_t nb;      // images per block (a function of the shapes only)
-  bool direct;     // one image per block, 1x1 kernel, stride 1, no padding: cols is the image itself
-  bool pads;       // some padding is nonzero
+  int64_t Hp, Wp;   // the padded image's height and width
+  int64_t nb;       // images per block (a function of the shapes only)
+  bool direct;      // one image per block, 1x1 kernel, stride 1, no padding: cols is the image itself
+  bool pads;        // some padding is nonzero
   bool via_padded;  // im2col/col2im go through a zero-padded copy of the image (see im2col)
 };
 
 Geometry check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dArgs& a, std::string_view op) {
   MG_CHECK(x.defined() && w.defined(), StateError, "{}: an operand is undefined", op);
   MG_CHECK(x.dim() == 4, ShapeError, "{}: expected input (N, C, H, W), got shape {}", op, shape_str(x.shape()));
-  MG_CHECK(w.dim() == 4, ShapeError, "{}: expected weight (out_channels, in_channels / groups, kH, kW), got shape {}", op,
-           shape_str(w.shape()));
-  MG_CHECK(is_floating(x.dtype()) && x.dtype() == w.dtype() && (!bias.defined() || bias.dtype() == x.dtype()), DTypeError,
-           "{}: input {}, weight {}{} must be one floating dtype", op, dtype_name(x.dtype()), dtype_name(w.dtype()),
-           bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
+  MG_CHECK(w.dim() == 4, ShapeError, "{}: expected weight (out_channels, in_channels / groups, kH, kW), got shape {}",
+           op, shape_str(w.shape()));
+  MG_CHECK(is_floating(x.dtype()) && x.dtype() == w.dtype() && (!bias.defined() || bias.dtype() == x.dtype()),
+           DTypeError, "{}: input {}, weight {}{} must be one floating dtype", op, dtype_name(x.dtype()),
+           dtype_name(w.dtype()), bias.defined() ? fmt::format(" and bias {}", dtype_name(bias.dtype())) : "");
   MG_CHECK(a.groups >= 1, ValueError, "{}: groups must be >= 1, got {}", op, a.groups);
-  MG_CHECK(a.stride_h >= 1 && a.stride_w >= 1, ValueError, "{}: stride must be >= 1, got ({}, {})", op, a.stride_h, a.stride_w);
-  MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op, a.dilation_h,
-           a.dilation_w);
+  MG_CHECK(a.stride_h >= 1 && a.stride_w >= 1, ValueError, "{}: stride must be >= 1, got ({}, {})", op, a.stride_h,
+           a.stride_w);
+  MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op,
+           a.dilation_h, a.dilation_w);
   MG_CHECK(a.pad_top >= 0 && a.pad_bottom >= 0 && a.pad_left >= 0 && a.pad_right >= 0, ValueError,
-           "{}: padding must be >= 0, got top {}, bottom {}, left {}, right {}", op, a.pad_top, a.pad_bottom, a.pad_left,
-           a.pad_right);
+           "{}: padding must be >= 0, got top {}, bottom {}, left {}, right {}", op, a.pad_top, a.pad_bottom,
+           a.pad_left, a.pad_right);
   Geometry g{};
   g.N = x.size(0), g.C = x.size(1), g.H = x.size(2), g.W = x.size(3);
   g.O = w.size(0), g.Cg = w.size(1), g.kh = w.size(2), g.kw = w.size(3);
@@ -75,9 +76,10 @@ Geometry check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
   MG_CHECK(g.C == checked_mul(g.Cg, a.groups, op), ShapeError,
            "{}: input has {} channels but weight {} with groups={} expects {}", op, g.C, shape_str(w.shape()), a.groups,
            g.Cg * a.groups);
-  MG_CHECK(g.kh >= 1 && g.kw >= 1, ShapeError, "{}: the kernel size must be >= 1, got weight {}", op, shape_str(w.shape()));
-  MG_CHECK(!bias.defined() || bias.shape() == Shape{g.O}, ShapeError, "{}: bias has shape {} but weight {} needs ({},)", op,
-           shape_str(bias.shape()), shape_str(w.shape()), g.O);
+  MG_CHECK(g.kh >= 1 && g.kw >= 1, ShapeError, "{}: the kernel size must be >= 1, got weight {}", op,
+           shape_str(w.shape()));
+  MG_CHECK(!bias.defined() || bias.shape() == Shape{g.O}, ShapeError, "{}: bias has shape {} but weight {} needs ({},)",
+           op, shape_str(bias.shape()), shape_str(w.shape()), g.O);
   g.Og = g.O / a.groups;
   g.Ho = conv_output_size(g.H, g.kh, a.stride_h, a.pad_top, a.pad_bottom, a.dilation_h, op);
   g.Wo = conv_output_size(g.W, g.kw, a.stride_w, a.pad_left, a.pad_right, a.dilation_w, op);
@@ -95,7 +97,7 @@ Geometry check_conv(const Tensor& x, const Tensor& w, const Tensor& bias, const 
 
 // Output columns j whose input column j sw - pl + q dw falls inside [0, W): [lo, hi).
 inline std::pair<int64_t, int64_t> valid_columns(const Geometry& g, const Conv2dArgs& a, int64_t q) {
-  const int64_t off = q * a.dilation_w - a.pad_left;  // input column of output column 0
+  const int64_t off = q * a.dilation_w - a.pad_left;                               // input column of output column 0
   const int64_t lo = off >= 0 ? 0 : -off / a.stride_w + (-off % a.stride_w != 0);  // ceil(-off / sw), without overflow
   const int64_t hi = off >= g.W ? 0 : std::min(g.Wo, (g.W - 1 - off) / a.stride_w + 1);
   return {std::min(lo, g.Wo), std::max(hi, std::min(lo, g.Wo))};
@@ -138,7 +140,8 @@ void im2col(const T* img, const Geometry& g, const Conv2dArgs& a, T* cols, int64
           std::copy_n(img + (c * g.H + h) * g.W, g.W, pad + (c * g.Hp + h + a.pad_top) * g.Wp + a.pad_left);
       xp = pad;
     }
-    const int64_t in_step = g.Ho > 1 ? a.stride_h * g.Wp : 0;  // from one output row's input to the next's (< Hp Wp when used)
+    const int64_t in_step =
+        g.Ho > 1 ? a.stride_h * g.Wp : 0;  // from one output row's input to the next's (< Hp Wp when used)
     for (int64_t c = 0; c < g.Cg; ++c)
       for (int64_t p = 0; p < g.kh; ++p)
         for (int64_t q = 0; q < g.kw; ++q) {
@@ -231,20 +234,21 @@ int64_t pad_size(const Geometry& g) { return g.via_padded && g.pads ? g.Cg * g.H
 // cols (K, nb Ho Wo) of images n0 .. n0 + nb - 1 of x (N, C, H, W), group grp: image i's windows
 // are columns [i Ho Wo, (i + 1) Ho Wo).
 template <class T>
-void im2col_block(const T* x, const Geometry& g, const Conv2dArgs& a, int64_t n0, int64_t nb, int64_t grp, T* cols, T* pad) {
+void im2col_block(const T* x, const Geometry& g, const Conv2dArgs& a, int64_t n0, int64_t nb, int64_t grp, T* cols,
+                  T* pad) {
   for (int64_t i = 0; i < nb; ++i)
     im2col(x + ((n0 + i) * g.C + grp * g.Cg) * g.H * g.W, g, a, cols + i * g.HoWo, nb * g.HoWo, pad);
 }
 
 }  // namespace
 
-int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before, int64_t pad_after, int64_t dilation,
-                         std::string_view op) {
+int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before, int64_t pad_after,
+                         int64_t dilation, std::string_view op) {
   const int64_t padded = checked_add(checked_add(in, pad_before, op), pad_after, op);
   const int64_t window = checked_add(checked_mul(dilation, kernel - 1, op), 1, op);
   MG_CHECK(padded >= window, ShapeError,
-           "{}: the window ({} with dilation {}: {} wide) is larger than the padded input ({} + {} + {} = {})", op, kernel,
-           dilation, window, in, pad_before, pad_after, padded);
+           "{}: the window ({} with dilation {}: {} wide) is larger than the padded input ({} + {} + {} = {})", op,
+           kernel, dilation, window, in, pad_before, pad_after, padded);
   return (padded - window) / stride + 1;
 }
 
@@ -272,13 +276,16 @@ Tensor conv2d(const Tensor& x0, const Tensor& w0, const Tensor& bias, const Conv
           const T* B = g.direct ? px + (n0 * g.C + grp * g.Cg) * g.H * g.W : cols.get();  // (K, nb Ho Wo)
           if (nb == 1) {  // one image: y_g = bias, then += W_g @ cols straight into y (BLAS beta = 1)
             T* out = py + (n0 * g.O + grp * g.Og) * g.HoWo;
-            for (int64_t o = 0; o < g.Og; ++o) std::fill(out + o * g.HoWo, out + (o + 1) * g.HoWo, pb ? pb[grp * g.Og + o] : T(0));
+            for (int64_t o = 0; o < g.Og; ++o)
+              std::fill(out + o * g.HoWo, out + (o + 1) * g.HoWo, pb ? pb[grp * g.Og + o] : T(0));
             if (gemm) blas::gemm(false, false, g.Og, g.HoWo, g.K, T(1), wg, g.K, B, g.HoWo, T(1), out, g.HoWo, kEngine);
             continue;
           }
           // prod (Og, nb Ho Wo) = W_g (Og, K) @ cols (K, nb Ho Wo); y[n0 + i, group] = prod[:, image i] + bias
-          if (gemm) blas::gemm(false, false, g.Og, cols_n, g.K, T(1), wg, g.K, B, cols_n, T(0), prod.get(), cols_n, kEngine);
-          else std::fill_n(prod.get(), g.Og * cols_n, T(0));
+          if (gemm)
+            blas::gemm(false, false, g.Og, cols_n, g.K, T(1), wg, g.K, B, cols_n, T(0), prod.get(), cols_n, kEngine);
+          else
+            std::fill_n(prod.get(), g.Og * cols_n, T(0));
           for (int64_t i = 0; i < nb; ++i)
             for (int64_t o = 0; o < g.Og; ++o) {
               const T* src = prod.get() + o * cols_n + i * g.HoWo;
@@ -302,8 +309,9 @@ Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w
                             bool need_dweight, bool need_dbias) {
   const Geometry g = check_conv(x0, w0, Tensor(), a, "conv2d_backward");
   MG_CHECK(dy0.defined(), StateError, "conv2d_backward: dy is undefined");
-  MG_CHECK(dy0.shape() == (Shape{g.N, g.O, g.Ho, g.Wo}), ShapeError, "conv2d_backward: dy has shape {} but the output is {}",
-           shape_str(dy0.shape()), shape_str(Shape{g.N, g.O, g.Ho, g.Wo}));
+  MG_CHECK(dy0.shape() == (Shape{g.N, g.O, g.Ho, g.Wo}), ShapeError,
+           "conv2d_backward: dy has shape {} but the output is {}", shape_str(dy0.shape()),
+           shape_str(Shape{g.N, g.O, g.Ho, g.Wo}));
   MG_CHECK(dy0.dtype() == x0.dtype(), DTypeError, "conv2d_backward: dy is {} and x {}", dtype_name(dy0.dtype()),
            dtype_name(x0.dtype()));
   const Tensor dy = dy0.contiguous(), x = x0.contiguous(), w = w0.contiguous();
@@ -321,7 +329,8 @@ Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w
     const int64_t blocks = (g.N + g.nb - 1) / g.nb;
     // dW and db sum over images: chunk c (per_chunk blocks, a function of the shapes only) sums into
     // its own partial, and the partials are added in chunk order, so the bits do not depend on threads.
-    const int64_t per_chunk = (blocks + kMaxChunks - 1) / kMaxChunks, chunks = per_chunk == 0 ? 0 : (blocks + per_chunk - 1) / per_chunk;
+    const int64_t per_chunk = (blocks + kMaxChunks - 1) / kMaxChunks,
+                  chunks = per_chunk == 0 ? 0 : (blocks + per_chunk - 1) / per_chunk;
     const int64_t wsize = g.O * g.K;
     std::vector<T> dw_part(dw_gemm ? checked_mul(chunks, wsize, "conv2d_backward") : 0);
     std::vector<double> db_part(need_dbias ? checked_mul(chunks, g.O, "conv2d_backward") : 0, 0.0);
@@ -343,18 +352,21 @@ Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w
             if (nb > 1) {
               for (int64_t o = 0; o < g.Og; ++o)
                 for (int64_t i = 0; i < nb; ++i)
-                  std::copy_n(pdy + ((n0 + i) * g.O + grp * g.Og + o) * g.HoWo, g.HoWo, dprod.get() + o * cols_n + i * g.HoWo);
+                  std::copy_n(pdy + ((n0 + i) * g.O + grp * g.Og + o) * g.HoWo, g.HoWo,
+                              dprod.get() + o * cols_n + i * g.HoWo);
               dp = dprod.get();
             }
             if (need_dbias)
-              for (int64_t o = 0; o < g.Og; ++o) db_part[c * g.O + grp * g.Og + o] += fast::sum8_in_double(dp + o * cols_n, cols_n);
+              for (int64_t o = 0; o < g.Og; ++o)
+                db_part[c * g.O + grp * g.Og + o] += fast::sum8_in_double(dp + o * cols_n, cols_n);
             if (dx_gemm) {
               T* img = pdx + (n0 * g.C + grp * g.Cg) * g.H * g.W;
               blas::gemm(true, false, g.K, cols_n, g.Og, T(1), pw + grp * g.Og * g.K, g.K, dp, cols_n, T(0),
                          g.direct ? img : dcols.get(), cols_n, kEngine);
               if (!g.direct)
                 for (int64_t i = 0; i < nb; ++i)
-                  col2im(dcols.get() + i * g.HoWo, g, a, pdx + ((n0 + i) * g.C + grp * g.Cg) * g.H * g.W, cols_n, pad.get());
+                  col2im(dcols.get() + i * g.HoWo, g, a, pdx + ((n0 + i) * g.C + grp * g.Cg) * g.H * g.W, cols_n,
+                         pad.get());
             }
             if (dw_gemm) {
               if (!g.direct) im2col_block(px, g, a, n0, nb, grp, cols.get(), pad.get());

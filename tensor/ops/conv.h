@@ -16,12 +16,13 @@ struct Conv2dArgs {
 
 /// Output size along one dim: floor((in + pad_before + pad_after - dilation (k - 1) - 1) / stride) + 1.
 /// A ShapeError naming `op` when the window does not fit once (or the sum overflows).
-int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before, int64_t pad_after, int64_t dilation,
-                         std::string_view op);
+int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_before, int64_t pad_after,
+                         int64_t dilation, std::string_view op);
 
 /// 2-D convolution (cross-correlation, as PyTorch's):
 ///   x (N, C, H, W), weight (O, C / groups, kH, kW), bias (O) or undefined -> y (N, O, Ho, Wo)
-///   y[n, o, i, j] = bias[o] + sum_{c in o's group, a, b} weight[o, c, a, b] x[n, c, i sh - pt + a dh, j sw - pl + b dw]
+///   y[n, o, i, j] = bias[o] + sum_{c in o's group, a, b} weight[o, c, a, b] x[n, c, i sh - pt + a dh, j sw - pl + b
+///   dw]
 /// (x is zero outside the image).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dArgs& args = {});
 
@@ -33,7 +34,7 @@ struct Conv2dGrads {
 };
 /// conv2d's backward from dy (N, O, Ho, Wo): dx = col2im(W^T dy), dweight = sum_n dy cols^T,
 /// dbias = dy summed over n, i, j.
-Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Conv2dArgs& args, bool need_dx,
-                            bool need_dweight, bool need_dbias);
+Conv2dGrads conv2d_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Conv2dArgs& args,
+                            bool need_dx, bool need_dweight, bool need_dbias);
 
 }  // namespace mg

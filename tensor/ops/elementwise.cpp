@@ -14,17 +14,26 @@ using detail::unary_float;
 
 // x + y, x - y, x * y. int64 arithmetic wraps around on overflow, as PyTorch's does (two's
 // complement), where signed overflow would be undefined behaviour.
-template <class T> T plus(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
-  else return x + y;
+template <class T>
+T plus(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+  else
+    return x + y;
 }
-template <class T> T minus(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
-  else return x - y;
+template <class T>
+T minus(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+  else
+    return x - y;
 }
-template <class T> T times(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
-  else return x * y;
+template <class T>
+T times(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+  else
+    return x * y;
 }
 
 // Arithmetic on float32, float64 and int64 (not bool).
@@ -33,8 +42,11 @@ Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f) 
   check_same_dtype(a, b, op);
   MG_CHECK(a.dtype() != DType::Bool, DTypeError, "{}: arithmetic on bool tensors is not supported", op);
   return visit_all(a.dtype(), op, [&]<class T>() {
-    if constexpr (std::is_same_v<T, bool>) return Tensor();  // refused above
-    else return detail::map_binary<T, T>(a, b, [&](T x, T y) { return static_cast<T>(f(x, y)); }, op);
+    if constexpr (std::is_same_v<T, bool>)
+      return Tensor();  // refused above
+    else
+      return detail::map_binary<T, T>(
+          a, b, [&](T x, T y) { return static_cast<T>(f(x, y)); }, op);
   });
 }
 
@@ -42,23 +54,36 @@ template <class F>
 Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, F f) {
   check_same_dtype(a, b, op);
   return visit_all(a.dtype(), op, [&]<class T>() {
-    return detail::map_binary<bool, T>(a, b, [&](T x, T y) { return f(x, y); }, op);
+    return detail::map_binary<bool, T>(
+        a, b, [&](T x, T y) { return f(x, y); }, op);
   });
 }
 
 }  // namespace
 
-Tensor neg(const Tensor& x) { return unary_float(x, "neg", [](auto v) { return -v; }); }
-Tensor exp(const Tensor& x) { return unary_float(x, "exp", [](auto v) { return fast::exp(v); }); }
-Tensor log(const Tensor& x) { return unary_float(x, "log", [](auto v) { return std::log(v); }); }
-Tensor sqrt(const Tensor& x) { return unary_float(x, "sqrt", [](auto v) { return std::sqrt(v); }); }
-Tensor abs(const Tensor& x) { return unary_float(x, "abs", [](auto v) { return std::abs(v); }); }
+Tensor neg(const Tensor& x) {
+  return unary_float(x, "neg", [](auto v) { return -v; });
+}
+Tensor exp(const Tensor& x) {
+  return unary_float(x, "exp", [](auto v) { return fast::exp(v); });
+}
+Tensor log(const Tensor& x) {
+  return unary_float(x, "log", [](auto v) { return std::log(v); });
+}
+Tensor sqrt(const Tensor& x) {
+  return unary_float(x, "sqrt", [](auto v) { return std::sqrt(v); });
+}
+Tensor abs(const Tensor& x) {
+  return unary_float(x, "abs", [](auto v) { return std::abs(v); });
+}
 Tensor sign(const Tensor& x) {
   return unary_float(x, "sign", [](auto v) { return static_cast<decltype(v)>((v > 0) - (v < 0)); });
 }
 
 // Each unary op that has a backward kernel of its own: the forward, then its derivative.
-Tensor tanh(const Tensor& x) { return unary_float(x, "tanh", [](auto v) { return std::tanh(v); }); }
+Tensor tanh(const Tensor& x) {
+  return unary_float(x, "tanh", [](auto v) { return std::tanh(v); });
+}
 // dx = dy * (1 - y^2), y = tanh x
 Tensor tanh_backward(const Tensor& dy, const Tensor& y) {
   return backward_map(dy, y, "tanh_backward", [](auto g, auto t) { return g * (decltype(t)(1) - t * t); });
@@ -72,10 +97,18 @@ Tensor sigmoid_backward(const Tensor& dy, const Tensor& y) {
   return backward_map(dy, y, "sigmoid_backward", [](auto g, auto s) { return g * s * (decltype(s)(1) - s); });
 }
 
-Tensor sin(const Tensor& x) { return unary_float(x, "sin", [](auto v) { return std::sin(v); }); }
-Tensor cos(const Tensor& x) { return unary_float(x, "cos", [](auto v) { return std::cos(v); }); }
-Tensor log1p(const Tensor& x) { return unary_float(x, "log1p", [](auto v) { return std::log1p(v); }); }
-Tensor expm1(const Tensor& x) { return unary_float(x, "expm1", [](auto v) { return std::expm1(v); }); }
+Tensor sin(const Tensor& x) {
+  return unary_float(x, "sin", [](auto v) { return std::sin(v); });
+}
+Tensor cos(const Tensor& x) {
+  return unary_float(x, "cos", [](auto v) { return std::cos(v); });
+}
+Tensor log1p(const Tensor& x) {
+  return unary_float(x, "log1p", [](auto v) { return std::log1p(v); });
+}
+Tensor expm1(const Tensor& x) {
+  return unary_float(x, "expm1", [](auto v) { return std::expm1(v); });
+}
 
 namespace {
 void check_bounds(std::optional<double> lo, std::optional<double> hi, std::string_view op) {
@@ -110,9 +143,15 @@ Tensor pow(const Tensor& x, double e) {
   return unary_float(x, "pow", [e](auto v) { return static_cast<decltype(v)>(std::pow(v, e)); });
 }
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "add", [](auto x, auto y) { return plus(x, y); }); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "sub", [](auto x, auto y) { return minus(x, y); }); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary_arith(a, b, "mul", [](auto x, auto y) { return times(x, y); }); }
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary_arith(a, b, "add", [](auto x, auto y) { return plus(x, y); });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary_arith(a, b, "sub", [](auto x, auto y) { return minus(x, y); });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary_arith(a, b, "mul", [](auto x, auto y) { return times(x, y); });
+}
 Tensor div(const Tensor& a, const Tensor& b) {
   if (a.defined() && a.dtype() == DType::Int64)
     MG_CHECK(!b.defined() || b.dtype() != DType::Int64, DTypeError,
@@ -127,12 +166,24 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
   return binary_arith(a, b, "minimum", [](auto x, auto y) { return x < y || x != x ? x : y; });
 }
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(a, b, "eq", [](auto x, auto y) { return x == y; }); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(a, b, "ne", [](auto x, auto y) { return x != y; }); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(a, b, "lt", [](auto x, auto y) { return x < y; }); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(a, b, "le", [](auto x, auto y) { return x <= y; }); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(a, b, "gt", [](auto x, auto y) { return x > y; }); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(a, b, "ge", [](auto x, auto y) { return x >= y; }); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "eq", [](auto x, auto y) { return x == y; });
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "ne", [](auto x, auto y) { return x != y; });
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "lt", [](auto x, auto y) { return x < y; });
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "le", [](auto x, auto y) { return x <= y; });
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "gt", [](auto x, auto y) { return x > y; });
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "ge", [](auto x, auto y) { return x >= y; });
+}
 
 Tensor logical_not(const Tensor& mask) {
   mask.check_dtype(DType::Bool, "logical_not");
@@ -181,8 +232,8 @@ Tensor operator*(double a, const Tensor& b) { return b * a; }
 Tensor& add_(Tensor& a, const Tensor& b) {
   check_same_dtype(a, b, "add_");
   const Shape s = broadcast_shapes(a.shape(), b.shape(), "add_");
-  MG_CHECK(s == a.shape(), ShapeError, "add_: shape {} cannot be broadcast to {}",
-           shape_str(b.shape()), shape_str(a.shape()));
+  MG_CHECK(s == a.shape(), ShapeError, "add_: shape {} cannot be broadcast to {}", shape_str(b.shape()),
+           shape_str(a.shape()));
   MG_CHECK(!has_internal_overlap(a), ValueError,
            "add_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?)",
            shape_str(a.shape()), shape_str(a.strides()));
@@ -193,15 +244,15 @@ Tensor& add_(Tensor& a, const Tensor& b) {
     } else {
       T* o = a.data<T>();
       const T* p = from.data<T>();
-      detail::for_each_run<2>(
-          s, {a.strides(), broadcast_strides(from.shape(), from.strides(), s)},
-          [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
-            if (st[0] == 1 && st[1] == 1) {
-              for (int64_t j = 0; j < n; ++j) o[off[0] + j] = plus(o[off[0] + j], p[off[1] + j]);
-            } else {
-              for (int64_t j = 0; j < n; ++j) o[off[0] + j * st[0]] = plus(o[off[0] + j * st[0]], p[off[1] + j * st[1]]);
-            }
-          });
+      detail::for_each_run<2>(s, {a.strides(), broadcast_strides(from.shape(), from.strides(), s)},
+                              [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+                                if (st[0] == 1 && st[1] == 1) {
+                                  for (int64_t j = 0; j < n; ++j) o[off[0] + j] = plus(o[off[0] + j], p[off[1] + j]);
+                                } else {
+                                  for (int64_t j = 0; j < n; ++j)
+                                    o[off[0] + j * st[0]] = plus(o[off[0] + j * st[0]], p[off[1] + j * st[1]]);
+                                }
+                              });
     }
   });
   return a;

@@ -20,8 +20,7 @@ void check_range(const Tensor& index, int64_t size, int64_t dim, std::string_vie
   const int64_t* p = c.data<int64_t>();
   for (int64_t i = 0; i < c.numel(); ++i)
     MG_CHECK(p[i] >= 0 && p[i] < size, IndexError,
-             "{}: index {} is out of range for dim {} of size {} (expected 0 to {})", op, p[i], dim,
-             size, size - 1);
+             "{}: index {} is out of range for dim {} of size {} (expected 0 to {})", op, p[i], dim, size, size - 1);
 }
 
 // x viewed as (outer, n, inner) around `dim`.
@@ -29,8 +28,7 @@ struct Around {
   int64_t outer, n, inner;
 };
 Around around(const Shape& s, int64_t dim) {
-  return {numel_of(Shape(s.begin(), s.begin() + dim)), s[dim],
-          numel_of(Shape(s.begin() + dim + 1, s.end()))};
+  return {numel_of(Shape(s.begin(), s.begin() + dim)), s[dim], numel_of(Shape(s.begin() + dim + 1, s.end()))};
 }
 
 }  // namespace
@@ -38,8 +36,7 @@ Around around(const Shape& s, int64_t dim) {
 Tensor index_select(const Tensor& x0, int64_t dim, const Tensor& index) {
   MG_CHECK(x0.defined(), StateError, "index_select: the input is undefined");
   check_index_tensor(index, "index_select");
-  MG_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 1-D, got shape {}",
-           shape_str(index.shape()));
+  MG_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 1-D, got shape {}", shape_str(index.shape()));
   dim = checked_dim(dim, x0.dim(), "index_select");
   check_range(index, x0.shape()[dim], dim, "index_select");
   const Tensor x = x0.contiguous();
@@ -66,9 +63,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   MG_CHECK(x.defined(), StateError, "gather: the input is undefined");
   check_index_tensor(index, "gather");
   dim = checked_dim(dim, x.dim(), "gather");
-  MG_CHECK(index.dim() == x.dim(), ShapeError,
-           "gather: index has {} dims but the input has {} (index {}, input {})", index.dim(), x.dim(),
-           shape_str(index.shape()), shape_str(x.shape()));
+  MG_CHECK(index.dim() == x.dim(), ShapeError, "gather: index has {} dims but the input has {} (index {}, input {})",
+           index.dim(), x.dim(), shape_str(index.shape()), shape_str(x.shape()));
   for (int64_t d = 0; d < x.dim(); ++d)
     MG_CHECK(d == dim || index.shape()[d] <= x.shape()[d], ShapeError,
              "gather: index shape {} is larger than input shape {} at dim {}", shape_str(index.shape()),
@@ -95,15 +91,15 @@ Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const T
   MG_CHECK(base.defined() && src.defined(), StateError, "scatter_add: an operand is undefined");
   check_index_tensor(index, "scatter_add");
   dim = checked_dim(dim, base.dim(), "scatter_add");
-  MG_CHECK(base.dtype() == src.dtype(), DTypeError, "scatter_add: dtype mismatch, {} and {}",
-           dtype_name(base.dtype()), dtype_name(src.dtype()));
+  MG_CHECK(base.dtype() == src.dtype(), DTypeError, "scatter_add: dtype mismatch, {} and {}", dtype_name(base.dtype()),
+           dtype_name(src.dtype()));
   MG_CHECK(index.dim() == base.dim() && src.dim() == base.dim(), ShapeError,
-           "scatter_add: base {}, index {} and src {} must have the same number of dims",
-           shape_str(base.shape()), shape_str(index.shape()), shape_str(src.shape()));
+           "scatter_add: base {}, index {} and src {} must have the same number of dims", shape_str(base.shape()),
+           shape_str(index.shape()), shape_str(src.shape()));
   for (int64_t d = 0; d < base.dim(); ++d)
-    MG_CHECK(index.shape()[d] <= src.shape()[d] && (d == dim || index.shape()[d] <= base.shape()[d]),
-             ShapeError, "scatter_add: index shape {} does not fit src {} / base {} at dim {}",
-             shape_str(index.shape()), shape_str(src.shape()), shape_str(base.shape()), d);
+    MG_CHECK(index.shape()[d] <= src.shape()[d] && (d == dim || index.shape()[d] <= base.shape()[d]), ShapeError,
+             "scatter_add: index shape {} does not fit src {} / base {} at dim {}", shape_str(index.shape()),
+             shape_str(src.shape()), shape_str(base.shape()), d);
   check_range(index, base.shape()[dim], dim, "scatter_add");
   Tensor out = base.clone();
   const Tensor idx = index.contiguous();
@@ -143,10 +139,10 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
   Shape expect = base.shape();
   expect[dim] = index.numel();
   MG_CHECK(src0.shape() == expect, ShapeError,
-           "index_add: src has shape {} but base {} with {} indices along dim {} needs {}",
-           shape_str(src0.shape()), shape_str(base.shape()), index.numel(), dim, shape_str(expect));
-  MG_CHECK(base.dtype() == src0.dtype(), DTypeError, "index_add: dtype mismatch, {} and {}",
-           dtype_name(base.dtype()), dtype_name(src0.dtype()));
+           "index_add: src has shape {} but base {} with {} indices along dim {} needs {}", shape_str(src0.shape()),
+           shape_str(base.shape()), index.numel(), dim, shape_str(expect));
+  MG_CHECK(base.dtype() == src0.dtype(), DTypeError, "index_add: dtype mismatch, {} and {}", dtype_name(base.dtype()),
+           dtype_name(src0.dtype()));
   check_range(index, base.shape()[dim], dim, "index_add");
   Tensor out = base.clone();
   const Tensor src = src0.contiguous(), idx = index.contiguous();
@@ -191,8 +187,8 @@ Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype) {
 
 std::optional<int64_t> padding_row(std::optional<int64_t> idx, int64_t n, std::string_view op) {
   if (!idx) return idx;
-  MG_CHECK(*idx >= -n && *idx < n, IndexError, "{}: padding_idx {} is out of range for {} embeddings (expected {} to {})", op,
-           *idx, n, -n, n - 1);
+  MG_CHECK(*idx >= -n && *idx < n, IndexError,
+           "{}: padding_idx {} is out of range for {} embeddings (expected {} to {})", op, *idx, n, -n, n - 1);
   return *idx < 0 ? *idx + n : *idx;
 }
 
@@ -214,13 +210,15 @@ Tensor embedding(const Tensor& ids, const Tensor& weight) {
 }
 
 // dW (V, D) = zeros, with each row of dy (..., D) added into row ids[...]; row padding_idx zero
-Tensor embedding_backward(const Tensor& dy, const Tensor& ids, int64_t num_embeddings, std::optional<int64_t> padding_idx) {
+Tensor embedding_backward(const Tensor& dy, const Tensor& ids, int64_t num_embeddings,
+                          std::optional<int64_t> padding_idx) {
   check_index_tensor(ids, "embedding_backward");
   MG_CHECK(num_embeddings >= 0, ValueError, "embedding_backward: num_embeddings must be >= 0, got {}", num_embeddings);
   MG_CHECK(dy.defined() && dy.dim() == ids.dim() + 1 && Shape(dy.shape().begin(), dy.shape().end() - 1) == ids.shape(),
            ShapeError, "embedding_backward: dy {} should be ids' shape {} plus the embedding dim",
            dy.defined() ? shape_str(dy.shape()) : "undefined", shape_str(ids.shape()));
-  MG_CHECK(is_floating(dy.dtype()), DTypeError, "embedding_backward: dy must be floating, got {}", dtype_name(dy.dtype()));
+  MG_CHECK(is_floating(dy.dtype()), DTypeError, "embedding_backward: dy must be floating, got {}",
+           dtype_name(dy.dtype()));
   check_range(ids, num_embeddings, 0, "embedding_backward");
   const int64_t D = dy.size(-1);
   Tensor dw = index_add(zeros({num_embeddings, D}, dy.dtype()), 0, ids.reshape({-1}), dy.reshape({ids.numel(), D}));

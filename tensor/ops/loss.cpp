@@ -29,7 +29,8 @@ void check_class_targets(const Tensor& scores, const Tensor& targets, const Tens
            op, shape_str(scores.shape()), shape_str(targets.shape()));
   const int64_t N = scores.size(0), C = scores.size(1);
   if (weight.defined()) {
-    MG_CHECK(weight.shape() == Shape{C}, ShapeError, "{}: weight must be (C,) = ({},), got {}", op, C, shape_str(weight.shape()));
+    MG_CHECK(weight.shape() == Shape{C}, ShapeError, "{}: weight must be (C,) = ({},), got {}", op, C,
+             shape_str(weight.shape()));
     MG_CHECK(weight.dtype() == scores.dtype(), DTypeError, "{}: weight is {} but the input is {}", op,
              dtype_name(weight.dtype()), dtype_name(scores.dtype()));
   }
@@ -37,8 +38,8 @@ void check_class_targets(const Tensor& scores, const Tensor& targets, const Tens
   const int64_t* pt = t.data<int64_t>();
   for (int64_t i = 0; i < N; ++i)
     MG_CHECK(pt[i] == ignore_index || (pt[i] >= 0 && pt[i] < C), IndexError,
-             "{}: target {} at position {} is out of range for {} classes (expected 0 to {}, or ignore_index {})", op, pt[i], i,
-             C, C - 1, ignore_index);
+             "{}: target {} at position {} is out of range for {} classes (expected 0 to {}, or ignore_index {})", op,
+             pt[i], i, C, C - 1, ignore_index);
 }
 
 // Per row: the weight of its target (0 when ignored); the sum of those over the counted rows.
@@ -46,7 +47,8 @@ std::vector<double> target_weights(const Tensor& targets, const Tensor& weight, 
   const Tensor t = targets.contiguous(), w = weight.defined() ? weight.to(DType::Float64).contiguous() : Tensor();
   const int64_t* pt = t.data<int64_t>();
   std::vector<double> out(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) out[i] = pt[i] == ignore_index ? 0 : (w.defined() ? w.data<double>()[pt[i]] : 1.0);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out[i] = pt[i] == ignore_index ? 0 : (w.defined() ? w.data<double>()[pt[i]] : 1.0);
   return out;
 }
 
@@ -71,10 +73,11 @@ void check_pointwise(const Tensor& input, const Tensor& target, const Tensor& we
   MG_CHECK(input.shape() == target.shape(), ShapeError, "{}: input {} and target {} must have the same shape", op,
            shape_str(input.shape()), shape_str(target.shape()));
   if (weight.defined()) {
-    MG_CHECK(weight.dtype() == input.dtype(), DTypeError, "{}: weight is {} but the input is {}", op, dtype_name(weight.dtype()),
-             dtype_name(input.dtype()));
+    MG_CHECK(weight.dtype() == input.dtype(), DTypeError, "{}: weight is {} but the input is {}", op,
+             dtype_name(weight.dtype()), dtype_name(input.dtype()));
     MG_CHECK(broadcast_shapes(input.shape(), weight.shape(), op) == input.shape(), ShapeError,
-             "{}: weight {} does not broadcast to the input {}", op, shape_str(weight.shape()), shape_str(input.shape()));
+             "{}: weight {} does not broadcast to the input {}", op, shape_str(weight.shape()),
+             shape_str(input.shape()));
   }
 }
 }  // namespace
@@ -83,11 +86,15 @@ void check_pointwise(const Tensor& input, const Tensor& target, const Tensor& we
 
 Tensor reduce_loss(const Tensor& losses, Reduction reduction, std::string_view op) {
   switch (reduction) {
-    case Reduction::None: return losses;
-    case Reduction::Sum: return sum(losses);
-    case Reduction::Mean: return mean(losses);  // an empty tensor's mean is 0/0 = NaN, as torch's
+    case Reduction::None:
+      return losses;
+    case Reduction::Sum:
+      return sum(losses);
+    case Reduction::Mean:
+      return mean(losses);  // an empty tensor's mean is 0/0 = NaN, as torch's
     case Reduction::BatchMean:
-      MG_CHECK(losses.dim() >= 1, ShapeError, "{}: BatchMean needs a batch dim, got shape {}", op, shape_str(losses.shape()));
+      MG_CHECK(losses.dim() >= 1, ShapeError, "{}: BatchMean needs a batch dim, got shape {}", op,
+               shape_str(losses.shape()));
       return sum(losses) / static_cast<double>(losses.size(0));
   }
   return losses;
@@ -95,10 +102,14 @@ Tensor reduce_loss(const Tensor& losses, Reduction reduction, std::string_view o
 
 Tensor reduce_loss_backward(const Tensor& dloss, const Shape& shape, Reduction reduction) {
   switch (reduction) {
-    case Reduction::None: return dloss;
-    case Reduction::Sum: return dloss.expand(shape);
-    case Reduction::Mean: return (dloss / static_cast<double>(numel_of(shape))).expand(shape);
-    case Reduction::BatchMean: return (dloss / static_cast<double>(shape.empty() ? 1 : shape[0])).expand(shape);
+    case Reduction::None:
+      return dloss;
+    case Reduction::Sum:
+      return dloss.expand(shape);
+    case Reduction::Mean:
+      return (dloss / static_cast<double>(numel_of(shape))).expand(shape);
+    case Reduction::BatchMean:
+      return (dloss / static_cast<double>(shape.empty() ? 1 : shape[0])).expand(shape);
   }
   return dloss;
 }
@@ -136,9 +147,12 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& ta
     }
   });
   Tensor loss;
-  if (o.reduction == Reduction::None) loss = losses;
-  else if (o.reduction == Reduction::Sum) loss = sum(losses);
-  else loss = sum(losses) / weight_sum;  // 0/0 = NaN when nothing counts, as torch
+  if (o.reduction == Reduction::None)
+    loss = losses;
+  else if (o.reduction == Reduction::Sum)
+    loss = sum(losses);
+  else
+    loss = sum(losses) / weight_sum;  // 0/0 = NaN when nothing counts, as torch
   return {loss, lp, weight_sum};
 }
 
@@ -156,8 +170,8 @@ Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& targets, const 
   MG_CHECK(dloss.shape() == want, ShapeError, "cross_entropy_backward: dloss has shape {} but this reduction needs {}",
            shape_str(dloss.shape()), shape_str(want));
   MG_CHECK(dloss.dtype() == fwd.log_probs.dtype(), DTypeError,
-           "cross_entropy_backward: dloss is {} and log_probs {}; both must be the same floating dtype", dtype_name(dloss.dtype()),
-           dtype_name(fwd.log_probs.dtype()));
+           "cross_entropy_backward: dloss is {} and log_probs {}; both must be the same floating dtype",
+           dtype_name(dloss.dtype()), dtype_name(fwd.log_probs.dtype()));
   Tensor dx = exp(fwd.log_probs);  // softmax
   const Tensor g = dloss.contiguous(), t = targets.contiguous();
   const Tensor w = o.weight.defined() ? o.weight.to(DType::Float64).contiguous() : Tensor();
@@ -177,14 +191,16 @@ Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& targets, const 
           continue;
         }
         if (s == 0 && !w.defined()) {  // plain cross-entropy: (softmax - onehot) times the row's factor
-          const T f = o.reduction == Reduction::None ? pg[i] : o.reduction == Reduction::Sum ? pg[0]
-                                                                                              : pg[0] / static_cast<T>(fwd.denominator);
+          const T f = o.reduction == Reduction::None  ? pg[i]
+                      : o.reduction == Reduction::Sum ? pg[0]
+                                                      : pg[0] / static_cast<T>(fwd.denominator);
           row[pt[i]] -= 1;
           for (int64_t c = 0; c < C; ++c) row[c] *= f;
           continue;
         }
         const double f = row_factor(pg, i, o.reduction, fwd.denominator);
-        const double target_q = (1 - s) * tw[i] * f, smooth_q = (s / C) * f;  // q_ic = target_q [c = t_i] + smooth_q w_c
+        const double target_q = (1 - s) * tw[i] * f,
+                     smooth_q = (s / C) * f;  // q_ic = target_q [c = t_i] + smooth_q w_c
         const double q_sum = target_q + smooth_q * w_total;
         for (int64_t c = 0; c < C; ++c) {
           const double q = (c == pt[i] ? target_q : 0) + smooth_q * (w.defined() ? w.data<double>()[c] : 1.0);
@@ -253,14 +269,17 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
   {
     const std::vector<double> v = input.to_vector<double>();
     for (size_t i = 0; i < v.size(); ++i)
-      MG_CHECK(v[i] >= 0 && v[i] <= 1, ValueError, "binary_cross_entropy: input {} at position {} is not a probability in [0, 1]",
-               v[i], i);
+      MG_CHECK(v[i] >= 0 && v[i] <= 1, ValueError,
+               "binary_cross_entropy: input {} at position {} is not a probability in [0, 1]", v[i], i);
   }
   Tensor l = visit_float(input.dtype(), "binary_cross_entropy", [&]<class T>() {
-    return detail::map_binary<T, T>(input, target, [](T x, T t) {
-      const T lx = std::max(std::log(x), T(-100)), l1x = std::max(std::log1p(-x), T(-100));
-      return -(t * lx + (T(1) - t) * l1x);
-    }, "binary_cross_entropy");
+    return detail::map_binary<T, T>(
+        input, target,
+        [](T x, T t) {
+          const T lx = std::max(std::log(x), T(-100)), l1x = std::max(std::log1p(-x), T(-100));
+          return -(t * lx + (T(1) - t) * l1x);
+        },
+        "binary_cross_entropy");
   });
   if (o.weight.defined()) l = l * o.weight;
   return reduce_loss(l, o.reduction, "binary_cross_entropy");
@@ -273,12 +292,12 @@ std::pair<Tensor, Tensor> binary_cross_entropy_backward(const Tensor& dloss, con
   Tensor g = reduce_loss_backward(dloss, input.shape(), o.reduction);
   if (o.weight.defined()) g = g * o.weight;
   return visit_float(input.dtype(), "binary_cross_entropy_backward", [&]<class T>() {
-    auto dx = detail::map_ternary<T, T, T, T>(g, input, target, [](T gi, T x, T t) {
-      return gi * (x - t) / std::max(x * (T(1) - x), T(1e-12));
-    }, "binary_cross_entropy_backward");
-    auto dt = detail::map_binary<T, T>(g, input, [](T gi, T x) {
-      return gi * (std::max(std::log1p(-x), T(-100)) - std::max(std::log(x), T(-100)));
-    }, "binary_cross_entropy_backward");
+    auto dx = detail::map_ternary<T, T, T, T>(
+        g, input, target, [](T gi, T x, T t) { return gi * (x - t) / std::max(x * (T(1) - x), T(1e-12)); },
+        "binary_cross_entropy_backward");
+    auto dt = detail::map_binary<T, T>(
+        g, input, [](T gi, T x) { return gi * (std::max(std::log1p(-x), T(-100)) - std::max(std::log(x), T(-100))); },
+        "binary_cross_entropy_backward");
     return std::pair{dx, dt};
   });
 }
@@ -288,32 +307,39 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_pointwise(input, target, o.weight, "binary_cross_entropy_with_logits");
   check_reduction(o.reduction, "binary_cross_entropy_with_logits");
   const Tensor pw = o.pos_weight.defined() ? o.pos_weight : ones({}, input.dtype());
-  MG_CHECK(pw.dtype() == input.dtype() && broadcast_shapes(input.shape(), pw.shape(), "binary_cross_entropy_with_logits") == input.shape(),
+  MG_CHECK(pw.dtype() == input.dtype() &&
+               broadcast_shapes(input.shape(), pw.shape(), "binary_cross_entropy_with_logits") == input.shape(),
            ShapeError, "binary_cross_entropy_with_logits: pos_weight {} {} does not broadcast to the input {} {}",
            dtype_name(pw.dtype()), shape_str(pw.shape()), dtype_name(input.dtype()), shape_str(input.shape()));
   Tensor l = visit_float(input.dtype(), "binary_cross_entropy_with_logits", [&]<class T>() {
-    return detail::map_ternary<T, T, T, T>(input, target, pw, [](T x, T t, T p) {
-      const T lw = T(1) + (p - T(1)) * t;
-      return (T(1) - t) * x + lw * (std::log1p(std::exp(-std::abs(x))) + std::max(-x, T(0)));
-    }, "binary_cross_entropy_with_logits");
+    return detail::map_ternary<T, T, T, T>(
+        input, target, pw,
+        [](T x, T t, T p) {
+          const T lw = T(1) + (p - T(1)) * t;
+          return (T(1) - t) * x + lw * (std::log1p(std::exp(-std::abs(x))) + std::max(-x, T(0)));
+        },
+        "binary_cross_entropy_with_logits");
   });
   if (o.weight.defined()) l = l * o.weight;
   return reduce_loss(l, o.reduction, "binary_cross_entropy_with_logits");
 }
 
 // dx = w (l sigmoid(x) - pos_weight t)      dt = w ((pos_weight - 1) softplus(-x) - x)
-std::pair<Tensor, Tensor> binary_cross_entropy_with_logits_backward(const Tensor& dloss, const Tensor& input, const Tensor& target,
+std::pair<Tensor, Tensor> binary_cross_entropy_with_logits_backward(const Tensor& dloss, const Tensor& input,
+                                                                    const Tensor& target,
                                                                     const BCEWithLogitsLossOptions& o) {
   check_pointwise(input, target, o.weight, "binary_cross_entropy_with_logits_backward");
   Tensor g = reduce_loss_backward(dloss, input.shape(), o.reduction);
   if (o.weight.defined()) g = g * o.weight;
   const Tensor pw = (o.pos_weight.defined() ? o.pos_weight : ones({}, input.dtype())).expand(input.shape());
   return visit_float(input.dtype(), "binary_cross_entropy_with_logits_backward", [&]<class T>() {
-    const Tensor gx = g.expand(input.shape()).contiguous(), x = input.contiguous(), t = target.contiguous(), p = pw.contiguous();
+    const Tensor gx = g.expand(input.shape()).contiguous(), x = input.contiguous(), t = target.contiguous(),
+                 p = pw.contiguous();
     Tensor dx = empty(input.shape(), input.dtype()), dt = empty(input.shape(), input.dtype());
     for (int64_t i = 0; i < x.numel(); ++i) {
       const T xi = x.data<T>()[i], ti = t.data<T>()[i], pi = p.data<T>()[i], gi = gx.data<T>()[i];
-      const T sig = T(1) / (T(1) + std::exp(-xi)), softplus_neg = std::log1p(std::exp(-std::abs(xi))) + std::max(-xi, T(0));
+      const T sig = T(1) / (T(1) + std::exp(-xi)),
+              softplus_neg = std::log1p(std::exp(-std::abs(xi))) + std::max(-xi, T(0));
       dx.data<T>()[i] = gi * ((T(1) + (pi - T(1)) * ti) * sig - pi * ti);
       dt.data<T>()[i] = gi * ((pi - T(1)) * softplus_neg - xi);
     }
@@ -327,25 +353,33 @@ std::pair<Tensor, Tensor> binary_cross_entropy_with_logits_backward(const Tensor
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivLossOptions& o) {
   check_pointwise(input, target, Tensor(), "kl_div");
   Tensor l = visit_float(input.dtype(), "kl_div", [&]<class T>() {
-    return detail::map_binary<T, T>(input, target, [log_target = o.log_target](T x, T t) {
-      if (log_target) return std::exp(t) * (t - x);
-      return t > 0 ? t * (std::log(t) - x) : (t == 0 ? T(0) : std::numeric_limits<T>::quiet_NaN());
-    }, "kl_div");
+    return detail::map_binary<T, T>(
+        input, target,
+        [log_target = o.log_target](T x, T t) {
+          if (log_target) return std::exp(t) * (t - x);
+          return t > 0 ? t * (std::log(t) - x) : (t == 0 ? T(0) : std::numeric_limits<T>::quiet_NaN());
+        },
+        "kl_div");
   });
   return reduce_loss(l, o.reduction, "kl_div");
 }
 
 // dx = -t   (-e^t)        dt = log t + 1 - x where t > 0, else 0   (e^t (t + 1 - x))
-std::pair<Tensor, Tensor> kl_div_backward(const Tensor& dloss, const Tensor& input, const Tensor& target, const KLDivLossOptions& o) {
+std::pair<Tensor, Tensor> kl_div_backward(const Tensor& dloss, const Tensor& input, const Tensor& target,
+                                          const KLDivLossOptions& o) {
   check_pointwise(input, target, Tensor(), "kl_div_backward");
   const Tensor g = reduce_loss_backward(dloss, input.shape(), o.reduction);
   return visit_float(input.dtype(), "kl_div_backward", [&]<class T>() {
     const bool lt = o.log_target;
-    auto dx = detail::map_binary<T, T>(g, target, [lt](T gi, T t) { return -gi * (lt ? std::exp(t) : t); }, "kl_div_backward");
-    auto dt = detail::map_ternary<T, T, T, T>(g, input, target, [lt](T gi, T x, T t) {
-      if (lt) return gi * std::exp(t) * (t + T(1) - x);
-      return t > 0 ? gi * (std::log(t) + T(1) - x) : T(0);
-    }, "kl_div_backward");
+    auto dx = detail::map_binary<T, T>(
+        g, target, [lt](T gi, T t) { return -gi * (lt ? std::exp(t) : t); }, "kl_div_backward");
+    auto dt = detail::map_ternary<T, T, T, T>(
+        g, input, target,
+        [lt](T gi, T x, T t) {
+          if (lt) return gi * std::exp(t) * (t + T(1) - x);
+          return t > 0 ? gi * (std::log(t) + T(1) - x) : T(0);
+        },
+        "kl_div_backward");
     return std::pair{dx, dt};
   });
 }

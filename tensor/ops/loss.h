@@ -11,7 +11,7 @@ enum class Reduction { Mean, Sum, None, BatchMean };
 
 /// cross_entropy's options (F.cross_entropy's keywords).
 struct CrossEntropyOptions {
-  Tensor weight;              // (C): a weight per class, or undefined for all 1
+  Tensor weight;                // (C): a weight per class, or undefined for all 1
   int64_t ignore_index = -100;  // targets equal to it add nothing and are not counted
   Reduction reduction = Reduction::Mean;
   double label_smoothing = 0;  // in [0, 1]: the target becomes (1 - s) onehot + s / C
@@ -19,13 +19,14 @@ struct CrossEntropyOptions {
 
 /// What cross_entropy_forward returns, and its backward needs.
 struct CrossEntropyForward {
-  Tensor loss;               // () for Mean and Sum, (N) for None
-  Tensor log_probs;          // (N, C) log_softmax of the logits
+  Tensor loss;         // () for Mean and Sum, (N) for None
+  Tensor log_probs;    // (N, C) log_softmax of the logits
   double denominator;  // Mean: sum_i w[t_i] over the counted rows (their count without a weight)
 };
 /// Cross-entropy of logits (N, C) against int64 class targets (N), fused with log_softmax:
 ///   loss_i = (1 - s) w[t_i] (-logp_i[t_i]) + (s / C) sum_c w_c (-logp_i[c])
-CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& options = {});
+CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& targets,
+                                          const CrossEntropyOptions& options = {});
 /// d loss / d logits (N, C) = (sum_c q_ic) softmax_i - q_i per row, q_i the row's target weights.
 Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& targets, const CrossEntropyForward& fwd,
                               const CrossEntropyOptions& options = {});
@@ -40,7 +41,8 @@ struct NLLLossOptions {
 /// the mean divides by the sum of the counted targets' weights.
 Tensor nll_loss(const Tensor& input, const Tensor& targets, const NLLLossOptions& options = {});
 /// d loss / d input: -w[t_i] times the reduction's factor at [i, t_i], 0 elsewhere.
-Tensor nll_loss_backward(const Tensor& dloss, const Tensor& input, const Tensor& targets, const NLLLossOptions& options = {});
+Tensor nll_loss_backward(const Tensor& dloss, const Tensor& input, const Tensor& targets,
+                         const NLLLossOptions& options = {});
 
 /// binary_cross_entropy's options.
 struct BCELossOptions {
@@ -63,7 +65,8 @@ struct BCEWithLogitsLossOptions {
 };
 /// Binary cross-entropy on logits x, stably: with l = 1 + (pos_weight - 1) t,
 ///   loss = w ((1 - t) x + l (log(1 + e^-|x|) + max(-x, 0)))
-Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const BCEWithLogitsLossOptions& options = {});
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BCEWithLogitsLossOptions& options = {});
 /// dx = w (l sigmoid(x) - pos_weight t),  dt = w ((pos_weight - 1) softplus(-x) - x). Scaled by the reduction.
 std::pair<Tensor, Tensor> binary_cross_entropy_with_logits_backward(const Tensor& dloss, const Tensor& input,
                                                                     const Tensor& target,

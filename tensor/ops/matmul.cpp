@@ -1,6 +1,7 @@
 // Matrix products on OpenBLAS (through tensor/blas.h). Each 2-D operand is handed to the GEMM as it
 // lies in memory: a row-major matrix, or a transposed view of one (the transpose flag), so
-// .transpose(-2, -1) costs no copy. Only layouts BLAS cannot describe (e.g. a column slice with two strides != 1) are copied.
+// .transpose(-2, -1) costs no copy. Only layouts BLAS cannot describe (e.g. a column slice with two strides != 1) are
+// copied.
 //
 // Threads: OpenBLAS itself runs single-threaded (tensor/parallel.cpp) and minigrad splits the
 // work over its one oneTBB pool: a batch of products is shared out by batch entry, a single large
@@ -53,12 +54,15 @@ void gemm(BlasMat a, BlasMat b, int64_t n, int64_t m, int64_t k, const In* pa, c
     return;
   }
   const int64_t rows = (n + threads - 1) / threads;
-  tbb::parallel_for(int64_t{0}, threads, [&](int64_t t) {
-    const int64_t r0 = t * rows, r1 = std::min(n, r0 + rows);
-    if (r0 >= r1) return;
-    const In* a0 = !a.trans ? pa + r0 * a.ld : pa + r0;
-    gemm1<T, In>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m, beta);
-  }, tbb::static_partitioner());
+  tbb::parallel_for(
+      int64_t{0}, threads,
+      [&](int64_t t) {
+        const int64_t r0 = t * rows, r1 = std::min(n, r0 + rows);
+        if (r0 >= r1) return;
+        const In* a0 = !a.trans ? pa + r0 * a.ld : pa + r0;
+        gemm1<T, In>(a, b, r1 - r0, m, k, a0, pb, pc + r0 * m, beta);
+      },
+      tbb::static_partitioner());
 }
 
 // Calls f.template operator()<T, In>() for the product's result and operand types: (float, float)
@@ -92,8 +96,8 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias) {
   const Tensor x1 = bf16 ? bf16_operand(x0, "linear") : x0, w = bf16 ? bf16_operand(w0, "linear") : w0;
   const DType out_dt = bf16 ? DType::Float32 : x0.dtype();
   const int64_t in = w.size(1), out = w.size(0);
-  MG_CHECK(!bias.defined() || bias.shape() == Shape{out}, ShapeError, "linear: bias has shape {} but weight {} needs ({},)",
-           shape_str(bias.shape()), shape_str(w.shape()), out);
+  MG_CHECK(!bias.defined() || bias.shape() == Shape{out}, ShapeError,
+           "linear: bias has shape {} but weight {} needs ({},)", shape_str(bias.shape()), shape_str(w.shape()), out);
   const int64_t rows = numel_of(Shape(x1.shape().begin(), x1.shape().end() - 1));
   const Tensor x = x1.reshape({rows, in});  // all leading dims are rows of one GEMM
   Shape out_shape = x1.shape();
@@ -123,8 +127,8 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
   MG_CHECK(a0.dim() >= 1 && b0.dim() >= 1, ShapeError,
            "matmul: both operands need at least 1 dim, got shapes {} and {}", shape_str(a0.shape()),
            shape_str(b0.shape()));
-  MG_CHECK(a0.dtype() == b0.dtype(), DTypeError, "matmul: dtype mismatch, {} and {}",
-           dtype_name(a0.dtype()), dtype_name(b0.dtype()));
+  MG_CHECK(a0.dtype() == b0.dtype(), DTypeError, "matmul: dtype mismatch, {} and {}", dtype_name(a0.dtype()),
+           dtype_name(b0.dtype()));
   // A vector on the left is a (1, k) row, on the right a (k, 1) column; that dim is dropped after.
   const Tensor a = a0.dim() == 1 ? a0.unsqueeze(0) : a0;
   const Tensor b = b0.dim() == 1 ? b0.unsqueeze(1) : b0;
@@ -138,8 +142,9 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
   try {
     batch = broadcast_shapes(abatch, bbatch, "matmul");
   } catch (const ShapeError&) {
-    throw ShapeError(fmt::format("matmul: shapes {} and {} cannot be multiplied: their batch dims {} and {} do not broadcast",
-                                 shape_str(a0.shape()), shape_str(b0.shape()), shape_str(abatch), shape_str(bbatch)));
+    throw ShapeError(
+        fmt::format("matmul: shapes {} and {} cannot be multiplied: their batch dims {} and {} do not broadcast",
+                    shape_str(a0.shape()), shape_str(b0.shape()), shape_str(abatch), shape_str(bbatch)));
   }
   const Strides ast = broadcast_strides(abatch, Strides(a.strides().begin(), a.strides().end() - 2), batch);
   const Strides bst = broadcast_strides(bbatch, Strides(b.strides().begin(), b.strides().end() - 2), batch);
@@ -153,14 +158,14 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
     if (out.numel() == 0 || k == 0) return out;
     Tensor A = a, B = b;
     BlasMat la, lb;
-    if (!blas_layout(n, k, A.strides()[A.dim() - 2], A.strides()[A.dim() - 1], la))
-      A = A.contiguous(), la = {false, k};
-    if (!blas_layout(k, m, B.strides()[B.dim() - 2], B.strides()[B.dim() - 1], lb))
-      B = B.contiguous(), lb = {false, m};
+    if (!blas_layout(n, k, A.strides()[A.dim() - 2], A.strides()[A.dim() - 1], la)) A = A.contiguous(), la = {false, k};
+    if (!blas_layout(k, m, B.strides()[B.dim() - 2], B.strides()[B.dim() - 1], lb)) B = B.contiguous(), lb = {false, m};
     const Strides ast2 = A.is_contiguous() && !a.is_contiguous()
-        ? broadcast_strides(abatch, Strides(A.strides().begin(), A.strides().end() - 2), batch) : ast;
+                             ? broadcast_strides(abatch, Strides(A.strides().begin(), A.strides().end() - 2), batch)
+                             : ast;
     const Strides bst2 = B.is_contiguous() && !b.is_contiguous()
-        ? broadcast_strides(bbatch, Strides(B.strides().begin(), B.strides().end() - 2), batch) : bst;
+                             ? broadcast_strides(bbatch, Strides(B.strides().begin(), B.strides().end() - 2), batch)
+                             : bst;
     const In* pa = A.data<In>();
     const In* pb = B.data<In>();
     T* pc = out.data<T>();
@@ -191,13 +196,14 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
         }
       };
       const double work = static_cast<double>(n) * m * k;  // per product; a double cannot overflow here
-      parallel_for(0, nb, work >= kParallelGemmWork ? 1 : kParallelGemmWork / static_cast<int64_t>(work), [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) {
-          int64_t oa, ob;
-          offsets(i, oa, ob);
-          gemm1<T, In>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
-        }
-      });
+      parallel_for(0, nb, work >= kParallelGemmWork ? 1 : kParallelGemmWork / static_cast<int64_t>(work),
+                   [&](int64_t i0, int64_t i1) {
+                     for (int64_t i = i0; i < i1; ++i) {
+                       int64_t oa, ob;
+                       offsets(i, oa, ob);
+                       gemm1<T, In>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
+                     }
+                   });
     }
     return out;
   });

@@ -66,7 +66,8 @@ Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
         for (int64_t i = 0; i < n; ++i) o[i * st] = (a[i * st] - mx) - ls;
       } else {
         const double inv = 1.0 / s;
-        for (int64_t i = 0; i < n; ++i) o[i * st] = static_cast<T>(fast::exp(static_cast<double>(a[i * st] - mx)) * inv);
+        for (int64_t i = 0; i < n; ++i)
+          o[i * st] = static_cast<T>(fast::exp(static_cast<double>(a[i * st] - mx)) * inv);
       }
     });
   });
@@ -91,8 +92,8 @@ void check_layer_norm_args(const Tensor& x, const Shape& norm_shape, const Tenso
     const char* what = p == &weight ? "weight" : "bias";
     MG_CHECK(p->shape() == norm_shape, ShapeError, "{}: {} has shape {} but the normalized shape is {} (input {})", op,
              what, shape_str(p->shape()), shape_str(norm_shape), shape_str(x.shape()));
-    MG_CHECK(p->dtype() == x.dtype(), DTypeError, "{}: {} is {} but the input is {}", op, what,
-             dtype_name(p->dtype()), dtype_name(x.dtype()));
+    MG_CHECK(p->dtype() == x.dtype(), DTypeError, "{}: {} is {} but the input is {}", op, what, dtype_name(p->dtype()),
+             dtype_name(x.dtype()));
   }
 }
 
@@ -187,7 +188,8 @@ LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, c
   return {y, mean, rstd};
 }
 
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
   return layer_norm_forward(x, normalized_shape, weight, bias, eps).y;
 }
 
@@ -199,8 +201,8 @@ LayerNormGrads layer_norm_backward(const Tensor& dy0, const Tensor& x0, const Te
                                    const Tensor& rstd, const Shape& norm_shape, bool need_dweight, bool need_dbias) {
   check_layer_norm_args(x0, norm_shape, weight, Tensor(), "layer_norm_backward");
   MG_CHECK(dy0.shape() == x0.shape() && dy0.dtype() == x0.dtype(), ShapeError,
-           "layer_norm_backward: dy {} {} does not match the input {} {}", dtype_name(dy0.dtype()), shape_str(dy0.shape()),
-           dtype_name(x0.dtype()), shape_str(x0.shape()));
+           "layer_norm_backward: dy {} {} does not match the input {} {}", dtype_name(dy0.dtype()),
+           shape_str(dy0.shape()), dtype_name(x0.dtype()), shape_str(x0.shape()));
   const Tensor x = x0.contiguous(), dy = dy0.contiguous();
   const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
   const Tensor m_r = mean.contiguous(), rs_r = rstd.contiguous();
@@ -233,8 +235,10 @@ LayerNormGrads layer_norm_backward(const Tensor& dy0, const Tensor& x0, const Te
           const T gi = pw ? g[i] * pw[i] : g[i];
           sg[0] += gi, sgh[0] += gi * h[i];
         }
-        const T mean_g = (((sg[0] + sg[1]) + (sg[2] + sg[3])) + ((sg[4] + sg[5]) + (sg[6] + sg[7]))) / static_cast<T>(N);
-        const T mean_gh = (((sgh[0] + sgh[1]) + (sgh[2] + sgh[3])) + ((sgh[4] + sgh[5]) + (sgh[6] + sgh[7]))) / static_cast<T>(N);
+        const T mean_g =
+            (((sg[0] + sg[1]) + (sg[2] + sg[3])) + ((sg[4] + sg[5]) + (sg[6] + sg[7]))) / static_cast<T>(N);
+        const T mean_gh =
+            (((sgh[0] + sgh[1]) + (sgh[2] + sgh[3])) + ((sgh[4] + sgh[5]) + (sgh[6] + sgh[7]))) / static_cast<T>(N);
         for (int64_t k = 0; k < N; ++k) {
           const T gi = pw ? g[k] * pw[k] : g[k];
           o[k] = rs * (gi - mean_g - h[k] * mean_gh);

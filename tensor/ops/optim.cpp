@@ -11,14 +11,16 @@ namespace mg {
 void adam_step_(const Tensor& param, const Tensor& grad0, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamStepArgs& a) {
   for (const Tensor* t : {&grad0, &exp_avg, &exp_avg_sq}) {
-    MG_CHECK(!t->defined() || t->dtype() == param.dtype(), DTypeError, "adam_step_: parameter {} and a gradient or state of {}",
-             dtype_name(param.dtype()), dtype_name(t->dtype()));
+    MG_CHECK(!t->defined() || t->dtype() == param.dtype(), DTypeError,
+             "adam_step_: parameter {} and a gradient or state of {}", dtype_name(param.dtype()),
+             dtype_name(t->dtype()));
     MG_CHECK(t->defined() && t->shape() == param.shape(), ShapeError,
              "adam_step_: parameter {} {} and a gradient or state of {} {} do not match", dtype_name(param.dtype()),
              shape_str(param.shape()), t->defined() ? dtype_name(t->dtype()) : "undefined",
              t->defined() ? shape_str(t->shape()) : "");
   }
-  MG_CHECK(exp_avg.is_contiguous() && exp_avg_sq.is_contiguous(), ValueError, "adam_step_: the state must be contiguous");
+  MG_CHECK(exp_avg.is_contiguous() && exp_avg_sq.is_contiguous(), ValueError,
+           "adam_step_: the state must be contiguous");
   // A parameter view that is not contiguous is updated through a contiguous copy, then written back.
   const Tensor p = param.is_contiguous() ? param : param.contiguous();
   const Tensor grad = grad0.contiguous();
@@ -35,8 +37,10 @@ void adam_step_(const Tensor& param, const Tensor& grad0, const Tensor& exp_avg,
     parallel_for(0, p.numel(), kGrain, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         T gi = g[i];
-        if (decoupled) w[i] *= T(1) - lr * wd;
-        else if (wd != 0) gi += wd * w[i];
+        if (decoupled)
+          w[i] *= T(1) - lr * wd;
+        else if (wd != 0)
+          gi += wd * w[i];
         m[i] = m[i] * b1 + gi * (T(1) - b1);
         v[i] = v[i] * b2 + gi * gi * (T(1) - b2);
         w[i] -= step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);

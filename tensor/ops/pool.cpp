@@ -37,14 +37,15 @@ Shape with_plane(Shape lead, int64_t h, int64_t w) {
 void check_window(const Pool2dArgs& a, bool dilation_allowed, std::string_view op) {
   MG_CHECK(a.kernel_h >= 1 && a.kernel_w >= 1, ValueError, "{}: kernel_size must be >= 1, got ({}, {})", op, a.kernel_h,
            a.kernel_w);
-  MG_CHECK(a.stride_h >= 1 && a.stride_w >= 1, ValueError, "{}: stride must be >= 1, got ({}, {})", op, a.stride_h, a.stride_w);
-  MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op, a.dilation_h,
-           a.dilation_w);
-  MG_CHECK(dilation_allowed || (a.dilation_h == 1 && a.dilation_w == 1), ValueError, "{}: has no dilation, got ({}, {})", op,
+  MG_CHECK(a.stride_h >= 1 && a.stride_w >= 1, ValueError, "{}: stride must be >= 1, got ({}, {})", op, a.stride_h,
+           a.stride_w);
+  MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op,
            a.dilation_h, a.dilation_w);
+  MG_CHECK(dilation_allowed || (a.dilation_h == 1 && a.dilation_w == 1), ValueError,
+           "{}: has no dilation, got ({}, {})", op, a.dilation_h, a.dilation_w);
   MG_CHECK(a.pad_h >= 0 && a.pad_w >= 0 && a.pad_h <= a.kernel_h / 2 && a.pad_w <= a.kernel_w / 2, ValueError,
-           "{}: padding must be >= 0 and at most half the kernel size, got padding ({}, {}) for kernel ({}, {})", op, a.pad_h,
-           a.pad_w, a.kernel_h, a.kernel_w);
+           "{}: padding must be >= 0 and at most half the kernel size, got padding ({}, {}) for kernel ({}, {})", op,
+           a.pad_h, a.pad_w, a.kernel_h, a.kernel_w);
 }
 
 // avg_pool2d's window of output (i, j), clipped to the input, and its divisor
@@ -58,7 +59,7 @@ AvgWindow avg_window(int64_t i, int64_t j, int64_t H, int64_t W, const Pool2dArg
   int64_t h1 = std::min(h0 + a.kernel_h, H + a.pad_h), w1 = std::min(w0 + a.kernel_w, W + a.pad_w);
   const int64_t with_pad = (h1 - h0) * (w1 - w0);
   h0 = std::max<int64_t>(h0, 0), w0 = std::max<int64_t>(w0, 0), h1 = std::min(h1, H), w1 = std::min(w1, W);
-  const double divisor = divisor_override ? static_cast<double>(*divisor_override)
+  const double divisor = divisor_override    ? static_cast<double>(*divisor_override)
                          : count_include_pad ? static_cast<double>(with_pad)
                                              : static_cast<double>((h1 - h0) * (w1 - w0));
   return {h0, h1, w0, w1, divisor};
@@ -71,14 +72,16 @@ int64_t adaptive_end(int64_t i, int64_t out, int64_t in) { return ((i + 1) * in 
 
 int64_t pool_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode,
                          std::string_view op) {
-  const int64_t span = checked_add(checked_add(in, checked_mul(2, pad, op), op), -checked_mul(dilation, kernel - 1, op) - 1, op);
+  const int64_t span =
+      checked_add(checked_add(in, checked_mul(2, pad, op), op), -checked_mul(dilation, kernel - 1, op) - 1, op);
   int64_t out = span >= 0 ? span / stride + 1 : 0;
   // ceil_mode: one more window over the end, if it starts inside the input or the left padding
   // (out * stride < in + pad, written as a division so that no product can overflow)
   if (ceil_mode && span >= 0 && span % stride != 0 && out <= (checked_add(in, pad, op) - 1) / stride) ++out;
-  MG_CHECK(out >= 1, ShapeError,
-           "{}: the window (kernel {}, dilation {}, padding {}) does not fit an input of size {}: the output would be empty", op,
-           kernel, dilation, pad, in);
+  MG_CHECK(
+      out >= 1, ShapeError,
+      "{}: the window (kernel {}, dilation {}, padding {}) does not fit an input of size {}: the output would be empty",
+      op, kernel, dilation, pad, in);
   return out;
 }
 
@@ -129,8 +132,10 @@ Tensor max_pool2d_backward(const Tensor& dy0, const Tensor& indices, const Shape
            shape_str(indices.shape()), dtype_name(indices.dtype()));
   MG_CHECK(x_shape.size() == dy0.shape().size() && x_shape.size() >= 2 &&
                std::equal(x_shape.begin(), x_shape.end() - 2, dy0.shape().begin()),
-           ShapeError, "max_pool2d_backward: dy {} does not fit the input {}", shape_str(dy0.shape()), shape_str(x_shape));
-  MG_CHECK(is_floating(dy0.dtype()), DTypeError, "max_pool2d_backward: expected a floating dy, got {}", dtype_name(dy0.dtype()));
+           ShapeError, "max_pool2d_backward: dy {} does not fit the input {}", shape_str(dy0.shape()),
+           shape_str(x_shape));
+  MG_CHECK(is_floating(dy0.dtype()), DTypeError, "max_pool2d_backward: expected a floating dy, got {}",
+           dtype_name(dy0.dtype()));
   const int64_t HW = x_shape[x_shape.size() - 2] * x_shape.back(), per = dy0.size(-2) * dy0.size(-1);
   const int64_t P = numel_of(Shape(x_shape.begin(), x_shape.end() - 2));
   const Tensor dy = dy0.contiguous(), idx = indices.contiguous();
@@ -143,7 +148,8 @@ Tensor max_pool2d_backward(const Tensor& dy0, const Tensor& indices, const Shape
       for (int64_t q = q0; q < q1; ++q)
         for (int64_t k = 0; k < per; ++k) {
           const int64_t at = pi[q * per + k];
-          MG_CHECK(at >= 0 && at < HW, IndexError, "max_pool2d_backward: index {} is outside a plane of {} elements", at, HW);
+          MG_CHECK(at >= 0 && at < HW, IndexError, "max_pool2d_backward: index {} is outside a plane of {} elements",
+                   at, HW);
           pdx[q * HW + at] += pg[q * per + k];
         }
     });
@@ -152,7 +158,8 @@ Tensor max_pool2d_backward(const Tensor& dy0, const Tensor& indices, const Shape
 }
 
 // y = sum over the window / divisor                         x (.., H, W)   y (.., Ho, Wo)
-Tensor avg_pool2d(const Tensor& x0, const Pool2dArgs& a, bool count_include_pad, std::optional<int64_t> divisor_override) {
+Tensor avg_pool2d(const Tensor& x0, const Pool2dArgs& a, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
   const Planes p = planes_of(x0, "avg_pool2d");
   check_window(a, false, "avg_pool2d");
   MG_CHECK(!divisor_override || *divisor_override != 0, ValueError, "avg_pool2d: divisor_override must not be 0");
@@ -182,16 +189,20 @@ Tensor avg_pool2d(const Tensor& x0, const Pool2dArgs& a, bool count_include_pad,
 Tensor avg_pool2d_backward(const Tensor& dy0, const Shape& x_shape, const Pool2dArgs& a, bool count_include_pad,
                            std::optional<int64_t> divisor_override) {
   MG_CHECK(dy0.defined(), StateError, "avg_pool2d_backward: dy is undefined");
-  MG_CHECK(x_shape.size() == 3 || x_shape.size() == 4, ShapeError, "avg_pool2d_backward: expected an input shape (N, C, H, W) or "
-           "(C, H, W), got {}", shape_str(x_shape));
+  MG_CHECK(x_shape.size() == 3 || x_shape.size() == 4, ShapeError,
+           "avg_pool2d_backward: expected an input shape (N, C, H, W) or "
+           "(C, H, W), got {}",
+           shape_str(x_shape));
   check_window(a, false, "avg_pool2d_backward");
   const int64_t H = x_shape[x_shape.size() - 2], W = x_shape.back();
   const int64_t Ho = pool_output_size(H, a.kernel_h, a.stride_h, a.pad_h, 1, a.ceil_mode, "avg_pool2d_backward");
   const int64_t Wo = pool_output_size(W, a.kernel_w, a.stride_w, a.pad_w, 1, a.ceil_mode, "avg_pool2d_backward");
   const Shape lead(x_shape.begin(), x_shape.end() - 2);
-  MG_CHECK(dy0.shape() == with_plane(lead, Ho, Wo), ShapeError, "avg_pool2d_backward: dy has shape {} but the output is {}",
-           shape_str(dy0.shape()), shape_str(with_plane(lead, Ho, Wo)));
-  MG_CHECK(is_floating(dy0.dtype()), DTypeError, "avg_pool2d_backward: expected a floating dy, got {}", dtype_name(dy0.dtype()));
+  MG_CHECK(dy0.shape() == with_plane(lead, Ho, Wo), ShapeError,
+           "avg_pool2d_backward: dy has shape {} but the output is {}", shape_str(dy0.shape()),
+           shape_str(with_plane(lead, Ho, Wo)));
+  MG_CHECK(is_floating(dy0.dtype()), DTypeError, "avg_pool2d_backward: expected a floating dy, got {}",
+           dtype_name(dy0.dtype()));
   const Tensor dy = dy0.contiguous();
   Tensor dx = zeros(x_shape, dy.dtype());
   visit_float(dy.dtype(), "avg_pool2d_backward", [&]<class T>() {
@@ -215,8 +226,8 @@ Tensor avg_pool2d_backward(const Tensor& dy0, const Shape& x_shape, const Pool2d
 Tensor adaptive_avg_pool2d(const Tensor& x0, int64_t Ho, int64_t Wo) {
   const Planes p = planes_of(x0, "adaptive_avg_pool2d");
   MG_CHECK(Ho >= 1 && Wo >= 1, ValueError, "adaptive_avg_pool2d: output_size must be >= 1, got ({}, {})", Ho, Wo);
-  MG_CHECK(p.H >= 1 && p.W >= 1, ShapeError, "adaptive_avg_pool2d: the input's height and width must be >= 1, got shape {}",
-           shape_str(x0.shape()));
+  MG_CHECK(p.H >= 1 && p.W >= 1, ShapeError,
+           "adaptive_avg_pool2d: the input's height and width must be >= 1, got shape {}", shape_str(x0.shape()));
   checked_numel(with_plane(p.lead, Ho, Wo), "adaptive_avg_pool2d");
   const Tensor x = x0.contiguous();
   Tensor y = empty(with_plane(p.lead, Ho, Wo), x.dtype());
@@ -244,7 +255,8 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& dy0, const Shape& x_shape) {
   MG_CHECK(dy0.defined(), StateError, "adaptive_avg_pool2d_backward: dy is undefined");
   MG_CHECK((x_shape.size() == 3 || x_shape.size() == 4) && dy0.dim() == static_cast<int64_t>(x_shape.size()) &&
                std::equal(x_shape.begin(), x_shape.end() - 2, dy0.shape().begin()),
-           ShapeError, "adaptive_avg_pool2d_backward: dy {} does not fit the input {}", shape_str(dy0.shape()), shape_str(x_shape));
+           ShapeError, "adaptive_avg_pool2d_backward: dy {} does not fit the input {}", shape_str(dy0.shape()),
+           shape_str(x_shape));
   MG_CHECK(is_floating(dy0.dtype()), DTypeError, "adaptive_avg_pool2d_backward: expected a floating dy, got {}",
            dtype_name(dy0.dtype()));
   const int64_t H = x_shape[x_shape.size() - 2], W = x_shape.back(), Ho = dy0.size(-2), Wo = dy0.size(-1);

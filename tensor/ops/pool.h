@@ -40,8 +40,8 @@ Tensor max_pool2d_backward(const Tensor& dy, const Tensor& indices, const Shape&
 Tensor avg_pool2d(const Tensor& x, const Pool2dArgs& args, bool count_include_pad = true,
                   std::optional<int64_t> divisor_override = std::nullopt);
 /// dx[.., h, w] = sum over the windows containing (h, w) of dy / that window's divisor.
-Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dArgs& args, bool count_include_pad = true,
-                           std::optional<int64_t> divisor_override = std::nullopt);
+Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dArgs& args,
+                           bool count_include_pad = true, std::optional<int64_t> divisor_override = std::nullopt);
 
 /// Average over (out_h, out_w) windows that tile the input: window i along H spans
 /// [floor(i H / out_h), ceil((i + 1) H / out_h)), as torch's adaptive_avg_pool2d.

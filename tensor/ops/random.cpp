@@ -17,11 +17,13 @@ namespace mg {
 // draw. Rows are drawn one after the other, so the numbers depend only on the generator.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, Generator& gen) {
   MG_CHECK(probs.defined(), StateError, "multinomial: the weights are undefined");
-  MG_CHECK(is_floating(probs.dtype()), DTypeError, "multinomial: weights must be floating, got {}", dtype_name(probs.dtype()));
+  MG_CHECK(is_floating(probs.dtype()), DTypeError, "multinomial: weights must be floating, got {}",
+           dtype_name(probs.dtype()));
   MG_CHECK(probs.dim() == 1 || probs.dim() == 2, ShapeError, "multinomial: weights must be (n) or (batch, n), got {}",
            shape_str(probs.shape()));
   MG_CHECK(num_samples > 0, ValueError, "multinomial: num_samples must be positive, got {}", num_samples);
-  const Tensor w = probs.reshape({probs.dim() == 1 ? 1 : probs.size(0), probs.size(-1)}).to(DType::Float64).contiguous();
+  const Tensor w =
+      probs.reshape({probs.dim() == 1 ? 1 : probs.size(0), probs.size(-1)}).to(DType::Float64).contiguous();
   const int64_t B = w.size(0), n = w.size(1);
   MG_CHECK(replacement || num_samples <= n, ValueError,
            "multinomial: cannot draw {} samples without replacement from {} categories", num_samples, n);
@@ -59,10 +61,12 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, G
 // softmax); ties with the k-th are kept, as in nanoGPT.
 Tensor sample_logits(const Tensor& logits, double temperature, std::optional<int64_t> top_k, Generator& gen) {
   MG_CHECK(logits.defined(), StateError, "sample_logits: the logits are undefined");
-  MG_CHECK(is_floating(logits.dtype()), DTypeError, "sample_logits: expected floating logits, got {}", dtype_name(logits.dtype()));
-  MG_CHECK(logits.dim() == 2 && logits.size(1) > 0, ShapeError,
-           "sample_logits: expected floating logits (batch, vocab) with vocab >= 1, got {}",
-           logits.defined() ? fmt::format("{} {}", dtype_name(logits.dtype()), shape_str(logits.shape())) : "undefined");
+  MG_CHECK(is_floating(logits.dtype()), DTypeError, "sample_logits: expected floating logits, got {}",
+           dtype_name(logits.dtype()));
+  MG_CHECK(
+      logits.dim() == 2 && logits.size(1) > 0, ShapeError,
+      "sample_logits: expected floating logits (batch, vocab) with vocab >= 1, got {}",
+      logits.defined() ? fmt::format("{} {}", dtype_name(logits.dtype()), shape_str(logits.shape())) : "undefined");
   MG_CHECK(std::isfinite(temperature) && temperature >= 0, ValueError,
            "sample_logits: temperature must be finite and >= 0 (0 = the most likely token), got {}", temperature);
   MG_CHECK(!top_k || *top_k >= 1, ValueError, "sample_logits: top_k must be >= 1, got {}", top_k.value_or(0));

@@ -19,7 +19,8 @@ using detail::rows_along;
 
 // Sums accumulate in double, and int64 sums in uint64: they wrap around on overflow, as PyTorch's
 // do, where a signed overflow would be undefined behaviour.
-template <class T> using acc_t = std::conditional_t<std::is_same_v<T, int64_t>, uint64_t, double>;
+template <class T>
+using acc_t = std::conditional_t<std::is_same_v<T, int64_t>, uint64_t, double>;
 
 // Sum of n contiguous elements. Long runs are cut into fixed blocks whose partial sums are added in
 // order: parallel, yet the same bits for any thread count.
@@ -44,8 +45,8 @@ struct Plan {
   Shape keep_shape;  // output shape with reduced dims kept as 1
   Shape out_shape;   // output shape as returned (keepdim or not)
   int64_t M = 1, R = 1;
-  Tensor rows;       // (M, R) contiguous, or undefined when `cols` is used
-  Tensor cols;       // (R, M) contiguous
+  Tensor rows;  // (M, R) contiguous, or undefined when `cols` is used
+  Tensor cols;  // (R, M) contiguous
 };
 
 Plan plan_reduction(const Tensor& x, std::vector<int64_t> dims, bool keepdim, std::string_view op) {
@@ -61,8 +62,10 @@ Plan plan_reduction(const Tensor& x, std::vector<int64_t> dims, bool keepdim, st
   std::vector<int64_t> kept, reduced;
   for (int64_t d = 0; d < nd; ++d) {
     p.keep_shape.push_back(red[d] ? 1 : x.shape()[d]);
-    if (red[d]) reduced.push_back(d), p.R *= x.shape()[d];
-    else kept.push_back(d), p.M *= x.shape()[d], p.out_shape.push_back(x.shape()[d]);
+    if (red[d])
+      reduced.push_back(d), p.R *= x.shape()[d];
+    else
+      kept.push_back(d), p.M *= x.shape()[d], p.out_shape.push_back(x.shape()[d]);
   }
   if (keepdim) p.out_shape = p.keep_shape;
   const bool leading = reduced.empty() || kept.empty() || reduced.back() < kept.front();
@@ -77,12 +80,11 @@ Plan plan_reduction(const Tensor& x, std::vector<int64_t> dims, bool keepdim, st
 }
 
 // Sum (divided by `div` for mean) in either layout.
-Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool mean,
-                  std::string_view op) {
+Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool mean, std::string_view op) {
   MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
   MG_CHECK(x.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be summed; convert first", op);
-  MG_CHECK(!mean || is_floating(x.dtype()), DTypeError, "{}: expected a floating tensor (float32 or float64), got {}", op,
-           dtype_name(x.dtype()));
+  MG_CHECK(!mean || is_floating(x.dtype()), DTypeError, "{}: expected a floating tensor (float32 or float64), got {}",
+           op, dtype_name(x.dtype()));
   Plan p = plan_reduction(x, dims, keepdim, op);
   Tensor out = empty(p.out_shape, x.dtype());
   visit_all(x.dtype(), op, [&]<class T>() {
@@ -97,10 +99,9 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdi
         if (p.M == 1) {
           o[0] = finish(sum_run(a, p.R));
         } else {
-          parallel_for(0, p.M, grain_for(p.R),
-                       [&](int64_t m0, int64_t m1) {
-                         for (int64_t m = m0; m < m1; ++m) o[m] = finish(sum_run(a + m * p.R, p.R));
-                       });
+          parallel_for(0, p.M, grain_for(p.R), [&](int64_t m0, int64_t m1) {
+            for (int64_t m = m0; m < m1; ++m) o[m] = finish(sum_run(a + m * p.R, p.R));
+          });
         }
       } else {
         const T* a = p.cols.data<T>();
@@ -135,8 +136,8 @@ template <bool kLargest>
 std::pair<Tensor, Tensor> extremum(const Tensor& x, int64_t dim, bool keepdim, std::string_view op) {
   MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
   dim = wrap_dim(dim, x.dim(), op);
-  MG_CHECK(x.dim() == 0 || x.shape()[dim] > 0, ValueError, "{}: cannot reduce over dim {} of size 0 (shape {})", op, dim,
-           shape_str(x.shape()));
+  MG_CHECK(x.dim() == 0 || x.shape()[dim] > 0, ValueError, "{}: cannot reduce over dim {} of size 0 (shape {})", op,
+           dim, shape_str(x.shape()));
   MG_CHECK(x.dtype() != DType::Bool, DTypeError, "{}: bool tensors have no order here; convert first", op);
   Plan p = plan_reduction(x, {dim}, keepdim, op);
   Tensor rows = p.rows.defined() ? p.rows : p.cols.reshape({p.R, p.M}).permute({1, 0}).contiguous();
@@ -168,25 +169,33 @@ std::pair<Tensor, Tensor> extremum(const Tensor& x, int64_t dim, bool keepdim, s
 
 }  // namespace
 
-std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) { return extremum<true>(x, dim, keepdim, "max"); }
-std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) { return extremum<false>(x, dim, keepdim, "min"); }
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return extremum<true>(x, dim, keepdim, "max");
+}
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  return extremum<false>(x, dim, keepdim, "min");
+}
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) { return extremum<true>(x, dim, keepdim, "argmax").second; }
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) { return extremum<false>(x, dim, keepdim, "argmin").second; }
 
 Tensor max(const Tensor& x) {
-  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "max: expected a non-empty tensor, got shape {}", shape_str(x.shape()));
+  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "max: expected a non-empty tensor, got shape {}",
+           shape_str(x.shape()));
   return extremum<true>(x.reshape({-1}), 0, false, "max").first;
 }
 Tensor min(const Tensor& x) {
-  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "min: expected a non-empty tensor, got shape {}", shape_str(x.shape()));
+  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "min: expected a non-empty tensor, got shape {}",
+           shape_str(x.shape()));
   return extremum<false>(x.reshape({-1}), 0, false, "min").first;
 }
 Tensor argmax(const Tensor& x) {
-  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "argmax: expected a non-empty tensor, got shape {}", shape_str(x.shape()));
+  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "argmax: expected a non-empty tensor, got shape {}",
+           shape_str(x.shape()));
   return extremum<true>(x.reshape({-1}), 0, false, "argmax").second;
 }
 Tensor argmin(const Tensor& x) {
-  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "argmin: expected a non-empty tensor, got shape {}", shape_str(x.shape()));
+  MG_CHECK(x.defined() && x.numel() > 0, ValueError, "argmin: expected a non-empty tensor, got shape {}",
+           shape_str(x.shape()));
   return extremum<false>(x.reshape({-1}), 0, false, "argmin").second;
 }
 
@@ -245,15 +254,15 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 // so zeros need no division (one zero: only its own place gets a gradient; two: none does)
 Tensor prod_backward(const Tensor& dy, const Tensor& x, std::optional<int64_t> dim) {
   MG_CHECK(dy.defined() && x.defined(), StateError, "prod_backward: an operand is undefined");
-  MG_CHECK(is_floating(x.dtype()) && dy.dtype() == x.dtype(), DTypeError, "prod_backward: dy {} and x {} must be one floating dtype",
-           dtype_name(dy.dtype()), dtype_name(x.dtype()));
+  MG_CHECK(is_floating(x.dtype()) && dy.dtype() == x.dtype(), DTypeError,
+           "prod_backward: dy {} and x {} must be one floating dtype", dtype_name(dy.dtype()), dtype_name(x.dtype()));
   if (!dim) return prod_backward(dy.reshape({1}), x.reshape({-1}), 0).reshape(x.shape());
   const int64_t d = wrap_dim(*dim, x.dim(), "prod_backward");
   if (x.dim() == 0) return dy.reshape({}).clone();
   const Rows r = rows_along(x, d);
   const int64_t M = r.rows.size(0), n = r.rows.size(1);
-  MG_CHECK(dy.numel() == M, ShapeError, "prod_backward: dy has {} elements but x {} has {} products along dim {}", dy.numel(),
-           shape_str(x.shape()), M, d);
+  MG_CHECK(dy.numel() == M, ShapeError, "prod_backward: dy has {} elements but x {} has {} products along dim {}",
+           dy.numel(), shape_str(x.shape()), M, d);
   Tensor g = dy.contiguous(), dx = empty({M, n}, x.dtype());
   visit_float(x.dtype(), "prod_backward", [&]<class T>() {
     const T* a = r.rows.data<T>();

@@ -47,14 +47,15 @@ Dims check_recurrence(RNNKind kind, const Tensor& xw, const Tensor& h0, const Te
   MG_CHECK(w_hh.dim() == 2 && w_hh.size(1) >= 1 && w_hh.size(0) == G * w_hh.size(1), ShapeError,
            "{}: expected w_hh ({} H, H) with H >= 1, got shape {}", op, G, shape_str(w_hh.shape()));
   const int64_t H = w_hh.size(1);
-  MG_CHECK(xw.dim() == 3 && xw.size(2) == G * H, ShapeError, "{}: expected xw (L, N, {}) for hidden size {}, got shape {}", op,
-           G * H, H, shape_str(xw.shape()));
+  MG_CHECK(xw.dim() == 3 && xw.size(2) == G * H, ShapeError,
+           "{}: expected xw (L, N, {}) for hidden size {}, got shape {}", op, G * H, H, shape_str(xw.shape()));
   const int64_t L = xw.size(0), N = xw.size(1);
-  MG_CHECK(h0.shape() == (Shape{N, H}), ShapeError, "{}: expected h0 ({}, {}), got shape {}", op, N, H, shape_str(h0.shape()));
+  MG_CHECK(h0.shape() == (Shape{N, H}), ShapeError, "{}: expected h0 ({}, {}), got shape {}", op, N, H,
+           shape_str(h0.shape()));
   MG_CHECK(kind != RNNKind::LSTM || (c0.defined() && c0.shape() == Shape{N, H}), ShapeError,
            "{}: expected c0 ({}, {}), got {}", op, N, H, c0.defined() ? shape_str(c0.shape()) : "an undefined tensor");
-  MG_CHECK(!b_hh.defined() || b_hh.shape() == Shape{G * H}, ShapeError, "{}: expected b_hh ({},), got shape {}", op, G * H,
-           shape_str(b_hh.shape()));
+  MG_CHECK(!b_hh.defined() || b_hh.shape() == Shape{G * H}, ShapeError, "{}: expected b_hh ({},), got shape {}", op,
+           G * H, shape_str(b_hh.shape()));
   const DType dt = xw.dtype();
   MG_CHECK(is_floating(dt) && h0.dtype() == dt && w_hh.dtype() == dt && (!c0.defined() || c0.dtype() == dt) &&
                (!b_hh.defined() || b_hh.dtype() == dt),
@@ -82,15 +83,18 @@ void by_pieces(int64_t n, int64_t work, int64_t align, F&& f) {
 int64_t rnn_gates(RNNKind kind) {
   switch (kind) {
     case RNNKind::Tanh:
-    case RNNKind::ReLU: return 1;
-    case RNNKind::GRU: return 3;
-    case RNNKind::LSTM: return 4;
+    case RNNKind::ReLU:
+      return 1;
+    case RNNKind::GRU:
+      return 3;
+    case RNNKind::LSTM:
+      return 4;
   }
   return 1;
 }
 
-RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw0, const Tensor& h00, const Tensor& c00, const Tensor& w0,
-                                     const Tensor& b0, bool reverse) {
+RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw0, const Tensor& h00, const Tensor& c00,
+                                     const Tensor& w0, const Tensor& b0, bool reverse) {
   const Dims d = check_recurrence(kind, xw0, h00, c00, w0, b0, "recurrence_forward");
   const Tensor xw = xw0.contiguous(), h0 = h00.contiguous(), w = w0.contiguous();
   const Tensor c0 = c00.defined() ? c00.contiguous() : Tensor(), b = b0.defined() ? b0.contiguous() : Tensor();
@@ -115,14 +119,17 @@ RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw0, const Tens
         for (int64_t n = n0; n < n1; ++n)
           for (int64_t j = 0; j < GH; ++j) gh[n * GH + j] = pb ? pb[j] : T(0);
         if (n1 > n0)
-          blas::gemm(false, true, n1 - n0, GH, d.H, T(1), h_prev + n0 * d.H, d.H, w.data<T>(), d.H, T(1), gh.data() + n0 * GH, GH);
+          blas::gemm(false, true, n1 - n0, GH, d.H, T(1), h_prev + n0 * d.H, d.H, w.data<T>(), d.H, T(1),
+                     gh.data() + n0 * GH, GH);
         for (int64_t n = n0; n < n1; ++n) {
           const T* xn = x + n * GH;
           const T* gn = gh.data() + n * GH;
           for (int64_t j = 0; j < d.H; ++j) {
             const int64_t k = n * d.H + j;
             switch (kind) {
-              case RNNKind::Tanh: h[k] = std::tanh(xn[j] + gn[j]); break;
+              case RNNKind::Tanh:
+                h[k] = std::tanh(xn[j] + gn[j]);
+                break;
               case RNNKind::ReLU: {
                 const T a = xn[j] + gn[j];
                 h[k] = a > 0 || std::isnan(a) ? a : T(0);
@@ -138,7 +145,8 @@ RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw0, const Tens
               }
               case RNNKind::LSTM: {
                 const T i = sigmoid1(xn[j] + gn[j]), fg = sigmoid1(xn[d.H + j] + gn[d.H + j]);
-                const T g = std::tanh(xn[2 * d.H + j] + gn[2 * d.H + j]), o = sigmoid1(xn[3 * d.H + j] + gn[3 * d.H + j]);
+                const T g = std::tanh(xn[2 * d.H + j] + gn[2 * d.H + j]),
+                        o = sigmoid1(xn[3 * d.H + j] + gn[3 * d.H + j]);
                 const T c_prev = s == 0 ? c0.data<T>()[k] : pc[tp * NH + k];
                 const T c = fg * c_prev + i * g;
                 pc[t * NH + k] = c;
@@ -156,9 +164,9 @@ RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw0, const Tens
   return f;
 }
 
-RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tensor& dc0_, const Tensor& xw0, const Tensor& h00,
-                                    const Tensor& c00, const Tensor& w0, const Tensor& b0, const RecurrenceForward& f,
-                                    bool reverse) {
+RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tensor& dc0_, const Tensor& xw0,
+                                    const Tensor& h00, const Tensor& c00, const Tensor& w0, const Tensor& b0,
+                                    const RecurrenceForward& f, bool reverse) {
   const Dims d = check_recurrence(kind, xw0, h00, c00, w0, b0, "recurrence_backward");
   const Shape seq{d.L, d.N, d.H};
   MG_CHECK(dh0_.defined() && dh0_.shape() == seq && dh0_.dtype() == xw0.dtype(), ShapeError,
@@ -167,7 +175,8 @@ RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tens
   MG_CHECK(!dc0_.defined() || (kind == RNNKind::LSTM && dc0_.shape() == seq && dc0_.dtype() == xw0.dtype()), ShapeError,
            "recurrence_backward: dc must be undefined or, for an LSTM, {} of xw's dtype", shape_str(seq));
   MG_CHECK(f.h.defined() && f.h.shape() == seq && (kind != RNNKind::LSTM || (f.c.defined() && f.c.shape() == seq)) &&
-               ((kind != RNNKind::GRU && kind != RNNKind::LSTM) || (f.saved.defined() && f.saved.shape() == Shape{d.L, d.N, 4 * d.H})),
+               ((kind != RNNKind::GRU && kind != RNNKind::LSTM) ||
+                (f.saved.defined() && f.saved.shape() == Shape{d.L, d.N, 4 * d.H})),
            StateError, "recurrence_backward: the forward's saved tensors do not fit these inputs");
   const Tensor dhs = dh0_.contiguous(), dcs = dc0_.defined() ? dc0_.contiguous() : Tensor();
   const Tensor h0 = h00.contiguous(), w = w0.contiguous(), c0 = c00.defined() ? c00.contiguous() : Tensor();
@@ -202,8 +211,12 @@ RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tens
             T* dxn = dx + n * GH;
             T* dgn = dgh + n * GH;
             switch (kind) {
-              case RNNKind::Tanh: dxn[j] = dht[k] * (T(1) - h[k] * h[k]); break;
-              case RNNKind::ReLU: dxn[j] = h[k] > 0 ? dht[k] : T(0); break;
+              case RNNKind::Tanh:
+                dxn[j] = dht[k] * (T(1) - h[k] * h[k]);
+                break;
+              case RNNKind::ReLU:
+                dxn[j] = h[k] > 0 ? dht[k] : T(0);
+                break;
               case RNNKind::GRU: {
                 const T* sv = fs.data<T>() + (t * d.N + n) * 4 * d.H;
                 const T r = sv[j], z = sv[d.H + j], nn = sv[2 * d.H + j], ghn = sv[3 * d.H + j];
@@ -220,7 +233,8 @@ RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tens
                 const T i = sv[j], fg = sv[d.H + j], gg = sv[2 * d.H + j], o = sv[3 * d.H + j];
                 const T c = fc.data<T>()[t * NH + k], c_prev = s == 0 ? c0.data<T>()[k] : fc.data<T>()[tp * NH + k];
                 const T tc = std::tanh(c);
-                const T dc = (dcs.defined() ? dcs.data<T>()[t * NH + k] : T(0)) + carry_c[k] + dht[k] * o * (T(1) - tc * tc);
+                const T dc =
+                    (dcs.defined() ? dcs.data<T>()[t * NH + k] : T(0)) + carry_c[k] + dht[k] * o * (T(1) - tc * tc);
                 dxn[j] = dc * gg * i * (T(1) - i);
                 dxn[d.H + j] = dc * c_prev * fg * (T(1) - fg);
                 dxn[2 * d.H + j] = dc * i * (T(1) - gg * gg);
@@ -231,8 +245,8 @@ RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tens
             }
           }
         if (n1 > n0)
-          blas::gemm(false, false, n1 - n0, d.H, GH, T(1), dgh + n0 * GH, GH, pw, d.H, kind == RNNKind::GRU ? T(1) : T(0),
-                     carry_h + n0 * d.H, d.H);
+          blas::gemm(false, false, n1 - n0, d.H, GH, T(1), dgh + n0 * GH, GH, pw, d.H,
+                     kind == RNNKind::GRU ? T(1) : T(0), carry_h + n0 * d.H, d.H);
       });
       if (d.N == 0) continue;
       // By rows of dW_hh: dW += dgh^T h_prev, db += the sum of dgh over the batch (n in order).

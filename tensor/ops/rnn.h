@@ -28,8 +28,8 @@ struct RecurrenceForward {
 };
 /// Run the recurrence over xw (L, N, G H) from h0 (N, H) (and c0 (N, H) for an LSTM) with
 /// w_hh (G H, H) and b_hh (G H) or undefined; t = 0 .. L - 1, or L - 1 .. 0 when `reverse`.
-RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw, const Tensor& h0, const Tensor& c0, const Tensor& w_hh,
-                                     const Tensor& b_hh, bool reverse);
+RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw, const Tensor& h0, const Tensor& c0,
+                                     const Tensor& w_hh, const Tensor& b_hh, bool reverse);
 
 /// The gradients recurrence_backward returns (dc0 only for an LSTM; db_hh undefined without b_hh).
 struct RecurrenceGrads {
@@ -37,8 +37,8 @@ struct RecurrenceGrads {
 };
 /// Backpropagation through time from dh (L, N, H), the gradient of every step's h, and for an
 /// LSTM dc (L, N, H) (undefined: zeros), walking the steps in the opposite order to the forward.
-RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh, const Tensor& dc, const Tensor& xw, const Tensor& h0,
-                                    const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh, const RecurrenceForward& fwd,
-                                    bool reverse);
+RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh, const Tensor& dc, const Tensor& xw,
+                                    const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
+                                    const RecurrenceForward& fwd, bool reverse);
 
 }  // namespace mg

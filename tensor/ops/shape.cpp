@@ -1,6 +1,6 @@
 // Joining, splitting and triangular masks.
-#include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/ops/shape.h"
+#include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/ops/elementwise.h"
 
 namespace mg {
@@ -9,7 +9,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
   MG_CHECK(!xs.empty(), ValueError, "concat: expected at least one tensor");
   for (size_t i = 0; i < xs.size(); ++i) MG_CHECK(xs[i].defined(), StateError, "concat: tensor {} is undefined", i);
   const Tensor& first = xs.front();
-  MG_CHECK(first.dim() > 0, ShapeError, "concat: tensor 0 is 0-dim; a scalar has no dim to join along (unsqueeze it, or use stack)");
+  MG_CHECK(first.dim() > 0, ShapeError,
+           "concat: tensor 0 is 0-dim; a scalar has no dim to join along (unsqueeze it, or use stack)");
   dim = checked_dim(dim, first.dim(), "concat");
   Shape shape = first.shape();
   shape[dim] = 0;
@@ -19,8 +20,8 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
              dtype_name(x.dtype()), dtype_name(first.dtype()));
     bool ok = x.dim() == first.dim();
     for (int64_t d = 0; ok && d < x.dim(); ++d) ok = d == dim || x.shape()[d] == first.shape()[d];
-    MG_CHECK(ok, ShapeError, "concat: tensor {} has shape {} but tensor 0 has {}; only dim {} may differ",
-             i, shape_str(x.shape()), shape_str(first.shape()), dim);
+    MG_CHECK(ok, ShapeError, "concat: tensor {} has shape {} but tensor 0 has {}; only dim {} may differ", i,
+             shape_str(x.shape()), shape_str(first.shape()), dim);
     shape[dim] = checked_add(shape[dim], x.shape()[dim], "concat");
   }
   Tensor out = empty(shape, first.dtype());
@@ -39,9 +40,8 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   dim = wrap_dim(dim, xs.front().dim() + 1, "stack");
   std::vector<Tensor> u;
   for (size_t i = 0; i < xs.size(); ++i) {
-    MG_CHECK(xs[i].shape() == xs.front().shape(), ShapeError,
-             "stack: tensor {} has shape {} but tensor 0 has {}", i, shape_str(xs[i].shape()),
-             shape_str(xs.front().shape()));
+    MG_CHECK(xs[i].shape() == xs.front().shape(), ShapeError, "stack: tensor {} has shape {} but tensor 0 has {}", i,
+             shape_str(xs[i].shape()), shape_str(xs.front().shape()));
     u.push_back(xs[i].unsqueeze(dim));
   }
   return concat(u, dim);
@@ -55,9 +55,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
     MG_CHECK(s >= 0, ValueError, "split: negative size {}", s);
     MG_CHECK(!__builtin_add_overflow(total, s, &total), ShapeError, "split: sizes add up to more than 64 bits hold");
   }
-  MG_CHECK(total == x.shape()[dim], ShapeError,
-           "split: sizes add up to {} but dim {} of shape {} has size {}", total, dim,
-           shape_str(x.shape()), x.shape()[dim]);
+  MG_CHECK(total == x.shape()[dim], ShapeError, "split: sizes add up to {} but dim {} of shape {} has size {}", total,
+           dim, shape_str(x.shape()), x.shape()[dim]);
   std::vector<Tensor> out;
   int64_t at = 0;
   for (int64_t s : sizes) {

@@ -12,7 +12,8 @@ namespace mg {
 namespace {
 // The first `k` positions of each row of x along dim, in the order `descending` (or ascending)
 // puts them, stable; values and int64 indices, each (..., k, ...) in x's layout.
-std::pair<Tensor, Tensor> sorted_positions(const Tensor& x, int64_t dim, int64_t k, bool descending, std::string_view op) {
+std::pair<Tensor, Tensor> sorted_positions(const Tensor& x, int64_t dim, int64_t k, bool descending,
+                                           std::string_view op) {
   MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
   MG_CHECK(x.dtype() != DType::Bool, DTypeError, "{}: bool tensors are not sorted; convert first", op);
   if (x.dim() == 0) {
@@ -33,16 +34,20 @@ std::pair<Tensor, Tensor> sorted_positions(const Tensor& x, int64_t dim, int64_t
     int64_t* ix = indices.data<int64_t>();
     // NaN is larger than any number, and equal to NaN
     auto less = [](T p, T q) {
-      if constexpr (std::is_floating_point_v<T>) return !std::isnan(p) && (std::isnan(q) || p < q);
-      else return p < q;
+      if constexpr (std::is_floating_point_v<T>)
+        return !std::isnan(p) && (std::isnan(q) || p < q);
+      else
+        return p < q;
     };
     parallel_for(0, M, grain_for(n), [&](int64_t m0, int64_t m1) {
       std::vector<int64_t> order(n);
       for (int64_t m = m0; m < m1; ++m) {
         const T* row = a + m * n;
         std::iota(order.begin(), order.end(), 0);
-        if (descending) std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(row[j], row[i]); });
-        else std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(row[i], row[j]); });
+        if (descending)
+          std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(row[j], row[i]); });
+        else
+          std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(row[i], row[j]); });
         for (int64_t i = 0; i < k; ++i) v[m * k + i] = row[order[i]], ix[m * k + i] = order[i];
       }
     });
@@ -66,7 +71,8 @@ std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
 
 Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
   MG_CHECK(x.defined(), StateError, "argsort: the tensor is undefined");
-  return sorted_positions(x, dim, x.dim() == 0 ? 1 : x.size(wrap_dim(dim, x.dim(), "argsort")), descending, "argsort").second;
+  return sorted_positions(x, dim, x.dim() == 0 ? 1 : x.size(wrap_dim(dim, x.dim(), "argsort")), descending, "argsort")
+      .second;
 }
 
 }  // namespace mg

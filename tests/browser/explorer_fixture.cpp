@@ -13,8 +13,10 @@ struct Tiny : nn::Callable<Tiny> {
   nn::Embedding tok, pos;
   nn::MultiheadAttention a0, a1;
   nn::Linear out;
-  explicit Tiny(Generator& g) : tok(12, 8, {}, g), pos(10, 8, {}, g), a0(8, 2, {}, g), a1(8, 1, {}, g), out(8, 12, {}, g) {
-    register_module("tok", tok), register_module("pos", pos), register_module("layer0", a0), register_module("layer1", a1);
+  explicit Tiny(Generator& g)
+      : tok(12, 8, {}, g), pos(10, 8, {}, g), a0(8, 2, {}, g), a1(8, 1, {}, g), out(8, 12, {}, g) {
+    register_module("tok", tok), register_module("pos", pos), register_module("layer0", a0),
+        register_module("layer1", a1);
     register_module("out", out);
   }
   Variable forward(const Tensor& ids) const {
@@ -34,13 +36,18 @@ int main(int argc, char** argv) {
   Generator g(1);
   Tiny m(g);
   const Tensor probe = from_vector<int64_t>({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {1, 10});
-  inspect::Telemetry tel(m, [&](const Tensor& ids) { m(ids); },
-                    {.vocab = 12, .probe = probe, .tokens = {"t", "h", "e", "<a>", "q", "u", "i", "c", "k", "&"}, .every = 3,
-                     .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }}});
+  inspect::Telemetry tel(
+      m, [&](const Tensor& ids) { m(ids); },
+      {.vocab = 12,
+       .probe = probe,
+       .tokens = {"t", "h", "e", "<a>", "q", "u", "i", "c", "k", "&"},
+       .every = 3,
+       .scores = {.induction_length = 5, .induction_batch = 4, .logits = [&](const Tensor& ids) { return m(ids); }}});
   optim::SGD opt(m.parameters(), {.lr = 0.5});
   for (int step = 1; step <= 9; ++step) {
     const Tensor ids = randint(0, 12, {8, 10}, g);
-    Variable loss = cross_entropy(reshape(narrow(m(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
+    Variable loss =
+        cross_entropy(reshape(narrow(m(ids), 1, 0, 9), {-1, 12}), ids.narrow(1, 1, 9).contiguous().reshape({-1}));
     opt.zero_grad();
     loss.backward();
     opt.step();

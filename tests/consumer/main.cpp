@@ -2,8 +2,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include <minigrad/minigrad.h>
 #include "nn/module.h"
+#include <minigrad/minigrad.h>
 
 int main() {
   user::nn::Module mine;

@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   const bool stuck = argc > 1 && std::strcmp(argv[1], "stuck") == 0;
   if (dist::rank() == 1) {
     if (stuck) std::this_thread::sleep_for(std::chrono::seconds(600));  // alive, never arriving
-    std::_Exit(3);  // gone, without MPI_Finalize
+    std::_Exit(3);                                                      // gone, without MPI_Finalize
   }
   mg::Tensor t = mg::ones({4});
   try {

@@ -87,7 +87,7 @@ TEST(DDP, ShardsGiveTheSameParametersAsOneProcessOnTheWholeBatch) {
 TEST(DDP, BucketsStartBeforeTheBackwardHasFinished) {
   Generator g(1);
   Net net(g, 64);
-  dist::DistributedDataParallel ddp(net, {.bucket_cap_mb = 0.01});  // 10 KiB: fc3+fc2.bias, fc2.weight, ... 
+  dist::DistributedDataParallel ddp(net, {.bucket_cap_mb = 0.01});  // 10 KiB: fc3+fc2.bias, fc2.weight, ...
   ASSERT_GE(ddp.num_buckets(), 3);
   // bucket 0 holds the last layer's parameters: the first gradients the backward makes
   EXPECT_EQ(ddp.bucket(0).front(), ddp.num_params() - 1);
