@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "data_parallel.h"  // the same training on several processes (mpirun)
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -288,11 +289,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-#ifdef MG_HAVE_MPI
-    // Under mpirun: N processes, each on batch / N rows of every step (docs/07-data-parallel.md).
-    distributed::init(&argc, &argv);
-    c.rank = distributed::rank(), c.world = distributed::world_size();
-#endif
+    const Processes processes = start_processes(&argc, &argv);
+    c.rank = processes.rank, c.world = processes.world;
     MG_CHECK(c.batch % c.world == 0, ValueError, "char_gpt: --batch {} does not split evenly over {} processes",
              c.batch, c.world);
     if (c.threads > 0 || c.world > 1)
@@ -313,20 +311,7 @@ int main(int argc, char** argv) {
       std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters%s\n", d.text.size(),
                   static_cast<long long>(d.vocab.size()), d.train.size(), static_cast<long long>(m.num_parameters()),
                   c.world > 1 ? fmt::format("; {} processes x {} threads", c.world, get_num_threads()).c_str() : "");
-    std::function<double(double)> after_backward;
-#ifdef MG_HAVE_MPI
-    std::unique_ptr<distributed::DistributedDataParallel> ddp;
-    if (c.world > 1) {
-      ddp = std::make_unique<distributed::DistributedDataParallel>(m);
-      after_backward = [&](double loss) {
-        ddp->wait();
-        const Tensor t = full({1}, loss, DType::Float64);
-        distributed::all_reduce_sum(t);
-        return t.item() / c.world;
-      };
-    }
-#endif
-    const History h = train(m, opt, sched, d, c, start, ckpt, after_backward);
+    const History h = train(m, opt, sched, d, c, start, ckpt, synchronise_gradients(m, c.world));
     if (c.rank != 0) return 0;  // rank 0 reports, samples and draws
     if (!h.val_losses.empty())
       std::printf("validation loss %.4f (uniform guessing: %.4f)\n", h.val_losses.back(),
@@ -341,9 +326,7 @@ int main(int argc, char** argv) {
     if (const std::string page = save_explorer(c, h); !page.empty()) std::printf("explorer: %s\n", page.c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-#ifdef MG_HAVE_MPI
-    if (distributed::world_size() > 1) distributed::abort(1);  // the other processes would wait for this one
-#endif
+    stop_other_processes();
     return 1;
   }
   return 0;

@@ -73,6 +73,49 @@ decltype(auto) visit_product(DType dt, bool bf16, std::string_view op, F&& f) {
   return visit_float(dt, op, [&]<class T>() { return f.template operator()<T, T>(); });
 }
 
+// The products of a batched matmul, C[i] = A[i] B[i] for every index i of `batch` (A's and B's
+// batch strides broadcast, 0 where shared; C dense): one GEMM over all rows when every A[i] is a
+// block of one row-major matrix and B is shared, else one GEMM per product shared out over the pool.
+template <class T, class In>
+void batched_gemm(const BlasMat& la, const BlasMat& lb, int64_t n, int64_t m, int64_t k, const In* pa, const In* pb,
+                  T* pc, const Shape& batch, const Strides& ast2, const Strides& bst2) {
+  const int64_t nb = numel_of(batch);
+  // (B..., n, k) @ (k, m) with a row-major A: one GEMM over all B*n rows.
+  bool b_shared = true, a_flat = !la.trans;
+  for (size_t d = 0; d < batch.size(); ++d) b_shared = b_shared && bst2[d] == 0;
+  int64_t expect = n * la.ld;
+  for (size_t d = batch.size(); d-- > 0;) {
+    if (batch[d] == 1) continue;
+    a_flat = a_flat && ast2[d] == expect;
+    expect *= batch[d];
+  }
+  if (nb > 1 && b_shared && a_flat) {
+    gemm<T, In>(la, lb, nb * n, m, k, pa, pb, pc);
+  } else if (nb == 1) {
+    gemm<T, In>(la, lb, n, m, k, pa, pb, pc);
+  } else {
+    // Many products (attention's B*H heads): one single-threaded GEMM per batch entry, shared
+    // out over the pool.
+    auto offsets = [&](int64_t i, int64_t& oa, int64_t& ob) {
+      oa = ob = 0;
+      for (size_t d = batch.size(); d-- > 0;) {
+        const int64_t id = i % batch[d];
+        i /= batch[d];
+        oa += id * ast2[d], ob += id * bst2[d];
+      }
+    };
+    const double work = static_cast<double>(n) * m * k;  // per product; a double cannot overflow here
+    parallel_for(0, nb, work >= kParallelGemmWork ? 1 : kParallelGemmWork / static_cast<int64_t>(work),
+                 [&](int64_t i0, int64_t i1) {
+                   for (int64_t i = i0; i < i1; ++i) {
+                     int64_t oa, ob;
+                     offsets(i, oa, ob);
+                     gemm1<T, In>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
+                   }
+                 });
+  }
+}
+
 }  // namespace
 
 Tensor bf16_operand(const Tensor& t, std::string_view op) {
@@ -166,45 +209,7 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
     const Strides bst2 = B.is_contiguous() && !b.is_contiguous()
                              ? broadcast_strides(bbatch, Strides(B.strides().begin(), B.strides().end() - 2), batch)
                              : bst;
-    const In* pa = A.data<In>();
-    const In* pb = B.data<In>();
-    T* pc = out.data<T>();
-    const int64_t nb = numel_of(batch);
-
-    // (B..., n, k) @ (k, m) with a row-major A: one GEMM over all B*n rows.
-    bool b_shared = true, a_flat = !la.trans;
-    for (size_t d = 0; d < batch.size(); ++d) b_shared = b_shared && bst2[d] == 0;
-    int64_t expect = n * la.ld;
-    for (size_t d = batch.size(); d-- > 0;) {
-      if (batch[d] == 1) continue;
-      a_flat = a_flat && ast2[d] == expect;
-      expect *= batch[d];
-    }
-    if (nb > 1 && b_shared && a_flat) {
-      gemm<T, In>(la, lb, nb * n, m, k, pa, pb, pc);
-    } else if (nb == 1) {
-      gemm<T, In>(la, lb, n, m, k, pa, pb, pc);
-    } else {
-      // Many products (attention's B*H heads): one single-threaded GEMM per batch entry, shared
-      // out over the pool.
-      auto offsets = [&](int64_t i, int64_t& oa, int64_t& ob) {
-        oa = ob = 0;
-        for (size_t d = batch.size(); d-- > 0;) {
-          const int64_t id = i % batch[d];
-          i /= batch[d];
-          oa += id * ast2[d], ob += id * bst2[d];
-        }
-      };
-      const double work = static_cast<double>(n) * m * k;  // per product; a double cannot overflow here
-      parallel_for(0, nb, work >= kParallelGemmWork ? 1 : kParallelGemmWork / static_cast<int64_t>(work),
-                   [&](int64_t i0, int64_t i1) {
-                     for (int64_t i = i0; i < i1; ++i) {
-                       int64_t oa, ob;
-                       offsets(i, oa, ob);
-                       gemm1<T, In>(la, lb, n, m, k, pa + oa, pb + ob, pc + i * n * m);
-                     }
-                   });
-    }
+    batched_gemm<T, In>(la, lb, n, m, k, A.data<In>(), B.data<In>(), out.data<T>(), batch, ast2, bst2);
     return out;
   });
   // The vector dims go again: (..., 1, m) for a left vector, (..., n, 1) for a right one.
