@@ -12,8 +12,10 @@ Tensor autocast(const Tensor& t) {
   return autocast_enabled && t.defined() && t.dtype() == DType::Float32 ? t.to(DType::BFloat16) : t;
 }
 
-Tensor autocast_like(const Tensor& dy, const Tensor& like) {
-  return like.dtype() == DType::BFloat16 && dy.dtype() != DType::BFloat16 ? dy.to(DType::BFloat16) : dy;
+Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands) {
+  for (const Tensor& t : operands)
+    if (t.dtype() == DType::BFloat16) return dy.to(DType::BFloat16);
+  return dy;
 }
 
 }  // namespace mg

@@ -2,8 +2,8 @@
 // Autocast: mixed precision as PyTorch's torch.autocast("cpu", dtype=torch.bfloat16).
 //
 //   {
-//     mg::AutocastGuard autocast;          // bfloat16 products from here to the end of the scope
-//     loss = cross_entropy(model.forward(x), y);
+//     mg::AutocastGuard guard;          // bfloat16 products from here to the end of the scope
+//     loss = cross_entropy(model(x), y);
 //   }
 //   loss.backward();                        // each product's backward runs as its forward did
 //
@@ -31,6 +31,8 @@
 // bfloat16 has float32's exponent range, so gradients neither underflow nor overflow where float32's
 // would not: no loss scaling is needed (float16, 5 exponent bits, needs it).
 
+#include <initializer_list>
+
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
@@ -46,9 +48,10 @@ struct AutocastMode {
 /// The operand a matrix product reads: inside an AutocastGuard, a float32 tensor's bfloat16 copy;
 /// otherwise (outside one, or float64, which autocast leaves alone as PyTorch does) `t` itself.
 Tensor autocast(const Tensor& t);
-/// The incoming gradient `dy` as a product's backward reads it: rounded to bfloat16 once when the
-/// forward's operand `like` was bfloat16 (whether or not the scope is still open), else `dy`.
-Tensor autocast_like(const Tensor& dy, const Tensor& like);
+/// The incoming gradient `dy` as a product's backward reads it: rounded to bfloat16 once when any of
+/// the forward's operands was bfloat16, so its product was (whether or not the scope is still
+/// open), else `dy`.
+Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands);
 
 /// RAII: matrix products run with bfloat16 operands and float32 sums while one of these is alive (on
 /// this thread); AutocastGuard(false) turns it off inside an enabled scope. Restores the previous state.

@@ -26,8 +26,10 @@ GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variabl
   return r;
 }
 
-GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector<Variable>& leaves,
-                          const GradcheckOptions& opt) {
+namespace {
+// What gradcheck can work with: sane tolerances, and float64 leaves that require grad and whose
+// elements each own their memory (perturbing one element of an expanded view would move others).
+void check_inputs(const std::vector<Variable>& leaves, const GradcheckOptions& opt) {
   MG_CHECK(opt.eps > 0 && opt.atol >= 0 && opt.rtol >= 0 && std::isfinite(opt.eps) && std::isfinite(opt.atol) &&
                std::isfinite(opt.rtol),
            ValueError, "gradcheck: eps must be > 0 and atol, rtol >= 0, got eps {}, atol {}, rtol {}", opt.eps,
@@ -35,7 +37,6 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
   for (size_t i = 0; i < leaves.size(); ++i) {
     MG_CHECK(leaves[i].defined() && leaves[i].is_leaf() && leaves[i].requires_grad(), StateError,
              "gradcheck: input {} must be a leaf that requires grad", i);
-    // Perturbing one element of an expanded view would move every element that shares its memory.
     MG_CHECK(!has_internal_overlap(leaves[i].data()), ValueError,
              "gradcheck: input {} (shape {}, strides {}) has elements that share memory (an expanded view); pass a "
              "contiguous copy",
@@ -43,29 +44,27 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
     MG_CHECK(leaves[i].dtype() == DType::Float64, DTypeError,
              "gradcheck: input {} is {}; gradcheck needs float64 (hint: module.to(DType::Float64))", i,
              dtype_name(leaves[i].dtype()));
-    leaves[i].zero_grad();
   }
-  // Analytic: one backward of sum(y * v), v a fixed random weighting of the output.
-  Variable y = fn();
-  MG_CHECK(y.dtype() == DType::Float64, DTypeError,
-           "gradcheck: fn returned a {} output; gradcheck needs float64 throughout (create constants "
-           "with the inputs' dtype)",
-           dtype_name(y.dtype()));
-  MG_CHECK(y.requires_grad(), StateError, "gradcheck: the output does not depend on any input");
-  Generator gen(opt.seed);
-  const Tensor v = randn(y.shape(), gen, DType::Float64);
+}
+
+// Analytic: one backward of sum(y * v), v a fixed random weighting of the output `y`; the
+// gradients of the leaves (zeros for a leaf the output does not reach). The leaves' .grad() are
+// left cleared.
+std::vector<Tensor> analytic_gradients(const Variable& y, const Tensor& v, const std::vector<Variable>& leaves) {
+  for (const Variable& l : leaves) l.zero_grad();
   sum(mul(y, Variable(v))).backward();
   std::vector<Tensor> grads;
   for (const Variable& l : leaves) {
     grads.push_back(l.grad().defined() ? l.grad() : zeros(l.shape(), DType::Float64));
     l.zero_grad();
   }
-  auto f = [&]() {
-    NoGradGuard ng;
-    return mg::sum(mg::mul(fn().data(), v)).item();
-  };
+  return grads;
+}
 
-  // Numeric: central differences, one element at a time, through the tensor's own strides.
+// Numeric: central differences (f(x + eps) - f(x - eps)) / 2 eps, one element at a time through the
+// tensor's own strides, each compared with the analytic gradient; the worst element is reported.
+GradcheckResult compare_numeric(const std::function<double()>& f, const std::vector<Variable>& leaves,
+                                const std::vector<Tensor>& grads, const GradcheckOptions& opt) {
   GradcheckResult res;
   double worst_ratio = -1;
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -100,6 +99,28 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
     }
   }
   res.ok = worst_ratio <= 1;
+  return res;
+}
+}  // namespace
+
+GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector<Variable>& leaves,
+                          const GradcheckOptions& opt) {
+  check_inputs(leaves, opt);
+  const Variable y = fn();
+  MG_CHECK(y.dtype() == DType::Float64, DTypeError,
+           "gradcheck: fn returned a {} output; gradcheck needs float64 throughout (create constants "
+           "with the inputs' dtype)",
+           dtype_name(y.dtype()));
+  MG_CHECK(y.requires_grad(), StateError, "gradcheck: the output does not depend on any input");
+  Generator gen(opt.seed);
+  const Tensor v = randn(y.shape(), gen, DType::Float64);
+  const std::vector<Tensor> grads = analytic_gradients(y, v, leaves);
+  GradcheckResult res = compare_numeric(
+      [&] {
+        NoGradGuard ng;
+        return mg::sum(mg::mul(fn().data(), v)).item();
+      },
+      leaves, grads, opt);
   res.message = fmt::format(
       "{}: worst element is input {} at {}: analytic {:.10g}, numeric {:.10g}, "
       "|diff| {:.3g} (allowed {:.3g})",

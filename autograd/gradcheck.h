@@ -36,7 +36,7 @@ GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variabl
                           const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
 
 /// The same check with respect to existing float64 leaf Variables, e.g. a module's parameters
-/// after module.to(DType::Float64):  gradcheck([&] { return net.forward(x); }, net.parameters());
+/// after module.to(DType::Float64):  gradcheck([&] { return net(x); }, net.parameters());
 /// Their data is perturbed in place and restored exactly; their .grad() is cleared.
 GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector<Variable>& leaves,
                           const GradcheckOptions& options = {});

@@ -10,7 +10,7 @@
 //   distributed::DistributedDataParallel ddp(model);     // broadcasts rank 0's parameters
 //   optim::AdamW opt(model.parameters(), {...});
 //   for (...) {
-//     Variable loss = cross_entropy(model.forward(my_shard_x), my_shard_y);
+//     Variable loss = cross_entropy(model(my_shard_x), my_shard_y);
 //     opt.zero_grad();
 //     loss.backward();                                    // all-reduces start during this
 //     ddp.wait();                                         // gradients are averaged once this returns

@@ -2,7 +2,7 @@
 // Look at the attention inside any model, without changing the model's code:
 //
 //   inspect::AttentionCapture capture(model);   // hooks every MultiheadAttention in the model
-//   model.forward(x);
+//   model(x);
 //   Tensor w = capture.at("blocks.0.attn").weights;   // (B, H, Tq, Tk), post-softmax
 //
 // Every MultiheadAttention found under `model` gets a forward hook (Module::register_forward_hook)

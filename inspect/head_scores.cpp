@@ -35,8 +35,9 @@ std::vector<double> diagonal_mean(const Tensor& weights, int64_t from, int64_t b
 
 }  // namespace
 
-std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward,
-                                   const Tensor& probe, int64_t vocab, const HeadScoreOptions& o) {
+namespace {
+// The probe checked, and the length n of the span score_heads repeats (r_1..r_n r_1..r_n).
+int64_t span_length(const Tensor& probe, int64_t vocab, const HeadScoreOptions& o) {
   MG_CHECK(probe.defined(), StateError, "score_heads: the probe is undefined; expected int64 ids (B, T)");
   MG_CHECK(probe.dtype() == DType::Int64, DTypeError, "score_heads: the probe must be int64 token ids, got {} {}",
            dtype_name(probe.dtype()), shape_str(probe.shape()));
@@ -47,6 +48,35 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
   MG_CHECK(n >= 2 && n <= T / 2, ValueError,  // not 2 n <= T: 2 n may overflow
            "score_heads: the repeated span needs 2 <= n and 2n <= the probe's length {}, got n = {}", T, n);
   MG_CHECK(o.induction_batch >= 1, ValueError, "score_heads: induction_batch must be >= 1, got {}", o.induction_batch);
+  return n;
+}
+
+// One head's copying score on the repeated sequences ids (B, 2n): over the second copy's queries,
+// how much removing the head lowers the logit of the token it attends to most (the logits `full`
+// with it and `ablated` without, (B, 2n, vocab) float64), less the mean change over the vocabulary.
+// w: the head's weights (B, 2n, 2n).
+double copying(const Tensor& full, const Tensor& ablated, const Tensor& w, const int64_t* ids, int64_t n,
+               int64_t vocab) {
+  const double *pf = full.data<double>(), *pa = ablated.data<double>(), *pw = w.data<double>();
+  const int64_t B = full.size(0), T = 2 * n;
+  double total = 0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = n; t < T; ++t) {
+      const double* wr = pw + (b * T + t) * T;
+      const int64_t key = std::max_element(wr, wr + T) - wr;
+      const int64_t token = ids[b * T + key];
+      double mean_d = 0;
+      const int64_t row = (b * T + t) * vocab;
+      for (int64_t j = 0; j < vocab; ++j) mean_d += pf[row + j] - pa[row + j];
+      total += (pf[row + token] - pa[row + token]) - mean_d / static_cast<double>(vocab);
+    }
+  return total / static_cast<double>(B * n);
+}
+}  // namespace
+
+std::vector<HeadScore> score_heads(Module& model, const std::function<void(const Tensor& ids)>& forward,
+                                   const Tensor& probe, int64_t vocab, const HeadScoreOptions& o) {
+  const int64_t n = span_length(probe, vocab, o);
   NoGradGuard no_grad;
   AttentionCapture cap(model);
   forward(probe);
@@ -104,20 +134,7 @@ std::vector<HeadScore> score_heads(Module& model, const std::function<void(const
       ablated = o.logits(repeated).data().to(DType::Float64).contiguous();
     }
     const Tensor w = rw.narrow(1, s.head, 1).squeeze(1).to(DType::Float64).contiguous();  // (B, T, T)
-    const double *pf = full.data<double>(), *pa = ablated.data<double>(), *pw = w.data<double>();
-    const int64_t T = 2 * n;
-    double total = 0;
-    for (int64_t b = 0; b < o.induction_batch; ++b)
-      for (int64_t t = n; t < T; ++t) {
-        const double* wr = pw + (b * T + t) * T;
-        const int64_t key = std::max_element(wr, wr + T) - wr;
-        const int64_t token = ids[b * T + key];
-        double mean_d = 0;
-        const int64_t row = (b * T + t) * vocab;
-        for (int64_t j = 0; j < vocab; ++j) mean_d += pf[row + j] - pa[row + j];
-        total += (pf[row + token] - pa[row + token]) - mean_d / static_cast<double>(vocab);
-      }
-    s.copying = total / static_cast<double>(o.induction_batch * n);
+    s.copying = copying(full, ablated, w, ids, n, vocab);
   }
   return out;
 }

@@ -7,7 +7,7 @@
 // It writes them as one JSON file per run, which viz::explorer_html turns into a page where a
 // learner moves a slider over the training steps.
 //
-//   inspect::Telemetry tel(model, [&](const Tensor& ids) { model.forward(ids); }, {.vocab = V, .probe = probe});
+//   inspect::Telemetry tel(model, [&](const Tensor& ids) { model(ids); }, {.vocab = V, .probe = probe});
 //   for (int step = 1; step <= steps; ++step) {
 //     ... train ...
 //     if (tel.due(step)) tel.record(step, loss.item());

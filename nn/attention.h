@@ -117,11 +117,11 @@ class MultiheadAttention : public Callable<MultiheadAttention> {
   /// out, not left to Callable's template, so that the options can be a braced {.is_causal = true}.
   AttentionOutput operator()(const Variable& query, const Variable& key, const Variable& value,
                              const AttentionForwardOptions& options = {}) const {
-    return call(*this, query, key, value, options);
+    return nn::call(*this, query, key, value, options);
   }
   /// m(x, {...}): self-attention with hooks; they see the inputs as (x, x, x).
   AttentionOutput operator()(const Variable& x, const AttentionForwardOptions& options = {}) const {
-    return call(*this, x, x, x, options);
+    return nn::call(*this, x, x, x, options);
   }
 
   std::string type_name() const override { return "MultiheadAttention"; }

@@ -17,7 +17,7 @@ class Sequential : public Callable<Sequential> {
   M& push_back(std::shared_ptr<M> m) {
     MG_CHECK(m != nullptr, ValueError, "Sequential: cannot add a null module");
     owned_.push_back(m);
-    steps_.push_back([raw = m.get()](const Variable& x) { return call(*raw, x); });  // with its hooks
+    steps_.push_back([raw = m.get()](const Variable& x) { return nn::call(*raw, x); });  // with its hooks
     return register_module(std::to_string(owned_.size() - 1), *m);
   }
   /// Construct a module of type M in place and append it.
@@ -82,7 +82,7 @@ class ModuleList : public Module {
 };
 
 /// Modules by name, in insertion order, registered under their names: ModuleDict heads;
-/// heads.emplace<Linear>("digit", 64, 10); heads.at<Linear>("digit").forward(x).
+/// heads.emplace<Linear>("digit", 64, 10); heads.at<Linear>("digit")(x).
 class ModuleDict : public Module {
  public:
   /// Add a module under `name` (a ValueError if the name is taken or contains '.'); returns it.

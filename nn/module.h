@@ -188,8 +188,20 @@ std::ostream& operator<<(std::ostream& os, const Module& module);
 // forward returns another type declares the pair next to that type (AttentionOutput does).
 /// A Variable: itself.
 inline void hook_values_into(std::vector<Variable>& out, const Variable& v) { out.push_back(v); }
-/// Token ids (Embedding, GPT): a Variable that needs no gradient.
-inline void hook_values_into(std::vector<Variable>& out, const Tensor& t) { out.push_back(Variable(t)); }
+/// A Tensor (token ids: Embedding, GPT): a Variable that needs no gradient (undefined for an
+/// undefined tensor, an optional mask left out).
+inline void hook_values_into(std::vector<Variable>& out, const Tensor& t) {
+  out.push_back(t.defined() ? Variable(t) : Variable());
+}
+/// A list of Variables: each.
+inline void hook_values_into(std::vector<Variable>& out, const std::vector<Variable>& vs) {
+  out.insert(out.end(), vs.begin(), vs.end());
+}
+/// A pair of Variables: both.
+inline void hook_values_into(std::vector<Variable>& out, const std::pair<Variable, Variable>& p) {
+  out.push_back(p.first);
+  out.push_back(p.second);
+}
 /// An (output, state) pair: both.
 inline void hook_values_into(std::vector<Variable>& out, const std::tuple<Variable, Variable>& s) {
   out.push_back(std::get<0>(s));
@@ -212,7 +224,19 @@ void hook_values_into(std::vector<Variable>&, const T&) {}
 /// Put a Variable back from hooked values (`at` counts how many were read).
 inline void set_hook_values(Variable& v, const std::vector<Variable>& in, size_t& at) { v = in.at(at++); }
 /// Put token ids back.
-inline void set_hook_values(Tensor& t, const std::vector<Variable>& in, size_t& at) { t = in.at(at++).data(); }
+inline void set_hook_values(Tensor& t, const std::vector<Variable>& in, size_t& at) {
+  const Variable& v = in.at(at++);
+  t = v.defined() ? v.data() : Tensor();
+}
+/// Put a list of Variables back.
+inline void set_hook_values(std::vector<Variable>& vs, const std::vector<Variable>& in, size_t& at) {
+  for (Variable& v : vs) v = in.at(at++);
+}
+/// Put a pair back.
+inline void set_hook_values(std::pair<Variable, Variable>& p, const std::vector<Variable>& in, size_t& at) {
+  p.first = in.at(at++);
+  p.second = in.at(at++);
+}
 /// Put a pair back.
 inline void set_hook_values(std::tuple<Variable, Variable>& s, const std::vector<Variable>& in, size_t& at) {
   std::get<0>(s) = in.at(at++);
@@ -290,8 +314,16 @@ auto call(M& module, Args&&... args) {
 ///   Net net;
 ///   Variable y = net(x);   // hooks of net, fc1 and fc2 all run
 ///
-/// `Base` is Module unless the class shares a base of its own with others (RNN, GRU and LSTM
-/// derive from Callable<RNN, RNNBase>).
+/// `Base` is Module unless the class derives from another module: RNN, GRU and LSTM derive from
+/// Callable<RNN, RNNBase>, and a model that extends a library module names itself the same way,
+/// `struct MyLinear : nn::Callable<MyLinear, nn::Linear>`, so that m(x) runs *its* forward (derived
+/// from nn::Linear alone, m(x) would run Linear's).
+///
+/// Arguments of other types than Variable, Tensor and the state tuples pass by to forward unseen by
+/// the hooks; forward takes its arguments by value or const reference (with hooks registered they
+/// are copies the hooks may change). The Variables in a result type of your own are shown to hooks
+/// once you declare hook_values_into/set_hook_values for it before the class that returns it (as
+/// nn/attention.h does for AttentionOutput); without them the hooks see no outputs.
 template <class Self, class Base = Module>
 class Callable : public Base {
  public:
@@ -299,12 +331,12 @@ class Callable : public Base {
   /// Run forward(args...) with hooks and errors that say where.
   template <class... Args>
   auto operator()(Args&&... args) const {
-    return call(static_cast<const Self&>(*this), std::forward<Args>(args)...);
+    return nn::call(static_cast<const Self&>(*this), std::forward<Args>(args)...);
   }
   /// The same for a module whose forward changes it (BatchNorm's running statistics).
   template <class... Args>
   auto operator()(Args&&... args) {
-    return call(static_cast<Self&>(*this), std::forward<Args>(args)...);
+    return nn::call(static_cast<Self&>(*this), std::forward<Args>(args)...);
   }
   /// True: calling this module runs its hooks.
   bool runs_hooks() const override { return true; }

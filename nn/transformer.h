@@ -27,7 +27,7 @@ class TransformerEncoderLayer : public Callable<TransformerEncoderLayer> {
   Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
   /// forward with hooks (nn::call); the mask may be a braced {.is_causal = true}.
   Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {}) const {
-    return call(*this, src, mask);
+    return nn::call(*this, src, mask);
   }
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }
@@ -55,7 +55,7 @@ class TransformerDecoderLayer : public Callable<TransformerDecoderLayer> {
   /// forward with hooks (nn::call); the masks may be braced {...}.
   Variable operator()(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
                       const AttentionForwardOptions& memory_mask = {}) const {
-    return call(*this, tgt, memory, tgt_mask, memory_mask);
+    return nn::call(*this, tgt, memory, tgt_mask, memory_mask);
   }
 
   std::string type_name() const override { return "TransformerDecoderLayer"; }

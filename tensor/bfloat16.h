@@ -11,8 +11,9 @@
 // bfloat16 (3.3895e38) by half a step or more becomes inf; NaN stays NaN (its sign kept, made quiet so
 // that dropping low payload bits can never turn it into inf); inf and -0 stay themselves.
 //
-// minigrad stores and converts bfloat16 but does not compute in it: matrix products under
-// mg::AutocastGuard read bfloat16 operands and accumulate and write float32 (autograd/autocast.h).
+// minigrad stores and converts bfloat16 but does not compute in it: a matrix product with a bfloat16
+// operand (as mg::AutocastGuard makes them, autograd/autocast.h) reads bfloat16 and accumulates and
+// writes float32.
 #include <bit>
 #include <cmath>
 #include <cstdint>

@@ -64,28 +64,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     gemm_bf16_widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // oneDNN's fast kernels (brgemm, AMX) take only dense matrices; with a leading dimension wider than
-  // the rows (a column block of a wider matrix: attention's heads, one thread's share of a product)
-  // it falls back to a kernel measured 3-10x slower. Such operands are copied into dense per-thread
-  // buffers first: O(mk + kn + mn) copying against O(mnk) arithmetic.
-  thread_local std::vector<bfloat16> dense_a, dense_b;
-  thread_local std::vector<float> dense_c;
-  const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
-  const bfloat16* da = dense_rows(a, a_rows, a_cols, lda, dense_a);
-  const bfloat16* db = dense_rows(b, b_rows, b_cols, ldb, dense_b);
-  float* dc = c;
-  if (ldc != n && m > 1) {  // C as well, copied in when beta adds it, and back out after
-    dense_c.resize(static_cast<size_t>(m * n));
-    dc = dense_c.data();
-    if (beta != 0)
-      for (int64_t i = 0; i < m; ++i) std::copy(c + i * ldc, c + i * ldc + n, dc + i * n);
-  }
-  if (!onednn::bf16_gemm(ta, tb, m, n, k, alpha, da, db, beta, dc)) {  // a shape oneDNN has no kernel for
+  if (!onednn::bf16_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))  // a shape oneDNN has no kernel for
     gemm_bf16_widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
-  }
-  if (dc != c)
-    for (int64_t i = 0; i < m; ++i) std::copy(dc + i * n, dc + (i + 1) * n, c + i * ldc);
 }
 
 std::string bf16_kernel() { return onednn::runs_bf16() ? onednn::bf16_kernel_name() : "sgemm on widened operands"; }

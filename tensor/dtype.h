@@ -12,7 +12,8 @@ namespace mg {
 /// Element type of a tensor. Float32 is the default; Float64 is used by gradient checking;
 /// Int64 holds indices and class targets; Bool holds masks (one byte per element). BFloat16 is a
 /// storage type (tensor/bfloat16.h): tensors of it can be made, copied, converted, printed and saved,
-/// and matrix products read it under autocast, but arithmetic ops take float32 or float64.
+/// and matrix products read it (whenever an operand is bfloat16: autocast makes them so), but other
+/// arithmetic ops take float32 or float64.
 enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
 
 /// Bytes per element.

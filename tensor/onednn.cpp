@@ -2,14 +2,17 @@
 // primitives, one per product shape and thread.
 #include "minigrad/tensor/onednn.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "minigrad/tensor/blas.h"
 #include "minigrad/tensor/error.h"
 
 // libgomp's, the OpenMP runtime Debian's oneDNN is built on (declared here rather than through
@@ -126,21 +129,38 @@ bool runs_bf16() {
   return use;
 }
 
-bool bf16_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, const bfloat16* b,
-               float beta, float* c) {
-  const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+bool bf16_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, int64_t lda,
+               const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
   Bf16Matmul* found = bf16_primitive(
       {ta, tb, m, n, k, a_cols, b_cols, n, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta)});
   if (!found) return false;
+  // oneDNN's fast kernels (brgemm, AMX) take only dense matrices; with a leading dimension wider than
+  // the rows (a column block of a wider matrix: attention's heads, one thread's share of a product)
+  // it falls back to a kernel measured 3-10x slower. Such operands are copied into dense per-thread
+  // buffers first: O(mk + kn + mn) copying against O(mnk) arithmetic.
+  thread_local std::vector<bfloat16> dense_a, dense_b;
+  thread_local std::vector<float> dense_c;
+  const bfloat16* da = blas::dense_rows(a, a_rows, a_cols, lda, dense_a);
+  const bfloat16* db = blas::dense_rows(b, b_rows, b_cols, ldb, dense_b);
+  float* dc = c;
+  if (ldc != n && m > 1) {  // C as well, copied in when beta adds it, and back out after
+    dense_c.resize(static_cast<size_t>(m * n));
+    dc = dense_c.data();
+    if (beta != 0)
+      for (int64_t i = 0; i < m; ++i) std::copy(c + i * ldc, c + i * ldc + n, dc + i * n);
+  }
   Bf16Matmul& mm = *found;
-  mm.a.set_data_handle(const_cast<bfloat16*>(a));
-  mm.b.set_data_handle(const_cast<bfloat16*>(b));
-  mm.c.set_data_handle(c);
+  mm.a.set_data_handle(const_cast<bfloat16*>(da));
+  mm.b.set_data_handle(const_cast<bfloat16*>(db));
+  mm.c.set_data_handle(dc);
   thread_local dnnl::stream stream(cpu_engine());
   on_this_thread([&] {
     mm.prim.execute(stream, {{DNNL_ARG_SRC, mm.a}, {DNNL_ARG_WEIGHTS, mm.b}, {DNNL_ARG_DST, mm.c}});
     stream.wait();
   });
+  if (dc != c)
+    for (int64_t i = 0; i < m; ++i) std::copy(dc + i * n, dc + (i + 1) * n, c + i * ldc);
   return true;
 }
 

@@ -18,11 +18,10 @@ void sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float al
 /// Whether bfloat16 products run on oneDNN: where the CPU has bfloat16 instructions, unless the
 /// environment variable MG_BF16_GEMM says "sgemm" or "onednn". Decided once per run.
 bool runs_bf16();
-/// The bfloat16 product on oneDNN's matmul primitive for dense operands (leading dimensions equal
-/// to their stored rows' lengths; m, n, k >= 1): false, with C untouched, where oneDNN has no kernel
-/// for this shape.
-bool bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a,
-               const bfloat16* b, float beta, float* c);
+/// The bfloat16 product C = alpha op(A) op(B) + beta C (float32 C, row-major, m, n, k >= 1) on
+/// oneDNN's matmul primitive: false, with C untouched, where oneDNN has no kernel for this shape.
+bool bf16_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, int64_t lda,
+               const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 /// The name of oneDNN's bfloat16 kernel for a (256, 256) @ (256, 256) product.
 std::string bf16_kernel_name();
 

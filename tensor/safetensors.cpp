@@ -124,8 +124,11 @@ SafeTensors load_safetensors(const std::string& path) {
   return parse_safetensors(bytes.data(), bytes.size(), path);
 }
 
-SafeTensors parse_safetensors(const void* bytes_in, size_t size, const std::string& path) {
-  const char* bytes = static_cast<const char*>(bytes_in);
+namespace {
+// The JSON header at the front of a safetensors file: 8 bytes of little-endian length, then that many
+// bytes of JSON, one object. Sets data and data_size to the bytes after it.
+nlohmann::json parse_header(const char* bytes, size_t size, const std::string& path, const char*& data,
+                            uint64_t& data_size) {
   MG_CHECK(size >= 8, FileError, "load_safetensors: {} is {} bytes, too short to hold the 8-byte header size", path,
            size);
   uint64_t n;
@@ -148,80 +151,99 @@ SafeTensors parse_safetensors(const void* bytes_in, size_t size, const std::stri
     throw FileError(fmt::format("load_safetensors: the header of {} is not valid JSON: {}", path, e.what()));
   }
   MG_CHECK(header.is_object(), FileError, "load_safetensors: the header of {} is not a JSON object", path);
-  const uint64_t data_size = size - 8 - n;
-  const char* data = bytes + 8 + n;
+  data_size = size - 8 - n;
+  data = bytes + 8 + n;
+  return header;
+}
 
-  SafeTensors out;
-  std::vector<std::pair<uint64_t, std::string>> order;  // tensors come back in file order
-  for (auto& item : header.items()) {
-    const std::string& name = item.key();  // named variables, not structured bindings: lambdas below capture them
-    const nlohmann::json& entry = item.value();
-    if (name == "__metadata__") {
-      MG_CHECK(entry.is_object(), FileError, "load_safetensors: __metadata__ in {} must be an object", path);
-      for (auto& [k, v] : entry.items()) {
-        MG_CHECK(v.is_string(), FileError, "load_safetensors: metadata \"{}\" in {} must be a string", k, path);
-        out.metadata[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    auto bad = [&](const std::string& what) {
-      return FileError(fmt::format("load_safetensors: tensor \"{}\" in {}: {}", name, path, what));
-    };
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
-      throw bad("needs dtype, shape and data_offsets");
-    DType dt;
-    if (!entry["dtype"].is_string() || !parse_dtype(entry["dtype"].get<std::string>(), dt))
-      throw bad("unsupported dtype " + short_dump(entry["dtype"]) + " (minigrad reads F32, F64, I64, BOOL, BF16)");
-    const auto& js = entry["shape"];
-    const auto& jo = entry["data_offsets"];
-    if (!js.is_array()) throw bad("shape must be an array");
-    Shape shape;
-    uint64_t numel = 1;
-    for (auto& d : js) {
-      if (!d.is_number_unsigned()) throw bad("shape " + short_dump(js) + " must hold non-negative integers");
-      const uint64_t v = d.get<uint64_t>();
-      if (v > (1ULL << 40) || (v && numel > (1ULL << 40) / v)) throw bad("shape " + short_dump(js) + " is too large");
-      numel *= v;
-      shape.push_back(static_cast<int64_t>(v));
-    }
-    if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
-      throw bad("data_offsets must be [begin, end]");
-    const uint64_t b = jo[0].get<uint64_t>(), e = jo[1].get<uint64_t>();
-    if (b > e || e > data_size)
-      throw bad(fmt::format("data_offsets [{}, {}] fall outside the {} data bytes (truncated file?)", b, e, data_size));
-    if (e - b != numel * itemsize(dt))
-      throw bad(fmt::format("data_offsets [{}, {}] hold {} bytes but shape {} of {} needs {}", b, e, e - b,
-                            shape_str(shape), dtype_name(dt), numel * itemsize(dt)));
-    Tensor t = empty(shape, dt);
-    if (e > b) std::memcpy(t.storage()->data(), data + b, e - b);
-    if (dt == DType::Bool) {
-      const uint8_t* p = static_cast<const uint8_t*>(t.storage()->data());
-      for (uint64_t i = 0; i < numel; ++i)
-        if (p[i] > 1) throw bad("a BOOL element is neither 0 nor 1");
-    }
-    out.tensors.emplace_back(name, t);
-    order.emplace_back(b, name);
+// One tensor's header entry {"dtype", "shape", "data_offsets"}, checked against the data bytes, and
+// the tensor read from them; `begin` is set to its first byte in the data.
+Tensor read_entry(const std::string& name, const nlohmann::json& entry, const char* data, uint64_t data_size,
+                  const std::string& path, uint64_t& begin) {
+  auto bad = [&](const std::string& what) {
+    return FileError(fmt::format("load_safetensors: tensor \"{}\" in {}: {}", name, path, what));
+  };
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
+    throw bad("needs dtype, shape and data_offsets");
+  DType dt;
+  if (!entry["dtype"].is_string() || !parse_dtype(entry["dtype"].get<std::string>(), dt))
+    throw bad("unsupported dtype " + short_dump(entry["dtype"]) + " (minigrad reads F32, F64, I64, BOOL, BF16)");
+  const auto& js = entry["shape"];
+  const auto& jo = entry["data_offsets"];
+  if (!js.is_array()) throw bad("shape must be an array");
+  Shape shape;
+  uint64_t numel = 1;
+  for (auto& d : js) {
+    if (!d.is_number_unsigned()) throw bad("shape " + short_dump(js) + " must hold non-negative integers");
+    const uint64_t v = d.get<uint64_t>();
+    if (v > (1ULL << 40) || (v && numel > (1ULL << 40) / v)) throw bad("shape " + short_dump(js) + " is too large");
+    numel *= v;
+    shape.push_back(static_cast<int64_t>(v));
   }
-  // Keep file order: sort by data offset. The tensors must tile the data exactly, each starting
-  // where the one before ends (the format's rule: no overlaps, which would let two tensors share
-  // bytes, and no holes, which could hide anything).
-  std::vector<size_t> idx(out.tensors.size());
+  if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
+    throw bad("data_offsets must be [begin, end]");
+  const uint64_t b = jo[0].get<uint64_t>(), e = jo[1].get<uint64_t>();
+  if (b > e || e > data_size)
+    throw bad(fmt::format("data_offsets [{}, {}] fall outside the {} data bytes (truncated file?)", b, e, data_size));
+  if (e - b != numel * itemsize(dt))
+    throw bad(fmt::format("data_offsets [{}, {}] hold {} bytes but shape {} of {} needs {}", b, e, e - b,
+                          shape_str(shape), dtype_name(dt), numel * itemsize(dt)));
+  Tensor t = empty(shape, dt);
+  if (e > b) std::memcpy(t.storage()->data(), data + b, e - b);
+  if (dt == DType::Bool) {
+    const uint8_t* p = static_cast<const uint8_t*>(t.storage()->data());
+    for (uint64_t i = 0; i < numel; ++i)
+      if (p[i] > 1) throw bad("a BOOL element is neither 0 nor 1");
+  }
+  begin = b;
+  return t;
+}
+
+// The tensors in file order, sorted by data offset. They must tile the data exactly, each starting
+// where the one before ends (the format's rule: no overlaps, which would let two tensors share
+// bytes, and no holes, which could hide anything).
+std::vector<std::pair<std::string, Tensor>> in_file_order(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                                                          const std::vector<uint64_t>& begins, uint64_t data_size,
+                                                          const std::string& path) {
+  std::vector<size_t> idx(tensors.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return order[a].first < order[b].first; });
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return begins[a] < begins[b]; });
   std::vector<std::pair<std::string, Tensor>> sorted;
   uint64_t at = 0;
   for (size_t i : idx) {
-    const uint64_t begin = order[i].first,
-                   bytes_i = out.tensors[i].second.numel() * itemsize(out.tensors[i].second.dtype());
-    MG_CHECK(
-        begin == at, FileError, "load_safetensors: tensor \"{}\" in {} starts at byte {} of the data, but {} {} there",
-        out.tensors[i].first, path, begin, begin < at ? "the tensor before it ends" : "nothing is stored before", at);
+    const uint64_t begin = begins[i], bytes_i = tensors[i].second.numel() * itemsize(tensors[i].second.dtype());
+    MG_CHECK(begin == at, FileError,
+             "load_safetensors: tensor \"{}\" in {} starts at byte {} of the data, but {} {} there", tensors[i].first,
+             path, begin, begin < at ? "the tensor before it ends" : "nothing is stored before", at);
     at = begin + bytes_i;
-    sorted.push_back(out.tensors[i]);
+    sorted.push_back(tensors[i]);
   }
   MG_CHECK(at == data_size, FileError, "load_safetensors: {} holds {} data bytes but its tensors cover {}", path,
            data_size, at);
-  out.tensors = std::move(sorted);
+  return sorted;
+}
+}  // namespace
+
+SafeTensors parse_safetensors(const void* bytes, size_t size, const std::string& path) {
+  const char* data;
+  uint64_t data_size;
+  const nlohmann::json header = parse_header(static_cast<const char*>(bytes), size, path, data, data_size);
+  SafeTensors out;
+  std::vector<uint64_t> begins;
+  for (auto& [name, entry] : header.items()) {
+    if (name != "__metadata__") {
+      uint64_t begin;
+      out.tensors.emplace_back(name, read_entry(name, entry, data, data_size, path, begin));
+      begins.push_back(begin);
+      continue;
+    }
+    MG_CHECK(entry.is_object(), FileError, "load_safetensors: __metadata__ in {} must be an object", path);
+    for (auto& [k, v] : entry.items()) {
+      MG_CHECK(v.is_string(), FileError, "load_safetensors: metadata \"{}\" in {} must be a string", k, path);
+      out.metadata[k] = v.get<std::string>();
+    }
+  }
+  out.tensors = in_file_order(out.tensors, begins, data_size, path);
   return out;
 }
 

@@ -264,7 +264,7 @@ TEST(Autocast, GradientsAreTheRoundedProductsAndTheBackwardRunsAsTheForwardDid) 
   Variable x(x0, true), w(w0, true), b(b0, true);
   Variable y;
   {
-    AutocastGuard autocast;
+    AutocastGuard guard;
     y = linear(x, w, b);
   }
   EXPECT_FALSE(AutocastMode::is_enabled());
@@ -282,7 +282,7 @@ TEST(Autocast, GradientsAreTheRoundedProductsAndTheBackwardRunsAsTheForwardDid) 
                g1 = rnd({2, 5, 3}, 27).to(DType::Float32);
   Variable va(a1, true), vc(c1, true);
   {
-    AutocastGuard autocast;
+    AutocastGuard guard;
     matmul(va, vc).backward(g1);
   }
   expect_close(
@@ -300,7 +300,7 @@ TEST(Autocast, Float64AndTheOffSwitchAreUntouched) {
   Variable va(a, true), vb(b, true);
   Variable y;
   {
-    AutocastGuard autocast;
+    AutocastGuard guard;
     y = matmul(va, vb);
   }
   EXPECT_EQ(y.dtype(), DType::Float64);
@@ -394,7 +394,7 @@ TEST(Autocast, MatchesPyTorchAutocastWithinOneBf16Rounding) {
     for (int i = 0; i < n; ++i) in.emplace_back(gold.at(name + ".in" + std::to_string(i)), true);
     Variable out;
     {
-      AutocastGuard autocast;
+      AutocastGuard guard;
       out = fn(in);
     }
     SCOPED_TRACE(name);
@@ -416,7 +416,7 @@ TEST(Autocast, MatchesPyTorchAutocastWithinOneBf16Rounding) {
       matmul(rounded(gold.at("bmm.in0")).to(DType::Float64), rounded(gold.at("bmm.in1")).to(DType::Float64));
   Tensor ours;
   {
-    AutocastGuard autocast;
+    AutocastGuard guard;
     ours = matmul(Variable(gold.at("bmm.in0")), Variable(gold.at("bmm.in1"))).data();
   }
   EXPECT_LT(max_abs_diff(ours, exact), 1e-5);
@@ -442,7 +442,7 @@ TEST(Autocast, Bf16TrainingTracksFloat32Training) {
     for (int step = 0; step < 40; ++step) {
       Variable l;
       {
-        AutocastGuard autocast(bf16);
+        AutocastGuard guard(bf16);
         l = cross_entropy(reshape(m(x), {-1, 16}), y.reshape({-1}));
       }
       opt.zero_grad();
@@ -465,7 +465,7 @@ TEST(Autocast, SameThreadsSameBits) {
     Generator g(1);
     nn::GPT m(16, 32, {.d_model = 64, .nhead = 4, .num_layers = 1}, g);
     const Tensor x = randint(0, 16, {4, 32}, g);
-    AutocastGuard autocast;
+    AutocastGuard guard;
     Variable l = cross_entropy(reshape(m(x), {-1, 16}), x.reshape({-1}));
     l.backward();
     return m.parameters()[2].grad().to_vector<float>();

@@ -289,6 +289,33 @@ TEST(ModuleHooks, AUserModuleGetsHooksAndErrorPathsFromBeingCalled) {
   EXPECT_THROW(p.register_forward_pre_hook([](const nn::Module&, std::vector<Variable>&) {}), ValueError);
 }
 
+namespace {
+// A model that extends a library module names itself in Callable, so that m(x) runs its forward.
+struct Doubled : nn::Callable<Doubled, nn::Linear> {
+  Doubled() : Callable(3, 2) {}
+  Variable forward(const Variable& x, const Tensor& mask = Tensor()) const {
+    const Variable y = nn::Linear::forward(x) * 2.0;
+    return mask.defined() ? y * Variable(mask) : y;
+  }
+  std::string type_name() const override { return "Doubled"; }
+};
+}  // namespace
+
+TEST(ModuleHooks, AModuleExtendingALibraryModuleRunsItsOwnForward) {
+  Doubled m;
+  const Variable x(rnd({4, 3}, 3).to(DType::Float32));
+  expect_close(m(x).data(), (m.nn::Linear::forward(x) * 2.0).data(), 0, 0);
+  // with a hook, an optional Tensor argument left undefined reaches the hook as an undefined Variable
+  int calls = 0;
+  m.register_forward_pre_hook([&](const nn::Module&, std::vector<Variable>& in) {
+    ++calls;
+    ASSERT_EQ(in.size(), 2u);
+    EXPECT_FALSE(in[1].defined());
+  });
+  expect_close(m(x, Tensor()).data(), (m.nn::Linear::forward(x) * 2.0).data(), 0, 0);
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(ModuleHooks, TokenIdsReachHooksAsVariablesAndGoBackAsTensors) {
   Generator g(4);
   nn::Embedding emb(10, 3, {}, g);

@@ -24,7 +24,7 @@ Variable matmul(const Variable& a, const Variable& b) {
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
   const Tensor ad = autocast(a.data()), bd = autocast(b.data());
   return record("matmul", mg::matmul(ad, bd), {a, b}, [ad, bd](const Tensor& dy, const Node& n) -> TensorList {
-    const Tensor g = autocast_like(dy, ad);
+    const Tensor g = autocast_like(dy, {ad, bd});
     return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(),
             n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
   });
@@ -42,7 +42,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   return record("linear", mg::linear(xd, w, b), inputs, [xd, w](const Tensor& dy, const Node& n) -> TensorList {
     const int64_t in = w.size(1), out = w.size(0);
     const int64_t rows = numel_of(Shape(xd.shape().begin(), xd.shape().end() - 1));  // N
-    const Tensor g = autocast_like(dy, xd), g2 = g.reshape({rows, out});
+    const Tensor g = autocast_like(dy, {xd, w}), g2 = g.reshape({rows, out});
     TensorList grads(n.next.size());
     if (n.needs(0)) grads[0] = mg::matmul(g, w);
     if (n.needs(1)) grads[1] = mg::matmul(g2.transpose(0, 1), xd.reshape({rows, in}));

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     Variable l;
     {
-      AutocastGuard autocast(bf16);
+      AutocastGuard guard(bf16);
       l = cross_entropy(reshape(m(x), {-1, vocab}), y.reshape({-1}));
     }
     opt.zero_grad();

@@ -69,7 +69,7 @@ Variable loss_on(const nn::GPT& m, const Tensor& x, const Tensor& y) {
 
 double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
   NoGradGuard no_grad;
-  AutocastGuard autocast(c.bf16);
+  AutocastGuard guard(c.bf16);
   double s = 0;
   for (const auto& [x, y] : char_text::val_batches(d, c.batch, c.context, c.seed)) s += loss_on(m, x, y).item();
   return s / 8;
@@ -136,7 +136,7 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
     }
     Variable loss;
     {
-      AutocastGuard autocast(c.bf16);  // off unless --bf16; the backward runs as the forward did
+      AutocastGuard guard(c.bf16);  // off unless --bf16; the backward runs as the forward did
       loss = loss_on(m, x, y);
     }
     opt.zero_grad();

@@ -1,5 +1,5 @@
 #pragma once
-// Matrix products on OpenBLAS (tensor/ops/matmul.cpp, through tensor/blas.h).
+// Matrix products (tensor/ops/matmul.cpp), through tensor/blas.h: OpenBLAS, and oneDNN for bfloat16.
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
