@@ -116,12 +116,12 @@ class MultiheadAttention : public Callable<MultiheadAttention> {
   /// m(query, key, value, {...}): forward with hooks and errors that say where (nn::call). Written
   /// out, not left to Callable's template, so that the options can be a braced {.is_causal = true}.
   AttentionOutput operator()(const Variable& query, const Variable& key, const Variable& value,
-                             const AttentionForwardOptions& options = {}) const {
-    return nn::call(*this, query, key, value, options);
+                             const AttentionForwardOptions& opt = {}) const {
+    return nn::call(*this, query, key, value, opt);
   }
   /// m(x, {...}): self-attention with hooks; they see the inputs as (x, x, x).
-  AttentionOutput operator()(const Variable& x, const AttentionForwardOptions& options = {}) const {
-    return nn::call(*this, x, x, x, options);
+  AttentionOutput operator()(const Variable& x, const AttentionForwardOptions& opt = {}) const {
+    return nn::call(*this, x, x, x, opt);
   }
 
   std::string type_name() const override { return "MultiheadAttention"; }

@@ -49,7 +49,7 @@ using AdamWOptions = AdamOptions;
 /// AdamW (Loshchilov & Hutter 2019): weight decay shrinks the weights directly.
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<ParamGroup> groups, AdamWOptions options = {}) : Adam(std::move(groups), options, true) {}
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {}) : Adam(std::move(groups), o, true) {}
   AdamW(const std::vector<Variable>& params, AdamWOptions options = {});
 };
 
