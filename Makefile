@@ -11,6 +11,7 @@ CLANG_BUILD ?= build-clang
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 INSTALL_BUILD ?= build-install
+NATIVE_BUILD ?= build-native
 PREFIX ?= /usr/local
 
 .PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench lib-deps install-build install package clean
@@ -68,9 +69,13 @@ test: test-release test-asan fuzz
 demo: demo-deps build
 	@BUILD=$(BUILD) scripts/demo
 
-# minigrad beside PyTorch (Debian's python3-torch, installed if missing) -> docs/BENCHMARKS.md
+# minigrad beside PyTorch (Debian's python3-torch, installed if missing; PyTorch 2.x from PyPI in a
+# virtual environment under $(BUILD), made on first use) -> docs/BENCHMARKS.md. Also builds
+# bench_gpt with -march=native ($(NATIVE_BUILD)), to compare with the installed configuration.
 bench: bench-deps build
-	BUILD=$(BUILD) /usr/bin/python3 bench/run.py
+	cmake -S . -B $(NATIVE_BUILD) -DCMAKE_BUILD_TYPE=Release -DMG_NATIVE=ON -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF
+	cmake --build $(NATIVE_BUILD) -j$(JOBS) --target bench_gpt
+	BUILD=$(BUILD) NATIVE_BUILD=$(NATIVE_BUILD) /usr/bin/python3 bench/run.py
 
 # The library, its headers (<PREFIX>/include/minigrad/) and its CMake package (lib/cmake/minigrad/
 # under the prefix): then find_package(minigrad CONFIG REQUIRED) in any project. Built apart from

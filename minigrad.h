@@ -9,6 +9,7 @@
 //   distributed/  data-parallel training over processes on MPI (optional: built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/atomic_file.h"
+#include "minigrad/tensor/cpu.h"
 #include "minigrad/tensor/ops.h"
 #include "minigrad/tensor/parallel.h"
 #include "minigrad/tensor/safetensors.h"

@@ -5,10 +5,15 @@ Runs, for the auto-detected OpenBLAS kernel (OPENBLAS_CORETYPE unset, the headli
 environment sets OPENBLAS_CORETYPE, for that one too:
   * the GPT of bench/torch_gpt_ref.py, small and large, minigrad with 1 and 2 threads,
     PyTorch with --threads 1 and with --threads 2 OMP_WAIT_POLICY=PASSIVE (the faster is compared);
+  * (headline only) the same GPT in float32 and bf16 autocast for every build and version side by side:
+    minigrad as installed (BUILD, the default build) and compiled with -march=native (NATIVE_BUILD),
+    each at every CPU level it can run (MG_CPU); PyTorch 1.13 (Debian's) and PyTorch 2.x from PyPI
+    (a virtual environment under BUILD, made on first use; skipped with a note when PyPI cannot be
+    reached), eager and under torch.compile;
   * context scaling T = 64 ... 1024 (d 128, 4 heads, 4 layers, batch 8): step time and peak RSS;
   * the kernel micro-benchmarks (bench/micro, Google Benchmark) and their PyTorch twins.
-Environment: BUILD (build folder, default build), TORCH_GPT_REF (path of torch_gpt_ref.py),
-BENCH_QUICK=1 (fewer steps, for trying the script out).
+Environment: BUILD (build folder, default build), NATIVE_BUILD (default build-native), TORCH_GPT_REF
+(path of torch_gpt_ref.py), BENCH_QUICK=1 (fewer steps, for trying the script out).
 """
 import datetime
 import json
@@ -20,6 +25,8 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD", "build"))
+NATIVE_BUILD = os.path.join(ROOT, os.environ.get("NATIVE_BUILD", "build-native"))
+TORCH2_VENV = os.path.join(BUILD, "torch2-venv")
 REF = os.environ.get("TORCH_GPT_REF", os.path.join(ROOT, "bench", "torch_gpt_ref.py"))
 PY = "/usr/bin/python3"
 QUICK = os.environ.get("BENCH_QUICK") == "1"
@@ -57,15 +64,34 @@ def args_of(cfg, steps):
     return out + ["--steps", str(steps)]
 
 
-def minigrad_gpt(cfg, steps, threads, core, bf16=False):
-    return run([os.path.join(BUILD, "bench", "bench_gpt")] + args_of(cfg, steps) + ["--threads", str(threads)] +
-               (["--bf16"] if bf16 else []), env_for(core))
+def minigrad_gpt(cfg, steps, threads, core, bf16=False, build=BUILD, level=None):
+    return run([os.path.join(build, "bench", "bench_gpt")] + args_of(cfg, steps) + ["--threads", str(threads)] +
+               (["--bf16"] if bf16 else []), env_for(core, {"MG_CPU": level} if level else None))
 
 
-def torch_gpt(cfg, steps, threads, core, bf16=False):
+def torch_gpt(cfg, steps, threads, core, bf16=False, py=PY, extra_args=()):
     extra = {"OMP_WAIT_POLICY": "PASSIVE"} if threads > 1 else {}
-    return run([PY, os.path.join(ROOT, "bench", "torch_rss.py"), REF] + args_of(cfg, steps) + ["--threads", str(threads)] +
-               (["--bf16", "1"] if bf16 else []), env_for(core, extra))
+    return run([py, os.path.join(ROOT, "bench", "torch_rss.py"), REF] + args_of(cfg, steps) + ["--threads", str(threads)] +
+               (["--bf16", "1"] if bf16 else []) + list(extra_args), env_for(core, extra))
+
+
+def torch2_python():
+    """The python of a virtual environment under BUILD holding PyTorch 2.x from PyPI, made on first use.
+    Returns (python, version) or (None, why not)."""
+    py = os.path.join(TORCH2_VENV, "bin", "python")
+    probe = lambda: subprocess.run([py, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    if os.path.exists(py) and probe().returncode == 0:
+        return py, probe().stdout.strip()
+    print(f"  making {TORCH2_VENV} with PyTorch 2.x from PyPI (several GB: its wheels bring CUDA libraries)",
+          file=sys.stderr, flush=True)
+    steps = [["/usr/bin/python3", "-m", "venv", TORCH2_VENV], [py, "-m", "pip", "install", "-q", "torch", "numpy"]]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            why = (r.stderr.strip().splitlines() or ["?"])[-1]
+            return None, f"`{' '.join(cmd[-3:])}` failed ({why}); PyPI unreachable? Run `make bench` again when it is"
+    r = probe()
+    return (py, r.stdout.strip()) if r.returncode == 0 else (None, "torch installed but does not import: " + r.stderr[-200:])
 
 
 def bf16_rows(core):
@@ -78,6 +104,71 @@ def bf16_rows(core):
         best = min((t1, t2), key=lambda r: float(r["ms/step"]))
         rows.append(dict(name=name, m=m, t1=t1, t2=t2, best=best, best_threads=1 if best is t1 else 2))
     return rows
+
+
+def ms(r):
+    return float(r["ms/step"])
+
+
+def best_torch(cfg, steps, bf16, py, extra_args=()):
+    """PyTorch's faster of --threads 1 and 2: (result, threads)."""
+    t1 = torch_gpt(cfg, steps, 1, "auto", bf16, py, extra_args)
+    t2 = torch_gpt(cfg, steps, 2, "auto", bf16, py, extra_args)
+    return (t1, 1) if ms(t1) <= ms(t2) else (t2, 2)
+
+
+def side_by_side(f32_rows, bf16_rows_):
+    """The GPT step of every build and version, float32 and bf16 autocast: a list of (label, {(config, bf16): ms})."""
+    t2py, t2ver = torch2_python()
+    levels = ["baseline", "avx2", "avx512"]
+    best = f32_rows[0]["m2"].get("best_cpu", "baseline")
+    table = {}  # label -> {(config, bf16): ms}
+    put = lambda label, key, r: table.setdefault(label, {}).__setitem__(key, ms(r))
+    for (name, cfg), f, b in zip((("small", SMALL), ("large", LARGE)), f32_rows, bf16_rows_):
+        for bf16 in (False, True):
+            key, steps = (name, bf16), STEPS[name]
+            put(f"minigrad installed (runs at {best})", key, b["m"] if bf16 else f["m2"])
+            for level in levels[:levels.index(best)]:
+                put(f"minigrad installed, MG_CPU={level}", key, minigrad_gpt(cfg, steps, 2, "auto", bf16, level=level))
+            if os.path.exists(os.path.join(NATIVE_BUILD, "bench", "bench_gpt")):
+                put("minigrad -march=native (MG_NATIVE=ON)", key, minigrad_gpt(cfg, steps, 2, "auto", bf16, NATIVE_BUILD))
+            put("PyTorch 1.13 eager", key, b["best"] if bf16 else f["best"])
+            if t2py:
+                r, threads = best_torch(cfg, steps, bf16, t2py, ["--sdpa", "1"])
+                put(f"PyTorch {t2ver} eager (scaled_dot_product_attention)", key, r)
+                put(f"PyTorch {t2ver} torch.compile", key,
+                    torch_gpt(cfg, steps, threads, "auto", bf16, t2py, ["--sdpa", "1", "--compile", "1"]))
+    return table, (t2ver if t2py else None)
+
+
+def fmt_side_by_side(table, t2ver):
+    keys = [("small", False), ("large", False), ("small", True), ("large", True)]
+    eager = [l for l in table if l.startswith("PyTorch") and "compile" not in l]
+    best_eager = {k: min(table[l][k] for l in eager) for k in keys}
+    compiled = next((l for l in table if "compile" in l), None)
+    lines = ["| build or version | small f32 ms | large f32 ms | small bf16 ms | large bf16 ms | "
+             "ratio to PyTorch's best eager (small, large; f32 / bf16) |", "|---|---|---|---|---|---|"]
+    for label, row in table.items():
+        ratios = " / ".join(", ".join(f"{row[(c, b)] / best_eager[(c, b)]:.2f}x" for c in ("small", "large"))
+                            for b in (False, True))
+        lines.append(f"| {label} | " + " | ".join(f"{row[k]:.1f}" for k in keys) + f" | {ratios} |")
+    lines.append("")
+    if t2ver is None:
+        lines.append("PyTorch 2.x: not measured in this sitting (see the message `make bench` printed).")
+    inst = next(l for l in table if l.startswith("minigrad installed ("))
+    nat = next((l for l in table if "native" in l), None)
+    ok = lambda c: "met" if c else "**missed**"
+    lines += ["", "Targets:", ""]
+    if nat:
+        worst = max(table[inst][k] / table[nat][k] for k in keys)
+        lines.append(f"- installed within 5% of native on every row: worst {worst:.3f}x, {ok(worst <= 1.05)}")
+    for (c, b), limit in ((("small", False), 0.5), (("large", False), 0.7), (("small", True), 0.8), (("large", True), 0.8)):
+        r = table[inst][(c, b)] / best_eager[(c, b)]
+        lines.append(f"- {c} {'bf16' if b else 'float32'} <= {limit}x PyTorch's best eager: {r:.2f}x, {ok(r <= limit)}")
+    if compiled:
+        lines.append("- against torch.compile (reported, the stretch goal is 1.0x on large): " + ", ".join(
+            f"{c} {'bf16' if b else 'f32'} {table[inst][(c, b)] / table[compiled][(c, b)]:.2f}x" for c, b in keys))
+    return lines
 
 
 def ddp_rows(core):
@@ -213,7 +304,8 @@ def main():
            "in the same sitting and environment. Do not edit by hand; run `make bench` again.", "",
            "## Machine", "",
            f"- CPU: {info['cpu']}, {info['cores']} cores; Linux {info['kernel']}",
-           f"- PyTorch {info['torch']} (Debian's python3-torch); the reference is bench/torch_gpt_ref.py",
+           f"- PyTorch {info['torch']} (Debian's python3-torch) and, in the side-by-side table, PyTorch 2.x from PyPI; "
+           "the reference is bench/torch_gpt_ref.py",
            "- Threads: minigrad runs one oneTBB pool (OpenBLAS kept single-threaded, handed blocks of rows); "
            "PyTorch is run with --threads 1 (its matmuls still use OpenBLAS threads) and with --threads 2 under "
            "OMP_WAIT_POLICY=PASSIVE, and the faster of the two is the comparison.",
@@ -241,7 +333,16 @@ def main():
                     f"bfloat16 GEMM rate this sitting (1024^3, bfloat16 operands, float32 sums): {peak:.0f} GFLOP/s on 2 "
                     "threads through mg::matmul. minigrad runs the forward inside mg::AutocastGuard (bench_gpt --bf16); "
                     "PyTorch inside torch.autocast(\"cpu\", dtype=torch.bfloat16) (torch_gpt_ref.py --bf16 1).", ""]
-            doc += fmt_bf16(bf16_rows(core), rows, peak) + [""]
+            brows = bf16_rows(core)
+            doc += fmt_bf16(brows, rows, peak) + [""]
+            table, t2ver = side_by_side(rows, brows)
+            doc += ["### Every build and version side by side (2 threads for minigrad; PyTorch's faster of 1 and 2)", "",
+                    "minigrad installed: the default build (`make install`, compiled for any x86-64 CPU, choosing its "
+                    "kernels' instruction set when it runs, tensor/cpu.h); MG_CPU forces a lower level; native: "
+                    "everything compiled with -march=native. PyTorch 2.x comes from PyPI into a virtual environment "
+                    "under the build folder; its eager run uses scaled_dot_product_attention, torch.compile "
+                    "compiles the model in the warm-up steps (the thread count of its faster eager run).", ""]
+            doc += fmt_side_by_side(table, t2ver) + [""]
             ddp = ddp_rows(core)
             if ddp:
                 one, two = ddp

@@ -3,12 +3,17 @@
 // inside that pool on blocks of rows or on batch entries (tensor/ops/matmul.cpp), so there is
 // never a second pool competing for the cores.
 //
+// Each chunk runs at the CPU level picked at start-up (tensor/cpu.h): parallel_for is where
+// the kernels' loops get their AVX2 or AVX-512 copy.
+//
 // Every kernel computes each output element from a fixed sequence of inputs, whichever thread
 // does it, so results do not depend on how TBB splits the work: same inputs, same bits.
 #include <cstdint>
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+
+#include "minigrad/tensor/cpu.h"
 
 namespace mg {
 
@@ -26,17 +31,19 @@ inline constexpr int64_t kGrain = 32768;
 constexpr int64_t grain_for(int64_t work) { return work > 0 && work < kGrain ? kGrain / work : 1; }
 
 /// Run f(begin, end) over [begin, end) in chunks of at least `grain` indices, in parallel when
-/// there is more than one chunk.
+/// there is more than one chunk, each chunk compiled for and run at cpu_level().
 template <class F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, F&& f) {
   if (end <= begin) return;
   if (grain < 1) grain = 1;
+  const CpuLevel level = cpu_level();
   if (end - begin <= grain || get_num_threads() == 1) {
-    f(begin, end);
+    detail::run_at_level(level, [&] { f(begin, end); });
     return;
   }
-  tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain),
-                    [&](const tbb::blocked_range<int64_t>& r) { f(r.begin(), r.end()); });
+  tbb::parallel_for(tbb::blocked_range<int64_t>(begin, end, grain), [&](const tbb::blocked_range<int64_t>& r) {
+    detail::run_at_level(level, [&] { f(r.begin(), r.end()); });
+  });
 }
 
 }  // namespace mg

@@ -98,9 +98,12 @@ TEST(EdgeValues, FusedAttentionAtLargeScoresMatchesFloat64) {
       grads[dt == DType::Float64] = {Q.grad(), K.grad(), Vv.grad()};
     }
     expect_close(outs[0], outs[1], 2e-6, 2e-6);
+    // 5e-5: dK = dS^T Q sums products of entries near M in float32, and its rounding depends on
+    // OpenBLAS's kernel for the CPU (its Nehalem kernel, run under qemu by the NoAvx tests, is
+    // 2.03e-5 off at M = 1e5; the bug above was 4e-3)
     for (int i = 0; i < 3; ++i) {
       SCOPED_TRACE(fmt::format("gradient {} of q, k, v", i));
-      expect_close(grads[0][i], grads[1][i], 2e-5, 2e-5);
+      expect_close(grads[0][i], grads[1][i], 2e-5, 5e-5);
     }
   }
 }

@@ -1,6 +1,9 @@
-// A user's program: its own nn/module.h beside minigrad's, and a line fitted with minigrad.
+// A user's program: its own nn/module.h beside minigrad's, and a line fitted with minigrad. It also
+// checks that the library it got runs its kernels at the widest instruction set this CPU has.
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "nn/module.h"
 #include <minigrad/minigrad.h>
@@ -22,5 +25,15 @@ int main() {
   }
   const double w = fit.weight.item(), b = fit.bias.item();
   std::printf("user layers %d; fitted y = %.4f x + %.4f, loss %.2e\n", mine.layers, w, b, loss);
-  return std::abs(w - 2) < 1e-2 && std::abs(b - 1) < 1e-2 && mine.layers == 3 ? 0 : 1;
+
+  // The CPU level: the best this CPU supports (MG_CPU is not set here), and its GELU equal to the
+  // baseline's to the bit.
+  const std::string level(mg::cpu_capability()), best(mg::cpu_level_name(mg::best_cpu_level()));
+  const mg::Tensor z = mg::linspace(-6, 6, 1001);
+  const std::vector<float> at_best = mg::gelu(z).to_vector<float>();
+  mg::set_cpu_level(mg::CpuLevel::baseline);
+  const bool same = mg::gelu(z).to_vector<float>() == at_best;
+  std::printf("kernels run at %s (the best this CPU supports: %s); the same GELU as the baseline's: %s\n",
+              level.c_str(), best.c_str(), same ? "yes" : "no");
+  return std::abs(w - 2) < 1e-2 && std::abs(b - 1) < 1e-2 && mine.layers == 3 && level == best && same ? 0 : 1;
 }
