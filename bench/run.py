@@ -13,7 +13,8 @@ environment sets OPENBLAS_CORETYPE, for that one too:
   * context scaling T = 64 ... 1024 (d 128, 4 heads, 4 layers, batch 8): step time and peak RSS;
   * the kernel micro-benchmarks (bench/micro, Google Benchmark) and their PyTorch twins.
 Environment: BUILD (build folder, default build), NATIVE_BUILD (default build-native), TORCH_GPT_REF
-(path of torch_gpt_ref.py), BENCH_QUICK=1 (fewer steps, for trying the script out).
+(path of torch_gpt_ref.py), BENCH_QUICK=1 (fewer steps, for trying the script out), BENCH_RESUME=1
+(reuse the GPT results an interrupted sitting left in BUILD/bench-results.json).
 """
 import datetime
 import json
@@ -48,12 +49,26 @@ def parse(line):
     return {k: v for k, v in re.findall(r"(\S+?)=(\S+)", line)}
 
 
+# BENCH_RESUME=1: reuse the results of commands already run by an interrupted sitting (kept in
+# BUILD/bench-results.json), so that a failure late in a long run does not cost the whole run.
+RESULTS = os.path.join(BUILD, "bench-results.json")
+
+
 def run(cmd, env):
+    key = " ".join(cmd) + " | " + " ".join(f"{k}={env.get(k, '')}" for k in ("OPENBLAS_CORETYPE", "MG_CPU"))
+    done = json.load(open(RESULTS)) if os.path.exists(RESULTS) else {}
+    if os.environ.get("BENCH_RESUME") == "1" and key in done:
+        print("  (kept)", " ".join(cmd), file=sys.stderr, flush=True)
+        return done[key]
     print("  $", " ".join(cmd), file=sys.stderr, flush=True)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     res = {}
     for line in out.splitlines():
         res.update(parse(line))
+    done[key] = res
+    with open(RESULTS + ".tmp", "w") as f:
+        json.dump(done, f)
+    os.replace(RESULTS + ".tmp", RESULTS)
     return res
 
 
@@ -94,15 +109,28 @@ def torch2_python():
     return (py, r.stdout.strip()) if r.returncode == 0 else (None, "torch installed but does not import: " + r.stderr[-200:])
 
 
+def emulated_bf16(m):
+    """Whether bench_gpt's result says this CPU has no bfloat16 instructions (PyTorch then emulates them,
+    some 20x slower than its float32: its bf16 runs are cut to 2 steps after 1 warm-up, on 2 threads)."""
+    return m.get("bf16_kernel", "").startswith("sgemm")
+
+
+def torch_bf16(cfg, steps, threads, core, slow, py=PY, extra_args=()):
+    if slow:
+        return torch_gpt(dict(cfg, warmup=1), 2, 2, core, True, py, extra_args)
+    return torch_gpt(cfg, steps, threads, core, True, py, extra_args)
+
+
 def bf16_rows(core):
     """minigrad under AutocastGuard beside PyTorch under torch.autocast("cpu", dtype=torch.bfloat16)."""
     rows = []
     for name, cfg in (("small", SMALL), ("large", LARGE)):
         m = minigrad_gpt(cfg, STEPS[name], 2, core, bf16=True)
-        t1 = torch_gpt(cfg, STEPS[name], 1, core, bf16=True)
-        t2 = torch_gpt(cfg, STEPS[name], 2, core, bf16=True)
+        slow = emulated_bf16(m)
+        t1 = torch_bf16(cfg, STEPS[name], 1, core, slow)
+        t2 = t1 if slow else torch_bf16(cfg, STEPS[name], 2, core, slow)
         best = min((t1, t2), key=lambda r: float(r["ms/step"]))
-        rows.append(dict(name=name, m=m, t1=t1, t2=t2, best=best, best_threads=1 if best is t1 else 2))
+        rows.append(dict(name=name, m=m, t1=t1, t2=t2, best=best, best_threads=2 if slow else 1 if best is t1 else 2))
     return rows
 
 
@@ -134,10 +162,15 @@ def side_by_side(f32_rows, bf16_rows_):
                 put("minigrad -march=native (MG_NATIVE=ON)", key, minigrad_gpt(cfg, steps, 2, "auto", bf16, NATIVE_BUILD))
             put("PyTorch 1.13 eager", key, b["best"] if bf16 else f["best"])
             if t2py:
-                r, threads = best_torch(cfg, steps, bf16, t2py, ["--sdpa", "1"])
+                slow = bf16 and emulated_bf16(b["m"])
+                sdpa, compiled = ["--sdpa", "1"], ["--sdpa", "1", "--compile", "1"]
+                if slow:
+                    r, threads = torch_bf16(cfg, steps, 2, "auto", True, t2py, sdpa), 2
+                else:
+                    r, threads = best_torch(cfg, steps, bf16, t2py, sdpa)
                 put(f"PyTorch {t2ver} eager (scaled_dot_product_attention)", key, r)
-                put(f"PyTorch {t2ver} torch.compile", key,
-                    torch_gpt(cfg, steps, threads, "auto", bf16, t2py, ["--sdpa", "1", "--compile", "1"]))
+                put(f"PyTorch {t2ver} torch.compile", key, torch_bf16(cfg, steps, threads, "auto", slow, t2py, compiled)
+                    if bf16 else torch_gpt(cfg, steps, threads, "auto", False, t2py, compiled))
     return table, (t2ver if t2py else None)
 
 
@@ -198,9 +231,14 @@ def fmt_bf16(rows, f32_rows, peak):
                      f"{float(f['m2']['ms/step']):.1f} | {float(r['m']['peak_rss_mb']):.0f} / "
                      f"{float(f['m2']['peak_rss_mb']):.0f} / {float(r['best']['peak_rss_mb']):.0f} |")
     lines.append("")
-    lines.append(f"bfloat16 products run on: {rows[0]['m'].get('bf16_kernel', '?')}. PyTorch both ways: " + "; ".join(
-        f"{r['name']}: --threads 1 {float(r['t1']['ms/step']):.1f} ms, --threads 2 {float(r['t2']['ms/step']):.1f} ms"
-        for r in rows) + ".")
+    if emulated_bf16(rows[0]["m"]):
+        lines.append(f"bfloat16 products run on: {rows[0]['m'].get('bf16_kernel', '?')}: this CPU has no bfloat16 "
+                     "instructions (AVX512-BF16 or AMX). PyTorch's autocast then emulates them, far slower than its "
+                     "float32, so its bf16 runs here are 2 steps after 1 warm-up, on 2 threads.")
+    else:
+        lines.append(f"bfloat16 products run on: {rows[0]['m'].get('bf16_kernel', '?')}. PyTorch both ways: " + "; ".join(
+            f"{r['name']}: --threads 1 {float(r['t1']['ms/step']):.1f} ms, --threads 2 {float(r['t2']['ms/step']):.1f} ms"
+            for r in rows) + ".")
     lines += ["", "Targets:", ""]
     ok = lambda c: "met" if c else "**missed**"
     for r, f in zip(rows, f32_rows):

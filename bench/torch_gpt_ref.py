@@ -12,7 +12,7 @@ import argparse, math, statistics, time
 import torch, torch.nn as nn, torch.nn.functional as F
 
 class Block(nn.Module):
-    def __init__(s, d, h, sdpa):
+    def __init__(s, d, h, sdpa=False):
         super().__init__()
         s.h, s.sdpa = h, sdpa
         s.ln1, s.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -34,7 +34,7 @@ class Block(nn.Module):
         return x + s.out(F.gelu(s.fc(s.ln2(x))))
 
 class GPT(nn.Module):
-    def __init__(s, vocab, ctx, d, h, L, sdpa):
+    def __init__(s, vocab, ctx, d, h, L, sdpa=False):
         super().__init__()
         s.tok, s.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
         s.blocks = nn.ModuleList(Block(d, h, sdpa) for _ in range(L))
