@@ -80,8 +80,8 @@ bench: bench-deps build
 # The library, its headers (<PREFIX>/include/minigrad/) and its CMake package (lib/cmake/minigrad/
 # under the prefix): then find_package(minigrad CONFIG REQUIRED) in any project. Built apart from
 # `build`, without tests or examples, and for any x86-64 CPU unless asked otherwise (README: what
-# each choice costs): the kernels choose SSE2, AVX2 or AVX-512 when they run whatever these say;
-# ARCH=x86-64-v3 compiles the rest for AVX2 CPUs (2013 and later), NATIVE=ON everything for this CPU only.
+# each choice costs). By default the kernels choose SSE2, AVX2 or AVX-512 when they run; ARCH=x86-64-v3
+# compiles the rest for AVX2 CPUs (2013 and later), NATIVE=ON everything for this CPU only (no faster).
 #   make install-build && sudo cmake --install build-install   into /usr/local (build as you, install as root)
 #   make install PREFIX=$$HOME/.local  anywhere else
 NATIVE ?= OFF

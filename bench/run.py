@@ -6,8 +6,8 @@ environment sets OPENBLAS_CORETYPE, for that one too:
   * the GPT of bench/torch_gpt_ref.py, small and large, minigrad with 1 and 2 threads,
     PyTorch with --threads 1 and with --threads 2 OMP_WAIT_POLICY=PASSIVE (the faster is compared);
   * (headline only) the same GPT in float32 and bf16 autocast for every build and version side by side:
-    minigrad as installed (BUILD, the default build) and compiled with -march=native (NATIVE_BUILD),
-    each at every CPU level it can run (MG_CPU); PyTorch 1.13 (Debian's) and PyTorch 2.x from PyPI
+    minigrad as installed (BUILD, the default build; also at every CPU level below this CPU's best,
+    with MG_CPU) and compiled with -march=native (NATIVE_BUILD); PyTorch 1.13 (Debian's) and PyTorch 2.x from PyPI
     (a virtual environment under BUILD, made on first use; skipped with a note when PyPI cannot be
     reached), eager and under torch.compile;
   * context scaling T = 64 ... 1024 (d 128, 4 heads, 4 layers, batch 8): step time and peak RSS;
@@ -95,16 +95,17 @@ def torch2_python():
     Returns (python, version) or (None, why not)."""
     py = os.path.join(TORCH2_VENV, "bin", "python")
     probe = lambda: subprocess.run([py, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
-    if os.path.exists(py) and probe().returncode == 0:
-        return py, probe().stdout.strip()
+    r = probe() if os.path.exists(py) else None
+    if r is not None and r.returncode == 0:
+        return py, r.stdout.strip()
     print(f"  making {TORCH2_VENV} with PyTorch 2.x from PyPI (several GB: its wheels bring CUDA libraries)",
           file=sys.stderr, flush=True)
-    steps = [["/usr/bin/python3", "-m", "venv", TORCH2_VENV], [py, "-m", "pip", "install", "-q", "torch", "numpy"]]
+    steps = [["/usr/bin/python3", "-m", "venv", TORCH2_VENV], [py, "-m", "pip", "install", "-q", "torch>=2,<3", "numpy"]]
     for cmd in steps:
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             why = (r.stderr.strip().splitlines() or ["?"])[-1]
-            return None, f"`{' '.join(cmd[-3:])}` failed ({why}); PyPI unreachable? Run `make bench` again when it is"
+            return None, f"`{' '.join(cmd)}` failed ({why}); PyPI unreachable? Run `make bench` again when it is"
     r = probe()
     return (py, r.stdout.strip()) if r.returncode == 0 else (None, "torch installed but does not import: " + r.stderr[-200:])
 
@@ -145,7 +146,7 @@ def best_torch(cfg, steps, bf16, py, extra_args=()):
     return (t1, 1) if ms(t1) <= ms(t2) else (t2, 2)
 
 
-def side_by_side(f32_rows, bf16_rows_):
+def side_by_side(f32_rows, bf16_rows_, t1ver):
     """The GPT step of every build and version, float32 and bf16 autocast: a list of (label, {(config, bf16): ms})."""
     t2py, t2ver = torch2_python()
     levels = ["baseline", "avx2", "avx512"]
@@ -155,12 +156,13 @@ def side_by_side(f32_rows, bf16_rows_):
     for (name, cfg), f, b in zip((("small", SMALL), ("large", LARGE)), f32_rows, bf16_rows_):
         for bf16 in (False, True):
             key, steps = (name, bf16), STEPS[name]
-            put(f"minigrad installed (runs at {best})", key, b["m"] if bf16 else f["m2"])
+            mine = b["m"] if bf16 else f["m2"]
+            put(f"minigrad installed (runs at {mine.get('cpu', '?')})", key, mine)
             for level in levels[:levels.index(best)]:
                 put(f"minigrad installed, MG_CPU={level}", key, minigrad_gpt(cfg, steps, 2, "auto", bf16, level=level))
             if os.path.exists(os.path.join(NATIVE_BUILD, "bench", "bench_gpt")):
                 put("minigrad -march=native (MG_NATIVE=ON)", key, minigrad_gpt(cfg, steps, 2, "auto", bf16, NATIVE_BUILD))
-            put("PyTorch 1.13 eager", key, b["best"] if bf16 else f["best"])
+            put(f"PyTorch {t1ver} eager", key, b["best"] if bf16 else f["best"])
             if t2py:
                 slow = bf16 and emulated_bf16(b["m"])
                 sdpa, compiled = ["--sdpa", "1"], ["--sdpa", "1", "--compile", "1"]
@@ -194,7 +196,7 @@ def fmt_side_by_side(table, t2ver):
     lines += ["", "Targets:", ""]
     if nat:
         worst = max(table[inst][k] / table[nat][k] for k in keys)
-        lines.append(f"- installed within 5% of native on every row: worst {worst:.3f}x, {ok(worst <= 1.05)}")
+        lines.append(f"- installed within 5% of native in every column: worst {worst:.3f}x, {ok(worst <= 1.05)}")
     for (c, b), limit in ((("small", False), 0.5), (("large", False), 0.7), (("small", True), 0.8), (("large", True), 0.8)):
         r = table[inst][(c, b)] / best_eager[(c, b)]
         lines.append(f"- {c} {'bf16' if b else 'float32'} <= {limit}x PyTorch's best eager: {r:.2f}x, {ok(r <= limit)}")
@@ -335,6 +337,8 @@ def targets(rows, sgemm):
 
 
 def main():
+    if os.environ.get("BENCH_RESUME") != "1" and os.path.exists(RESULTS):
+        os.remove(RESULTS)  # a new sitting: nothing from an earlier one is kept
     info = machine()
     cores = ["auto"] + ([info["env_core"]] if info["env_core"] != "(unset)" else [])
     doc = ["# Benchmarks", "",
@@ -373,7 +377,7 @@ def main():
                     "PyTorch inside torch.autocast(\"cpu\", dtype=torch.bfloat16) (torch_gpt_ref.py --bf16 1).", ""]
             brows = bf16_rows(core)
             doc += fmt_bf16(brows, rows, peak) + [""]
-            table, t2ver = side_by_side(rows, brows)
+            table, t2ver = side_by_side(rows, brows, info["torch"])
             doc += ["### Every build and version side by side (2 threads for minigrad; PyTorch's faster of 1 and 2)", "",
                     "minigrad installed: the default build (`make install`, compiled for any x86-64 CPU, choosing its "
                     "kernels' instruction set when it runs, tensor/cpu.h); MG_CPU forces a lower level; native: "

@@ -7,6 +7,7 @@
 
 #include <cblas.h>
 
+#include "minigrad/tensor/cpu.h"
 #include "minigrad/tensor/error.h"
 #include "minigrad/tensor/onednn.h"
 
@@ -34,8 +35,10 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
                        const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
   std::vector<float> fa(static_cast<size_t>(a_rows * a_cols)), fb(static_cast<size_t>(b_rows * b_cols));
-  for (int64_t i = 0; i < a_rows; ++i) to_float32(a + i * lda, fa.data() + i * a_cols, a_cols);
-  for (int64_t i = 0; i < b_rows; ++i) to_float32(b + i * ldb, fb.data() + i * b_cols, b_cols);
+  detail::run_at_level(cpu_level(), [&] {  // (called from inside a parallel_for's chunk: no second split)
+    for (int64_t i = 0; i < a_rows; ++i) to_float32(a + i * lda, fa.data() + i * a_cols, a_cols);
+    for (int64_t i = 0; i < b_rows; ++i) to_float32(b + i * ldb, fb.data() + i * b_cols, b_cols);
+  });
   cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, fa.data(), std::max<int64_t>(1, a_cols), fb.data(),
               std::max<int64_t>(1, b_cols), beta, c, ldc);
 }

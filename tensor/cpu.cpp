@@ -21,12 +21,9 @@ CpuLevel initial_level() {
   return level;
 }
 
-// Read by every parallel_for; settled on first use (a bad MG_CPU throws there, and again on the
-// next use, until it is fixed).
-std::atomic<int>& current() {
-  static std::atomic<int> level{static_cast<int>(initial_level())};
-  return level;
-}
+// Read by every parallel_for. -1 until the first kernel (or cpu_level()) settles it from MG_CPU or
+// the CPU; a bad MG_CPU throws there, and again on the next use, until set_cpu_level chooses.
+std::atomic<int> g_level{-1};
 
 }  // namespace
 
@@ -57,7 +54,15 @@ CpuLevel best_cpu_level() {
   return CpuLevel::baseline;
 }
 
-CpuLevel cpu_level() { return static_cast<CpuLevel>(current().load(std::memory_order_relaxed)); }
+CpuLevel cpu_level() {
+  int level = g_level.load(std::memory_order_relaxed);
+  if (level < 0) {  // first use (two threads may both get here: the first to store wins, as does set_cpu_level)
+    int expected = -1;
+    const int found = static_cast<int>(initial_level());
+    level = g_level.compare_exchange_strong(expected, found, std::memory_order_relaxed) ? found : expected;
+  }
+  return static_cast<CpuLevel>(level);
+}
 
 std::string_view cpu_capability() { return cpu_level_name(cpu_level()); }
 
@@ -65,7 +70,7 @@ void set_cpu_level(CpuLevel level) {
   MG_CHECK(cpu_supports(level), ValueError,
            "set_cpu_level: this CPU cannot run {} (the highest level it supports is {})", cpu_level_name(level),
            cpu_level_name(best_cpu_level()));
-  current().store(static_cast<int>(level), std::memory_order_relaxed);
+  g_level.store(static_cast<int>(level), std::memory_order_relaxed);
 }
 
 CpuLevel parse_cpu_level(std::string_view name, std::string_view what) {

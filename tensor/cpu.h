@@ -4,16 +4,20 @@
 // The library is compiled for the x86-64 baseline (SSE2), so one binary runs on any x86-64 CPU.
 // Every kernel does its work through parallel_for (tensor/parallel.h), and parallel_for runs each
 // chunk through run_at_level below: the chunk's code, inlined whole ([[gnu::flatten]]), is
-// compiled once more for AVX2+FMA and once for AVX-512, and the level picked at start-up from the
-// CPU's features (cpuid) decides which copy runs. The kernels themselves are written once, as
-// plain loops; the compiler vectorises each copy for its level.
+// compiled once more for AVX2+FMA and once for AVX-512, and the level settled at the first kernel
+// from the CPU's features (cpuid) decides which copy runs. The kernels themselves are written
+// once, as plain loops; the compiler vectorises each copy for its level.
 //
 // The copies compute the same bits: the library is built with -ffp-contract=off, so no level
-// fuses a*b+c into one rounding where another does not, and no loop is reassociated. Only the
-// lane width differs.
+// fuses a*b+c into one rounding where another does not (the AVX2 level's FMA is then used only by
+// an explicit std::fma), and no loop is reassociated. Only the lane width differs. (A program's
+// own parallel_for bodies get copies too, compiled with the program's flags: GCC's default
+// contracts, so for them the promise holds only with -ffp-contract=off.)
 //
 // MG_CPU=baseline|avx2|avx512 in the environment forces a level (for tests and comparisons); a
-// level this CPU cannot run is an error, not a crash.
+// level this CPU cannot run is a ValueError at the first kernel, not a crash. GCC inlines through
+// every level of calls under flatten; clang 14 only the direct ones, so a library built with clang
+// gets little from the copies (they are still correct).
 #include <cstdint>
 #include <string_view>
 
@@ -28,7 +32,8 @@ enum class CpuLevel : int {
 
 /// The level the kernels run at now: the highest this CPU supports, unless MG_CPU or set_cpu_level chose.
 CpuLevel cpu_level();
-/// The name of cpu_level(): "baseline", "avx2" or "avx512" (as torch.backends.cpu.get_cpu_capability()).
+/// The name of cpu_level(): "baseline", "avx2" or "avx512" (PyTorch's torch.backends.cpu.get_cpu_capability()
+/// says "DEFAULT", "AVX2", "AVX512").
 std::string_view cpu_capability();
 /// Whether this CPU and its operating system can run kernels at `level`.
 bool cpu_supports(CpuLevel level);

@@ -147,6 +147,10 @@ TEST(CpuEnv, ABadMgCpuIsATypedErrorAtTheFirstKernel) {
                                                                             ? "=avx512: this CPU cannot run it"
                                                                             : ": expected baseline, avx2 or avx512")));
   }
+  // the program can still choose a level itself, and then runs
+  set_cpu_level(CpuLevel::baseline);
+  EXPECT_EQ(cpu_level(), CpuLevel::baseline);
+  EXPECT_EQ(sum(ones({4}) + ones({4})).item(), 8.0);
 }
 
 TEST(Cpu, EveryLevelComputesTheSameBits) {
