@@ -28,7 +28,11 @@ GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
 Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
   const AttentionOutput a = attn(ln_1(x0), AttentionForwardOptions{.is_causal = true, .cache = cache});
   Variable x = x0 + resid_dropout(a.output);
-  return x + resid_dropout(proj(gelu(fc(ln_2(x)))));
+  // proj(gelu(fc(h))), with fc and the GELU as one op (autograd/ops/matmul.cpp: the same numbers, a
+  // backward with one pass fewer); a forward hook on fc needs fc called as a module.
+  const Variable h = ln_2(x);
+  const Variable hidden = fc.has_forward_hooks() ? gelu(fc(h)) : linear_gelu(h, fc.weight, fc.bias);
+  return x + resid_dropout(proj(hidden));
 }
 
 // ---------------------------------------------------------------- GPT

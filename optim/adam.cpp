@@ -26,7 +26,12 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled)
   MG_CHECK(o.eps >= 0, ValueError, "{}: eps must be >= 0, got {}", name(), o.eps);
 }
 
+// Every parameter's state is made and checked first, then one kernel call updates them all
+// (tensor/ops/optim.cpp: all their elements shared out over the pool in one pass); the step counts
+// move on only after it, so a failed check leaves every parameter and state as it was.
 void Adam::step() {
+  std::vector<AdamTensors> items;
+  std::vector<int64_t*> counts;
   for_each_param([&](const Group& group, const Variable& p, size_t gi, size_t pi) {
     ParamState& st = state(p);
     if (!st.count("step")) {
@@ -38,16 +43,21 @@ void Adam::step() {
     int64_t& t = st["step"].data<int64_t>()[0];
     MG_CHECK(t >= 0 && t < std::numeric_limits<int64_t>::max(), StateError,
              "{}: {} has a step count of {}, which cannot go on", name(), describe(gi, pi), t);
-    ++t;
-    adam_step_(p.data(), p.grad(), st["exp_avg"], st["exp_avg_sq"],
-               {.lr = group.lr,
-                .beta1 = options.beta1,
-                .beta2 = options.beta2,
-                .eps = options.eps,
-                .weight_decay = group.weight_decay,
-                .step = t,
-                .decoupled = decoupled_});
+    items.push_back({p.data(),
+                     p.grad(),
+                     st["exp_avg"],
+                     st["exp_avg_sq"],
+                     {.lr = group.lr,
+                      .beta1 = options.beta1,
+                      .beta2 = options.beta2,
+                      .eps = options.eps,
+                      .weight_decay = group.weight_decay,
+                      .step = t + 1,
+                      .decoupled = decoupled_}});
+    counts.push_back(&t);
   });
+  adam_step_many_(items);
+  for (int64_t* t : counts) ++*t;
 }
 
 Adam::Adam(const std::vector<Variable>& params, AdamOptions options) : Adam(single_group(params), options) {}

@@ -1,6 +1,7 @@
 // Activations: relu, gelu, silu, softplus, leaky_relu, elu. Hand values, gradcheck on both sides of
 // every kink and branch, PyTorch golden values, error texts.
 #include <cmath>
+#include <cstring>
 
 #include "helpers.h"
 
@@ -56,4 +57,100 @@ TEST(Activation, Errors) {
   EXPECT_THROW(softplus(x, NAN), ValueError);
   EXPECT_THROW(leaky_relu(x, INFINITY), ValueError);
   EXPECT_THROW(elu(Variable(arange(2)), 1.0), DTypeError);
+}
+
+namespace {
+// The same dtype, shape and bytes.
+void expect_same_bits(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_TRUE(a.defined() && b.defined()) << what;
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  ASSERT_EQ(a.shape(), b.shape()) << what;
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  const size_t bytes = static_cast<size_t>(ca.numel()) * itemsize(ca.dtype());
+  auto bytes_of = [](const Tensor& t) -> const void* {
+    if (t.dtype() == DType::Float64) return t.data<double>();
+    if (t.dtype() == DType::BFloat16) return t.data<bfloat16>();
+    return t.data<float>();
+  };
+  EXPECT_EQ(std::memcmp(bytes_of(ca), bytes_of(cb), bytes), 0) << what;
+}
+}  // namespace
+
+// linear_gelu is gelu(linear(...)) with a backward in one pass: every output and gradient has the
+// composed ops' bits, in float64, float32 and under autocast, erf and tanh forms, with and without
+// a bias. 300 outputs: two column blocks of the bias sum, the second one partial.
+TEST(LinearGelu, SameBitsAsTheComposedOps) {
+  for (DType dt : {DType::Float64, DType::Float32})
+    for (bool bf16 : {false, true})
+      for (const std::string approx : {"none", "tanh"})
+        for (bool with_bias : {true, false}) {
+          if (bf16 && dt != DType::Float32) continue;
+          const std::string what =
+              fmt::format("{} {} {} bias {}", dtype_name(dt), bf16 ? "autocast" : "", approx, with_bias);
+          // x as a transposed view: (15, 7) read from a (7, 15) tensor
+          const Tensor x0 = rnd({7, 15}, 1, -2, 2).to(dt).transpose(0, 1), w0 = rnd({300, 7}, 2).to(dt),
+                       b0 = rnd({300}, 3).to(dt), r = rnd({15, 300}, 4).to(dt);
+          auto run = [&](bool fused) {
+            Variable x(x0.clone(), true), w(w0.clone(), true), b(b0.clone(), true);
+            Variable y;
+            {
+              AutocastGuard guard(bf16);
+              const Variable bias = with_bias ? b : Variable();
+              y = fused ? linear_gelu(x, w, bias, approx) : gelu(linear(x, w, bias), approx);
+            }
+            sum(y * Variable(r)).backward();
+            return std::vector<Tensor>{y.data(), x.grad(), w.grad(), with_bias ? b.grad() : zeros({1})};
+          };
+          const std::vector<Tensor> composed = run(false), fused = run(true);
+          for (size_t i = 0; i < composed.size(); ++i)
+            expect_same_bits(fused[i], composed[i], what + " output " + std::to_string(i));
+        }
+}
+
+TEST(LinearGelu, GradcheckAndShapes) {
+  for (const std::string approx : {"none", "tanh"}) {
+    expect_gradcheck([&](const V& v) { return linear_gelu(v[0], v[1], v[2], approx); },
+                     {rnd({2, 3, 4}, 5, -2, 2), rnd({5, 4}, 6), rnd({5}, 7)});
+    expect_gradcheck([&](const V& v) { return linear_gelu(v[0], v[1], Variable(), approx); },
+                     {rnd({3, 4}, 8, -2, 2), rnd({6, 4}, 9)});
+  }
+  // zero rows: an empty output, a zero weight gradient and a zero bias gradient
+  Variable x(zeros({0, 3}, DType::Float64), true), w(rnd({4, 3}, 10), true), b(rnd({4}, 11), true);
+  const Variable y = linear_gelu(x, w, b);
+  EXPECT_EQ(y.shape(), (Shape{0, 4}));
+  sum(y).backward();
+  expect_values(w.grad(), {4, 3}, std::vector<double>(12, 0.0));
+  expect_values(b.grad(), {4}, {0, 0, 0, 0});
+}
+
+// The tensor kernel on its own, with dy and h in layouts the engine does not hand it: a transposed
+// dy and an expanded (stride 0) h give what gelu_backward, sum and .to give.
+TEST(LinearGelu, BackwardKernelInAnyLayout) {
+  const Tensor dy = rnd({300, 6}, 12).to(DType::Float32).transpose(0, 1);  // (6, 300), strides (1, 6)
+  const Tensor h = rnd({1, 300}, 13, -3, 3).to(DType::Float32).expand({6, 300});
+  const Tensor want = gelu_backward(dy, h);
+  for (DType out : {DType::Float32, DType::BFloat16}) {
+    const auto [dh, db] = linear_gelu_backward(dy, h, "none", out, true);
+    expect_same_bits(dh, want.to(out), "dh");
+    expect_same_bits(db, sum(want, {0}), "db");
+  }
+  const auto [dh, db] = linear_gelu_backward(dy, h, "none", DType::Float32, false);
+  EXPECT_FALSE(db.defined());
+}
+
+TEST(LinearGelu, Errors) {
+  const Variable x(zeros({2, 3})), w(zeros({4, 3}));
+  EXPECT_THAT([&] { linear_gelu(x, w, Variable(), "fast"); },
+              testing::ThrowsMessage<ValueError>(testing::HasSubstr("linear_gelu: approximate")));
+  EXPECT_THROW(linear_gelu(x, Variable(zeros({4, 2}))), ShapeError);
+  const Tensor a = zeros({2, 3});
+  EXPECT_THAT([&] { linear_gelu_backward(a, a, "none", DType::Int64, true); },
+              testing::ThrowsMessage<DTypeError>(testing::HasSubstr("linear_gelu_backward")));
+  EXPECT_THAT(
+      [&] {
+        linear_gelu_backward(a, zeros({3, 2}), "none", DType::Float32, true);
+      },
+      testing::ThrowsMessage<ShapeError>(testing::HasSubstr("linear_gelu_backward")));
+  EXPECT_THROW(linear_gelu_backward(a.to(DType::Float64), a.to(DType::Float64), "none", DType::BFloat16, true),
+               DTypeError);
 }

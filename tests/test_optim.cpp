@@ -202,6 +202,57 @@ TEST(Optim, NonContiguousParametersStepLikeContiguousOnes) {
   EXPECT_FALSE(b.data().is_contiguous());  // updated in place, through its own layout
 }
 
+// Adam's step updates all parameters in one kernel call (adam_step_many_, every element of every
+// parameter shared out together): the bits are those of adam_step_ called on each parameter alone,
+// for a large one (many pieces), small ones, float64 beside float32, and a transposed view.
+TEST(Optim, OnePassOverAllParametersHasTheBitsOfOneAtATime) {
+  Generator g(5);
+  std::vector<Variable> params{Variable(uniform({300, 257}, -1, 1, g), true), Variable(uniform({7}, -1, 1, g), true),
+                               Variable(uniform({3, 5}, -1, 1, g, DType::Float64), true),
+                               Variable(uniform({6, 4}, -1, 1, g).transpose(0, 1), true)};
+  std::vector<Tensor> want, m, v;
+  for (const Variable& p : params) {
+    want.push_back(p.data().clone());
+    m.push_back(zeros(p.shape(), p.dtype()));
+    v.push_back(zeros(p.shape(), p.dtype()));
+  }
+  optim::AdamW opt(params, {.lr = 0.01});
+  for (int64_t step = 1; step <= 3; ++step) {
+    opt.zero_grad();
+    for (const Variable& p : params) sum(p * p * p).backward();
+    for (size_t i = 0; i < params.size(); ++i)
+      adam_step_(want[i], params[i].grad(), m[i], v[i],
+                 {.lr = 0.01,
+                  .beta1 = 0.9,
+                  .beta2 = 0.999,
+                  .eps = 1e-8,
+                  .weight_decay = 0.01,
+                  .step = step,
+                  .decoupled = true});
+    opt.step();
+    for (size_t i = 0; i < params.size(); ++i) expect_close(params[i].data(), want[i], 0, 0);
+  }
+  EXPECT_FALSE(params[3].data().is_contiguous());
+}
+
+// A check that fails on one parameter leaves every parameter, state and step count as it was.
+TEST(Optim, AFailedStepChangesNothing) {
+  Variable a(ones({2}), true), b(ones({3}), true);
+  optim::Adam opt({a, b}, {.lr = 0.1});
+  sum(a * a).backward();
+  sum(b * b).backward();
+  opt.step();
+  const Tensor a1 = a.data().clone(), m1 = opt.state(a).at("exp_avg").clone();
+  b.set_data(ones({4}));
+  opt.zero_grad();
+  sum(a * a).backward();
+  sum(b * b).backward();
+  EXPECT_THROW(opt.step(), ShapeError);
+  expect_close(a.data(), a1, 0, 0);
+  expect_close(opt.state(a).at("exp_avg"), m1, 0, 0);
+  EXPECT_EQ(opt.state(a).at("step").data<int64_t>()[0], 1);
+}
+
 TEST(Optim, BadSettingsAreRefused) {
   EXPECT_THROW(optim::SGD(std::vector<Variable>{}), ValueError);  // an empty parameter list
   Variable w(ones({2}), true);

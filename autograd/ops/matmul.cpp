@@ -10,6 +10,7 @@
 #include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops.h"
+#include "minigrad/tensor/ops/activation.h"
 
 namespace mg {
 
@@ -49,6 +50,34 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
     if (n.needs(2)) grads[2] = mg::sum(dy.reshape({rows, out}), {0});  // from dy as it came (float32 under autocast)
     return grads;
   });
+}
+
+// y = GELU(h),  h = x W^T + b                       (gelu(linear(x, W, b)), one node)
+// dh = dy GELU'(h), then linear's three:  dx = dh W    dW = dh^T x    db = sum_N dh
+// The forward is linear's kernel then gelu's, as the two ops run them. The backward's first pass
+// (tensor's linear_gelu_backward) reads dy and h once and writes dh and db together, dh already in
+// bfloat16 when the products are (the composed ops write dh in float32, read it for the bias sum,
+// and read it again to round it).
+Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, const std::string& approximate) {
+  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
+           "linear_gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  const Tensor xd = autocast(x.data()), w = weight.data();
+  const Tensor h = mg::linear(xd, w, bias.defined() ? bias.data() : Tensor());
+  return record(approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu", mg::gelu(h, approximate), inputs,
+                [xd, w, h, approximate](const Tensor& dy, const Node& n) -> TensorList {
+                  const int64_t in = w.size(1), out = w.size(0), rows = out == 0 ? 0 : h.numel() / out;
+                  const bool bf16 = xd.dtype() == DType::BFloat16 || w.dtype() == DType::BFloat16;
+                  const auto [dh, db] =
+                      linear_gelu_backward(dy, h, approximate, bf16 ? DType::BFloat16 : h.dtype(), n.needs(2));
+                  TensorList grads(n.next.size());
+                  if (n.needs(0)) grads[0] = mg::matmul(dh, w);
+                  if (n.needs(1))
+                    grads[1] = mg::matmul(dh.reshape({rows, out}).transpose(0, 1), xd.reshape({rows, in}));
+                  if (n.needs(2)) grads[2] = db;
+                  return grads;
+                });
 }
 
 }  // namespace mg

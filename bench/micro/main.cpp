@@ -74,6 +74,39 @@ void BM_gelu_fwd_bwd(benchmark::State& st) {
 }
 BENCHMARK(BM_gelu_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// The part of the MLP's backward between its two products, on the (N, 4d) hidden layer: GELU's
+// derivative, the first Linear's bias gradient, and (range 1 = 1) the rounding of the gradient
+// to bfloat16 for the products under autocast. Composed: gelu_backward, sum over rows, .to();
+// fused: linear_gelu_backward, one pass (what linear_gelu's backward runs).
+void gelu_bias_backward(benchmark::State& st, bool fused) {
+  const Shape4& s = config(st.range(0));
+  const bool bf16 = st.range(1) == 1;
+  st.SetLabel(fmt::format("{} {}", config_name(st.range(0)), bf16 ? "bf16" : "f32"));
+  const Tensor h = randn({s.B * s.T, 4 * s.d}), dy = randn({s.B * s.T, 4 * s.d});
+  for (auto _ : st) {
+    if (fused) {
+      benchmark::DoNotOptimize(linear_gelu_backward(dy, h, "none", bf16 ? DType::BFloat16 : DType::Float32, true));
+    } else {
+      const Tensor dh = gelu_backward(dy, h);
+      benchmark::DoNotOptimize(sum(dh, {0}));
+      if (bf16) benchmark::DoNotOptimize(dh.to(DType::BFloat16));
+    }
+  }
+}
+// A bias gradient: the (N, 4d) hidden layer's gradient summed over its rows (sum(dy, {0})).
+void BM_bias_grad_sum(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  const Tensor dy = randn({s.B * s.T, 4 * s.d});
+  for (auto _ : st) benchmark::DoNotOptimize(sum(dy, {0}));
+}
+BENCHMARK(BM_bias_grad_sum)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_gelu_bias_backward_composed(benchmark::State& st) { gelu_bias_backward(st, false); }
+void BM_gelu_bias_backward_fused(benchmark::State& st) { gelu_bias_backward(st, true); }
+BENCHMARK(BM_gelu_bias_backward_composed)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_gelu_bias_backward_fused)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
+
 void BM_layer_norm_fwd_bwd(benchmark::State& st) {
   const Shape4& s = config(st.range(0));
   st.SetLabel(config_name(st.range(0)));

@@ -2,6 +2,7 @@
 // Activation functions (tensor/ops/activation.cpp), each with the kernel of its derivative below
 // it: dy and what the forward saved in, dx out. Same names and defaults as torch.nn.functional.
 #include <string>
+#include <utility>
 
 #include "minigrad/tensor/tensor.h"
 
@@ -16,6 +17,12 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x);
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 /// dy * GELU'(x) for the same `approximate` as the forward.
 Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate = "none");
+/// The backward of gelu(linear(x, W, b)) up to its two products, in one pass over h = x W^T + b
+/// (N, out) and dy: returns {dh, db}, dh = dy * GELU'(h) written as `dh_dtype` (h's dtype, or
+/// bfloat16 from float32, the operand of a bfloat16 product) and db = dh summed over all leading dims
+/// (undefined unless need_db). Bit for bit gelu_backward, then sum(dh, {0}) and .to(dh_dtype).
+std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy, const Tensor& h, const std::string& approximate,
+                                               DType dh_dtype, bool need_db);
 /// x sigmoid(x) (SiLU, or swish)
 Tensor silu(const Tensor& x);
 /// dy * s (1 + x (1 - s)), s = sigmoid(x)

@@ -1,6 +1,8 @@
 #pragma once
 // Optimizer update kernels (tensor/ops/optim.cpp): one fused pass over a parameter's elements.
 // The optimizers in optim/ keep the state and the schedule; the arithmetic is here.
+#include <vector>
+
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
@@ -19,5 +21,15 @@ struct AdamStepArgs {
 /// exp_avg_sq are contiguous (the optimizer made them).
 void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamStepArgs& args);
+
+/// One parameter's tensors and numbers for adam_step_many_.
+struct AdamTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq;
+  AdamStepArgs args;
+};
+/// adam_step_ on every item in one parallel pass over all their elements (PyTorch's "foreach"
+/// Adam): the same bits as one call per item, the work of all of them shared out together. Every
+/// item is checked before any is updated.
+void adam_step_many_(const std::vector<AdamTensors>& items);
 
 }  // namespace mg
