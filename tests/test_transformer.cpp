@@ -86,6 +86,31 @@ TEST(Transformer, GPTBlockIsCausal) {
   EXPECT_GT(max(abs(y2.narrow(1, 3, 1) - y.narrow(1, 3, 1))).item(), 1e-3);
 }
 
+// The block runs its MLP's first Linear and GELU as one op (linear_gelu); a forward hook on fc still
+// sees fc's own output, and the block computes the same bits with and without one, gradients too.
+TEST(Transformer, GPTBlockMlpWithAHookOnFc) {
+  Generator g(3);
+  nn::GPTBlock block(8, 2, {}, g);
+  const Tensor x = rnd({2, 4, 8}, 7).to(DType::Float32);
+  auto run = [&] {
+    block.zero_grad();
+    const Variable y = block(Variable(x));
+    sum(y * y).backward();
+    return std::pair{y.data(), block.fc.weight.grad().clone()};
+  };
+  const auto [y0, gw0] = run();
+  Tensor seen;
+  nn::HookHandle hook = block.fc.register_forward_hook(
+      [&](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) { seen = out[0].data(); });
+  const auto [y1, gw1] = run();
+  hook.remove();
+  expect_close(y1, y0, 0, 0);
+  expect_close(gw1, gw0, 0, 0);
+  ASSERT_TRUE(seen.defined());
+  EXPECT_EQ(seen.shape(), (Shape{2, 4, 32}));  // fc's output, before the GELU
+  EXPECT_LT(min(seen).item(), -0.2);           // below GELU's minimum (-0.17): not the GELU's output
+}
+
 // ---------------------------------------------------------------- incremental decoding
 
 namespace {
