@@ -54,8 +54,15 @@ def parse(line):
 RESULTS = os.path.join(BUILD, "bench-results.json")
 
 
+_runs = {}  # how many times each command has run in this sitting
+
+
 def run(cmd, env):
     key = " ".join(cmd) + " | " + " ".join(f"{k}={env.get(k, '')}" for k in ("OPENBLAS_CORETYPE", "MG_CPU"))
+    # The same command may run twice in a sitting (the GPT table's and the data-parallel table's
+    # large step): each run keeps its own result, and a resumed sitting reuses them in order.
+    _runs[key] = _runs.get(key, 0) + 1
+    key += f" #{_runs[key]}"
     done = json.load(open(RESULTS)) if os.path.exists(RESULTS) else {}
     if os.environ.get("BENCH_RESUME") == "1" and key in done:
         print("  (kept)", " ".join(cmd), file=sys.stderr, flush=True)
@@ -422,6 +429,9 @@ def main():
                     cfg = "char_lstm: 2 layers, 64 -> 256, (32, 64)"
                 elif base == "BM_generate_500":
                     cfg = "500 tokens, " + ("KV cache" if arg == "1" else "no cache")
+                elif base.startswith("BM_gelu_bias_backward"):  # (config, 1 = the bfloat16 rounding too)
+                    c, _, b = arg.partition("/")
+                    cfg = {"0": "small", "1": "large"}[c] + (", to bf16" if b == "1" else ", f32")
                 t = theirs.get(name) or theirs.get(name.replace("fused", "composed"))
                 if base == "BM_generate_500":
                     t = theirs.get("BM_generate_500/0")  # PyTorch re-runs the window (no cache in 1.13's nn)
