@@ -31,7 +31,13 @@ Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
   // proj(gelu(fc(h))), with fc and the GELU as one op (autograd/ops/matmul.cpp: the same numbers, a
   // backward with one pass fewer); a forward hook on fc needs fc called as a module.
   const Variable h = ln_2(x);
-  const Variable hidden = fc.has_forward_hooks() ? gelu(fc(h)) : linear_gelu(h, fc.weight, fc.bias);
+  Variable hidden;
+  if (fc.has_forward_hooks()) {
+    hidden = gelu(fc(h));
+  } else {
+    ForwardScope scope(fc);  // an error inside names "blocks.i.fc (Linear)", as fc(h) would
+    hidden = linear_gelu(h, fc.weight, fc.bias);
+  }
   return x + resid_dropout(proj(hidden));
 }
 

@@ -26,27 +26,33 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o, bool decoupled)
   MG_CHECK(o.eps >= 0, ValueError, "{}: eps must be >= 0, got {}", name(), o.eps);
 }
 
-// Every parameter's state is made and checked first, then one kernel call updates them all
-// (tensor/ops/optim.cpp: all their elements shared out over the pool in one pass); the step counts
-// move on only after it, so a failed check leaves every parameter and state as it was.
+// Every parameter is checked first, then one kernel call updates them all (tensor/ops/optim.cpp:
+// all their elements shared out over the pool in one pass). The step counts move on, and the state
+// of a parameter's first step joins the optimizer, only after it: a failed check leaves the
+// parameters and the optimizer's state as they were.
 void Adam::step() {
   std::vector<AdamTensors> items;
-  std::vector<int64_t*> counts;
+  std::vector<int64_t*> counts;                        // the step counts of the parameters that have state already
+  std::vector<std::pair<Variable, ParamState>> fresh;  // the state made for a first step
   for_each_param([&](const Group& group, const Variable& p, size_t gi, size_t pi) {
-    ParamState& st = state(p);
-    if (!st.count("step")) {
-      st["step"] = zeros({}, DType::Int64);
-      st["exp_avg"] = zeros(p.shape(), p.dtype());
-      st["exp_avg_sq"] = zeros(p.shape(), p.dtype());
+    int64_t t = 0;
+    Tensor m, v;
+    if (has_state(p) && state(p).count("step")) {
+      check_state(gi, pi, {"exp_avg", "exp_avg_sq"});
+      ParamState& st = state(p);
+      int64_t& count = st["step"].data<int64_t>()[0];
+      MG_CHECK(count >= 0 && count < std::numeric_limits<int64_t>::max(), StateError,
+               "{}: {} has a step count of {}, which cannot go on", name(), describe(gi, pi), count);
+      t = count, m = st["exp_avg"], v = st["exp_avg_sq"];
+      counts.push_back(&count);
+    } else {
+      m = zeros(p.shape(), p.dtype()), v = zeros(p.shape(), p.dtype());
+      fresh.push_back({p, ParamState{{"step", full({}, 1, DType::Int64)}, {"exp_avg", m}, {"exp_avg_sq", v}}});
     }
-    check_state(gi, pi, {"exp_avg", "exp_avg_sq"});
-    int64_t& t = st["step"].data<int64_t>()[0];
-    MG_CHECK(t >= 0 && t < std::numeric_limits<int64_t>::max(), StateError,
-             "{}: {} has a step count of {}, which cannot go on", name(), describe(gi, pi), t);
     items.push_back({p.data(),
                      p.grad(),
-                     st["exp_avg"],
-                     st["exp_avg_sq"],
+                     m,
+                     v,
                      {.lr = group.lr,
                       .beta1 = options.beta1,
                       .beta2 = options.beta2,
@@ -54,10 +60,11 @@ void Adam::step() {
                       .weight_decay = group.weight_decay,
                       .step = t + 1,
                       .decoupled = decoupled_}});
-    counts.push_back(&t);
   });
   adam_step_many_(items);
   for (int64_t* t : counts) ++*t;
+  for (auto& [p, st] : fresh)
+    for (auto& [key, value] : st) state(p)[key] = std::move(value);
 }
 
 Adam::Adam(const std::vector<Variable>& params, AdamOptions options) : Adam(single_group(params), options) {}

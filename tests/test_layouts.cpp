@@ -175,6 +175,7 @@ std::vector<OpCase> autograd_cases() {
       {"matmul_broadcast", {R234, {{4, 2}}}, [](const V& v) { return matmul(v[0], v[1]); }},
       {"matmul_vector", {R34, {{4}}}, [](const V& v) { return matmul(v[0], v[1]); }},
       {"linear", {R234, {{5, 4}}, {{5}}}, [](const V& v) { return linear(v[0], v[1], v[2]); }},
+      {"linear_gelu", {R234, {{5, 4}}, {{5}}}, [](const V& v) { return linear_gelu(v[0], v[1], v[2]); }},
       {"reshape",
        {R234},
        [](const V& v) {
@@ -464,6 +465,8 @@ std::vector<OpCase> edge_cases() {
       {"matmul_zero_rows", {{{0, 4}}, {{4, 2}}}, [](const V& v) { return matmul(v[0], v[1]); }},
       {"linear_zero_batch", {{{0, 4}}, {{3, 4}}, {{3}}}, [](const V& v) { return linear(v[0], v[1], v[2]); }},
       {"linear_zero_in", {{{2, 0}}, {{3, 0}}, {{3}}}, [](const V& v) { return linear(v[0], v[1], v[2]); }},
+      {"linear_gelu_zero_batch", {{{0, 4}}, {{3, 4}}, {{3}}}, [](const V& v) { return linear_gelu(v[0], v[1], v[2]); }},
+      {"linear_gelu_zero_out", {{{2, 4}}, {{0, 4}}, {{0}}}, [](const V& v) { return linear_gelu(v[0], v[1], v[2]); }},
       {"layer_norm_zero_rows", {{{0, 4}}, {{4}}}, [](const V& v) { return layer_norm(v[0], {4}, v[1]); }},
       {"concat_zero",
        {{{2, 0}}, R23},

@@ -202,37 +202,64 @@ TEST(Optim, NonContiguousParametersStepLikeContiguousOnes) {
   EXPECT_FALSE(b.data().is_contiguous());  // updated in place, through its own layout
 }
 
+namespace {
+// AdamW's update written out element by element, as the kernel did before it took many parameters
+// at once (torch.optim's order of operations; the constants in double, rounded once to T).
+template <class T>
+void reference_adamw(Tensor& w, const Tensor& g, std::vector<T>& m, std::vector<T>& v, double lr, double wd,
+                     int64_t step) {
+  const Tensor gc = g.contiguous();
+  Tensor wc = w.contiguous();
+  const T b1 = T(0.9), b2 = T(0.999), eps = T(1e-8), lrt = T(lr), wdt = T(wd);
+  const T step_size = static_cast<T>(lr / (1 - std::pow(0.9, static_cast<double>(step))));
+  const T bc2_sqrt = static_cast<T>(std::sqrt(1 - std::pow(0.999, static_cast<double>(step))));
+  T* pw = wc.data<T>();
+  const T* pg = gc.data<T>();
+  for (int64_t i = 0; i < wc.numel(); ++i) {
+    pw[i] *= T(1) - lrt * wdt;
+    m[i] = m[i] * b1 + pg[i] * (T(1) - b1);
+    v[i] = v[i] * b2 + pg[i] * pg[i] * (T(1) - b2);
+    pw[i] -= step_size * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
+  }
+  w = wc;
+}
+}  // namespace
+
 // Adam's step updates all parameters in one kernel call (adam_step_many_, every element of every
-// parameter shared out together): the bits are those of adam_step_ called on each parameter alone,
-// for a large one (many pieces), small ones, float64 beside float32, and a transposed view.
+// parameter shared out together): the bits are those of the update written out per element, for a
+// large parameter (many pieces), small ones, float64 beside float32, and a transposed view; and
+// the same again when two parameters are views of one buffer (then updated one after another).
 TEST(Optim, OnePassOverAllParametersHasTheBitsOfOneAtATime) {
   Generator g(5);
+  const Tensor buffer = uniform({2, 40}, -1, 1, g);
   std::vector<Variable> params{Variable(uniform({300, 257}, -1, 1, g), true), Variable(uniform({7}, -1, 1, g), true),
                                Variable(uniform({3, 5}, -1, 1, g, DType::Float64), true),
                                Variable(uniform({6, 4}, -1, 1, g).transpose(0, 1), true)};
-  std::vector<Tensor> want, m, v;
-  for (const Variable& p : params) {
-    want.push_back(p.data().clone());
-    m.push_back(zeros(p.shape(), p.dtype()));
-    v.push_back(zeros(p.shape(), p.dtype()));
+  for (bool shared : {false, true}) {
+    if (shared) params = {Variable(buffer.narrow(0, 0, 1), true), Variable(buffer.narrow(0, 1, 1), true)};
+    std::vector<Tensor> want;
+    std::vector<std::vector<float>> m32, v32;
+    std::vector<std::vector<double>> m64, v64;
+    for (const Variable& p : params) {
+      want.push_back(p.data().clone());
+      m32.emplace_back(p.numel(), 0.0f), v32.emplace_back(p.numel(), 0.0f);
+      m64.emplace_back(p.numel(), 0.0), v64.emplace_back(p.numel(), 0.0);
+    }
+    optim::AdamW opt(params, {.lr = 0.01});
+    for (int64_t step = 1; step <= 3; ++step) {
+      opt.zero_grad();
+      for (const Variable& p : params) sum(p * p * p).backward();
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (params[i].dtype() == DType::Float64)
+          reference_adamw<double>(want[i], params[i].grad(), m64[i], v64[i], 0.01, 0.01, step);
+        else
+          reference_adamw<float>(want[i], params[i].grad(), m32[i], v32[i], 0.01, 0.01, step);
+      }
+      opt.step();
+      for (size_t i = 0; i < params.size(); ++i) expect_close(params[i].data(), want[i], 0, 0);
+    }
+    if (!shared) EXPECT_FALSE(params[3].data().is_contiguous());
   }
-  optim::AdamW opt(params, {.lr = 0.01});
-  for (int64_t step = 1; step <= 3; ++step) {
-    opt.zero_grad();
-    for (const Variable& p : params) sum(p * p * p).backward();
-    for (size_t i = 0; i < params.size(); ++i)
-      adam_step_(want[i], params[i].grad(), m[i], v[i],
-                 {.lr = 0.01,
-                  .beta1 = 0.9,
-                  .beta2 = 0.999,
-                  .eps = 1e-8,
-                  .weight_decay = 0.01,
-                  .step = step,
-                  .decoupled = true});
-    opt.step();
-    for (size_t i = 0; i < params.size(); ++i) expect_close(params[i].data(), want[i], 0, 0);
-  }
-  EXPECT_FALSE(params[3].data().is_contiguous());
 }
 
 // A check that fails on one parameter leaves every parameter, state and step count as it was.
@@ -251,6 +278,17 @@ TEST(Optim, AFailedStepChangesNothing) {
   expect_close(a.data(), a1, 0, 0);
   expect_close(opt.state(a).at("exp_avg"), m1, 0, 0);
   EXPECT_EQ(opt.state(a).at("step").data<int64_t>()[0], 1);
+  // a parameter's first step, failing on another parameter, leaves it without state
+  Variable d(ones({2}), true), e(ones({2}), true);
+  optim::Adam opt3({d, e}, {.lr = 0.1});
+  sum(e * e).backward();
+  opt3.step();  // e's first step (d has no gradient yet)
+  e.set_data(ones({5}));
+  sum(d * d).backward();
+  sum(e * e).backward();
+  EXPECT_THROW(opt3.step(), ShapeError);  // e's state (2) no longer fits it; d, first, had none yet
+  EXPECT_FALSE(opt3.has_state(d));
+  EXPECT_EQ(d.data().at({0}), 1.0);
 }
 
 TEST(Optim, BadSettingsAreRefused) {

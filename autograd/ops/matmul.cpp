@@ -61,13 +61,19 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, const std::string& approximate) {
   MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
            "linear_gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
+  MG_CHECK(x.defined() && weight.defined(), StateError, "linear_gelu: an operand is undefined");
+  MG_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), ShapeError,
+           "linear_gelu: input of shape {} does not fit weight of shape {} (expected a 2-D weight (out, in) and "
+           "an input whose last dim is in)",
+           shape_str(x.shape()), shape_str(weight.shape()));
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   const Tensor xd = autocast(x.data()), w = weight.data();
   const Tensor h = mg::linear(xd, w, bias.defined() ? bias.data() : Tensor());
   return record(approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu", mg::gelu(h, approximate), inputs,
                 [xd, w, h, approximate](const Tensor& dy, const Node& n) -> TensorList {
-                  const int64_t in = w.size(1), out = w.size(0), rows = out == 0 ? 0 : h.numel() / out;
+                  const int64_t in = w.size(1), out = w.size(0);
+                  const int64_t rows = numel_of(Shape(xd.shape().begin(), xd.shape().end() - 1));  // N
                   const bool bf16 = xd.dtype() == DType::BFloat16 || w.dtype() == DType::BFloat16;
                   const auto [dh, db] =
                       linear_gelu_backward(dy, h, approximate, bf16 ? DType::BFloat16 : h.dtype(), n.needs(2));

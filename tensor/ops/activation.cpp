@@ -97,7 +97,7 @@ std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy0, const Tensor& 
   const Tensor dy = dy0.contiguous(), h = h0.contiguous();
   const int64_t out = h.size(-1), rows = out == 0 ? 0 : h.numel() / out;
   Tensor dh = empty(h.shape(), dh_dtype), db = need_db ? empty({out}, h.dtype()) : Tensor();
-  // One block of columns per thread, or one block in all when the work is small.
+  // A thread's share of the columns per block, or one block in all when the work is small.
   const int64_t threads = get_num_threads();
   const int64_t block =
       rows * out < kGrain ? std::max<int64_t>(out, 1) : std::max<int64_t>(16, (out + threads - 1) / threads);

@@ -1,25 +1,26 @@
 // Optimizer update kernels.
 #include "minigrad/tensor/ops/optim.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "minigrad/tensor/parallel.h"
 
 namespace mg {
 
 namespace {
-void check_adam_tensors(const AdamTensors& t) {
+void check_adam_tensors(const AdamTensors& t, std::string_view op) {
   for (const Tensor* s : {&t.grad, &t.exp_avg, &t.exp_avg_sq}) {
     MG_CHECK(!s->defined() || s->dtype() == t.param.dtype(), DTypeError,
-             "adam_step_: parameter {} and a gradient or state of {}", dtype_name(t.param.dtype()),
-             dtype_name(s->dtype()));
+             "{}: parameter {} and a gradient or state of {}", op, dtype_name(t.param.dtype()), dtype_name(s->dtype()));
     MG_CHECK(s->defined() && s->shape() == t.param.shape(), ShapeError,
-             "adam_step_: parameter {} {} and a gradient or state of {} {} do not match", dtype_name(t.param.dtype()),
+             "{}: parameter {} {} and a gradient or state of {} {} do not match", op, dtype_name(t.param.dtype()),
              shape_str(t.param.shape()), s->defined() ? dtype_name(s->dtype()) : "undefined",
              s->defined() ? shape_str(s->shape()) : "");
   }
-  MG_CHECK(t.exp_avg.is_contiguous() && t.exp_avg_sq.is_contiguous(), ValueError,
-           "adam_step_: the state must be contiguous");
+  MG_CHECK(t.exp_avg.is_contiguous() && t.exp_avg_sq.is_contiguous(), ValueError, "{}: the state must be contiguous",
+           op);
 }
 
 // Elements [i0, i1) of one parameter: the constants in double from the step count, rounded once to
@@ -46,17 +47,25 @@ void adam_update(T* w, const T* g, T* m, T* v, int64_t i0, int64_t i1, const Ada
     for (int64_t i = i0; i < i1; ++i) moments_and_step(i, g[i]);
   }
 }
-}  // namespace
 
 // Every parameter's elements are cut into pieces of at most kGrain, and all the pieces of all the
 // parameters are shared out over the pool together: a model's many small tensors (biases, layer
 // norms) no longer run one after another, each too small to split. Each element's update is the
-// same arithmetic wherever its piece runs, so the bits do not depend on the split.
-void adam_step_many_(const std::vector<AdamTensors>& items) {
+// same arithmetic wherever its piece runs, so the bits do not depend on the split. Parameters that
+// share memory (two views of one buffer) are updated one after another instead, in order, as
+// separate calls would: run together, two threads would update the same elements at once.
+void adam_steps(const std::vector<AdamTensors>& items, std::string_view op) {
+  std::vector<const void*> storages;
   for (const AdamTensors& t : items) {
-    MG_CHECK(t.param.defined(), StateError, "adam_step_: a parameter is undefined");
-    check_adam_tensors(t);
-    visit_float(t.param.dtype(), "adam_step_", []<class T>() {});  // a DTypeError unless float32 or float64
+    MG_CHECK(t.param.defined(), StateError, "{}: a parameter is undefined", op);
+    check_adam_tensors(t, op);
+    visit_float(t.param.dtype(), op, []<class T>() {});  // a DTypeError unless float32 or float64
+    for (const Tensor* s : {&t.param, &t.exp_avg, &t.exp_avg_sq}) storages.push_back(s->storage().get());
+  }
+  std::sort(storages.begin(), storages.end());
+  if (items.size() > 1 && std::adjacent_find(storages.begin(), storages.end()) != storages.end()) {
+    for (const AdamTensors& t : items) adam_steps({t}, op);
+    return;
   }
   // A parameter view that is not contiguous is updated through a contiguous copy, then written back.
   std::vector<Tensor> params, grads;
@@ -75,7 +84,7 @@ void adam_step_many_(const std::vector<AdamTensors>& items) {
     for (int64_t p = p0; p < p1; ++p) {
       const Piece& pc = pieces[p];
       const AdamTensors& t = items[pc.item];
-      visit_float(t.param.dtype(), "adam_step_", [&]<class T>() {
+      visit_float(t.param.dtype(), op, [&]<class T>() {
         adam_update<T>(params[pc.item].data<T>(), grads[pc.item].data<T>(), t.exp_avg.data<T>(), t.exp_avg_sq.data<T>(),
                        pc.begin, pc.end, t.args);
       });
@@ -84,10 +93,13 @@ void adam_step_many_(const std::vector<AdamTensors>& items) {
   for (size_t k = 0; k < items.size(); ++k)
     if (!items[k].param.is_contiguous()) items[k].param.copy_(params[k]);
 }
+}  // namespace
+
+void adam_step_many_(const std::vector<AdamTensors>& items) { adam_steps(items, "adam_step_many_"); }
 
 void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamStepArgs& args) {
-  adam_step_many_({AdamTensors{param, grad, exp_avg, exp_avg_sq, args}});
+  adam_steps({AdamTensors{param, grad, exp_avg, exp_avg_sq, args}}, "adam_step_");
 }
 
 }  // namespace mg

@@ -28,8 +28,9 @@ struct AdamTensors {
   AdamStepArgs args;
 };
 /// adam_step_ on every item in one parallel pass over all their elements (PyTorch's "foreach"
-/// Adam): the same bits as one call per item, the work of all of them shared out together. Every
-/// item is checked before any is updated.
+/// Adam): the same bits as one call per item, the work of all of them shared out together (items
+/// that share memory are updated one after another, in order). Every item is checked before any
+/// is updated.
 void adam_step_many_(const std::vector<AdamTensors>& items);
 
 }  // namespace mg

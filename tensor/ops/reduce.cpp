@@ -105,7 +105,7 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdi
         }
       } else {
         const T* a = p.cols.data<T>();
-        // One block of output columns per thread: each adds the R rows of its block in order. As
+        // Blocks of a thread's share of the output columns: each adds the R rows of its block in order. As
         // wide as that: a row's piece of a block is a separate run of memory, and short runs
         // starve the hardware prefetcher (blocks of 256 columns: 1.3x the time on the bias
         // gradient of the large GPT's hidden layer, bench_micro's BM_bias_grad_sum).
