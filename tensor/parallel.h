@@ -8,6 +8,7 @@
 //
 // Every kernel computes each output element from a fixed sequence of inputs, whichever thread
 // does it, so results do not depend on how TBB splits the work: same inputs, same bits.
+#include <algorithm>
 #include <cstdint>
 
 #include <tbb/blocked_range.h>
@@ -30,6 +31,15 @@ inline constexpr int64_t kGrain = 32768;
 /// chunk, and never less than one index (work may be 0, for a zero-size dim).
 constexpr int64_t grain_for(int64_t work) { return work > 0 && work < kGrain ? kGrain / work : 1; }
 
+/// The chunk width for a loop over the `cols` columns of a (rows, cols) row-major matrix in which
+/// each chunk walks down all the rows of its columns (a column sum, a bias gradient): a thread's
+/// share of the columns, as wide as it can be, since each row's piece is a separate run of memory
+/// and short runs starve the hardware prefetcher (chunks of 256 columns took 1.3-1.5x the time on
+/// the large GPT's hidden layer); all columns in one chunk when the work is small.
+inline int64_t column_chunk(int64_t rows, int64_t cols) {
+  if (rows * cols < kGrain) return std::max<int64_t>(cols, 1);
+  return std::max<int64_t>(16, (cols + get_num_threads() - 1) / get_num_threads());
+}
 /// Run f(begin, end) over [begin, end) in chunks of at least `grain` indices, in parallel when
 /// there is more than one chunk, each chunk compiled for and run at cpu_level().
 template <class F>

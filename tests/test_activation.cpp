@@ -156,6 +156,8 @@ TEST(LinearGelu, Errors) {
   const Variable x(zeros({2, 3})), w(zeros({4, 3}));
   EXPECT_THAT([&] { linear_gelu(x, w, Variable(), "fast"); },
               testing::ThrowsMessage<ValueError>(testing::HasSubstr("linear_gelu: approximate")));
+  EXPECT_THAT([&] { linear_gelu(Variable(zeros({})), w); },  // a 0-dim input
+              testing::ThrowsMessage<ShapeError>(testing::HasSubstr("linear_gelu: input of shape ()")));
   EXPECT_THAT(
       [&] {
         linear_gelu(x, Variable(zeros({4, 2})));

@@ -31,6 +31,19 @@ Variable matmul(const Variable& a, const Variable& b) {
   });
 }
 
+namespace {
+// linear's two product gradients from g, the gradient of x W^T as the products read it (rounded to
+// bfloat16 under autocast): dx = g W, dW = g^T x over all N rows. The list has a slot per input.
+TensorList linear_product_grads(const Tensor& g, const Tensor& xd, const Tensor& w, const Node& n) {
+  const int64_t in = w.size(1), out = w.size(0);
+  const int64_t rows = numel_of(Shape(xd.shape().begin(), xd.shape().end() - 1));  // N
+  TensorList grads(n.next.size());
+  if (n.needs(0)) grads[0] = mg::matmul(g, w);
+  if (n.needs(1)) grads[1] = mg::matmul(g.reshape({rows, out}).transpose(0, 1), xd.reshape({rows, in}));
+  return grads;
+}
+}  // namespace
+
 // y = x W^T + b        x: (..., in)  W: (out, in)  b: (out)  y: (..., out)
 // With the leading dims of x and dy flattened into rows (N = their product):
 // dx = dy W   (N, out) @ (out, in)      dW = dy^T x   (out, N) @ (N, in)      db = sum_N dy
@@ -41,13 +54,11 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   if (bias.defined()) inputs.push_back(bias);
   const Tensor xd = autocast(x.data()), w = weight.data();
   return record("linear", mg::linear(xd, w, b), inputs, [xd, w](const Tensor& dy, const Node& n) -> TensorList {
-    const int64_t in = w.size(1), out = w.size(0);
-    const int64_t rows = numel_of(Shape(xd.shape().begin(), xd.shape().end() - 1));  // N
-    const Tensor g = autocast_like(dy, {xd, w}), g2 = g.reshape({rows, out});
-    TensorList grads(n.next.size());
-    if (n.needs(0)) grads[0] = mg::matmul(g, w);
-    if (n.needs(1)) grads[1] = mg::matmul(g2.transpose(0, 1), xd.reshape({rows, in}));
-    if (n.needs(2)) grads[2] = mg::sum(dy.reshape({rows, out}), {0});  // from dy as it came (float32 under autocast)
+    const Tensor g = autocast_like(dy, {xd, w});
+    TensorList grads = linear_product_grads(g, xd, w, n);
+    // db from dy as it came (float32 under autocast), its leading dims flattened to N rows
+    if (n.needs(2))
+      grads[2] = mg::sum(dy.reshape({numel_of(Shape(dy.shape().begin(), dy.shape().end() - 1)), w.size(0)}), {0});
     return grads;
   });
 }
@@ -72,15 +83,10 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
   const Tensor h = mg::linear(xd, w, bias.defined() ? bias.data() : Tensor());
   return record(approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu", mg::gelu(h, approximate), inputs,
                 [xd, w, h, approximate](const Tensor& dy, const Node& n) -> TensorList {
-                  const int64_t in = w.size(1), out = w.size(0);
-                  const int64_t rows = numel_of(Shape(xd.shape().begin(), xd.shape().end() - 1));  // N
-                  const bool bf16 = xd.dtype() == DType::BFloat16 || w.dtype() == DType::BFloat16;
+                  const bool bf16 = xd.dtype() == DType::BFloat16 || w.dtype() == DType::BFloat16;  // as autocast_like
                   const auto [dh, db] =
                       linear_gelu_backward(dy, h, approximate, bf16 ? DType::BFloat16 : h.dtype(), n.needs(2));
-                  TensorList grads(n.next.size());
-                  if (n.needs(0)) grads[0] = mg::matmul(dh, w);
-                  if (n.needs(1))
-                    grads[1] = mg::matmul(dh.reshape({rows, out}).transpose(0, 1), xd.reshape({rows, in}));
+                  TensorList grads = linear_product_grads(dh, xd, w, n);
                   if (n.needs(2)) grads[2] = db;
                   return grads;
                 });

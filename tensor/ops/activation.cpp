@@ -81,9 +81,7 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& appro
 // work is split by blocks of columns, each thread going down all N rows of its block and
 // adding into double sums: the order of sum(dh, {0}) (tensor/ops/reduce.cpp), so db has the same
 // bits as the separate sum, and dh the same bits as gelu_backward (rounded as .to(BFloat16) does).
-// The blocks are as wide as the thread count allows: each row's piece of a block is a separate run
-// of memory (the next one a row further on, in another page), and short runs starve the hardware
-// prefetcher (blocks of 256 columns took 1.5x as long on the large GPT's hidden layer).
+// The blocks are tensor/parallel.h's column_chunk.
 std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy0, const Tensor& h0, const std::string& approximate,
                                                DType dh_dtype, bool need_db) {
   check_approximate(approximate, "linear_gelu_backward");
@@ -97,28 +95,22 @@ std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy0, const Tensor& 
   const Tensor dy = dy0.contiguous(), h = h0.contiguous();
   const int64_t out = h.size(-1), rows = out == 0 ? 0 : h.numel() / out;
   Tensor dh = empty(h.shape(), dh_dtype), db = need_db ? empty({out}, h.dtype()) : Tensor();
-  // A thread's share of the columns per block, or one block in all when the work is small.
-  const int64_t threads = get_num_threads();
-  const int64_t block =
-      rows * out < kGrain ? std::max<int64_t>(out, 1) : std::max<int64_t>(16, (out + threads - 1) / threads);
+  const bool to_bf16 = dh_dtype == DType::BFloat16;
   auto pass = [&]<class T>(auto grad) {
     const T* g = dy.data<T>();
     const T* v = h.data<T>();
-    parallel_for(0, out, block, [&](int64_t j0, int64_t j1) {
+    parallel_for(0, out, column_chunk(rows, out), [&](int64_t j0, int64_t j1) {
       const int64_t w = j1 - j0;
       std::vector<double> acc(need_db ? w : 0, 0.0);
-      std::vector<T> row(w);
+      std::vector<T> staged(to_bf16 ? w : 0);  // a row's float32 dh, before it is rounded
       for (int64_t i = 0; i < rows; ++i) {
         const T* gi = g + i * out + j0;
         const T* vi = v + i * out + j0;
-        for (int64_t j = 0; j < w; ++j) row[j] = grad(gi[j], vi[j]);
-        for (int64_t j = 0; j < static_cast<int64_t>(acc.size()); ++j) acc[j] += row[j];
+        T* d = to_bf16 ? staged.data() : dh.data<T>() + i * out + j0;
+        for (int64_t j = 0; j < w; ++j) d[j] = grad(gi[j], vi[j]);
+        for (int64_t j = 0; j < static_cast<int64_t>(acc.size()); ++j) acc[j] += d[j];
         if constexpr (std::is_same_v<T, float>)
-          if (dh_dtype == DType::BFloat16) {
-            to_bfloat16(row.data(), dh.data<bfloat16>() + i * out + j0, w);
-            continue;
-          }
-        std::copy(row.begin(), row.end(), dh.data<T>() + i * out + j0);
+          if (to_bf16) to_bfloat16(d, dh.data<bfloat16>() + i * out + j0, w);
       }
       for (int64_t j = 0; j < static_cast<int64_t>(acc.size()); ++j) db.data<T>()[j0 + j] = static_cast<T>(acc[j]);
     });

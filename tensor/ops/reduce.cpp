@@ -105,13 +105,9 @@ Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdi
         }
       } else {
         const T* a = p.cols.data<T>();
-        // Blocks of a thread's share of the output columns: each adds the R rows of its block in order. As
-        // wide as that: a row's piece of a block is a separate run of memory, and short runs
-        // starve the hardware prefetcher (blocks of 256 columns: 1.3x the time on the bias
-        // gradient of the large GPT's hidden layer, bench_micro's BM_bias_grad_sum).
-        const int64_t threads = get_num_threads();
-        const int64_t block = p.R * p.M < kGrain ? p.M : std::max<int64_t>(16, (p.M + threads - 1) / threads);
-        parallel_for(0, p.M, block, [&](int64_t m0, int64_t m1) {
+        // Each chunk of output columns adds the R rows of its columns in order (tensor/parallel.h:
+        // column_chunk).
+        parallel_for(0, p.M, column_chunk(p.R, p.M), [&](int64_t m0, int64_t m1) {
           std::vector<acc_t<T>> acc(m1 - m0, 0);
           for (int64_t r = 0; r < p.R; ++r) {
             const T* row = a + r * p.M;
