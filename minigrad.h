@@ -17,8 +17,10 @@
 
 #include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/dot.h"
+#include "minigrad/autograd/dual.h"
 #include "minigrad/autograd/engine.h"
 #include "minigrad/autograd/function.h"
+#include "minigrad/autograd/functional.h"
 #include "minigrad/autograd/grad_mode.h"
 #include "minigrad/autograd/gradcheck.h"
 #include "minigrad/autograd/ops.h"

@@ -13,9 +13,13 @@ Tensor autocast(const Tensor& t) {
 }
 
 Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands) {
-  for (const Tensor& t : operands)
-    if (t.dtype() == DType::BFloat16) return dy.to(DType::BFloat16);
-  return dy;
+  return bfloat16_involved(operands) ? dy.to(DType::BFloat16) : dy;
+}
+
+bool bfloat16_involved(std::initializer_list<Tensor> tensors) {
+  for (const Tensor& t : tensors)
+    if (t.defined() && t.dtype() == DType::BFloat16) return true;
+  return false;
 }
 
 }  // namespace mg

@@ -52,6 +52,9 @@ Tensor autocast(const Tensor& t);
 /// the forward's operands was bfloat16, so its product was (whether or not the scope is still
 /// open), else `dy`.
 Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands);
+/// Whether any of the tensors is bfloat16: then a product's rule reads rounded copies, and is
+/// written for Tensors only (differentiable once; create_graph needs float32 or float64).
+bool bfloat16_involved(std::initializer_list<Tensor> tensors);
 
 /// RAII: matrix products run with bfloat16 operands and float32 sums while one of these is alive (on
 /// this thread); AutocastGuard(false) turns it off inside an enabled scope. Restores the previous state.

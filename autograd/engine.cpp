@@ -7,84 +7,80 @@
 //    this one place for every op) and added to what the next node has received so far.
 // 4. Unless retain_graph, each node frees its saved tensors after it ran; running it again is a
 //    StateError, as in PyTorch.
-#include <unordered_map>
-
+//
+// The walk is written once for two kinds of gradient. With Tensors (backward) each node's rule runs
+// on numbers and nothing is recorded. With Variables (create_graph) grad mode is on while the rules
+// run, so the backward pass is itself recorded on the tape, and its results can be differentiated
+// again. mg::grad walks the same way but only runs the nodes that lead to the inputs it was asked
+// about, and hands their gradients back instead of adding them into .grad().
 #include "minigrad/autograd/engine.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "minigrad/autograd/ops/reduce.h"
+#include "minigrad/autograd/ops/shape.h"
+#include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/tensor/ops.h"
 
 namespace mg {
 namespace {
-// Input i's gradient as node n returned it, summed down to the input's shape (undoing a
-// broadcast). A gradient of another dtype, or of a shape that does not broadcast to the input's,
-// is the node's mistake (a custom Function's, usually): the error names it.
-Tensor fit_gradient(const Tensor& g, const Node& n, size_t i) {
+// Whether node n may return gradient g (dtype, shape) for input i: another dtype, or a shape that
+// does not broadcast to the input's, is the node's mistake (a custom Function's, usually).
+void check_fits(DType dtype, const Shape& shape, const Node& n, size_t i) {
   const Shape& want = n.input_shapes[i];
-  MG_CHECK(i >= n.input_dtypes.size() || g.dtype() == n.input_dtypes[i], DTypeError,
-           "backward: '{}' returned a {} gradient for input {}, which is {}", n.name, dtype_name(g.dtype()), i,
+  MG_CHECK(i >= n.input_dtypes.size() || dtype == n.input_dtypes[i], DTypeError,
+           "backward: '{}' returned a {} gradient for input {}, which is {}", n.name, dtype_name(dtype), i,
            dtype_name(n.input_dtypes[i]));
-  bool fits = g.dim() >= static_cast<int64_t>(want.size());
-  for (size_t d = 0; fits && d < want.size(); ++d)
-    fits = want[d] == 1 || want[d] == g.shape()[g.dim() - want.size() + d];
+  bool fits = shape.size() >= want.size();
+  for (size_t d = 0; fits && d < want.size(); ++d) fits = want[d] == 1 || want[d] == shape[shape.size() - want.size() + d];
   MG_CHECK(fits, ShapeError, "backward: '{}' returned a gradient of shape {} for input {} of shape {}", n.name,
-           shape_str(g.shape()), i, shape_str(want));
-  return sum_to_shape(g, want, n.name);
+           shape_str(shape), i, shape_str(want));
 }
 
-// The roots' gradients, checked (a missing one is ones for a one-element output, as PyTorch's
-// implicit gradient) and summed per node into `pending`; returns the nodes to start from (owned:
-// a leaf root's accumulator lives only as long as someone holds it).
-std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots, const TensorList& grads,
-                                              std::unordered_map<Node*, Tensor>& pending) {
-  MG_CHECK(roots.size() == grads.size(), ValueError, "backward: {} roots but {} gradients", roots.size(), grads.size());
-  std::vector<std::shared_ptr<Node>> starts;
-  for (size_t i = 0; i < roots.size(); ++i) {
-    const Variable& r = roots[i];
-    MG_CHECK(r.requires_grad(), StateError,
-             "backward: the output does not require grad and has no grad_fn (did every input have "
-             "requires_grad=false, or was it computed under NoGradGuard?)");
-    Tensor g = grads[i];
-    if (!g.defined()) {
-      MG_CHECK(r.numel() == 1, ShapeError,
-               "backward: a gradient can only be created implicitly for a one-element output, got "
-               "shape {}; pass the output gradient explicitly",
-               shape_str(r.shape()));
-      g = ones(r.shape(), r.dtype());
-    }
-    MG_CHECK(g.dtype() == r.dtype(), DTypeError, "backward: the gradient is {} but the output is {}",
-             dtype_name(g.dtype()), dtype_name(r.dtype()));
-    MG_CHECK(g.shape() == r.shape(), ShapeError,
-             "backward: a gradient of shape {} does not match the output's shape {}", shape_str(g.shape()),
+// Input i's gradient as node n returned it, summed down to the input's shape (undoing a broadcast).
+Tensor fit_gradient(const Tensor& g, const Node& n, size_t i) {
+  check_fits(g.dtype(), g.shape(), n, i);
+  return sum_to_shape(g, n.input_shapes[i], n.name);
+}
+// The same with recorded ops: the sum over the broadcast dims is part of the graph.
+Variable fit_gradient(const Variable& g, const Node& n, size_t i) {
+  check_fits(g.dtype(), g.shape(), n, i);
+  const Shape& want = n.input_shapes[i];
+  if (g.shape() == want) return g;
+  const int64_t lead = g.dim() - static_cast<int64_t>(want.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < g.dim(); ++d)
+    if (d < lead || (want[d - lead] == 1 && g.shape()[d] != 1)) dims.push_back(d);
+  return reshape(dims.empty() ? g : sum(g, dims, /*keepdim=*/true), want);
+}
+
+// A root's gradient, checked; a missing one is ones for a one-element output (PyTorch's implicit
+// gradient).
+void check_root(const Variable& r, const Tensor& g) {
+  MG_CHECK(r.requires_grad(), StateError,
+           "backward: the output does not require grad and has no grad_fn (did every input have "
+           "requires_grad=false, or was it computed under NoGradGuard?)");
+  if (!g.defined()) {
+    MG_CHECK(r.numel() == 1, ShapeError,
+             "backward: a gradient can only be created implicitly for a one-element output, got "
+             "shape {}; pass the output gradient explicitly",
              shape_str(r.shape()));
-    std::shared_ptr<Node> n = r.gradient_edge();
-    if (pending.count(n.get()))
-      add_(pending[n.get()], g);
-    else
-      pending[n.get()] = g.clone(), starts.push_back(n);
+    return;
   }
-  return starts;
+  MG_CHECK(g.dtype() == r.dtype(), DTypeError, "backward: the gradient is {} but the output is {}",
+           dtype_name(g.dtype()), dtype_name(r.dtype()));
+  MG_CHECK(g.shape() == r.shape(), ShapeError, "backward: a gradient of shape {} does not match the output's shape {}",
+           shape_str(g.shape()), shape_str(r.shape()));
+}
+const Tensor& data_of(const Tensor& g) { return g; }
+Tensor data_of(const Variable& g) { return g.defined() ? g.data() : Tensor(); }
+Tensor root_grad(const Variable& r, const Tensor& g) { return g.defined() ? g : ones(r.shape(), r.dtype()); }
+Variable root_grad(const Variable& r, const Variable& g) {
+  return g.defined() ? g : Variable(ones(r.shape(), r.dtype()));
 }
 
-// Step 1: every node reachable from `starts`, with how many edges point at it (its consumers).
-// An iterative depth-first walk: deep graphs cannot overflow the stack.
-std::unordered_map<Node*, int> count_consumers(const std::vector<std::shared_ptr<Node>>& starts) {
-  std::unordered_map<Node*, int> consumers;
-  std::unordered_map<Node*, bool> seen;
-  std::vector<Node*> stack;
-  for (auto& s : starts)
-    if (!seen[s.get()]) seen[s.get()] = true, stack.push_back(s.get());
-  while (!stack.empty()) {
-    Node* n = stack.back();
-    stack.pop_back();
-    for (auto& nx : n->next) {
-      if (!nx) continue;
-      ++consumers[nx.get()];
-      if (!seen[nx.get()]) seen[nx.get()] = true, stack.push_back(nx.get());
-    }
-  }
-  return consumers;
-}
-
-// Node n's gradient for input i handed on to the node below: added to what it has received so far.
+// Node n's gradient for an input handed on to the node below: added to what it has received so far.
 void pass_on(const Tensor& gi, Node* nx, std::unordered_map<Node*, Tensor>& pending) {
   auto it = pending.find(nx);
   if (it == pending.end()) {
@@ -94,6 +90,137 @@ void pass_on(const Tensor& gi, Node* nx, std::unordered_map<Node*, Tensor>& pend
   // Sum into a buffer we own: gi may alias another node's gradient.
   if (it->second.storage().use_count() > 1 || !it->second.is_contiguous()) it->second = it->second.clone();
   add_(it->second, gi);
+}
+void pass_on(const Variable& gi, Node* nx, std::unordered_map<Node*, Variable>& pending) {
+  auto [it, fresh] = pending.try_emplace(nx, gi);
+  if (!fresh) it->second = it->second + gi;  // recorded: the sum is part of the new graph
+}
+
+// The gradient a node receives after the hooks on its output ran, and what the node makes of it.
+Tensor with_hooks(const Node& n, const Tensor& g) {
+  return n.grad_hooks.empty() ? g : run_grad_hooks(n.grad_hooks, g, n.name);
+}
+Variable with_hooks(const Node& n, const Variable& g) {
+  if (!n.grad_hooks.empty()) check_hooks_keep(n.grad_hooks, g.data(), n.name);
+  return g;
+}
+TensorList apply_node(Node& n, const Tensor& g) { return n.apply(g); }
+VariableList apply_node(Node& n, const Variable& g) { return n.apply_graph(g); }
+
+// The roots' gradients, checked and summed per node into `pending`; returns the nodes to start
+// from (owned: a leaf root's accumulator lives only as long as someone holds it).
+template <class G>
+std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots, const std::vector<G>& grads,
+                                              std::unordered_map<Node*, G>& pending) {
+  MG_CHECK(roots.size() == grads.size(), ValueError, "backward: {} roots but {} gradients", roots.size(), grads.size());
+  std::vector<std::shared_ptr<Node>> starts;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    MG_CHECK(roots[i].defined(), StateError, "backward: output {} is undefined", i);
+    check_root(roots[i], data_of(grads[i]));
+    const G g = root_grad(roots[i], grads[i]);
+    std::shared_ptr<Node> n = roots[i].gradient_edge();
+    if (!pending.count(n.get())) starts.push_back(n);
+    pass_on(g, n.get(), pending);
+  }
+  return starts;
+}
+
+// Step 1: every node reachable from `starts`, with how many edges point at it (its consumers).
+// An iterative depth-first walk: deep graphs cannot overflow the stack.
+std::unordered_map<Node*, int> count_consumers(const std::vector<std::shared_ptr<Node>>& starts) {
+  std::unordered_map<Node*, int> consumers;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (auto& s : starts)
+    if (seen.insert(s.get()).second) stack.push_back(s.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (auto& nx : n->next) {
+      if (!nx) continue;
+      ++consumers[nx.get()];
+      if (seen.insert(nx.get()).second) stack.push_back(nx.get());
+    }
+  }
+  return consumers;
+}
+
+// For mg::grad: the nodes worth running, those with a target (an input's node) somewhere below
+// them. Found over a topological order (Kahn's, as the walk itself), read backwards.
+std::unordered_set<Node*> leading_to(const std::vector<std::shared_ptr<Node>>& starts,
+                                     std::unordered_map<Node*, int> consumers,
+                                     const std::unordered_map<Node*, std::vector<size_t>>& targets) {
+  std::vector<Node*> order, ready;
+  for (auto& s : starts)
+    if (consumers[s.get()] == 0) ready.push_back(s.get());
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    order.push_back(n);
+    for (auto& nx : n->next)
+      if (nx && --consumers[nx.get()] == 0) ready.push_back(nx.get());
+  }
+  std::unordered_set<Node*> run, reaches;  // reaches: a target or a node leading to one
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* n = *it;
+    for (auto& nx : n->next)
+      if (nx && reaches.count(nx.get())) run.insert(n);
+    if (run.count(n) || targets.count(n)) reaches.insert(n);
+  }
+  return run;
+}
+
+// Where mg::grad collects the gradient of each input: at the node its gradient goes to.
+template <class G>
+struct Capture {
+  std::unordered_map<Node*, std::vector<size_t>> at;
+  std::vector<G> out;
+};
+
+// Steps 2-4. Run nodes whose consumers have all reported. A node that received no gradient at all
+// (every path through it was cut: no input needed one, or a backward returned an undefined
+// gradient, which counts as zero) does not run, but still reports to the nodes below it, so a node
+// reached by another path with a gradient still runs.
+template <class G>
+void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool retain_graph, Capture<G>* capture) {
+  std::unordered_map<Node*, G> pending;  // summed incoming gradient per node
+  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending);
+  std::unordered_map<Node*, int> consumers = count_consumers(starts);  // 1.
+  std::unordered_set<Node*> worth_running;
+  if (capture) worth_running = leading_to(starts, consumers, capture->at);
+
+  std::vector<Node*> ready;
+  for (auto& s : starts)
+    if (consumers[s.get()] == 0) ready.push_back(s.get());
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    std::vector<G> in_grads;
+    bool ran = false;
+    if (auto it = pending.find(n); it != pending.end()) {
+      const G g = with_hooks(*n, it->second);
+      pending.erase(it);
+      if (capture)
+        if (auto t = capture->at.find(n); t != capture->at.end())
+          for (size_t i : t->second) capture->out[i] = g;
+      if (!capture || worth_running.count(n)) {
+        MG_CHECK(!n->released, StateError,
+                 "backward: trying to backward through the graph a second time (at '{}'); its saved "
+                 "tensors were freed after the first backward. Pass retain_graph=true to the first "
+                 "backward if you need to run it twice",
+                 n->name);
+        in_grads = apply_node(*n, g);
+        ran = true;
+      }
+    }
+    if (!retain_graph && (ran || !capture)) n->release();
+    for (size_t i = 0; i < n->next.size(); ++i) {
+      Node* nx = n->next[i].get();
+      if (!nx) continue;
+      if (i < in_grads.size() && in_grads[i].defined()) pass_on(fit_gradient(in_grads[i], *n, i), nx, pending);
+      if (--consumers[nx] == 0) ready.push_back(nx);
+    }
+  }
 }
 }  // namespace
 
@@ -115,40 +242,61 @@ Tensor run_grad_hooks(const GradHooks& hooks, Tensor g, const std::string& where
   return g;
 }
 
-void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph) {
-  std::unordered_map<Node*, Tensor> pending;  // summed incoming gradient per node
-  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending);
-  std::unordered_map<Node*, int> consumers = count_consumers(starts);  // 1.
+void check_hooks_keep(const GradHooks& hooks, const Tensor& g, const std::string& where) {
+  const GradHooks copy = hooks;
+  for (auto& [id, hook] : copy)
+    MG_CHECK(!hook(g).defined(), NotImplementedError,
+             "register_hook: a hook on '{}' replaced a gradient during a backward with create_graph; the "
+             "replacement would have no history, so the gradient could not be differentiated again",
+             where);
+}
 
-  // 2-4. Run nodes whose consumers have all reported. A node that received no gradient at all
-  // (every path through it was cut: no input needed one, or a backward returned an undefined
-  // gradient, which counts as zero) does not run, but still reports to the nodes below it, so a
-  // node reached by another path with a gradient still runs.
-  std::vector<Node*> ready;
-  for (auto& s : starts)
-    if (consumers[s.get()] == 0) ready.push_back(s.get());
-  while (!ready.empty()) {
-    Node* n = ready.back();
-    ready.pop_back();
-    TensorList in_grads;
-    if (auto it = pending.find(n); it != pending.end()) {
-      const Tensor g = std::move(it->second);
-      pending.erase(it);
-      MG_CHECK(!n->released, StateError,
-               "backward: trying to backward through the graph a second time (at '{}'); its saved "
-               "tensors were freed after the first backward. Pass retain_graph=true to the first "
-               "backward if you need to run it twice",
-               n->name);
-      in_grads = n->apply(n->grad_hooks.empty() ? g : run_grad_hooks(n->grad_hooks, g, n->name));
-    }
-    if (!retain_graph) n->release();
-    for (size_t i = 0; i < n->next.size(); ++i) {
-      Node* nx = n->next[i].get();
-      if (!nx) continue;
-      if (i < in_grads.size() && in_grads[i].defined()) pass_on(fit_gradient(in_grads[i], *n, i), nx, pending);
-      if (--consumers[nx] == 0) ready.push_back(nx);
-    }
+void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph) {
+  walk<Tensor>(roots, grads, retain_graph, nullptr);
+}
+
+void run_backward_graph(const std::vector<Variable>& roots, const VariableList& grads, bool retain_graph) {
+  const EnableGradGuard recording;
+  walk<Variable>(roots, grads, retain_graph, nullptr);
+}
+
+VariableList grad(const VariableList& outputs, const VariableList& inputs, const GradOptions& opt) {
+  MG_CHECK(!outputs.empty() && !inputs.empty(), ValueError, "grad: expected at least one output and one input, got {} and {}",
+           outputs.size(), inputs.size());
+  MG_CHECK(opt.grad_outputs.empty() || opt.grad_outputs.size() == outputs.size(), ValueError,
+           "grad: {} grad_outputs for {} outputs", opt.grad_outputs.size(), outputs.size());
+  std::vector<std::shared_ptr<Node>> edges;  // held: a leaf's accumulator lives as long as someone holds it
+  std::unordered_map<Node*, std::vector<size_t>> at;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    MG_CHECK(inputs[i].defined(), StateError, "grad: input {} is undefined", i);
+    MG_CHECK(inputs[i].requires_grad(), StateError,
+             "grad: input {} (shape {}) does not require grad, so it has no gradient", i, shape_str(inputs[i].shape()));
+    edges.push_back(inputs[i].gradient_edge());
+    at[edges.back().get()].push_back(i);
   }
+  const bool retain = opt.retain_graph.value_or(opt.create_graph);
+  VariableList result(inputs.size());
+  if (opt.create_graph) {
+    const EnableGradGuard recording;
+    Capture<Variable> c{at, VariableList(inputs.size())};
+    VariableList g = opt.grad_outputs;
+    g.resize(outputs.size());
+    walk<Variable>(outputs, g, retain, &c);
+    result = std::move(c.out);
+  } else {
+    Capture<Tensor> c{at, TensorList(inputs.size())};
+    TensorList g(outputs.size());
+    for (size_t i = 0; i < opt.grad_outputs.size(); ++i) g[i] = data_of(opt.grad_outputs[i]);
+    walk<Tensor>(outputs, g, retain, &c);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (c.out[i].defined()) result[i] = Variable(c.out[i], false);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    MG_CHECK(result[i].defined() || opt.allow_unused, ValueError,
+             "grad: input {} (shape {}) was not used to compute the outputs; pass allow_unused=true to get an "
+             "undefined gradient for it",
+             i, shape_str(inputs[i].shape()));
+  return result;
 }
 
 }  // namespace mg

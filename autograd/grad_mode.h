@@ -24,4 +24,17 @@ class NoGradGuard {
   bool prev_;
 };
 
+/// RAII: ops are recorded while one of these is alive, even inside a NoGradGuard (like
+/// torch.enable_grad()). The engine holds one while it runs a backward with create_graph.
+class EnableGradGuard {
+ public:
+  EnableGradGuard() : prev_(GradMode::is_enabled()) { GradMode::set_enabled(true); }
+  ~EnableGradGuard() { GradMode::set_enabled(prev_); }
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
 }  // namespace mg

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "minigrad/autograd/engine.h"
 #include "minigrad/autograd/ops.h"
 
 namespace mg {
@@ -127,6 +128,42 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
       res.ok ? "gradcheck ok" : "gradcheck FAILED", res.input, shape_str(res.index), res.analytic, res.numeric,
       res.error, opt.atol + opt.rtol * std::abs(res.numeric));
   return res;
+}
+
+GradcheckResult gradgradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn,
+                              const std::vector<Tensor>& inputs, const GradcheckOptions& opt) {
+  // v, the output's weights, becomes one more input: g is linear in it, and checked in it too.
+  std::vector<Variable> probe;
+  for (const Tensor& t : inputs) {
+    MG_CHECK(t.defined(), StateError, "gradgradcheck: input {} is undefined", probe.size());
+    probe.emplace_back(is_floating(t.dtype()) ? t.to(DType::Float64) : t);
+  }
+  Shape out_shape;
+  {
+    const NoGradGuard ng;
+    out_shape = fn(probe).shape();
+  }
+  Generator gen(opt.seed + 1);
+  std::vector<Tensor> all = inputs;
+  all.push_back(randn(out_shape, gen, DType::Float64));
+  // g(x, v) = J(x)^T v, all the inputs' gradients flattened into one vector; recorded (create_graph),
+  // also inside gradcheck's numeric pass, which runs without grad mode.
+  auto first = [&](const std::vector<Variable>& xs) {
+    const EnableGradGuard recording;
+    const std::vector<Variable> in(xs.begin(), xs.end() - 1);
+    VariableList wrt;
+    for (const Variable& x : in)
+      if (x.requires_grad()) wrt.push_back(x);
+    const VariableList g =
+        grad({fn(in)}, wrt, {.grad_outputs = {xs.back()}, .create_graph = true, .allow_unused = true});
+    VariableList flat;
+    for (size_t i = 0; i < g.size(); ++i)
+      flat.push_back(reshape(g[i].defined() ? g[i] : Variable(zeros(wrt[i].shape(), DType::Float64)), {-1}));
+    return concat(flat, 0);
+  };
+  GradcheckResult r = gradcheck(first, all, opt);
+  r.message = (r.ok ? "gradgradcheck ok" : "gradgradcheck FAILED") + r.message.substr(r.message.find(':'));
+  return r;
 }
 
 }  // namespace mg

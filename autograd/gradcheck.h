@@ -41,4 +41,12 @@ GradcheckResult gradcheck(const std::function<Variable(const std::vector<Variabl
 GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector<Variable>& leaves,
                           const GradcheckOptions& options = {});
 
+/// Check fn's second derivatives (PyTorch's gradgradcheck): the first derivative, computed with
+/// create_graph as g(x, v) = J(x)^T v for a fixed random v, is itself a function of the inputs and
+/// of v, and gradcheck compares its backward with central differences of it. It fails where an
+/// op's rule under create_graph is wrong, and throws the NotImplementedError of an op that is not
+/// differentiable twice. Tolerances and inputs as for gradcheck.
+GradcheckResult gradgradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn,
+                              const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+
 }  // namespace mg

@@ -13,7 +13,10 @@
 namespace mg {
 
 struct VariableImpl;
+class Variable;
 using TensorList = std::vector<Tensor>;
+/// Gradients with history (backward with create_graph, mg::grad): one per input of a node.
+using VariableList = std::vector<Variable>;
 
 /// A gradient hook (Variable::register_hook): sees a gradient as backward computes it and returns
 /// a replacement of the same shape and dtype, or an undefined Tensor to leave it as it is.
@@ -22,7 +25,7 @@ using GradHook = std::function<Tensor(const Tensor& grad)>;
 using GradHooks = std::vector<std::pair<int64_t, GradHook>>;
 
 /// One operation recorded on the tape.
-struct Node {
+struct Node : std::enable_shared_from_this<Node> {
   /// Frees the chain of nodes behind this one iteratively: a graph of a million ops must not
   /// overflow the stack through nested shared_ptr destructors.
   virtual ~Node() {
@@ -61,6 +64,12 @@ struct Node {
   bool needs(size_t i) const { return i < next.size() && next[i] != nullptr; }
   /// Gradients for each input given the gradient of the output (undefined where not needed).
   virtual TensorList apply(const Tensor& grad_out) = 0;
+  /// The same gradients as Variables whose computation is recorded (create_graph): the engine
+  /// calls this with grad mode on. This default runs apply() and records each gradient as an op
+  /// whose own backward is a NotImplementedError naming this node: first derivatives work, and
+  /// differentiating through them stops with that error instead of a silent zero. Ops that are
+  /// differentiable twice override it (LambdaNode with a rule written for both types).
+  virtual VariableList apply_graph(const Variable& grad_out);
   /// Free the tensors saved for backward.
   virtual void release() { released = true; }
 };
@@ -69,6 +78,8 @@ struct Node {
 struct AccumulateGrad : Node {
   std::weak_ptr<VariableImpl> leaf;
   TensorList apply(const Tensor& grad_out) override;
+  /// backward with create_graph: .grad() gets the numbers, grad_variable() the history too.
+  VariableList apply_graph(const Variable& grad_out) override;
   /// Nothing is saved here, and the node is shared by every graph that uses the leaf, so it is
   /// never marked released: a later backward through another graph must still reach it.
   void release() override {}
@@ -78,10 +89,15 @@ struct AccumulateGrad : Node {
 /// Releasing the node destroys the lambda, and with it the saved tensors.
 struct LambdaNode : Node {
   using Backward = std::function<TensorList(const Tensor& grad_out, const Node& self)>;
+  /// The same rule on Variables (recorded, so differentiable again); null when the op has none.
+  using GraphBackward = std::function<VariableList(const Variable& grad_out, Node& self)>;
   Backward backward;
+  GraphBackward graph_backward;
   TensorList apply(const Tensor& grad_out) override { return backward(grad_out, *this); }
+  VariableList apply_graph(const Variable& grad_out) override;
   void release() override {
     backward = nullptr;
+    graph_backward = nullptr;
     released = true;
   }
 };

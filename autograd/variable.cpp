@@ -1,6 +1,7 @@
 #include "minigrad/autograd/variable.h"
 
 #include "minigrad/autograd/engine.h"
+#include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/tensor/ops.h"
 
 namespace mg {
@@ -20,6 +21,16 @@ Variable Variable::from_node(Tensor data, std::shared_ptr<Node> grad_fn) {
   v.impl_->requires_grad = true;
   v.impl_->grad_fn = std::move(grad_fn);
   if (v.impl_->grad_fn) v.impl_->grad_fn->output = v.impl_;
+  return v;
+}
+
+Variable Variable::from_edge(Tensor data, std::shared_ptr<Node> edge) {
+  if (!edge) return Variable(std::move(data), false);
+  Variable v;
+  v.impl_ = std::make_shared<VariableImpl>();
+  v.impl_->data = std::move(data);
+  v.impl_->requires_grad = true;
+  v.impl_->grad_fn = std::move(edge);  // not registered as the node's output: the node has one already
   return v;
 }
 
@@ -60,6 +71,12 @@ void Variable::set_grad(Tensor grad) const {
              shape_str(impl_->data.shape()));
   }
   impl_->grad = std::move(grad);
+  impl_->grad_graph.reset();
+}
+Variable Variable::grad_variable() const {
+  MG_CHECK_DEFINED("grad_variable");
+  if (impl_->grad_graph) return from_impl(impl_->grad_graph);
+  return impl_->grad.defined() ? Variable(impl_->grad, false) : Variable();
 }
 bool Variable::requires_grad() const { return impl_ && impl_->requires_grad; }
 Variable& Variable::set_requires_grad(bool requires_grad) {
@@ -99,6 +116,13 @@ void Variable::backward(const Tensor& grad, bool retain_graph) const {
   run_backward({*this}, {grad}, retain_graph);
 }
 
+void Variable::backward(const BackwardOptions& options) const {
+  MG_CHECK_DEFINED("backward");
+  const bool retain = options.retain_graph.value_or(options.create_graph);
+  if (!options.create_graph) return run_backward({*this}, {options.gradient}, retain);
+  run_backward_graph({*this}, {options.gradient.defined() ? Variable(options.gradient) : Variable()}, retain);
+}
+
 std::shared_ptr<Node> Variable::gradient_edge() const {
   if (!impl_ || !impl_->requires_grad) return nullptr;
   if (impl_->grad_fn) return impl_->grad_fn;
@@ -115,10 +139,9 @@ std::shared_ptr<Node> Variable::gradient_edge() const {
   return acc;
 }
 
-TensorList AccumulateGrad::apply(const Tensor& g_in) {
-  std::shared_ptr<VariableImpl> v = leaf.lock();
-  if (!v) return {};  // the leaf is gone; nobody can read its gradient
-  const Tensor g = v->grad_hooks.empty() ? g_in : run_grad_hooks(v->grad_hooks, g_in, name);
+namespace {
+// Add g (after the leaf's hooks) into v's .grad, then run its post-accumulate hooks.
+void accumulate(const std::shared_ptr<VariableImpl>& v, const Tensor& g) {
   if (!v->grad.defined()) {
     v->grad = g.clone();  // a private contiguous copy: g may be a view of another buffer
   } else {
@@ -129,7 +152,67 @@ TensorList AccumulateGrad::apply(const Tensor& g_in) {
     const Variable leaf_variable = Variable::from_impl(v);
     for (auto& [id, hook] : hooks) hook(leaf_variable);
   }
+}
+}  // namespace
+
+TensorList AccumulateGrad::apply(const Tensor& g_in) {
+  std::shared_ptr<VariableImpl> v = leaf.lock();
+  if (!v) return {};  // the leaf is gone; nobody can read its gradient
+  const Tensor g = v->grad_hooks.empty() ? g_in : run_grad_hooks(v->grad_hooks, g_in, name);
+  if (v->grad_graph) {  // an earlier backward with create_graph: its history stays, this part has none
+    const EnableGradGuard recording;
+    v->grad_graph = (Variable::from_impl(v->grad_graph) + Variable(g.clone())).impl();
+  }
+  accumulate(v, g);
   return {};
+}
+
+VariableList AccumulateGrad::apply_graph(const Variable& g) {
+  std::shared_ptr<VariableImpl> v = leaf.lock();
+  if (!v) return {};
+  if (!v->grad_hooks.empty()) check_hooks_keep(v->grad_hooks, g.data(), name);
+  const Variable sum = v->grad_graph ? Variable::from_impl(v->grad_graph) + g
+                       : v->grad.defined() ? Variable(v->grad.clone()) + g
+                                           : g;
+  accumulate(v, g.data());
+  v->grad_graph = sum.impl();
+  return {};
+}
+
+VariableList Node::apply_graph(const Variable& g) {
+  // The gradients as apply() computes them, each recorded as the output of a node that depends on
+  // g and on this op's inputs, and whose backward is the error: differentiating them again needs
+  // a rule this op does not have.
+  const TensorList t = apply(g.data());
+  VariableList out(t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!t[i].defined()) continue;
+    auto e = std::make_shared<LambdaNode>();
+    e->name = name + "_backward";
+    e->next.push_back(g.gradient_edge());
+    e->input_shapes.push_back(g.shape());
+    e->input_dtypes.push_back(g.dtype());
+    for (size_t j = 0; j < next.size(); ++j) {
+      e->next.push_back(next[j]);
+      e->input_shapes.push_back(j < input_shapes.size() ? input_shapes[j] : Shape{});
+      e->input_dtypes.push_back(j < input_dtypes.size() ? input_dtypes[j] : t[i].dtype());
+    }
+    e->out_shape = t[i].shape();
+    e->backward = [op = name](const Tensor&, const Node&) -> TensorList {
+      throw NotImplementedError(fmt::format(
+          "backward: '{}' is not differentiable twice: its backward has no derivative rule of its own, so the "
+          "gradient it computed (with create_graph) cannot be differentiated again (docs/03's table lists the "
+          "ops that are differentiable twice)",
+          op));
+    };
+    out[i] = Variable::from_node(t[i], e);
+  }
+  return out;
+}
+
+VariableList LambdaNode::apply_graph(const Variable& grad_out) {
+  if (!graph_backward) return Node::apply_graph(grad_out);
+  return graph_backward(grad_out, *this);
 }
 
 GradHookHandle Variable::register_hook(GradHook hook) const {
@@ -189,10 +272,25 @@ void GradHookHandle::remove() {
 }
 
 Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward) {
+  if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
+  return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(backward), nullptr);
+}
+
+namespace record_impl {
+bool will_record(const std::vector<Variable>& inputs) {
   bool any = false;
   if (GradMode::is_enabled())
     for (const Variable& v : inputs) any = any || v.requires_grad();
-  if (!any) return Variable(std::move(out), false);
+  return any;
+}
+
+Variable unpack_saved(const Tensor& data, int input, Node& self) {
+  if (input == kOutput) return Variable::from_edge(data, self.shared_from_this());
+  return Variable::from_edge(data, self.next.at(static_cast<size_t>(input)));
+}
+
+Variable record_node(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward,
+                     LambdaNode::GraphBackward graph_backward) {
   auto node = std::make_shared<LambdaNode>();
   node->name = std::move(name);
   for (const Variable& v : inputs) {
@@ -202,8 +300,10 @@ Variable record(std::string name, Tensor out, const std::vector<Variable>& input
   }
   node->out_shape = out.shape();
   node->backward = std::move(backward);
+  node->graph_backward = std::move(graph_backward);
   return Variable::from_node(std::move(out), std::move(node));
 }
+}  // namespace record_impl
 
 std::ostream& operator<<(std::ostream& os, const Variable& v) {
   if (!v.defined()) return os << "Variable(undefined)";

@@ -1,6 +1,7 @@
 #pragma once
 // mg::Variable: a Tensor plus what autograd needs -- requires_grad, the accumulated gradient, and
 // the Node that produced it. Copies of a Variable share all of that (like a PyTorch tensor).
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -28,6 +29,19 @@ struct VariableImpl {
   std::vector<std::pair<int64_t, std::function<void(const Variable&)>>> post_accumulate_hooks;
   int64_t next_hook_id = 0;
   bool retains_grad = false;  // a non-leaf whose gradient backward stores in .grad
+  // The gradient with its history, after a backward with create_graph (grad holds its numbers).
+  std::shared_ptr<VariableImpl> grad_graph;
+};
+
+/// Options of Variable::backward, as PyTorch's Tensor.backward(gradient, retain_graph, create_graph):
+///   loss.backward({.create_graph = true});   // .grad_variable() can then be differentiated again
+struct BackwardOptions {
+  /// The output's gradient (its shape); undefined: ones, for a one-element output.
+  Tensor gradient;
+  /// Keep the saved tensors for another backward through the same graph; defaults to create_graph.
+  std::optional<bool> retain_graph;
+  /// Record the backward itself as ops, so the gradients can be differentiated again.
+  bool create_graph = false;
 };
 
 /// What register_hook returns: remove() takes the hook off again (PyTorch's RemovableHandle).
@@ -62,8 +76,12 @@ class Variable {
   void set_data(Tensor data) const;
   /// The gradient accumulated by backward(); undefined before the first backward.
   const Tensor& grad() const;
-  /// Replace the gradient (undefined to clear it).
+  /// Replace the gradient (undefined to clear it); forgets the history grad_variable() had.
   void set_grad(Tensor grad) const;
+  /// The gradient as a Variable. After backward({.create_graph = true}) it carries the history of
+  /// how it was computed, so it can be differentiated again (a gradient penalty); otherwise it is
+  /// grad() without history. Undefined before the first backward.
+  Variable grad_variable() const;
   /// Whether gradients flow to (or through) this variable.
   bool requires_grad() const;
   /// Mark a leaf as needing gradients; a StateError on a non-leaf.
@@ -78,6 +96,9 @@ class Variable {
   /// `grad` (its shape) it computes the vector-Jacobian product. retain_graph keeps the saved
   /// tensors so a second backward through the same graph is allowed.
   void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+  /// Backpropagate with options: backward({.create_graph = true}) records the backward pass, so
+  /// grad_variable() of each leaf can be differentiated again.
+  void backward(const BackwardOptions& options) const;
   /// The same data, cut off from the graph: no grad_fn, requires_grad false.
   Variable detach() const;
   /// Name shown by to_dot (nn::Module sets "fc1.weight" etc.).
@@ -205,6 +226,10 @@ class Variable {
   const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
   /// A non-leaf variable produced by `grad_fn`.
   static Variable from_node(Tensor data, std::shared_ptr<Node> grad_fn);
+  /// A variable whose gradient goes to `edge` without becoming that node's output (how a rule run
+  /// with create_graph sees a tensor its op saved: the op's input, routed to the node that made
+  /// it, or the op's own output); a constant when edge is null.
+  static Variable from_edge(Tensor data, std::shared_ptr<Node> edge);
   /// A Variable sharing `impl` (for hooks that are handed the leaf they belong to).
   static Variable from_impl(std::shared_ptr<VariableImpl> impl);
   /// The node a gradient for this variable should be sent to: its grad_fn, or for a leaf that
@@ -222,7 +247,79 @@ std::ostream& operator<<(std::ostream& os, const Variable& v);
 
 /// Record an op: `out` computed from `inputs`, with `backward` mapping the output's gradient to
 /// the inputs' gradients. Records nothing (returns a plain variable) when grad mode is off or no
-/// input requires grad. Used by every op in autograd/ops/.
+/// input requires grad. A rule given this way works on Tensors only: the op is differentiable once
+/// (a backward with create_graph through it records a node whose own backward is an error).
 Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward);
+
+/// Which tensors an op keeps for its backward: input indices, or kOutput for the op's own output.
+template <size_t K>
+using Keep = std::array<int, K>;
+/// keep(0, 1): inputs 0 and 1; keep(kOutput): the output; keep(): nothing.
+inline constexpr int kOutput = -1;
+template <class... I>
+constexpr Keep<sizeof...(I)> keep(I... i) {
+  return {static_cast<int>(i)...};
+}
+/// The kept tensors as a rule sees them: Tensors, or Variables under create_graph.
+template <class V, size_t K>
+using Saved = std::array<V, K>;
+/// A rule's result: one gradient per input (undefined where n.needs(i) is false).
+template <class V>
+using Grads = std::vector<V>;
+
+/// The numbers of a rule's value: the Tensor itself, or a Variable's data (for masks and
+/// comparisons, which are constants under create_graph).
+inline const Tensor& tensor_of(const Tensor& t) { return t; }
+inline const Tensor& tensor_of(const Variable& v) { return v.data(); }
+
+namespace record_impl {
+bool will_record(const std::vector<Variable>& inputs);
+Variable record_node(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward,
+                     LambdaNode::GraphBackward graph_backward);
+Variable unpack_saved(const Tensor& data, int input, Node& self);
+}  // namespace record_impl
+
+/// Record an op whose derivative rule is written once for both kinds of value: a template lambda
+///   []<class V>(const V& dy, const Saved<V, K>& saved, const Node& n) -> Grads<V>
+/// run on Tensors by an ordinary backward (the kernels as before, nothing recorded), and on
+/// Variables by a backward with create_graph, where every op it calls is recorded, so the
+/// gradient can be differentiated again. `saved` holds the tensors `kept` names, in that order:
+/// under create_graph each comes back as a Variable wired to the node that made it (the op's
+/// input's producer, or this node for the output), which is what makes the second derivative see
+/// how the first depends on them.
+template <size_t K, class Rule>
+Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept, Rule rule) {
+  if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
+  Saved<Tensor, K> saved;
+  for (size_t k = 0; k < K; ++k) saved[k] = kept[k] == kOutput ? out : inputs[static_cast<size_t>(kept[k])].data();
+  LambdaNode::Backward once = [rule, saved](const Tensor& dy, const Node& n) -> TensorList {
+    return rule(dy, saved, n);
+  };
+  LambdaNode::GraphBackward twice = [rule, saved, kept](const Variable& dy, Node& n) -> VariableList {
+    Saved<Variable, K> s;
+    for (size_t k = 0; k < K; ++k) s[k] = record_impl::unpack_saved(saved[k], kept[k], n);
+    return rule(dy, s, n);
+  };
+  return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(twice));
+}
+
+/// Record an op whose ordinary backward is a fused kernel (`once`, on Tensors, as the first
+/// record() above) and whose backward under create_graph is a separate rule on Variables
+/// (`twice`): the composed form the kernel computes, written in differentiable ops. `kept` names
+/// the tensors `twice` sees, as for the template record().
+/// twice: (const Variable& dy, const Saved<Variable, K>& saved, const Node& n) -> VariableList
+template <size_t K, class Twice>
+Variable record_fused(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept,
+                      LambdaNode::Backward once, Twice twice) {
+  if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
+  Saved<Tensor, K> saved;
+  for (size_t k = 0; k < K; ++k) saved[k] = kept[k] == kOutput ? out : inputs[static_cast<size_t>(kept[k])].data();
+  LambdaNode::GraphBackward graph = [twice = std::move(twice), saved, kept](const Variable& dy, Node& n) -> VariableList {
+    Saved<Variable, K> s;
+    for (size_t k = 0; k < K; ++k) s[k] = record_impl::unpack_saved(saved[k], kept[k], n);
+    return twice(dy, s, n);
+  };
+  return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(graph));
+}
 
 }  // namespace mg

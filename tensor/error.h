@@ -74,6 +74,11 @@ struct MemoryError : Error {
 struct StateError : Error {
   using Error::Error;
 };
+/// Something minigrad does not do: differentiating an op's backward that has no derivative rule of
+/// its own (create_graph through an op that is not differentiable twice).
+struct NotImplementedError : Error {
+  using Error::Error;
+};
 
 }  // namespace mg
 

@@ -9,6 +9,7 @@
 #include "examples/heads_specialise/main.cpp"
 #include "examples/induction_heads/main.cpp"
 #include "examples/one_matrix_per_head/main.cpp"
+#include "examples/second_order/main.cpp"
 #include "examples/seq2seq_cross_attention/main.cpp"
 #include "examples/where_weights_come_from/main.cpp"
 #include "helpers.h"
@@ -451,3 +452,49 @@ TEST_F(Examples, InductionHeadsNeedTwoLayers) {
   EXPECT_GT(r.final_span.accuracy, 2.0 / static_cast<double>(c.vocab));
   EXPECT_GT(r.records.back().icl.score, -1.2);
 }
+
+// ---- second_order: each part against PyTorch (tests/golden/gen_second_order.py) or what it learned ----
+
+TEST_F(Examples, SecondOrderHessianByColumnsEqualsPyTorchs) {
+  const mgtest::GoldenCase& g = mgtest::golden("second_order_hessian");
+  const second_order::HessianResult h = second_order::mlp_hessian();
+  EXPECT_NEAR(h.loss, g.at("loss").item(), 1e-14);
+  mgtest::expect_close(h.hessian, g.at("hessian"), 1e-12, 1e-10);  // torch.autograd.functional.hessian
+  EXPECT_LT(h.asymmetry, 1e-14);
+  const std::vector<double> want = g.at("eigenvalues").to_vector<double>();  // torch.linalg.eigvalsh
+  ASSERT_EQ(h.eigenvalues.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(h.eigenvalues[i], want[i], 1e-10) << i;
+}
+
+TEST_F(Examples, SecondOrderNewtonNeedsAFewStepsWhereGradientDescentNeedsHundreds) {
+  const second_order::LogReg d = second_order::make_logreg();
+  const second_order::Descent nt = second_order::newton(d), gd = second_order::gradient_descent(d, 1.0);
+  EXPECT_LE(nt.steps, 10);
+  EXPECT_LT(gd.steps, second_order::kMaxSteps);  // converged too, only slower
+  EXPECT_GE(gd.steps, 20 * nt.steps);
+  mgtest::expect_close(nt.w, gd.w, 1e-7, 0);  // the same minimum
+  for (size_t i = 1; i < nt.loss.size(); ++i) EXPECT_LE(nt.loss[i], nt.loss[i - 1]) << "Newton step " << i;
+}
+
+TEST_F(Examples, SecondOrderPinnLearnsTheSineFromTheEquationAcrossSeeds) {
+  for (uint64_t seed : {0, 1, 2}) {
+    second_order::Config c;
+    c.seed = seed;
+    const second_order::PinnResult p = second_order::train_pinn(c);
+    EXPECT_LT(p.max_error, 5e-3) << "seed " << seed;
+    EXPECT_LT(p.loss.back(), 1e-2 * p.loss.front()) << "seed " << seed;
+  }
+}
+
+TEST_F(Examples, SecondOrderMamlMatchesPyTorchStepForStep) {
+  const mgtest::GoldenCase& g = mgtest::golden("second_order_maml");
+  const second_order::MamlResult m = second_order::train_maml();
+  const std::vector<double> want = g.at("meta_losses").to_vector<double>();
+  ASSERT_EQ(m.meta_loss.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(m.meta_loss[i], want[i], 1e-10 * std::max(1.0, want[i])) << i;
+  for (size_t i = 0; i < m.params.size(); ++i)
+    mgtest::expect_close(m.params[i].data(), g.at("param" + std::to_string(i)), 1e-10, 1e-10);
+  // the meta-gradient through the inner step differs from the first-order one: the Hessian term counts
+  EXPECT_GT(m.second_order_share, 0.01);
+}
+

@@ -20,4 +20,19 @@ Variable leaky_relu(const Variable& x, double negative_slope = 0.01);
 /// x for x > 0, alpha (e^x - 1) otherwise
 Variable elu(const Variable& x, double alpha = 1);
 
+// ---- the derivative kernels as ops of their own (dy * f'(x)), differentiable in dy and x: what
+// makes each activation differentiable twice (their rules hold f'') ----
+/// dy where x > 0, else 0
+Variable relu_backward(const Variable& dy, const Variable& x);
+/// dy * GELU'(x)
+Variable gelu_backward(const Variable& dy, const Variable& x, const std::string& approximate = "none");
+/// dy * SiLU'(x)
+Variable silu_backward(const Variable& dy, const Variable& x);
+/// dy * sigmoid(beta x) (dy where beta x > threshold)
+Variable softplus_backward(const Variable& dy, const Variable& x, double beta = 1, double threshold = 20);
+/// dy where x > 0, negative_slope dy otherwise
+Variable leaky_relu_backward(const Variable& dy, const Variable& x, double negative_slope = 0.01);
+/// dy where x > 0, dy alpha e^x otherwise
+Variable elu_backward(const Variable& dy, const Variable& x, double alpha = 1);
+
 }  // namespace mg

@@ -42,6 +42,16 @@ Variable log1p(const Variable& x);
 Variable expm1(const Variable& x);
 /// x limited to [min, max] (either may be absent); gradient 1 where min <= x <= max, as PyTorch's.
 Variable clamp(const Variable& x, std::optional<double> min, std::optional<double> max = std::nullopt);
+/// sign(x): -1, 0 or 1; its gradient is 0
+Variable sign(const Variable& x);
+
+// ---- backward kernels as ops of their own: what makes tanh, sigmoid and clamp differentiable twice ----
+/// dy * (1 - y^2), differentiable in dy and y
+Variable tanh_backward(const Variable& dy, const Variable& y);
+/// dy * y * (1 - y), differentiable in dy and y
+Variable sigmoid_backward(const Variable& dy, const Variable& y);
+/// dy where min <= x <= max, else 0 (differentiable in dy; x only selects)
+Variable clamp_backward(const Variable& dy, const Variable& x, std::optional<double> min, std::optional<double> max);
 /// elementwise max(a, b), broadcast; a tie sends half the gradient to each side, as in PyTorch.
 Variable maximum(const Variable& a, const Variable& b);
 /// elementwise min(a, b), broadcast; a tie sends half the gradient to each side.

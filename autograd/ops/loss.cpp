@@ -6,11 +6,17 @@
 #include <cmath>
 
 #include "minigrad/autograd/ops/elementwise.h"
+#include "minigrad/autograd/ops/nn_functional.h"
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops/elementwise.h"
+#include "minigrad/tensor/ops.h"
 
 namespace mg {
+namespace record_impl {
+// log_softmax's node for log-probabilities already computed (autograd/ops/nn_functional.cpp).
+Variable record_log_softmax(const Variable& x, Tensor y, int64_t dim);
+}  // namespace record_impl
 namespace {
 // One (C) sample with a 0-dim target as a batch of one (N = 1), and the loss back to its shape.
 template <class F>
@@ -41,14 +47,28 @@ void check_same_shape(const Variable& input, const Variable& target, const char*
 
 // loss_i = -sum_c q_ic log softmax(x_i)_c,  q_i = (1 - s) w[t_i] onehot(t_i) + (s / C) w
 // dx_i = (sum_c q_ic) softmax(x_i) - q_i, times the reduction's factor; 0 for ignored rows
+// Under create_graph the same formula in recorded ops, with the kernel's log-probabilities as the
+// output of a log_softmax node on the logits (so no copy of the logits is kept) and the target
+// weights q (times the factors) read from the kernel itself: run on log-probabilities of -inf
+// (softmax 0) it returns exactly -q.
 Variable cross_entropy(const Variable& logits, const Tensor& targets, const CrossEntropyOptions& o) {
   if (logits.dim() == 1)
     return as_batch_of_one(logits, targets, o.reduction, "cross_entropy",
                            [&](const Variable& x, const Tensor& t) { return cross_entropy(x, t, o); });
   CrossEntropyForward f = cross_entropy_forward(logits.data(), targets, o);
-  return record("cross_entropy", f.loss, {logits}, [f, targets, o](const Tensor& dy, const Node&) -> TensorList {
+  LambdaNode::Backward fused = [f, targets, o](const Tensor& dy, const Node&) -> TensorList {
     return {cross_entropy_backward(dy, targets, f, o)};
-  });
+  };
+  return record_fused("cross_entropy", f.loss, {logits}, keep(), std::move(fused),
+                      [f, targets, o](const Variable& dy, const Saved<Variable, 0>&, const Node& n) -> VariableList {
+                        const Variable logp =
+                            record_impl::record_log_softmax(Variable::from_edge(f.log_probs, n.next[0]), f.log_probs, 1);
+                        CrossEntropyForward none = f;
+                        none.log_probs = full(f.log_probs.shape(), -INFINITY, f.log_probs.dtype());
+                        const Tensor q = -cross_entropy_backward(ones_like(dy.data()), targets, none, o);
+                        const Variable row = o.reduction == Reduction::None ? reshape(dy, {-1, 1}) : dy;
+                        return {row * (Variable(mg::sum(q, {1}, true)) * exp(logp) - Variable(q))};
+                      });
 }
 
 // loss_i = -w[t_i] x[i, t_i]          dx[i, t_i] = -w[t_i] times the reduction's factor
@@ -56,9 +76,17 @@ Variable nll_loss(const Variable& input, const Tensor& targets, const NLLLossOpt
   if (input.dim() == 1)
     return as_batch_of_one(input, targets, o.reduction, "nll_loss",
                            [&](const Variable& x, const Tensor& t) { return nll_loss(x, t, o); });
-  return record("nll_loss", mg::nll_loss(input.data(), targets, o), {input},
-                [x = input.data(), targets, o](const Tensor& dy, const Node&) -> TensorList {
-                  return {nll_loss_backward(dy, x, targets, o)};
+  return record("nll_loss", mg::nll_loss(input.data(), targets, o), {input}, keep(0),
+                [targets, o]<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
+                  return {nll_loss_backward(dy, x[0], targets, o)};
+                });
+}
+
+// z = nll_loss's dx (linear in dy; x only gives the shape)     d(dy) = nll_loss(dz) (the adjoint)   dx = 0
+Variable nll_loss_backward(const Variable& dy, const Variable& input, const Tensor& targets, const NLLLossOptions& o) {
+  return record("nll_loss_backward", mg::nll_loss_backward(dy.data(), input.data(), targets, o), {dy, input}, keep(),
+                [targets, o]<class V>(const V& dz, const Saved<V, 0>&, const Node& n) -> Grads<V> {
+                  return {n.needs(0) ? nll_loss(dz, targets, o) : V(), V()};
                 });
 }
 

@@ -27,6 +27,10 @@ struct HuberLossOptions {
 Variable cross_entropy(const Variable& logits, const Tensor& targets, const CrossEntropyOptions& options = {});
 /// Negative log-likelihood of log-probabilities (N, C) (or (C) with a 0-dim target).
 Variable nll_loss(const Variable& input, const Tensor& targets, const NLLLossOptions& options = {});
+/// nll_loss's backward as an op (linear in dy, differentiable again): what makes nll_loss
+/// differentiable twice
+Variable nll_loss_backward(const Variable& dy, const Variable& input, const Tensor& targets,
+                           const NLLLossOptions& options = {});
 /// Binary cross-entropy of probabilities and targets in [0, 1] (same shape).
 Variable binary_cross_entropy(const Variable& input, const Variable& target, const BCELossOptions& options = {});
 /// Binary cross-entropy on logits, stable for any logit; pos_weight weighs the positive targets.

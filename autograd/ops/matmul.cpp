@@ -8,6 +8,8 @@
 #include "minigrad/autograd/ops/matmul.h"
 
 #include "minigrad/autograd/autocast.h"
+#include "minigrad/autograd/ops/activation.h"
+#include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops.h"
 #include "minigrad/tensor/ops/activation.h"
@@ -24,23 +26,36 @@ Variable matmul(const Variable& a, const Variable& b) {
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
   const Tensor ad = autocast(a.data()), bd = autocast(b.data());
-  return record("matmul", mg::matmul(ad, bd), {a, b}, [ad, bd](const Tensor& dy, const Node& n) -> TensorList {
-    const Tensor g = autocast_like(dy, {ad, bd});
-    return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(),
-            n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
-  });
+  if (bfloat16_involved({a.data(), b.data(), ad, bd}))  // once only: the rule reads the bfloat16 copies
+    return record("matmul", mg::matmul(ad, bd), {a, b}, [ad, bd](const Tensor& dy, const Node& n) -> TensorList {
+      const Tensor g = autocast_like(dy, {ad, bd});
+      return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(),
+              n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
+    });
+  return record("matmul", mg::matmul(ad, bd), {a, b}, keep(0, 1),
+                []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
+                  const auto& [a, b] = s;
+                  return {n.needs(0) ? mg::matmul(dy, b.transpose(-2, -1)) : V(),
+                          n.needs(1) ? mg::matmul(a.transpose(-2, -1), dy) : V()};
+                });
 }
 
 namespace {
 // linear's two product gradients from g, the gradient of x W^T as the products read it (rounded to
 // bfloat16 under autocast): dx = g W, dW = g^T x over all N rows. The list has a slot per input.
-TensorList linear_product_grads(const Tensor& g, const Tensor& xd, const Tensor& w, const Node& n) {
+template <class V>
+Grads<V> linear_product_grads(const V& g, const V& x, const V& w, const Node& n) {
   const int64_t in = w.size(1), out = w.size(0);
-  const int64_t rows = numel_of(Shape(xd.shape().begin(), xd.shape().end() - 1));  // N
-  TensorList grads(n.next.size());
+  const int64_t rows = numel_of(Shape(x.shape().begin(), x.shape().end() - 1));  // N
+  Grads<V> grads(n.next.size());
   if (n.needs(0)) grads[0] = mg::matmul(g, w);
-  if (n.needs(1)) grads[1] = mg::matmul(g.reshape({rows, out}).transpose(0, 1), xd.reshape({rows, in}));
+  if (n.needs(1)) grads[1] = mg::matmul(g.reshape({rows, out}).transpose(0, 1), x.reshape({rows, in}));
   return grads;
+}
+// db = sum of dy over its leading dims flattened to N rows
+template <class V>
+V linear_bias_grad(const V& dy, int64_t out) {
+  return mg::sum(dy.reshape({numel_of(Shape(dy.shape().begin(), dy.shape().end() - 1)), out}), {0});
 }
 }  // namespace
 
@@ -53,14 +68,19 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   const Tensor xd = autocast(x.data()), w = weight.data();
-  return record("linear", mg::linear(xd, w, b), inputs, [xd, w](const Tensor& dy, const Node& n) -> TensorList {
-    const Tensor g = autocast_like(dy, {xd, w});
-    TensorList grads = linear_product_grads(g, xd, w, n);
-    // db from dy as it came (float32 under autocast), its leading dims flattened to N rows
-    if (n.needs(2))
-      grads[2] = mg::sum(dy.reshape({numel_of(Shape(dy.shape().begin(), dy.shape().end() - 1)), w.size(0)}), {0});
-    return grads;
-  });
+  if (bfloat16_involved({x.data(), xd, w}))  // once only: the products read bfloat16
+    return record("linear", mg::linear(xd, w, b), inputs, [xd, w](const Tensor& dy, const Node& n) -> TensorList {
+      TensorList grads = linear_product_grads(autocast_like(dy, {xd, w}), xd, w, n);
+      if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));  // from dy as it came (float32)
+      return grads;
+    });
+  return record("linear", mg::linear(xd, w, b), inputs, keep(0, 1),
+                []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
+                  const auto& [x, w] = s;
+                  Grads<V> grads = linear_product_grads(dy, x, w, n);
+                  if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));
+                  return grads;
+                });
 }
 
 // y = GELU(h),  h = x W^T + b                       (gelu(linear(x, W, b)), one node)
@@ -68,7 +88,8 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 // The forward is linear's kernel then gelu's, as the two ops run them. The backward's first pass
 // (tensor's linear_gelu_backward) reads dy and h once and writes dh and db together, dh already in
 // bfloat16 when the products are (the composed ops write dh in float32, read it for the bias sum,
-// and read it again to round it).
+// and read it again to round it). Under create_graph the backward is the composed form instead:
+// h recomputed by linear(), dh = gelu_backward(dy, h), then linear's rule, all recorded.
 Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, const std::string& approximate) {
   MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
            "linear_gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
@@ -81,15 +102,29 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
   if (bias.defined()) inputs.push_back(bias);
   const Tensor xd = autocast(x.data()), w = weight.data();
   const Tensor h = mg::linear(xd, w, bias.defined() ? bias.data() : Tensor());
-  return record(approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu", mg::gelu(h, approximate), inputs,
-                [xd, w, h, approximate](const Tensor& dy, const Node& n) -> TensorList {
-                  const bool bf16 = xd.dtype() == DType::BFloat16 || w.dtype() == DType::BFloat16;  // as autocast_like
-                  const auto [dh, db] =
-                      linear_gelu_backward(dy, h, approximate, bf16 ? DType::BFloat16 : h.dtype(), n.needs(2));
-                  TensorList grads = linear_product_grads(dh, xd, w, n);
-                  if (n.needs(2)) grads[2] = db;
-                  return grads;
-                });
+  const std::string name = approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu";
+  const bool bf16 = bfloat16_involved({xd, w});  // as autocast_like decides
+  LambdaNode::Backward fused = [xd, w, h, approximate, bf16](const Tensor& dy, const Node& n) -> TensorList {
+    const auto [dh, db] = linear_gelu_backward(dy, h, approximate, bf16 ? DType::BFloat16 : h.dtype(), n.needs(2));
+    TensorList grads = linear_product_grads(dh, xd, w, n);
+    if (n.needs(2)) grads[2] = db;
+    return grads;
+  };
+  if (bf16 || xd.dtype() != x.dtype()) return record(name, mg::gelu(h, approximate), inputs, std::move(fused));
+  if (!bias.defined())
+    return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1), std::move(fused),
+                        [approximate](const Variable& dy, const Saved<Variable, 2>& s, const Node& n) {
+                          const auto& [x, w] = s;
+                          return linear_product_grads(gelu_backward(dy, linear(x, w, Variable()), approximate), x, w, n);
+                        });
+  return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1, 2), std::move(fused),
+                      [approximate](const Variable& dy, const Saved<Variable, 3>& s, const Node& n) {
+                        const auto& [x, w, b] = s;
+                        const Variable dh = gelu_backward(dy, linear(x, w, b), approximate);
+                        VariableList grads = linear_product_grads(dh, x, w, n);
+                        if (n.needs(2)) grads[2] = linear_bias_grad(dh, w.size(0));
+                        return grads;
+                      });
 }
 
 }  // namespace mg

@@ -5,38 +5,70 @@
 #include <cmath>
 
 #include "minigrad/autograd/ops/elementwise.h"
+#include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops.h"
 
 namespace mg {
+namespace record_impl {
+// log_softmax's node for an output `y` already computed (by cross_entropy's kernel: how its rule
+// under create_graph reaches the logits through log_softmax's rule); declared where it is used.
+Variable record_log_softmax(const Variable& x, Tensor y, int64_t dim);
+}  // namespace record_impl
 
 // y = softmax(x) along dim
 // dx = y * (dy - sum(dy * y, dim))       (the Jacobian diag(y) - y y^T applied to dy)
 Variable softmax(const Variable& x, int64_t dim) {
-  Tensor y = mg::softmax(x.data(), dim);
-  return record("softmax", y, {x}, [y, dim](const Tensor& dy, const Node&) -> TensorList {
-    const int64_t d = y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), "softmax");
-    Tensor dot = y.dim() == 0 ? dy * y : mg::sum(dy * y, {d}, true);
-    return {y * (dy - dot)};
-  });
+  return record("softmax", mg::softmax(x.data(), dim), {x}, keep(kOutput),
+                [dim]<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> {
+                  const V& y = s[0];
+                  const int64_t d = y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), "softmax");
+                  const V dot = y.dim() == 0 ? dy * y : mg::sum(dy * y, {d}, true);
+                  return {y * (dy - dot)};
+                });
 }
 
 // y = x - logsumexp(x) along dim
 // dx = dy - softmax(x) * sum(dy, dim) = dy - exp(y) * sum(dy, dim)
 Variable log_softmax(const Variable& x, int64_t dim) {
-  Tensor y = mg::log_softmax(x.data(), dim);
-  return record("log_softmax", y, {x}, [y, dim](const Tensor& dy, const Node&) -> TensorList {
-    const int64_t d = y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), "log_softmax");
-    Tensor s = y.dim() == 0 ? dy : mg::sum(dy, {d}, true);
-    return {dy - mg::exp(y) * s};
-  });
+  return record_impl::record_log_softmax(x, mg::log_softmax(x.data(), dim), dim);
 }
+
+Variable record_impl::record_log_softmax(const Variable& x, Tensor y, int64_t dim) {
+  return record("log_softmax", std::move(y), {x}, keep(kOutput),
+                [dim]<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> {
+                  const V& y = s[0];
+                  const int64_t d = y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), "log_softmax");
+                  const V sum = y.dim() == 0 ? dy : mg::sum(dy, {d}, true);
+                  return {dy - mg::exp(y) * sum};
+                });
+}
+
+namespace {
+// layer_norm's backward in differentiable ops (its rule under create_graph), xhat recomputed from x:
+//   dx = rstd (g - mean(g) - xhat mean(g xhat)),  g = dy w      dw = dy xhat      db = dy
+// (dw and db in x's shape: the engine sums them over the leading dims).
+VariableList layer_norm_graph_backward(const Variable& dy, const Variable& x, const Variable& w, size_t norm_dims,
+                                       double eps, bool has_b) {
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - static_cast<int64_t>(norm_dims); d < x.dim(); ++d) dims.push_back(d);
+  const Variable xc = x - mean(x, dims, true);
+  const Variable rstd = pow(mean(xc * xc, dims, true) + eps, -0.5);
+  const Variable xhat = xc * rstd;
+  const Variable g = w.defined() ? dy * w : dy;
+  VariableList out{rstd * (g - mean(g, dims, true) - xhat * mean(g * xhat, dims, true))};
+  if (w.defined()) out.push_back(dy * xhat);
+  if (has_b) out.push_back(dy);
+  return out;
+}
+}  // namespace
 
 // Per row r (the normalized dims flattened to N):   xhat = (x - mean_r) * rstd_r
 //   y = xhat * w + b                    x: (..., N)  w, b: (N)  mean, rstd: (...)
 // With g = dy * w:
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))      (means over the row)
 //   dw = sum over rows of dy * xhat     db = sum over rows of dy
+// The backward is one kernel; under create_graph, the same formulas in recorded ops.
 Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight, const Variable& bias,
                     double eps) {
   const Tensor w = weight.defined() ? weight.data() : Tensor(), b = bias.defined() ? bias.data() : Tensor();
@@ -45,17 +77,25 @@ Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Vari
   if (weight.defined()) inputs.push_back(weight);
   if (bias.defined()) inputs.push_back(bias);
   const bool has_w = weight.defined(), has_b = bias.defined();
-  return record("layer_norm", f.y, inputs,
-                [x = x.data(), w, mean = f.mean, rstd = f.rstd, has_w, has_b, norm = normalized_shape](
-                    const Tensor& dy, const Node& n) -> TensorList {
-                  const size_t ib = has_w ? 2 : 1;  // the bias's input slot
-                  LayerNormGrads g =
-                      layer_norm_backward(dy, x, w, mean, rstd, norm, has_w && n.needs(1), has_b && n.needs(ib));
-                  TensorList out{g.dx};
-                  if (has_w) out.push_back(g.dweight);
-                  if (has_b) out.push_back(g.dbias);
-                  return out;
-                });
+  LambdaNode::Backward fused = [x = x.data(), w, mean = f.mean, rstd = f.rstd, has_w, has_b, norm = normalized_shape](
+                                   const Tensor& dy, const Node& n) -> TensorList {
+    const size_t ib = has_w ? 2 : 1;  // the bias's input slot
+    LayerNormGrads g = layer_norm_backward(dy, x, w, mean, rstd, norm, has_w && n.needs(1), has_b && n.needs(ib));
+    TensorList out{g.dx};
+    if (has_w) out.push_back(g.dweight);
+    if (has_b) out.push_back(g.dbias);
+    return out;
+  };
+  const size_t k = normalized_shape.size();
+  if (has_w)
+    return record_fused("layer_norm", f.y, inputs, keep(0, 1), std::move(fused),
+                        [k, eps, has_b](const Variable& dy, const Saved<Variable, 2>& s, const Node&) {
+                          return layer_norm_graph_backward(dy, s[0], s[1], k, eps, has_b);
+                        });
+  return record_fused("layer_norm", f.y, inputs, keep(0), std::move(fused),
+                      [k, eps, has_b](const Variable& dy, const Saved<Variable, 1>& s, const Node&) {
+                        return layer_norm_graph_backward(dy, s[0], Variable(), k, eps, has_b);
+                      });
 }
 
 namespace {
@@ -168,8 +208,8 @@ Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
   MG_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability must be in [0, 1], got {}", p);
   if (!training || p == 0) return x;
   Tensor mask = p == 1 ? zeros(x.shape(), x.dtype()) : bernoulli(x.shape(), 1 - p, gen, x.dtype()) / (1 - p);
-  return record("dropout", mg::mul(x.data(), mask), {x},
-                [mask](const Tensor& dy, const Node&) -> TensorList { return {dy * mask}; });
+  return record("dropout", mg::mul(x.data(), mask), {x}, keep(),
+                [mask]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy * V(mask)}; });
 }
 
 }  // namespace mg

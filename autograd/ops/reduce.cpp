@@ -2,6 +2,7 @@
 #include "minigrad/autograd/ops/reduce.h"
 
 #include "minigrad/autograd/ops/elementwise.h"
+#include "minigrad/autograd/ops/index.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops.h"
 
@@ -24,17 +25,20 @@ Shape keepdim_shape(const Shape& in, const std::vector<int64_t>& dims, std::stri
 // dx = dy broadcast back over the summed dims
 Variable sum(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "sum");
-  return record("sum", mg::sum(x.data(), dims, keepdim), {x},
-                [in, kept](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(kept).expand(in)}; });
+  return record("sum", mg::sum(x.data(), dims, keepdim), {x}, keep(),
+                [in, kept]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {dy.reshape(kept).expand(in)};
+                });
 }
 
 // y = sum_{dims} x / n             dx = dy / n broadcast back
 Variable mean(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "mean");
   const double n = static_cast<double>(numel_of(in)) / static_cast<double>(std::max<int64_t>(1, numel_of(kept)));
-  return record(
-      "mean", mg::mean(x.data(), dims, keepdim), {x},
-      [in, kept, n](const Tensor& dy, const Node&) -> TensorList { return {(dy / n).reshape(kept).expand(in)}; });
+  return record("mean", mg::mean(x.data(), dims, keepdim), {x}, keep(),
+                [in, kept, n]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {(dy / n).reshape(kept).expand(in)};
+                });
 }
 
 namespace {
@@ -46,10 +50,11 @@ std::pair<Variable, Tensor> pick(const Variable& x, int64_t dim, bool keepdim, c
   const int64_t d = x.dim() == 0 ? 0 : wrap_dim(dim, x.dim(), op);
   const Shape in = x.shape();
   Tensor idx_kept = x.dim() == 0 ? indices : indices.reshape(keepdim_shape(in, {d}, op));
-  Variable y = record(op, values, {x}, [in, d, idx_kept](const Tensor& dy, const Node&) -> TensorList {
-    if (in.empty()) return {dy};
-    return {scatter_add(zeros(in, dy.dtype()), d, idx_kept, dy.reshape(idx_kept.shape()))};
-  });
+  Variable y = record(op, values, {x}, keep(),
+                      [in, d, idx_kept]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                        if (in.empty()) return {dy};
+                        return {gather_backward(dy.reshape(idx_kept.shape()), in, d, idx_kept)};
+                      });
   return {y, indices};
 }
 }  // namespace
@@ -80,10 +85,12 @@ Variable var(const Variable& x, const std::vector<int64_t>& dims, int64_t correc
   const Tensor y = mg::var(x.data(), dims, correction, keepdim);
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "var");
   const int64_t n = numel_of(in) / std::max<int64_t>(1, numel_of(kept));
-  return record("var", y, {x}, [x = x.data(), dims, kept, n, correction](const Tensor& dy, const Node&) -> TensorList {
-    const Tensor centred = x - mg::mean(x, dims, true);
-    return {dy.reshape(kept) * centred * (2.0 / static_cast<double>(std::max<int64_t>(0, n - correction)))};
-  });
+  return record("var", y, {x}, keep(0),
+                [dims, kept, n, correction]<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
+                  const V centred = x[0] - mg::mean(x[0], dims, true);
+                  return {dy.reshape(kept) * centred *
+                          (2.0 / static_cast<double>(std::max<int64_t>(0, n - correction)))};
+                });
 }
 
 // y = sqrt(var x)     dx = dy (x - mean) / ((N - c) y),  and 0 where y = 0
@@ -94,12 +101,14 @@ Variable std(const Variable& x, const std::vector<int64_t>& dims, int64_t correc
   const Tensor y = mg::std(x.data(), dims, correction, keepdim);
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "std");
   const int64_t n = numel_of(in) / std::max<int64_t>(1, numel_of(kept));
-  return record(
-      "std", y, {x}, [x = x.data(), y, dims, kept, n, correction](const Tensor& dy, const Node&) -> TensorList {
-        const Tensor yk = y.reshape(kept), zero = zeros({}, y.dtype());
-        const Tensor g = mg::where(eq(yk, zero), zero, dy.reshape(kept) / (yk * static_cast<double>(n - correction)));
-        return {g * (x - mg::mean(x, dims, true))};
-      });
+  return record("std", y, {x}, keep(0, kOutput),
+                [dims, kept, n, correction]<class V>(const V& dy, const Saved<V, 2>& s, const Node&) -> Grads<V> {
+                  const auto& [x, y] = s;
+                  const V yk = y.reshape(kept), zero(zeros({}, y.dtype()));
+                  const V g = mg::where(eq(tensor_of(yk), tensor_of(zero)), zero,
+                                        dy.reshape(kept) / (yk * static_cast<double>(n - correction)));
+                  return {g * (x - mg::mean(x, dims, true))};
+                });
 }
 
 // y = prod_{dim} x     dx_i = dy * prod_{j != i} x_j       (a kernel: exact with zeros, no division)
@@ -113,10 +122,22 @@ Variable prod(const Variable& x, std::optional<int64_t> dim, bool keepdim) {
                 });
 }
 
+namespace {
+Tensor cumsum_backward(const Tensor& dy, int64_t dim) { return mg::cumsum(dy, dim, /*reverse=*/true); }
+}  // namespace
+
 // y_i = sum_{j <= i} x_j along dim       dx_i = sum_{j >= i} dy_j (the reverse running sum)
 Variable cumsum(const Variable& x, int64_t dim) {
-  return record("cumsum", mg::cumsum(x.data(), dim), {x},
-                [dim](const Tensor& dy, const Node&) -> TensorList { return {mg::cumsum(dy, dim, /*reverse=*/true)}; });
+  return record("cumsum", mg::cumsum(x.data(), dim), {x}, keep(),
+                [dim]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {cumsum_backward(dy, dim)};
+                });
+}
+
+// z_i = sum_{j >= i} dy_j (the reverse running sum)      d(dy)_j = sum_{i <= j} dz_i (the forward one, its adjoint)
+Variable cumsum_backward(const Variable& dy, int64_t dim) {
+  return record("cumsum_backward", cumsum_backward(dy.data(), dim), {dy}, keep(),
+                [dim]<class V>(const V& dz, const Saved<V, 0>&, const Node&) -> Grads<V> { return {cumsum(dz, dim)}; });
 }
 
 // y = log sum_{dims} e^x        dx = dy e^(x - y) = dy softmax(x) over the dims
@@ -125,16 +146,18 @@ Variable cumsum(const Variable& x, int64_t dim) {
 Variable logsumexp(const Variable& x, const std::vector<int64_t>& dims, bool keepdim) {
   const Tensor y = mg::logsumexp(x.data(), dims, keepdim);
   const Shape kept = keepdim_shape(x.shape(), dims, "logsumexp");
-  return record("logsumexp", y, {x}, [x = x.data(), dims, kept](const Tensor& dy, const Node&) -> TensorList {
-    if (x.numel() == 0) return {zeros(x.shape(), x.dtype())};
-    Tensor m = x;
-    if (dims.empty() || x.dim() == 0)
-      m = mg::max(x).reshape(kept);
-    else
-      for (int64_t d : dims) m = mg::max(m, d, /*keepdim=*/true).first;
-    const Tensor e = mg::exp(x - m);
-    return {dy.reshape(kept) * e / mg::sum(e, dims, true)};
-  });
+  return record("logsumexp", y, {x}, keep(0),
+                [dims, kept]<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> {
+                  const V& x = s[0];
+                  if (x.numel() == 0) return {V(zeros(x.shape(), x.dtype()))};
+                  Tensor m = tensor_of(x);  // the shift is a constant: any value gives the same softmax
+                  if (dims.empty() || x.dim() == 0)
+                    m = mg::max(m).reshape(kept);
+                  else
+                    for (int64_t d : dims) m = mg::max(m, d, /*keepdim=*/true).first;
+                  const V e = mg::exp(x - V(m));
+                  return {dy.reshape(kept) * e / mg::sum(e, dims, true)};
+                });
 }
 
 }  // namespace mg

@@ -28,6 +28,8 @@ Variable std(const Variable& x, const std::vector<int64_t>& dims = {}, int64_t c
 Variable prod(const Variable& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 /// Running sum along dim.
 Variable cumsum(const Variable& x, int64_t dim);
+/// cumsum's backward as an op (the reverse running sum of dy along dim), differentiable again
+Variable cumsum_backward(const Variable& dy, int64_t dim);
 /// log(sum(exp(x))) over dims, stably.
 Variable logsumexp(const Variable& x, const std::vector<int64_t>& dims, bool keepdim = false);
 

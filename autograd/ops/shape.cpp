@@ -9,15 +9,15 @@ namespace mg {
 // y = x viewed as `shape`              dx = dy viewed as x's shape
 Variable reshape(const Variable& x, const Shape& shape) {
   const Shape in = x.shape();
-  return record("reshape", x.data().reshape(shape), {x},
-                [in](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(in)}; });
+  return record("reshape", x.data().reshape(shape), {x}, keep(),
+                [in]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy.reshape(in)}; });
 }
 
 // y = x viewed as `shape` (no copy)    dx = dy viewed as x's shape
 Variable view(const Variable& x, const Shape& shape) {
   const Shape in = x.shape();
-  return record("view", x.data().view(shape), {x},
-                [in](const Tensor& dy, const Node&) -> TensorList { return {dy.reshape(in)}; });
+  return record("view", x.data().view(shape), {x}, keep(),
+                [in]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy.reshape(in)}; });
 }
 
 Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
@@ -26,8 +26,10 @@ Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
 
 // y = x with dims d0, d1 swapped        dx = dy with them swapped back
 Variable transpose(const Variable& x, int64_t d0, int64_t d1) {
-  return record("transpose", x.data().transpose(d0, d1), {x},
-                [d0, d1](const Tensor& dy, const Node&) -> TensorList { return {dy.transpose(d0, d1)}; });
+  return record("transpose", x.data().transpose(d0, d1), {x}, keep(),
+                [d0, d1]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {dy.transpose(d0, d1)};
+                });
 }
 
 // y = x.permute(p)                     dx = dy.permute(p^-1)
@@ -35,17 +37,33 @@ Variable permute(const Variable& x, const std::vector<int64_t>& dims) {
   Tensor y = x.data().permute(dims);
   std::vector<int64_t> inv(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inv[wrap_dim(dims[i], x.dim(), "permute")] = static_cast<int64_t>(i);
-  return record("permute", y, {x}, [inv](const Tensor& dy, const Node&) -> TensorList { return {dy.permute(inv)}; });
+  return record("permute", y, {x}, keep(),
+                [inv]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy.permute(inv)}; });
 }
+
+namespace {
+// zeros of shape `in` with dy written into the slice [start:end:step] along dim
+Tensor slice_backward(const Tensor& dy, const Shape& in, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  Tensor dx = zeros(in, dy.dtype());
+  dx.slice(dim, start, end, step).copy_(dy);
+  return dx;
+}
+}  // namespace
 
 // y = x[start:end:step] along dim      dx = zeros like x, with dy written into that slice
 Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
   const Shape in = x.shape();
-  return record("slice", x.data().slice(dim, start, end, step), {x},
-                [in, dim, start, end, step](const Tensor& dy, const Node&) -> TensorList {
-                  Tensor dx = zeros(in, dy.dtype());
-                  dx.slice(dim, start, end, step).copy_(dy);
-                  return {dx};
+  return record("slice", x.data().slice(dim, start, end, step), {x}, keep(),
+                [in, dim, start, end, step]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {slice_backward(dy, in, dim, start, end, step)};
+                });
+}
+
+// z = zeros of shape `in`, dy written into a slice       d(dy) = that slice of dz
+Variable slice_backward(const Variable& dy, const Shape& in, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  return record("slice_backward", slice_backward(dy.data(), in, dim, start, end, step), {dy}, keep(),
+                [dim, start, end, step]<class V>(const V& dz, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {dz.slice(dim, start, end, step)};
                 });
 }
 
@@ -57,8 +75,8 @@ Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
 
 // y = x broadcast to `shape`           dx = dy summed over the broadcast dims (by the engine)
 Variable expand(const Variable& x, const Shape& shape) {
-  return record("expand", x.data().expand(shape), {x},
-                [](const Tensor& dy, const Node&) -> TensorList { return {dy}; });
+  return record("expand", x.data().expand(shape), {x}, keep(),
+                []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy}; });
 }
 
 Variable squeeze(const Variable& x, int64_t dim) { return reshape(x, x.data().squeeze(dim).shape()); }
@@ -73,8 +91,10 @@ Variable concat(const std::vector<Variable>& xs, int64_t dim) {
   Tensor y = mg::concat(data, dim);
   const int64_t d = wrap_dim(dim, y.dim(), "concat");
   for (const Tensor& t : data) sizes.push_back(t.shape()[d]);
-  return record("concat", y, xs,
-                [sizes, d](const Tensor& dy, const Node&) -> TensorList { return mg::split(dy, sizes, d); });
+  return record("concat", y, xs, keep(),
+                [sizes, d]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return mg::split(dy, sizes, d);
+                });
 }
 
 // Each piece is its own slice op, so each piece's gradient flows back independently.

@@ -19,6 +19,9 @@ Variable transpose(const Variable& x, int64_t d0, int64_t d1);
 Variable permute(const Variable& x, const std::vector<int64_t>& dims);
 /// Python slicing x[..., start:end:step, ...] along `dim`.
 Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+/// slice's backward as an op (differentiable again): zeros of shape `in` with dy written into the
+/// slice [start:end:step] along dim
+Variable slice_backward(const Variable& dy, const Shape& in, int64_t dim, int64_t start, int64_t end, int64_t step);
 /// Elements start..start+length-1 along `dim`.
 Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length);
 /// Broadcast to `shape`; the backward sums over the broadcast dims.

@@ -169,6 +169,14 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
   return out;
 }
 
+Tensor gather_backward(const Tensor& dy, const Shape& in, int64_t dim, const Tensor& index) {
+  return scatter_add(zeros(in, dy.dtype()), dim, index, dy);
+}
+
+Tensor index_select_backward(const Tensor& dy, const Shape& in, int64_t dim, const Tensor& index) {
+  return index_add(zeros(in, dy.dtype()), dim, index, dy);
+}
+
 Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype) {
   check_index_tensor(ids, "one_hot");
   MG_CHECK(num_classes > 0, ValueError, "one_hot: num_classes must be positive, got {}", num_classes);

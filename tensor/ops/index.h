@@ -15,6 +15,10 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
 /// A copy of `base` with slice i of `src` along `dim` added to slice index[i] (index 1-D).
 Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src);
+/// gather's gradient: zeros of shape `in` with dy scatter-added at index along dim
+Tensor gather_backward(const Tensor& dy, const Shape& in, int64_t dim, const Tensor& index);
+/// index_select's gradient: zeros of shape `in` with slice i of dy added to slice index[i]
+Tensor index_select_backward(const Tensor& dy, const Shape& in, int64_t dim, const Tensor& index);
 /// One-hot rows: (...,) int64 ids -> (..., num_classes).
 Tensor one_hot(const Tensor& ids, int64_t num_classes, DType dtype = DType::Float32);
 
