@@ -11,7 +11,7 @@
 //   auto f = [](const auto& x) { return exp(x) * sin(x); };
 // For an elementwise op the Jacobian is diagonal, so the forward rule is the backward kernel applied
 // to the tangent (relu_backward(t, x) is t where x > 0). mg::jvp (autograd/functional.h) gets J u
-// for any op through two backwards instead; docs/09-higher-order.md compares the two.
+// for any op through two backwards instead; docs/08-higher-order.md compares the two.
 #include <optional>
 #include <string>
 

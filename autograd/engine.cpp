@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
-#include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/tensor/ops.h"
 
 namespace mg {
@@ -33,7 +33,8 @@ void check_fits(DType dtype, const Shape& shape, const Node& n, size_t i) {
            "backward: '{}' returned a {} gradient for input {}, which is {}", n.name, dtype_name(dtype), i,
            dtype_name(n.input_dtypes[i]));
   bool fits = shape.size() >= want.size();
-  for (size_t d = 0; fits && d < want.size(); ++d) fits = want[d] == 1 || want[d] == shape[shape.size() - want.size() + d];
+  for (size_t d = 0; fits && d < want.size(); ++d)
+    fits = want[d] == 1 || want[d] == shape[shape.size() - want.size() + d];
   MG_CHECK(fits, ShapeError, "backward: '{}' returned a gradient of shape {} for input {} of shape {}", n.name,
            shape_str(shape), i, shape_str(want));
 }
@@ -261,8 +262,8 @@ void run_backward_graph(const std::vector<Variable>& roots, const VariableList& 
 }
 
 VariableList grad(const VariableList& outputs, const VariableList& inputs, const GradOptions& opt) {
-  MG_CHECK(!outputs.empty() && !inputs.empty(), ValueError, "grad: expected at least one output and one input, got {} and {}",
-           outputs.size(), inputs.size());
+  MG_CHECK(!outputs.empty() && !inputs.empty(), ValueError,
+           "grad: expected at least one output and one input, got {} and {}", outputs.size(), inputs.size());
   MG_CHECK(opt.grad_outputs.empty() || opt.grad_outputs.size() == outputs.size(), ValueError,
            "grad: {} grad_outputs for {} outputs", opt.grad_outputs.size(), outputs.size());
   std::vector<std::shared_ptr<Node>> edges;  // held: a leaf's accumulator lives as long as someone holds it

@@ -1,7 +1,7 @@
 #pragma once
 // The backward engine (autograd/engine.cpp): walks the tape from the roots back to the leaves,
 // with plain Tensors (backward) or, with create_graph, with Variables whose computation is itself
-// recorded, so that gradients can be differentiated again (docs/09-higher-order.md).
+// recorded, so that gradients can be differentiated again (docs/08-higher-order.md).
 #include <optional>
 #include <string>
 #include <vector>

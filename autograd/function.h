@@ -19,6 +19,11 @@
 // input (an undefined Tensor where ctx.needs_input_grad(i) is false is fine). Gradients may be in
 // a broadcast shape: the engine sums them down to each input's shape. Check it with mg::gradcheck.
 // docs/03-writing-an-op.md walks through one.
+//
+// backward works on Tensors, so an op made this way is differentiable once: under create_graph its
+// gradient is computed, and differentiating that gradient is a NotImplementedError naming the op.
+// For an op differentiable twice, call record() with a template rule, as the built-in ops do
+// (docs/03-writing-an-op.md, "Differentiable twice").
 #include <memory>
 #include <string>
 #include <vector>

@@ -7,7 +7,7 @@
 //   jvp:  J u          two backwards, the double-vjp trick  (forward mode from reverse mode)
 //   hvp:  H v          reverse over reverse: the gradient of <grad f, v>
 //
-// docs/09-higher-order.md derives each one and measures what it costs; autograd/dual.h has forward
+// docs/08-higher-order.md derives each one and measures what it costs; autograd/dual.h has forward
 // mode with dual numbers, which computes J u in one forward pass instead.
 #include <functional>
 #include <utility>

@@ -171,7 +171,7 @@ VariableList AccumulateGrad::apply_graph(const Variable& g) {
   std::shared_ptr<VariableImpl> v = leaf.lock();
   if (!v) return {};
   if (!v->grad_hooks.empty()) check_hooks_keep(v->grad_hooks, g.data(), name);
-  const Variable sum = v->grad_graph ? Variable::from_impl(v->grad_graph) + g
+  const Variable sum = v->grad_graph       ? Variable::from_impl(v->grad_graph) + g
                        : v->grad.defined() ? Variable(v->grad.clone()) + g
                                            : g;
   accumulate(v, g.data());

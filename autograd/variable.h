@@ -314,7 +314,8 @@ Variable record_fused(std::string name, Tensor out, const std::vector<Variable>&
   if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
   Saved<Tensor, K> saved;
   for (size_t k = 0; k < K; ++k) saved[k] = kept[k] == kOutput ? out : inputs[static_cast<size_t>(kept[k])].data();
-  LambdaNode::GraphBackward graph = [twice = std::move(twice), saved, kept](const Variable& dy, Node& n) -> VariableList {
+  LambdaNode::GraphBackward graph = [twice = std::move(twice), saved, kept](const Variable& dy,
+                                                                            Node& n) -> VariableList {
     Saved<Variable, K> s;
     for (size_t k = 0; k < K; ++k) s[k] = record_impl::unpack_saved(saved[k], kept[k], n);
     return twice(dy, s, n);

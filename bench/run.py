@@ -429,6 +429,9 @@ def main():
                     cfg = "char_lstm: 2 layers, 64 -> 256, (32, 64)"
                 elif base == "BM_generate_500":
                     cfg = "500 tokens, " + ("KV cache" if arg == "1" else "no cache")
+                elif base == "BM_second_order_mlp":
+                    cfg = "MLP 64-256-256-1, 1024 rows: " + {"0": "gradient", "1": "gradient, create_graph",
+                                                             "2": "Hessian-vector product"}[arg]
                 elif base.startswith("BM_gelu_bias_backward"):  # (config, 1 = the bfloat16 rounding too)
                     c, _, b = arg.partition("/")
                     cfg = {"0": "small", "1": "large"}[c] + (", to bf16" if b == "1" else ", f32")

@@ -74,6 +74,19 @@ def main():
     lstm = torch.nn.LSTM(64, 256, num_layers=2, batch_first=True)
     xl2, gl2 = torch.randn(32, 64, 64, requires_grad=True), torch.randn(32, 64, 256)
     out.append(("BM_lstm_fwd_bwd", timeit(lambda: lstm(xl2)[0].backward(gl2))))
+    # Second order (BM_second_order_mlp): gradient, gradient with create_graph, Hessian-vector product.
+    xs, ys = torch.randn(1024, 64), torch.randn(1024, 1)
+    ps = [torch.randn(256, 64) * 0.125, torch.zeros(256), torch.randn(256, 256) * 0.0625, torch.zeros(256),
+          torch.randn(1, 256) * 0.0625, torch.zeros(1)]
+    ps = [q.requires_grad_(True) for q in ps]
+    vs = [torch.ones_like(q) for q in ps]
+
+    def mlp_loss(*q):
+        h = torch.tanh(F.linear(torch.tanh(F.linear(xs, q[0], q[1])), q[2], q[3]))
+        return ((F.linear(h, q[4], q[5]) - ys) ** 2).mean()
+    out.append(("BM_second_order_mlp/0", timeit(lambda: torch.autograd.grad(mlp_loss(*ps), ps))))
+    out.append(("BM_second_order_mlp/1", timeit(lambda: torch.autograd.grad(mlp_loss(*ps), ps, create_graph=True))))
+    out.append(("BM_second_order_mlp/2", timeit(lambda: torch.autograd.functional.hvp(mlp_loss, tuple(ps), tuple(vs)))))
     # Generation (BM_generate_500/0): PyTorch has no key/value cache in nn.MultiheadAttention, so its
     # twin is the uncached loop of nanoGPT's generate on the reference GPT (bench/torch_gpt_ref.py).
     ref = load_reference_gpt()

@@ -497,4 +497,3 @@ TEST_F(Examples, SecondOrderMamlMatchesPyTorchStepForStep) {
   // the meta-gradient through the inner step differs from the first-order one: the Hessian term counts
   EXPECT_GT(m.second_order_share, 0.01);
 }
-

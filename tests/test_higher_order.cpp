@@ -1,6 +1,10 @@
 // Derivatives of derivatives: mg::grad and backward with create_graph, gradgradcheck over every op
 // that is differentiable twice, the typed error of one that is not, vjp/jvp/hvp, and dual numbers.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
 
 #include "helpers.h"
 
@@ -97,8 +101,8 @@ TEST(HigherOrder, GradErrors) {
   const V g = grad({y}, {x, z}, {.retain_graph = true, .allow_unused = true});
   EXPECT_EQ(g[0].item(), 3);
   EXPECT_FALSE(g[1].defined());
-  EXPECT_THROW(grad({y}, {c}, {.retain_graph = true}), StateError);   // c does not require grad
-  EXPECT_THROW(grad({y}, {}, {.retain_graph = true}), ValueError);    // nothing to differentiate by
+  EXPECT_THROW(grad({y}, {c}, {.retain_graph = true}), StateError);  // c does not require grad
+  EXPECT_THROW(grad({y}, {}, {.retain_graph = true}), ValueError);   // nothing to differentiate by
   EXPECT_THROW(grad({y}, {x}, {.grad_outputs = {Variable(), Variable()}}), ValueError);
   const Variable v2(rnd({2}, 5), true);
   EXPECT_THROW(grad({v2 * 2.0}, {v2}), ShapeError);  // two elements and no grad_output
@@ -108,7 +112,7 @@ TEST(HigherOrder, RetainGraphDefaultsToCreateGraph) {
   const Variable x = leaf(0.5);
   const Variable y = exp(x) * x;
   grad({y}, {x}, {.create_graph = true});
-  EXPECT_NO_THROW(grad({y}, {x}));   // kept by the first call
+  EXPECT_NO_THROW(grad({y}, {x}));           // kept by the first call
   EXPECT_THROW(grad({y}, {x}), StateError);  // freed by the second
 }
 
@@ -233,13 +237,29 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"relu_backward", [](const V& x) { return relu_backward(x[0] * x[0], x[1]); }, {a, nz}},
       {"leaky_relu_backward", [](const V& x) { return leaky_relu_backward(x[0] * x[0], x[1], 0.3); }, {a, nz}},
       {"clamp_backward", [](const V& x) { return clamp_backward(x[0] * x[0], x[1], -0.5, 0.5); }, {a, b}},
-      {"reshape", [](const V& x) { return reshape(x[0] * x[0], {3, 2}); }, {a}},
+      {"reshape",
+       [](const V& x) {
+         return reshape(x[0] * x[0], {3, 2});
+       },
+       {a}},
       {"view", [](const V& x) { return view(x[0] * x[0], {6}); }, {a}},
       {"transpose", [](const V& x) { return transpose(x[0], 0, 1) * transpose(x[0], 0, 1); }, {a}},
-      {"permute", [](const V& x) { return permute(x[0] * x[0], {1, 0}); }, {a}},
+      {"permute",
+       [](const V& x) {
+         return permute(x[0] * x[0], {1, 0});
+       },
+       {a}},
       {"slice", [](const V& x) { return slice(x[0] * x[0], 1, 0, 3, 2); }, {a}},
-      {"expand", [](const V& x) { return expand(x[0], {2, 3}) * expand(x[0], {2, 3}); }, {row}},
-      {"concat", [](const V& x) { return concat({x[0] * x[0], x[1]}, 0); }, {a, b}},
+      {"expand",
+       [](const V& x) {
+         return expand(x[0], {2, 3}) * expand(x[0], {2, 3});
+       },
+       {row}},
+      {"concat",
+       [](const V& x) {
+         return concat({x[0] * x[0], x[1]}, 0);
+       },
+       {a, b}},
       {"sum", [](const V& x) { return sum(x[0] * x[0], {1}); }, {a}},
       {"mean", [](const V& x) { return mean(x[0] * x[0], {0}, true); }, {a}},
       {"max", [](const V& x) { return max(x[0] * x[0], 1).first; }, {a}},
@@ -247,13 +267,16 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"var", [](const V& x) { return var(x[0], {1}); }, {a}},
       {"std", [](const V& x) { return mg::std(x[0], {1}); }, {a}},
       {"logsumexp", [](const V& x) { return logsumexp(x[0], {1}); }, {a}},
-      {"matmul", [](const V& x) { return matmul(x[0], transpose(x[1], 0, 1)) * matmul(x[0], transpose(x[1], 0, 1)); }, {a, b}},
+      {"matmul",
+       [](const V& x) { return matmul(x[0], transpose(x[1], 0, 1)) * matmul(x[0], transpose(x[1], 0, 1)); },
+       {a, b}},
       {"linear", [](const V& x) { return pow(linear(x[0], x[1], x[2]), 2); }, {rnd({4, 3}, 17), a, rnd({2}, 18)}},
       {"linear_gelu", [](const V& x) { return linear_gelu(x[0], x[1], x[2]); }, {rnd({4, 3}, 17), a, rnd({2}, 18)}},
       {"softmax", [](const V& x) { return softmax(x[0], 1); }, {a}},
       {"log_softmax", [](const V& x) { return log_softmax(x[0], 0); }, {a}},
       {"layer_norm", [](const V& x) { return layer_norm(x[0], {3}, x[1], x[2]); }, {a, row, rnd({3}, 19)}},
-      {"batch_norm", [](const V& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], Variable(), true); },
+      {"batch_norm",
+       [](const V& x) { return batch_norm(x[0], Tensor(), Tensor(), x[1], Variable(), true); },
        {rnd({4, 2}, 20), rnd({2}, 21)}},
       {"group_norm", [](const V& x) { return group_norm(x[0], 2, x[1]); }, {rnd({2, 4, 2}, 22), rnd({4}, 23)}},
       {"gather", [idx](const V& x) { return gather(x[0] * x[0], 0, idx.narrow(0, 0, 2)); }, {rnd({3, 3}, 24)}},
@@ -263,7 +286,9 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"cross_entropy_options",
        [targets](const V& x) {
          return cross_entropy(x[0], targets,
-                              {.weight = f64({0.5, 2, 1}, {3}), .ignore_index = 1, .reduction = Reduction::Mean,
+                              {.weight = f64({0.5, 2, 1}, {3}),
+                               .ignore_index = 1,
+                               .reduction = Reduction::Mean,
                                .label_smoothing = 0.2});
        },
        {rnd({4, 3}, 27)}},
@@ -280,10 +305,23 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"flatten", [](const V& x) { return flatten(x[0] * x[0]); }, {a}},
       {"narrow", [](const V& x) { return narrow(x[0] * x[0], 1, 1, 2); }, {a}},
       {"squeeze", [](const V& x) { return squeeze(unsqueeze(x[0] * x[0], 0), 0); }, {a}},
-      {"unflatten", [](const V& x) { return unflatten(x[0] * x[0], 1, {3, 1}); }, {a}},
-      {"split", [](const V& x) { return split(x[0] * x[0], {1, 2}, 1)[1]; }, {a}},
+      {"unsqueeze", [](const V& x) { return unsqueeze(x[0] * x[0], 1); }, {a}},
+      {"unflatten",
+       [](const V& x) {
+         return unflatten(x[0] * x[0], 1, {3, 1});
+       },
+       {a}},
+      {"split",
+       [](const V& x) {
+         return split(x[0] * x[0], {1, 2}, 1)[1];
+       },
+       {a}},
       {"chunk", [](const V& x) { return chunk(x[0] * x[0], 3, 1)[2]; }, {a}},
-      {"stack", [](const V& x) { return stack({x[0] * x[0], x[1]}, 1); }, {a, b}},
+      {"stack",
+       [](const V& x) {
+         return stack({x[0] * x[0], x[1]}, 1);
+       },
+       {a, b}},
       {"topk", [](const V& x) { return topk(x[0] * x[0], 2, 1).first; }, {a}},
       {"sort", [](const V& x) { return sort(x[0] * x[1], 0, true).first; }, {a, b}},
       {"cumsum", [](const V& x) { return cumsum(x[0] * x[0], 1); }, {a}},
@@ -302,11 +340,24 @@ std::vector<OpCase> twice_differentiable_cases() {
        },
        {rnd({3, 2}, 35), rnd({2}, 36), rnd({2}, 37)}},
       // the backward ops of the linear-in-dy rules
-      {"slice_backward", [](const V& x) { return slice_backward(x[0] * x[0], {2, 5}, 1, 1, 5, 2); }, {a.narrow(1, 0, 2)}},
-      {"gather_backward", [idx](const V& x) { return gather_backward(x[0] * x[0], {3, 3}, 0, idx); }, {a}},
+      {"slice_backward",
+       [](const V& x) {
+         return slice_backward(x[0] * x[0], {2, 5}, 1, 1, 5, 2);
+       },
+       {a.narrow(1, 0, 2)}},
+      {"gather_backward",
+       [idx](const V& x) {
+         return gather_backward(x[0] * x[0], {3, 3}, 0, idx);
+       },
+       {a}},
       {"index_select_backward",
-       [ids](const V& x) { return index_select_backward(x[0] * x[0], {3, 3}, 0, ids.narrow(0, 0, 2)); }, {a}},
-      {"embedding_backward", [ids](const V& x) { return embedding_backward(x[0] * x[0], ids, 3, 1); }, {rnd({4, 2}, 38)}},
+       [ids](const V& x) {
+         return index_select_backward(x[0] * x[0], {3, 3}, 0, ids.narrow(0, 0, 2));
+       },
+       {a}},
+      {"embedding_backward",
+       [ids](const V& x) { return embedding_backward(x[0] * x[0], ids, 3, 1); },
+       {rnd({4, 2}, 38)}},
       {"nll_loss_backward",
        [targets](const V& x) { return nll_loss_backward(x[0] * x[0], x[1], targets, {.reduction = Reduction::Sum}); },
        {rnd({}, 39), rnd({4, 3}, 40)}},
@@ -324,48 +375,134 @@ TEST(HigherOrder, GradgradcheckEveryTwiceDifferentiableOp) {
   }
 }
 
+namespace {
+// docs/03-writing-an-op.md's table: op -> its last column ("yes", "composed" or "no").
+std::map<std::string, std::string> twice_column() {
+  std::ifstream in(std::filesystem::path(MG_GOLDEN_DIR) / ".." / ".." / "docs" / "03-writing-an-op.md");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  static const std::regex row_re(R"(\n\| *`([a-z_0-9]+)` *\|.*\| *(yes|composed|no) *\|)");
+  std::map<std::string, std::string> out;
+  for (std::sregex_iterator it(text.begin(), text.end(), row_re), end; it != end; ++it) out[(*it)[1]] = (*it)[2];
+  return out;
+}
+}  // namespace
+
+TEST(HigherOrder, TheOpTablesTwiceColumnIsWhatIsTested) {
+  // every "yes" or "composed" row has a gradgradcheck case above, and no other row does
+  const std::map<std::string, std::string> column = twice_column();
+  EXPECT_GT(column.size(), 90u);
+  std::set<std::string> cases;
+  for (const OpCase& c : twice_differentiable_cases()) cases.insert(c.name);
+  for (const auto& [op, twice] : column) {
+    if (twice == "no")
+      EXPECT_FALSE(cases.count(op)) << op << " is marked no in docs/03 but has a gradgradcheck case";
+    else
+      EXPECT_TRUE(cases.count(op)) << op << " is marked " << twice << " in docs/03 but has no gradgradcheck case";
+  }
+}
+
 TEST(HigherOrder, OpsThatAreNotTwiceDifferentiableNameThemselves) {
-  // docs/03's table, "no" in the last column: the first derivative works, the second is the error.
+  // docs/03's table, "no" in the last column: the first derivative works, the second is the
+  // NotImplementedError naming the node (conv1d records a conv2d node).
   const Tensor img = rnd({1, 1, 4, 4}, 60), p = rnd({2, 3}, 61, 0.1, 0.9), t = rnd({2, 3}, 62, 0.1, 0.9);
-  const std::vector<OpCase> cases = {
-      {"prod", [](const V& x) { return prod(x[0], 1); }, {rnd({2, 3}, 63)}},
-      {"conv2d", [](const V& x) { return conv2d(x[0], x[1]); }, {img, rnd({1, 1, 2, 2}, 64)}},
-      {"conv2d", [](const V& x) { return conv1d(x[0], x[1]); }, {rnd({1, 1, 5}, 65), rnd({1, 1, 2}, 66)}},
-      {"max_pool2d", [](const V& x) { return max_pool2d(x[0] * x[0], {2, 2}); }, {img}},
-      {"avg_pool2d", [](const V& x) { return avg_pool2d(x[0] * x[0], {2, 2}); }, {img}},
-      {"adaptive_avg_pool2d", [](const V& x) { return adaptive_avg_pool2d(x[0] * x[0], {2, 2}); }, {img}},
-      {"binary_cross_entropy", [](const V& x) { return binary_cross_entropy(x[0], x[1]); }, {p, t}},
-      {"binary_cross_entropy_with_logits", [](const V& x) { return binary_cross_entropy_with_logits(x[0], x[1]); },
-       {p, t}},
-      {"kl_div", [](const V& x) { return kl_div(x[0], x[1]); }, {p, t}},
+  struct NoCase {
+    OpCase c;
+    std::string node;
   };
-  for (const OpCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_TRUE(gradcheck(c.fn, c.inputs).ok);
+  const std::vector<NoCase> cases = {
+      {{"prod", [](const V& x) { return prod(x[0], 1); }, {rnd({2, 3}, 63)}}, "prod"},
+      {{"conv2d", [](const V& x) { return conv2d(x[0], x[1]); }, {img, rnd({1, 1, 2, 2}, 64)}}, "conv2d"},
+      {{"conv1d", [](const V& x) { return conv1d(x[0], x[1]); }, {rnd({1, 1, 5}, 65), rnd({1, 1, 2}, 66)}}, "conv2d"},
+      {{"max_pool2d",
+        [](const V& x) {
+          return max_pool2d(x[0] * x[0], {2, 2});
+        },
+        {img}},
+       "max_pool2d"},
+      {{"max_pool2d_with_indices",
+        [](const V& x) {
+          return max_pool2d_with_indices(x[0] * x[0], {2, 2}).first;
+        },
+        {img}},
+       "max_pool2d"},
+      {{"avg_pool2d",
+        [](const V& x) {
+          return avg_pool2d(x[0] * x[0], {2, 2});
+        },
+        {img}},
+       "avg_pool2d"},
+      {{"adaptive_avg_pool2d",
+        [](const V& x) {
+          return adaptive_avg_pool2d(x[0] * x[0], {2, 2});
+        },
+        {img}},
+       "adaptive_avg_pool2d"},
+      {{"binary_cross_entropy", [](const V& x) { return binary_cross_entropy(x[0], x[1]); }, {p, t}},
+       "binary_cross_entropy"},
+      {{"binary_cross_entropy_with_logits",
+        [](const V& x) { return binary_cross_entropy_with_logits(x[0], x[1]); },
+        {p, t}},
+       "binary_cross_entropy_with_logits"},
+      {{"kl_div", [](const V& x) { return kl_div(x[0], x[1]); }, {p, t}}, "kl_div"},
+      {{"recurrence",
+        [](const V& x) { return recurrence(RNNKind::Tanh, x[0], x[1], Variable(), x[2]); },
+        {rnd({3, 2, 2}, 67), rnd({2, 2}, 68), rnd({2, 2}, 69)}},
+       "recurrence"},
+  };
+  std::set<std::string> tested;
+  for (const NoCase& n : cases) {
+    SCOPED_TRACE(n.c.name);
+    tested.insert(n.c.name);
+    EXPECT_TRUE(gradcheck(n.c.fn, n.c.inputs).ok);
     try {
-      gradgradcheck(c.fn, c.inputs);
-      ADD_FAILURE() << c.name << " was differentiated twice";
+      gradgradcheck(n.c.fn, n.c.inputs);
+      ADD_FAILURE() << n.c.name << " was differentiated twice";
     } catch (const NotImplementedError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("'" + c.name));
+      EXPECT_THAT(e.what(), HasSubstr("'" + n.node));
       EXPECT_THAT(e.what(), HasSubstr("not differentiable twice"));
     }
   }
+  for (const auto& [op, twice] : twice_column())
+    if (twice == "no") EXPECT_TRUE(tested.count(op)) << op << " is marked no in docs/03 but not tested here";
 }
 
 // The example of docs/03-writing-an-op.md: a custom op whose rule is a template is differentiable twice.
 Variable cube(const Variable& x) {
-  return record("cube", x.data() * x.data() * x.data(), {x}, keep(0),
-                []<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> {
-                  return {dy * s[0] * s[0] * 3.0};
-                });
+  return record(
+      "cube", x.data() * x.data() * x.data(), {x}, keep(0),
+      []<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> { return {dy * s[0] * s[0] * 3.0}; });
 }
 
 TEST(HigherOrder, CustomOpWrittenAsATemplateRule) {
   EXPECT_TRUE(gradgradcheck([](const V& x) { return cube(x[0]); }, {rnd({4}, 70)}).ok);
   const Variable x = leaf(2);
   const Variable d1 = grad({cube(x)}, {x}, {.create_graph = true})[0];
-  EXPECT_EQ(d1.item(), 12);                 // 3 x^2
+  EXPECT_EQ(d1.item(), 12);                  // 3 x^2
   EXPECT_EQ(grad({d1}, {x})[0].item(), 12);  // 6 x
+}
+
+// A custom op through mg::Function: its backward works on Tensors, so it is differentiable once.
+struct TensorCube : Function {
+  std::string name() const override { return "tensor_cube"; }
+  Tensor forward(FunctionCtx& ctx, const std::vector<Tensor>& in) override {
+    ctx.save_for_backward({in[0]});
+    return in[0] * in[0] * in[0];
+  }
+  std::vector<Tensor> backward(FunctionCtx& ctx, const Tensor& dy) override {
+    return {dy * ctx.saved()[0] * ctx.saved()[0] * 3.0};
+  }
+};
+
+TEST(HigherOrder, AFunctionSubclassIsDifferentiableOnce) {
+  const Variable x = leaf(2);
+  const Variable d1 = grad({apply_function<TensorCube>({x})}, {x}, {.create_graph = true})[0];
+  EXPECT_EQ(d1.item(), 12);
+  try {
+    grad({d1}, {x});
+    FAIL();
+  } catch (const NotImplementedError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'tensor_cube' is not differentiable twice"));
+  }
 }
 
 TEST(HigherOrder, GradgradcheckCatchesAWrongSecondDerivative) {
@@ -374,13 +511,49 @@ TEST(HigherOrder, GradgradcheckCatchesAWrongSecondDerivative) {
   // gradcheck passes; gradgradcheck must not.
   const mgtest::Fn cube_constant_rule = [](const V& x) {
     const Tensor x0 = x[0].data();
-    return record("cube", x0 * x0 * x0, {x[0]}, keep(),
-                  [x0]<class T>(const T& dy, const Saved<T, 0>&, const Node&) -> Grads<T> {
-                    return {dy * T(x0 * x0 * 3.0)};
-                  });
+    return record(
+        "cube", x0 * x0 * x0, {x[0]}, keep(),
+        [x0]<class T>(const T& dy, const Saved<T, 0>&, const Node&) -> Grads<T> { return {dy * T(x0 * x0 * 3.0)}; });
   };
   EXPECT_TRUE(gradcheck(cube_constant_rule, {rnd({3}, 34)}).ok);
   EXPECT_FALSE(gradgradcheck(cube_constant_rule, {rnd({3}, 34)}).ok);
+}
+
+TEST(HigherOrder, SecondDerivativesDoNotDependOnTheInputsLayout) {
+  // H v for the same numbers laid out contiguously, transposed, strided and at an offset: the same
+  // answer (the rules under create_graph read their saved inputs through any strides).
+  const Tensor base = rnd({4, 3}, 80), v = rnd({4, 3}, 81), w = rnd({3, 5}, 82), wv = rnd({4, 3}, 83);
+  const Tensor t = ints({0, 2, 1, 1}, {4});
+  const Tensor transposed = base.transpose(0, 1).contiguous().transpose(0, 1);
+  Tensor wide = zeros({4, 6}, DType::Float64);
+  wide.slice(1, 0, 6, 2).copy_(base);
+  Tensor padded = zeros({6, 3}, DType::Float64);
+  padded.narrow(0, 2, 4).copy_(base);
+  const std::vector<Tensor> layouts = {transposed, wide.slice(1, 0, 6, 2), padded.narrow(0, 2, 4)};
+  const std::vector<std::pair<std::string, std::function<Variable(const Variable&)>>> fns = {
+      {"matmul", [&](const Variable& x) { return matmul(x, transpose(x, 0, 1)) * matmul(x, Variable(w)).sum(); }},
+      {"softmax", [&](const Variable& x) { return softmax(x * x, 1) * Variable(wv); }},
+      {"log_softmax", [&](const Variable& x) { return log_softmax(x * x, 0) * Variable(wv); }},
+      {"layer_norm", [&](const Variable& x) { return layer_norm(x * x, {3}) * Variable(wv); }},
+      {"linear_gelu", [&](const Variable& x) { return linear_gelu(x, transpose(Variable(w), 0, 1)); }},
+      {"cross_entropy", [&](const Variable& x) { return cross_entropy(x * x, t); }},
+      {"logsumexp", [&](const Variable& x) { return logsumexp(x * x, {1}); }},
+      {"std", [&](const Variable& x) { return mg::std(x * x, {0}); }},
+      {"attention",
+       [&](const Variable& x) {
+         const Variable q = reshape(x, {1, 1, 4, 3});
+         return scaled_dot_product_attention(q, q * 0.5, q * q, true);
+       }},
+  };
+  for (const auto& [name, f] : fns) {
+    SCOPED_TRACE(name);
+    const VariableFunction loss = [&](const V& in) { return sum(pow(f(in[0]), 2)); };
+    const Tensor want = hvp(loss, {Variable(base)}, {Variable(v)}).second[0].data();
+    for (const Tensor& x : layouts) {
+      ASSERT_TRUE(!x.is_contiguous() || x.offset() > 0);
+      expect_close(hvp(loss, {Variable(x)}, {Variable(v)}).second[0].data(), want, 1e-14, 1e-13);
+    }
+  }
 }
 
 // ---- vjp, jvp, hvp ----
@@ -447,9 +620,16 @@ TEST(HigherOrder, DualNumbersAgreeWithTheDoubleVjpOnEveryElementwiseOp) {
   const Tensor mask = gt(rnd({2, 3}, 53), scalar_tensor(0, DType::Float64));
   std::vector<std::pair<std::string, std::function<Dual(const Dual&, const Dual&)>>> dual_fns;
   std::vector<mgtest::Fn> var_fns;
-#define BOTH(name, expr)                                                                        \
-  dual_fns.emplace_back(name, [&](const Dual& a, const Dual& b) { (void)a, (void)b; return expr; }); \
-  var_fns.push_back([&](const V& in) { const Variable &a = in[0], &b = in[1]; (void)a, (void)b; return expr; })
+#define BOTH(name, expr)                                          \
+  dual_fns.emplace_back(name, [&](const Dual& a, const Dual& b) { \
+    (void)a, (void)b;                                             \
+    return expr;                                                  \
+  });                                                             \
+  var_fns.push_back([&](const V& in) {                            \
+    const Variable &a = in[0], &b = in[1];                        \
+    (void)a, (void)b;                                             \
+    return expr;                                                  \
+  })
   BOTH("add", a + b);
   BOTH("sub", a - b);
   BOTH("mul", a * b);

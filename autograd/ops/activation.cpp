@@ -23,10 +23,9 @@ Tensor scalar_like(double v, const Tensor& x) { return scalar_tensor(v, x.dtype(
 
 // y = max(x, 0)        dx = dy where x > 0, else 0
 Variable relu(const Variable& x) {
-  return record("relu", mg::relu(x.data()), {x}, keep(0),
-                []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
-                  return {relu_backward(dy, x[0])};
-                });
+  return record(
+      "relu", mg::relu(x.data()), {x}, keep(0),
+      []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> { return {relu_backward(dy, x[0])}; });
 }
 
 // z = dy where x > 0       d(dy) = dz where x > 0       dx = 0 (f'' = 0 away from the kink)
@@ -71,10 +70,9 @@ Variable gelu_backward(const Variable& dy, const Variable& x, const std::string&
 
 // y = x s, s = sigmoid(x)          dx = dy s (1 + x (1 - s))
 Variable silu(const Variable& x) {
-  return record("silu", mg::silu(x.data()), {x}, keep(0),
-                []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
-                  return {silu_backward(dy, x[0])};
-                });
+  return record(
+      "silu", mg::silu(x.data()), {x}, keep(0),
+      []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> { return {silu_backward(dy, x[0])}; });
 }
 
 // z = dy SiLU'(x)      d(dy) = dz SiLU'(x)      dx = dz dy s (1 - s) (2 + x (1 - 2 s))
@@ -100,8 +98,7 @@ Variable softplus(const Variable& x, double beta, double threshold) {
 // z = dy sigmoid(b x)      d(dy) = dz sigmoid(b x)      dx = dz dy b s (1 - s), s = sigmoid(b x)
 // (where b x > threshold: z = dy, so d(dy) = dz and dx = 0)
 Variable softplus_backward(const Variable& dy, const Variable& x, double beta, double threshold) {
-  return record("softplus_backward", mg::softplus_backward(dy.data(), x.data(), beta, threshold), {dy, x},
-                keep(0, 1),
+  return record("softplus_backward", mg::softplus_backward(dy.data(), x.data(), beta, threshold), {dy, x}, keep(0, 1),
                 [beta, threshold]<class V>(const V& dz, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
                   const auto& [dy, x] = s;
                   if (!n.needs(1)) return {softplus_backward(dz, x, beta, threshold), V()};
@@ -122,8 +119,7 @@ Variable leaky_relu(const Variable& x, double negative_slope) {
 
 // z = dy (x > 0), s dy otherwise       d(dy) = the same on dz       dx = 0
 Variable leaky_relu_backward(const Variable& dy, const Variable& x, double negative_slope) {
-  return record("leaky_relu_backward", mg::leaky_relu_backward(dy.data(), x.data(), negative_slope), {dy, x},
-                keep(1),
+  return record("leaky_relu_backward", mg::leaky_relu_backward(dy.data(), x.data(), negative_slope), {dy, x}, keep(1),
                 [negative_slope]<class V>(const V& dz, const Saved<V, 1>& x, const Node& n) -> Grads<V> {
                   return {n.needs(0) ? leaky_relu_backward(dz, x[0], negative_slope) : V(), V()};
                 });

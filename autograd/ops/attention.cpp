@@ -50,7 +50,8 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     auto [dq, dk, dv] = attention_backward(dy, q, k, v, f, is_causal);
     return {dq, dk, dv};
   };
-  if (bfloat16_involved({qd, kd, vd})) return record("scaled_dot_product_attention", f.out, {q, k, v}, std::move(fused));
+  if (bfloat16_involved({qd, kd, vd}))
+    return record("scaled_dot_product_attention", f.out, {q, k, v}, std::move(fused));
   return record_fused("scaled_dot_product_attention", f.out, {q, k, v}, keep(0, 1, 2), std::move(fused),
                       [is_causal](const Variable& dy, const Saved<Variable, 3>& s, const Node&) {
                         return attention_graph_backward(dy, s[0], s[1], s[2], is_causal);

@@ -10,12 +10,14 @@ namespace mg {
 // Every rule below is written once, as a template over the kind of value V it works on: Tensor for an
 // ordinary backward (the kernels run, nothing is recorded), Variable for a backward with
 // create_graph (each op in the rule is recorded, so the gradient can be differentiated again).
-// See record() in autograd/variable.h and docs/09-higher-order.md.
+// See record() in autograd/variable.h and docs/08-higher-order.md.
 
 // y = a + b            da = dy      db = dy
 Variable add(const Variable& a, const Variable& b) {
   return record("add", mg::add(a.data(), b.data()), {a, b}, keep(),
-                []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy, dy}; });
+                []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {dy, dy};
+                });
 }
 
 // y = a - b            da = dy      db = -dy
@@ -73,10 +75,9 @@ Variable log(const Variable& x) {
 
 // y = sqrt x           dx = dy / (2 y)
 Variable sqrt(const Variable& x) {
-  return record("sqrt", mg::sqrt(x.data()), {x}, keep(kOutput),
-                []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> {
-                  return {dy / (y[0] * 2.0)};
-                });
+  return record(
+      "sqrt", mg::sqrt(x.data()), {x}, keep(kOutput),
+      []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> { return {dy / (y[0] * 2.0)}; });
 }
 
 // y = |x|              dx = dy * sign(x)
@@ -95,10 +96,9 @@ Variable sign(const Variable& x) {
 
 // y = tanh x           dx = dy * (1 - y^2)
 Variable tanh(const Variable& x) {
-  return record("tanh", mg::tanh(x.data()), {x}, keep(kOutput),
-                []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> {
-                  return {tanh_backward(dy, y[0])};
-                });
+  return record(
+      "tanh", mg::tanh(x.data()), {x}, keep(kOutput),
+      []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> { return {tanh_backward(dy, y[0])}; });
 }
 
 // z = dy (1 - y^2)     d(dy) = dz (1 - y^2)     dy_ = -2 dz dy y      (tanh's backward as an op)
@@ -112,10 +112,9 @@ Variable tanh_backward(const Variable& dy, const Variable& y) {
 
 // y = sigmoid x        dx = dy * y * (1 - y)
 Variable sigmoid(const Variable& x) {
-  return record("sigmoid", mg::sigmoid(x.data()), {x}, keep(kOutput),
-                []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> {
-                  return {sigmoid_backward(dy, y[0])};
-                });
+  return record(
+      "sigmoid", mg::sigmoid(x.data()), {x}, keep(kOutput),
+      []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> { return {sigmoid_backward(dy, y[0])}; });
 }
 
 // z = dy y (1 - y)     d(dy) = dz y (1 - y)     dy_ = dz dy (1 - 2y)  (sigmoid's backward as an op)
@@ -129,30 +128,30 @@ Variable sigmoid_backward(const Variable& dy, const Variable& y) {
 
 // y = sin x            dx = dy cos x
 Variable sin(const Variable& x) {
-  return record("sin", mg::sin(x.data()), {x}, keep(0),
-                []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
-                  return {dy * mg::cos(x[0])};
-                });
+  return record(
+      "sin", mg::sin(x.data()), {x}, keep(0),
+      []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> { return {dy * mg::cos(x[0])}; });
 }
 
 // y = cos x            dx = -dy sin x
 Variable cos(const Variable& x) {
-  return record("cos", mg::cos(x.data()), {x}, keep(0),
-                []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
-                  return {-(dy * mg::sin(x[0]))};
-                });
+  return record(
+      "cos", mg::cos(x.data()), {x}, keep(0),
+      []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> { return {-(dy * mg::sin(x[0]))}; });
 }
 
 // y = log(1 + x)       dx = dy / (1 + x)
 Variable log1p(const Variable& x) {
-  return record("log1p", mg::log1p(x.data()), {x}, keep(0),
-                []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> { return {dy / (x[0] + 1.0)}; });
+  return record(
+      "log1p", mg::log1p(x.data()), {x}, keep(0),
+      []<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> { return {dy / (x[0] + 1.0)}; });
 }
 
 // y = e^x - 1          dx = dy (y + 1)
 Variable expm1(const Variable& x) {
-  return record("expm1", mg::expm1(x.data()), {x}, keep(kOutput),
-                []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> { return {dy * (y[0] + 1.0)}; });
+  return record(
+      "expm1", mg::expm1(x.data()), {x}, keep(kOutput),
+      []<class V>(const V& dy, const Saved<V, 1>& y, const Node&) -> Grads<V> { return {dy * (y[0] + 1.0)}; });
 }
 
 // y = min(max(x, lo), hi)      dx = dy where lo <= x <= hi, else 0

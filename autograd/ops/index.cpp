@@ -58,12 +58,12 @@ Variable embedding(const Tensor& ids, const Variable& weight, std::optional<int6
 Variable embedding_backward(const Variable& dy, const Tensor& ids, int64_t num_embeddings,
                             std::optional<int64_t> padding_idx) {
   const std::optional<int64_t> pad = padding_row(padding_idx, num_embeddings, "embedding_backward");
-  return record("embedding_backward", mg::embedding_backward(dy.data(), ids, num_embeddings, padding_idx), {dy},
-                keep(), [ids, pad]<class V>(const V& dz, const Saved<V, 0>&, const Node&) -> Grads<V> {
+  return record("embedding_backward", mg::embedding_backward(dy.data(), ids, num_embeddings, padding_idx), {dy}, keep(),
+                [ids, pad]<class V>(const V& dz, const Saved<V, 0>&, const Node&) -> Grads<V> {
                   const V rows = embedding(ids, dz);
                   if (!pad) return {rows};
-                  return {mg::masked_fill(rows, eq(ids, scalar_tensor(static_cast<double>(*pad), DType::Int64)).unsqueeze(-1),
-                                          0.0)};
+                  return {mg::masked_fill(
+                      rows, eq(ids, scalar_tensor(static_cast<double>(*pad), DType::Int64)).unsqueeze(-1), 0.0)};
                 });
 }
 

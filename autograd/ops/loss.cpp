@@ -9,8 +9,8 @@
 #include "minigrad/autograd/ops/nn_functional.h"
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
-#include "minigrad/tensor/ops/elementwise.h"
 #include "minigrad/tensor/ops.h"
+#include "minigrad/tensor/ops/elementwise.h"
 
 namespace mg {
 namespace record_impl {
@@ -61,8 +61,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, const Cros
   };
   return record_fused("cross_entropy", f.loss, {logits}, keep(), std::move(fused),
                       [f, targets, o](const Variable& dy, const Saved<Variable, 0>&, const Node& n) -> VariableList {
-                        const Variable logp =
-                            record_impl::record_log_softmax(Variable::from_edge(f.log_probs, n.next[0]), f.log_probs, 1);
+                        const Variable logp = record_impl::record_log_softmax(
+                            Variable::from_edge(f.log_probs, n.next[0]), f.log_probs, 1);
                         CrossEntropyForward none = f;
                         none.log_probs = full(f.log_probs.shape(), -INFINITY, f.log_probs.dtype());
                         const Tensor q = -cross_entropy_backward(ones_like(dy.data()), targets, none, o);

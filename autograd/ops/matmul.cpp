@@ -115,7 +115,8 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
     return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1), std::move(fused),
                         [approximate](const Variable& dy, const Saved<Variable, 2>& s, const Node& n) {
                           const auto& [x, w] = s;
-                          return linear_product_grads(gelu_backward(dy, linear(x, w, Variable()), approximate), x, w, n);
+                          return linear_product_grads(gelu_backward(dy, linear(x, w, Variable()), approximate), x, w,
+                                                      n);
                         });
   return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1, 2), std::move(fused),
                       [approximate](const Variable& dy, const Saved<Variable, 3>& s, const Node& n) {

@@ -85,12 +85,12 @@ Variable var(const Variable& x, const std::vector<int64_t>& dims, int64_t correc
   const Tensor y = mg::var(x.data(), dims, correction, keepdim);
   const Shape in = x.shape(), kept = keepdim_shape(in, dims, "var");
   const int64_t n = numel_of(in) / std::max<int64_t>(1, numel_of(kept));
-  return record("var", y, {x}, keep(0),
-                [dims, kept, n, correction]<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
-                  const V centred = x[0] - mg::mean(x[0], dims, true);
-                  return {dy.reshape(kept) * centred *
-                          (2.0 / static_cast<double>(std::max<int64_t>(0, n - correction)))};
-                });
+  return record(
+      "var", y, {x}, keep(0),
+      [dims, kept, n, correction]<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
+        const V centred = x[0] - mg::mean(x[0], dims, true);
+        return {dy.reshape(kept) * centred * (2.0 / static_cast<double>(std::max<int64_t>(0, n - correction)))};
+      });
 }
 
 // y = sqrt(var x)     dx = dy (x - mean) / ((N - c) y),  and 0 where y = 0
@@ -128,10 +128,9 @@ Tensor cumsum_backward(const Tensor& dy, int64_t dim) { return mg::cumsum(dy, di
 
 // y_i = sum_{j <= i} x_j along dim       dx_i = sum_{j >= i} dy_j (the reverse running sum)
 Variable cumsum(const Variable& x, int64_t dim) {
-  return record("cumsum", mg::cumsum(x.data(), dim), {x}, keep(),
-                [dim]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
-                  return {cumsum_backward(dy, dim)};
-                });
+  return record(
+      "cumsum", mg::cumsum(x.data(), dim), {x}, keep(),
+      [dim]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {cumsum_backward(dy, dim)}; });
 }
 
 // z_i = sum_{j >= i} dy_j (the reverse running sum)      d(dy)_j = sum_{i <= j} dz_i (the forward one, its adjoint)

@@ -26,10 +26,9 @@ Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
 
 // y = x with dims d0, d1 swapped        dx = dy with them swapped back
 Variable transpose(const Variable& x, int64_t d0, int64_t d1) {
-  return record("transpose", x.data().transpose(d0, d1), {x}, keep(),
-                [d0, d1]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
-                  return {dy.transpose(d0, d1)};
-                });
+  return record(
+      "transpose", x.data().transpose(d0, d1), {x}, keep(),
+      [d0, d1]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy.transpose(d0, d1)}; });
 }
 
 // y = x.permute(p)                     dx = dy.permute(p^-1)
@@ -91,10 +90,9 @@ Variable concat(const std::vector<Variable>& xs, int64_t dim) {
   Tensor y = mg::concat(data, dim);
   const int64_t d = wrap_dim(dim, y.dim(), "concat");
   for (const Tensor& t : data) sizes.push_back(t.shape()[d]);
-  return record("concat", y, xs, keep(),
-                [sizes, d]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
-                  return mg::split(dy, sizes, d);
-                });
+  return record("concat", y, xs, keep(), [sizes, d]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+    return mg::split(dy, sizes, d);
+  });
 }
 
 // Each piece is its own slice op, so each piece's gradient flows back independently.

@@ -14,9 +14,12 @@
 //
 //   make build && build/examples/second_order/second_order
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <numbers>
+#include <unordered_set>
 
 #include <CLI/CLI.hpp>
 
@@ -238,8 +241,7 @@ struct PinnResult {
 
 struct PinnNet : nn::Callable<PinnNet> {
   nn::Linear l1, l2, l3;
-  explicit PinnNet(Generator& g)
-      : l1(1, 32, {}, g), l2(32, 32, {}, g), l3(32, 1, {}, g) {
+  explicit PinnNet(Generator& g) : l1(1, 32, {}, g), l2(32, 32, {}, g), l3(32, 1, {}, g) {
     register_module("l1", l1), register_module("l2", l2), register_module("l3", l3);
     to(DType::Float64);
   }
@@ -301,9 +303,7 @@ struct MamlResult {
   double second_order_share = 0;  // |meta-grad - first-order meta-grad| / |meta-grad| at step 0
 };
 
-Variable sine_net(const VL& p, const Tensor& x) {
-  return linear(tanh(linear(Variable(x), p[0], p[1])), p[2], p[3]);
-}
+Variable sine_net(const VL& p, const Tensor& x) { return linear(tanh(linear(Variable(x), p[0], p[1])), p[2], p[3]); }
 
 struct Task {
   Tensor xs, ys, xq, yq;
@@ -345,14 +345,103 @@ MamlResult train_maml() {
     const VL g = grad({loss}, r.params);
     if (step == 0) {
       const Tensor full = flat(g), first = flat(grad({meta_loss(r.params, step, true)}, r.params));
-      r.second_order_share = mg::sqrt(mg::sum((full - first) * (full - first))).item() /
-                             mg::sqrt(mg::sum(full * full)).item();
+      r.second_order_share =
+          mg::sqrt(mg::sum((full - first) * (full - first))).item() / mg::sqrt(mg::sum(full * full)).item();
     }
     r.meta_loss.push_back(loss.item());
     const NoGradGuard ng;
     for (size_t i = 0; i < r.params.size(); ++i) r.params[i].data().copy_(r.params[i].data() - g[i].data() * kMetaLr);
   }
   return r;
+}
+
+// ---------------------------------------------------------------- 5. what it costs
+// Graph sizes (exact) and times (medians of repeated runs, this machine) for a 2 -> 64 -> 64 -> 1
+// tanh MLP on 256 points, and the two ways of getting a whole Jacobian.
+struct Costs {
+  size_t forward_nodes = 0;                           // nodes of the loss's graph
+  size_t grad_nodes = 0;                              // nodes the backward with create_graph recorded on top of it
+  double ms_grad = 0, ms_grad_graph = 0, ms_hvp = 0;  // forward + grad; the same with create_graph; one hvp
+  // a Jacobian of f: R^n -> R^m by rows (m backward passes, mg::vjp) or by columns (n forward
+  // passes with dual numbers): wide is n = 256, m = 1; tall is n = 1, m = 256
+  double ms_wide_rows = 0, ms_wide_columns = 0, ms_tall_rows = 0, ms_tall_columns = 0;
+};
+
+// Nodes reachable from the variables' grad_fns.
+std::unordered_set<Node*> graph_nodes(const VL& vs) {
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (const Variable& v : vs)
+    if (v.grad_fn() && seen.insert(v.grad_fn().get()).second) stack.push_back(v.grad_fn().get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (auto& nx : n->next)
+      if (nx && seen.insert(nx.get()).second) stack.push_back(nx.get());
+  }
+  return seen;
+}
+
+// Median milliseconds of `reps` runs of f.
+template <class F>
+double median_ms(int reps, F&& f) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+Costs measure_costs() {
+  Costs c;
+  const Tensor x = formula_tensor({256, 2}, 0.3, 1.0), y = formula_tensor({256, 1}, 0.9, 1.0);
+  const VL p = {Variable(formula_tensor({64, 2}, 0.1, 0.7), true),   Variable(formula_tensor({64}, 0.2, 0.1), true),
+                Variable(formula_tensor({64, 64}, 0.3, 0.15), true), Variable(formula_tensor({64}, 0.4, 0.1), true),
+                Variable(formula_tensor({1, 64}, 0.5, 0.15), true),  Variable(formula_tensor({1}, 0.6, 0.1), true)};
+  const VariableFunction loss = [&](const VL& q) {
+    const Variable h = tanh(linear(tanh(linear(Variable(x), q[0], q[1])), q[2], q[3]));
+    return mean(pow(linear(h, q[4], q[5]) - Variable(y), 2));
+  };
+  {
+    const Variable l = loss(p);
+    const VL g = grad({l}, p, {.create_graph = true});
+    const std::unordered_set<Node*> fwd = graph_nodes({l}), all = graph_nodes(g);
+    c.forward_nodes = fwd.size();
+    for (Node* n : all) c.grad_nodes += fwd.count(n) ? 0 : 1;
+  }
+  VL v;
+  for (const Variable& q : p) v.emplace_back(ones_like(q.data()));
+  c.ms_grad = median_ms(15, [&] { grad({loss(p)}, p); });
+  c.ms_grad_graph = median_ms(15, [&] { grad({loss(p)}, p, {.create_graph = true}); });
+  c.ms_hvp = median_ms(15, [&] { hvp(loss, p, v); });
+
+  const int64_t n = 256;
+  const Tensor A = formula_tensor({64, n}, 0.7, 0.1), b = formula_tensor({n}, 0.8, 1.0),
+               x0 = formula_tensor({n}, 0.9, 1.0);
+  // wide: f(x) = sum(tanh(A x)), R^256 -> R^1
+  c.ms_wide_rows =
+      median_ms(5, [&] { vjp([&](const VL& q) { return sum(tanh(matmul(Variable(A), q[0]))); }, {Variable(x0)}); });
+  c.ms_wide_columns = median_ms(5, [&] {
+    for (int64_t j = 0; j < n; ++j) {
+      Tensor e = zeros({n}, DType::Float64);
+      e.narrow(0, j, 1).fill_(1);
+      sum(tanh(matmul(constant_dual(A), make_dual(x0, e))));
+    }
+  });
+  // tall: g(t) = tanh(b t), R^1 -> R^256
+  const Tensor t0 = full({1}, 0.5, DType::Float64);
+  c.ms_tall_rows = median_ms(5, [&] {
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor e = zeros({n}, DType::Float64);
+      e.narrow(0, i, 1).fill_(1);
+      vjp([&](const VL& q) { return tanh(Variable(b) * q[0]); }, {Variable(t0)}, Variable(e));
+    }
+  });
+  c.ms_tall_columns = median_ms(5, [&] { tanh(constant_dual(b) * make_dual(t0, ones_like(t0))); });
+  return c;
 }
 
 }  // namespace second_order
@@ -370,12 +459,32 @@ int main(int argc, char** argv) {
   viz::Report rep(c.out, "second_order: derivatives of derivatives",
                   "Hessian-vector products, Newton's method, a physics-informed network and MAML.");
 
+  {  // 0. what create_graph records: the graph of a first derivative
+    const Variable w = Variable(scalar_tensor(1.5, DType::Float64), true).set_name("w");
+    const Variable x = Variable(scalar_tensor(0.5, DType::Float64), true).set_name("x");
+    const Variable y = tanh(w * x);
+    const Variable dy_dw = grad({y}, {w}, {.create_graph = true})[0];  // x (1 - y^2), itself a graph
+    const Variable d2y_dw2 = grad({dy_dw}, {w})[0];                    // -2 x^2 y (1 - y^2)
+    const double t = std::tanh(0.75);
+    std::printf(
+        "0. y = tanh(w x) at w = 1.5, x = 0.5: dy/dw = %.6f (x (1 - y^2) = %.6f), d2y/dw2 = %.6f "
+        "(-2 x^2 y (1 - y^2) = %.6f)\n\n",
+        dy_dw.item(), 0.5 * (1 - t * t), d2y_dw2.item(), -2 * 0.25 * t * (1 - t * t));
+    rep.add_text("gradient_graph.dot", to_dot(dy_dw),
+                 "The graph of dy/dw for y = tanh(w x), recorded by a backward with create_graph (Graphviz DOT).");
+    if (std::system("command -v dot > /dev/null 2>&1") == 0 &&
+        std::system(
+            ("dot -Tsvg " + rep.path("gradient_graph.dot") + " -o " + rep.path("gradient_graph.svg")).c_str()) == 0)
+      rep.add_image("gradient_graph.svg",
+                    "dy/dw as a graph: tanh's rule ran as recorded ops (tanh_backward, mul) on the forward's nodes.");
+  }
+
   std::printf("1. The Hessian of a small MLP's loss (2 -> 4 -> 1, tanh, mean squared error, 17 parameters)\n");
   const HessianResult h = mlp_hessian();
   std::printf("   loss %.6f; 17 Hessian-vector products give the 17 columns; max |H - H^T| = %.1e\n", h.loss,
               h.asymmetry);
-  const int negative = static_cast<int>(std::count_if(h.eigenvalues.begin(), h.eigenvalues.end(),
-                                                      [](double e) { return e < -1e-12; }));
+  const int negative =
+      static_cast<int>(std::count_if(h.eigenvalues.begin(), h.eigenvalues.end(), [](double e) { return e < -1e-12; }));
   std::printf("   eigenvalues from %.4f to %.4f: %d negative, so this point is %s\n", h.eigenvalues.front(),
               h.eigenvalues.back(), negative,
               negative > 0 ? "a saddle, not a minimum (some directions curve down)" : "in a convex bowl");
@@ -413,10 +522,10 @@ int main(int argc, char** argv) {
               viz::line_chart_svg({viz::Series{"network u(x)", p.grid, p.u}, viz::Series{"sin(pi x)", p.grid, p.exact}},
                                   "Learned from the equation alone", "x", "u"),
               fmt::format("max |u - sin(pi x)| = {:.2e}", p.max_error));
-  rep.add_svg("pinn_loss.svg",
-              viz::line_chart_svg({viz::Series::over_steps("residual + boundary", p.loss)}, "PINN loss", "step",
-                                  "loss", true),
-              "mean(residual^2) + mean(u(0)^2, u(1)^2).");
+  rep.add_svg(
+      "pinn_loss.svg",
+      viz::line_chart_svg({viz::Series::over_steps("residual + boundary", p.loss)}, "PINN loss", "step", "loss", true),
+      "mean(residual^2) + mean(u(0)^2, u(1)^2).");
   std::printf("\n");
 
   std::printf("4. MAML with one inner step on sine-wave regression (%d meta steps of %d tasks)\n", kMetaSteps, kTasks);
@@ -428,8 +537,25 @@ int main(int argc, char** argv) {
   };
   std::printf("   meta-loss after adaptation, mean of the first 10 steps %.3f, of the last 10 %.3f\n", window_mean(0),
               window_mean(m.meta_loss.size() - 10));
-  std::printf("   the second-order term (through the inner step's Hessian) is %.1f%% of the first meta-gradient\n",
-              100 * m.second_order_share);
+  std::printf(
+      "   dropping the second-order term (first-order MAML) would move the first meta-gradient by %.2f times its "
+      "length\n",
+      m.second_order_share);
+  std::printf("\n");
+
+  std::printf("5. What it costs (2 -> 64 -> 64 -> 1 tanh MLP, 256 points, float64, %d threads)\n", get_num_threads());
+  const Costs k = measure_costs();
+  std::printf("   the loss's graph: %zu nodes; the backward with create_graph recorded %zu more (%.1fx)\n",
+              k.forward_nodes, k.grad_nodes, static_cast<double>(k.grad_nodes) / static_cast<double>(k.forward_nodes));
+  std::printf(
+      "   loss + gradient %.3f ms; with create_graph %.3f ms (%.2fx); a Hessian-vector product %.3f ms (%.2fx)\n",
+      k.ms_grad, k.ms_grad_graph, k.ms_grad_graph / k.ms_grad, k.ms_hvp, k.ms_hvp / k.ms_grad);
+  std::printf("   a whole Jacobian, R^256 -> R^1: 1 backward %.3f ms, 256 dual-number passes %.3f ms\n", k.ms_wide_rows,
+              k.ms_wide_columns);
+  std::printf("   a whole Jacobian, R^1 -> R^256: 256 backwards %.3f ms, 1 dual-number pass %.3f ms\n", k.ms_tall_rows,
+              k.ms_tall_columns);
+  std::printf("   reverse mode wins by %.0fx on the wide function, forward mode by %.0fx on the tall one\n",
+              k.ms_wide_columns / k.ms_wide_rows, k.ms_tall_rows / k.ms_tall_columns);
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return 0;
 }
