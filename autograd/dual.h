@@ -5,7 +5,7 @@
 // tape and no backward. PyTorch calls the pair make_dual/unpack_dual (torch.autograd.forward_ad).
 //
 //   Dual x = make_dual(x0, u);                 // u: the direction
-//   Dual y = exp(x) * sin(x);                  // y.primal = f(x0), y.tangent = f'(x0) u
+//   Dual y = exp(x) * sin(x);                  // y.primal() = f(x0), y.tangent() = f'(x0) u
 //
 // Written generically, the same function runs on Tensors, Variables or Duals:
 //   auto f = [](const auto& x) { return exp(x) * sin(x); };
@@ -14,20 +14,31 @@
 // for any op through two backwards instead; docs/08-higher-order.md compares the two.
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
 
-/// A tensor and its tangent (the same shape and dtype).
-struct Dual {
-  Tensor primal;   // the value
-  Tensor tangent;  // its derivative along the chosen direction
-};
-
+class Dual;
 /// The dual number (primal, tangent): a ShapeError or DTypeError unless both have one shape and
-/// floating dtype.
+/// floating dtype. The only way to make one, so every Dual's tangent has its value's shape.
 Dual make_dual(Tensor primal, Tensor tangent);
+
+/// A tensor and its tangent (the same shape and dtype).
+class Dual {
+ public:
+  /// The value.
+  const Tensor& primal() const { return primal_; }
+  /// Its derivative along the chosen direction.
+  const Tensor& tangent() const { return tangent_; }
+
+ private:
+  Dual(Tensor primal, Tensor tangent) : primal_(std::move(primal)), tangent_(std::move(tangent)) {}
+  friend Dual make_dual(Tensor primal, Tensor tangent);
+  Tensor primal_, tangent_;
+};
 /// A constant: tangent zero.
 Dual constant_dual(const Tensor& value);
 
@@ -50,8 +61,14 @@ Dual operator-(const Dual& x, double c);
 Dual operator*(const Dual& x, double c);
 /// x / c
 Dual operator/(const Dual& x, double c);
+/// c + x
+Dual operator+(double c, const Dual& x);
+/// c - x
+Dual operator-(double c, const Dual& x);
 /// c * x
 Dual operator*(double c, const Dual& x);
+/// c / x: d(c / x) = -c dx / x^2
+Dual operator/(double c, const Dual& x);
 
 // ---- unary ----
 /// d(e^x) = e^x dx

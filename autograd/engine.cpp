@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
@@ -57,26 +58,28 @@ Variable fit_gradient(const Variable& g, const Node& n, size_t i) {
 }
 
 // A root's gradient, checked; a missing one is ones for a one-element output (PyTorch's implicit
-// gradient).
-void check_root(const Variable& r, const Tensor& g) {
+// gradient). `op` is the public call, "backward" or "grad", for the error texts.
+void check_root(const Variable& r, const Tensor& g, const char* op) {
   MG_CHECK(r.requires_grad(), StateError,
-           "backward: the output does not require grad and has no grad_fn (did every input have "
-           "requires_grad=false, or was it computed under NoGradGuard?)");
+           "{}: the output does not require grad and has no grad_fn (did every input have "
+           "requires_grad=false, or was it computed under NoGradGuard?)",
+           op);
   if (!g.defined()) {
     MG_CHECK(r.numel() == 1, ShapeError,
-             "backward: a gradient can only be created implicitly for a one-element output, got "
+             "{}: a gradient can only be created implicitly for a one-element output, got "
              "shape {}; pass the output gradient explicitly",
-             shape_str(r.shape()));
+             op, shape_str(r.shape()));
     return;
   }
-  MG_CHECK(g.dtype() == r.dtype(), DTypeError, "backward: the gradient is {} but the output is {}",
-           dtype_name(g.dtype()), dtype_name(r.dtype()));
-  MG_CHECK(g.shape() == r.shape(), ShapeError, "backward: a gradient of shape {} does not match the output's shape {}",
+  MG_CHECK(g.dtype() == r.dtype(), DTypeError, "{}: the gradient is {} but the output is {}", op, dtype_name(g.dtype()),
+           dtype_name(r.dtype()));
+  MG_CHECK(g.shape() == r.shape(), ShapeError, "{}: a gradient of shape {} does not match the output's shape {}", op,
            shape_str(g.shape()), shape_str(r.shape()));
 }
 const Tensor& data_of(const Tensor& g) { return g; }
 Tensor data_of(const Variable& g) { return g.defined() ? g.data() : Tensor(); }
-Tensor root_grad(const Variable& r, const Tensor& g) { return g.defined() ? g : ones(r.shape(), r.dtype()); }
+// A private contiguous copy of a given gradient: the rules then read the layout they always read.
+Tensor root_grad(const Variable& r, const Tensor& g) { return g.defined() ? g.clone() : ones(r.shape(), r.dtype()); }
 Variable root_grad(const Variable& r, const Variable& g) {
   return g.defined() ? g : Variable(ones(r.shape(), r.dtype()));
 }
@@ -97,13 +100,27 @@ void pass_on(const Variable& gi, Node* nx, std::unordered_map<Node*, Variable>& 
   if (!fresh) it->second = it->second + gi;  // recorded: the sum is part of the new graph
 }
 
-// The gradient a node receives after the hooks on its output ran, and what the node makes of it.
-Tensor with_hooks(const Node& n, const Tensor& g) {
-  return n.grad_hooks.empty() ? g : run_grad_hooks(n.grad_hooks, g, n.name);
+// The gradient a node receives after the hooks on its output ran (mg::grad leaves out
+// retain_grad's, which would write a .grad()), and what the node makes of it.
+GradHooks hooks_to_run(const GradHooks& hooks, bool capturing) {
+  if (!capturing) return hooks;
+  GradHooks out;
+  for (const auto& h : hooks)
+    if (h.first != kRetainGradHook) out.push_back(h);
+  return out;
 }
-Variable with_hooks(const Node& n, const Variable& g) {
-  if (!n.grad_hooks.empty()) check_hooks_keep(n.grad_hooks, g.data(), n.name);
+Tensor with_hooks(const GradHooks& hooks, const Tensor& g, const std::string& where) {
+  return hooks.empty() ? g : run_grad_hooks(hooks, g, where);
+}
+Variable with_hooks(const GradHooks& hooks, const Variable& g, const std::string& where) {
+  if (!hooks.empty()) check_hooks_keep(hooks, g.data(), where);
   return g;
+}
+// The hooks of the leaf an AccumulateGrad node feeds (mg::grad runs them on a leaf input's gradient).
+GradHooks leaf_hooks(const Node& n) {
+  if (const auto* acc = dynamic_cast<const AccumulateGrad*>(&n))
+    if (const std::shared_ptr<VariableImpl> v = acc->leaf.lock()) return v->grad_hooks;
+  return {};
 }
 TensorList apply_node(Node& n, const Tensor& g) { return n.apply(g); }
 VariableList apply_node(Node& n, const Variable& g) { return n.apply_graph(g); }
@@ -112,12 +129,12 @@ VariableList apply_node(Node& n, const Variable& g) { return n.apply_graph(g); }
 // from (owned: a leaf root's accumulator lives only as long as someone holds it).
 template <class G>
 std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots, const std::vector<G>& grads,
-                                              std::unordered_map<Node*, G>& pending) {
-  MG_CHECK(roots.size() == grads.size(), ValueError, "backward: {} roots but {} gradients", roots.size(), grads.size());
+                                              std::unordered_map<Node*, G>& pending, const char* op) {
+  MG_CHECK(roots.size() == grads.size(), ValueError, "{}: {} outputs but {} gradients", op, roots.size(), grads.size());
   std::vector<std::shared_ptr<Node>> starts;
   for (size_t i = 0; i < roots.size(); ++i) {
-    MG_CHECK(roots[i].defined(), StateError, "backward: output {} is undefined", i);
-    check_root(roots[i], data_of(grads[i]));
+    MG_CHECK(roots[i].defined(), StateError, "{}: output {} is undefined", op, i);
+    check_root(roots[i], data_of(grads[i]), op);
     const G g = root_grad(roots[i], grads[i]);
     std::shared_ptr<Node> n = roots[i].gradient_edge();
     if (!pending.count(n.get())) starts.push_back(n);
@@ -171,11 +188,13 @@ std::unordered_set<Node*> leading_to(const std::vector<std::shared_ptr<Node>>& s
   return run;
 }
 
-// Where mg::grad collects the gradient of each input: at the node its gradient goes to.
+// Where mg::grad collects the gradient of each input: at the node its gradient goes to. `reached`:
+// the walk came to that node (a gradient that never arrived there is then zero, not unused).
 template <class G>
 struct Capture {
   std::unordered_map<Node*, std::vector<size_t>> at;
   std::vector<G> out;
+  std::vector<bool> reached;
 };
 
 // Steps 2-4. Run nodes whose consumers have all reported. A node that received no gradient at all
@@ -185,7 +204,7 @@ struct Capture {
 template <class G>
 void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool retain_graph, Capture<G>* capture) {
   std::unordered_map<Node*, G> pending;  // summed incoming gradient per node
-  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending);
+  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending, capture ? "grad" : "backward");
   std::unordered_map<Node*, int> consumers = count_consumers(starts);  // 1.
   std::unordered_set<Node*> worth_running;
   if (capture) worth_running = leading_to(starts, consumers, capture->at);
@@ -198,12 +217,17 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
     ready.pop_back();
     std::vector<G> in_grads;
     bool ran = false;
-    if (auto it = pending.find(n); it != pending.end()) {
-      const G g = with_hooks(*n, it->second);
+    const auto target = capture ? capture->at.find(n) : decltype(capture->at.end()){};
+    const bool is_target = capture && target != capture->at.end();
+    if (is_target)
+      for (size_t i : target->second) capture->reached[i] = true;
+    if (auto it = pending.find(n); it != pending.end() && (!capture || is_target || worth_running.count(n))) {
+      const G g = with_hooks(hooks_to_run(n->grad_hooks, capture != nullptr), it->second, n->name);
       pending.erase(it);
-      if (capture)
-        if (auto t = capture->at.find(n); t != capture->at.end())
-          for (size_t i : t->second) capture->out[i] = g;
+      if (is_target) {
+        const G gl = with_hooks(leaf_hooks(*n), g, n->name);  // a leaf input: its own hooks, as backward runs them
+        for (size_t i : target->second) capture->out[i] = gl;
+      }
       if (!capture || worth_running.count(n)) {
         MG_CHECK(!n->released, StateError,
                  "backward: trying to backward through the graph a second time (at '{}'); its saved "
@@ -245,19 +269,26 @@ Tensor run_grad_hooks(const GradHooks& hooks, Tensor g, const std::string& where
 
 void check_hooks_keep(const GradHooks& hooks, const Tensor& g, const std::string& where) {
   const GradHooks copy = hooks;
-  for (auto& [id, hook] : copy)
-    MG_CHECK(!hook(g).defined(), NotImplementedError,
+  for (auto& [id, hook] : copy) {
+    const Tensor r = hook(g);
+    const bool same = !r.defined() || (r.storage() == g.storage() && r.offset() == g.offset() &&
+                                       r.shape() == g.shape() && r.strides() == g.strides());
+    MG_CHECK(same, NotImplementedError,
              "register_hook: a hook on '{}' replaced a gradient during a backward with create_graph; the "
              "replacement would have no history, so the gradient could not be differentiated again",
              where);
+  }
 }
 
 void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph) {
   walk<Tensor>(roots, grads, retain_graph, nullptr);
 }
 
+// A backward with create_graph records its rules as they are, with float32 or float64 products: an
+// AutocastGuard around it would turn them into bfloat16 ones, differentiable once.
 void run_backward_graph(const std::vector<Variable>& roots, const VariableList& grads, bool retain_graph) {
   const EnableGradGuard recording;
+  const AutocastGuard full_precision(false);
   walk<Variable>(roots, grads, retain_graph, nullptr);
 }
 
@@ -277,21 +308,28 @@ VariableList grad(const VariableList& outputs, const VariableList& inputs, const
   }
   const bool retain = opt.retain_graph.value_or(opt.create_graph);
   VariableList result(inputs.size());
+  std::vector<bool> reached(inputs.size());
   if (opt.create_graph) {
     const EnableGradGuard recording;
-    Capture<Variable> c{at, VariableList(inputs.size())};
+    const AutocastGuard full_precision(false);
+    Capture<Variable> c{at, VariableList(inputs.size()), reached};
     VariableList g = opt.grad_outputs;
     g.resize(outputs.size());
     walk<Variable>(outputs, g, retain, &c);
-    result = std::move(c.out);
+    result = std::move(c.out), reached = c.reached;
   } else {
-    Capture<Tensor> c{at, TensorList(inputs.size())};
+    Capture<Tensor> c{at, TensorList(inputs.size()), reached};
     TensorList g(outputs.size());
     for (size_t i = 0; i < opt.grad_outputs.size(); ++i) g[i] = data_of(opt.grad_outputs[i]);
     walk<Tensor>(outputs, g, retain, &c);
     for (size_t i = 0; i < inputs.size(); ++i)
       if (c.out[i].defined()) result[i] = Variable(c.out[i], false);
+    reached = c.reached;
   }
+  // An input the walk reached whose gradient never arrived (every rule on the way had a zero
+  // derivative for it, such as relu's backward with respect to x) has gradient zero.
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!result[i].defined() && reached[i]) result[i] = Variable(zeros(inputs[i].shape(), inputs[i].dtype()));
   for (size_t i = 0; i < inputs.size(); ++i)
     MG_CHECK(result[i].defined() || opt.allow_unused, ValueError,
              "grad: input {} (shape {}) was not used to compute the outputs; pass allow_unused=true to get an "

@@ -8,8 +8,10 @@ namespace mg {
 namespace {
 // f's own copies of the inputs: fresh leaves that require grad, or, under create_graph, an alias
 // of an input that already has history (so the result stays differentiable with respect to it).
-VariableList prepare(const VariableList& inputs, bool create_graph, const char* op) {
+VariableList prepare(const VariableFunction& f, const VariableList& inputs, bool create_graph, const char* op) {
+  MG_CHECK(f != nullptr, ValueError, "{}: the function is empty", op);
   MG_CHECK(!inputs.empty(), ValueError, "{}: expected at least one input", op);
+  const EnableGradGuard recording;  // the alias below is recorded even inside a NoGradGuard
   VariableList xs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Variable& x = inputs[i];
@@ -38,9 +40,10 @@ void check_like(const VariableList& vs, const VariableList& xs, const char* what
   MG_CHECK(vs.size() == xs.size(), ValueError, "{}: {} {} for {} inputs", op, vs.size(), what, xs.size());
   for (size_t i = 0; i < vs.size(); ++i) {
     MG_CHECK(vs[i].defined(), StateError, "{}: {} {} is undefined", op, what, i);
-    MG_CHECK(vs[i].shape() == xs[i].shape() && vs[i].dtype() == xs[i].dtype(), ShapeError,
-             "{}: {} {} is {} {} but input {} is {} {}", op, what, i, dtype_name(vs[i].dtype()),
-             shape_str(vs[i].shape()), i, dtype_name(xs[i].dtype()), shape_str(xs[i].shape()));
+    MG_CHECK(vs[i].dtype() == xs[i].dtype(), DTypeError, "{}: {} {} is {} but input {} is {}", op, what, i,
+             dtype_name(vs[i].dtype()), i, dtype_name(xs[i].dtype()));
+    MG_CHECK(vs[i].shape() == xs[i].shape(), ShapeError, "{}: {} {} has shape {} but input {} has {}", op, what, i,
+             shape_str(vs[i].shape()), i, shape_str(xs[i].shape()));
   }
 }
 
@@ -54,7 +57,7 @@ VariableList zeros_for_unused(VariableList g, const VariableList& xs) {
 
 std::pair<Variable, VariableList> vjp(const VariableFunction& f, const VariableList& inputs, const Variable& v,
                                       bool create_graph) {
-  const VariableList xs = prepare(inputs, create_graph, "vjp");
+  const VariableList xs = prepare(f, inputs, create_graph, "vjp");
   const Variable y = run(f, xs, "vjp");
   const VariableList g = grad({y}, xs, {.grad_outputs = {v}, .create_graph = create_graph, .allow_unused = true});
   return {create_graph ? y : y.detach(), zeros_for_unused(g, xs)};
@@ -62,7 +65,7 @@ std::pair<Variable, VariableList> vjp(const VariableFunction& f, const VariableL
 
 std::pair<Variable, Variable> jvp(const VariableFunction& f, const VariableList& inputs, const VariableList& tangents,
                                   bool create_graph) {
-  const VariableList xs = prepare(inputs, create_graph, "jvp");
+  const VariableList xs = prepare(f, inputs, create_graph, "jvp");
   check_like(tangents, xs, "tangents", "jvp");
   const Variable y = run(f, xs, "jvp");
   // g(w) = J^T w, recorded, for a dummy w of y's shape (its value does not matter: g is linear in w)
@@ -80,7 +83,7 @@ std::pair<Variable, Variable> jvp(const VariableFunction& f, const VariableList&
 
 std::pair<Variable, VariableList> hvp(const VariableFunction& f, const VariableList& inputs, const VariableList& v,
                                       bool create_graph) {
-  const VariableList xs = prepare(inputs, create_graph, "hvp");
+  const VariableList xs = prepare(f, inputs, create_graph, "hvp");
   check_like(v, xs, "vectors", "hvp");
   const Variable y = run(f, xs, "hvp");
   MG_CHECK(y.numel() == 1, ShapeError, "hvp: the function must return one element (a loss), got shape {}",

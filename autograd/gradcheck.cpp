@@ -133,11 +133,15 @@ GradcheckResult gradcheck(const std::function<Variable()>& fn, const std::vector
 GradcheckResult gradgradcheck(const std::function<Variable(const std::vector<Variable>&)>& fn,
                               const std::vector<Tensor>& inputs, const GradcheckOptions& opt) {
   // v, the output's weights, becomes one more input: g is linear in it, and checked in it too.
+  MG_CHECK(fn != nullptr, ValueError, "gradgradcheck: the function is empty");
   std::vector<Variable> probe;
+  bool any_floating = false;
   for (const Tensor& t : inputs) {
     MG_CHECK(t.defined(), StateError, "gradgradcheck: input {} is undefined", probe.size());
+    any_floating = any_floating || is_floating(t.dtype());
     probe.emplace_back(is_floating(t.dtype()) ? t.to(DType::Float64) : t);
   }
+  MG_CHECK(any_floating, ValueError, "gradgradcheck: no floating input to differentiate with respect to");
   Shape out_shape;
   {
     const NoGradGuard ng;

@@ -23,6 +23,9 @@ using VariableList = std::vector<Variable>;
 using GradHook = std::function<Tensor(const Tensor& grad)>;
 /// Hooks with the ids their handles remove them by.
 using GradHooks = std::vector<std::pair<int64_t, GradHook>>;
+/// The id of the hook retain_grad() puts on a node: backward runs it, mg::grad does not (it
+/// touches no .grad(), as torch.autograd.grad does not).
+inline constexpr int64_t kRetainGradHook = -1;
 
 /// One operation recorded on the tape.
 struct Node : std::enable_shared_from_this<Node> {

@@ -174,8 +174,8 @@ VariableList AccumulateGrad::apply_graph(const Variable& g) {
   const Variable sum = v->grad_graph       ? Variable::from_impl(v->grad_graph) + g
                        : v->grad.defined() ? Variable(v->grad.clone()) + g
                                            : g;
+  v->grad_graph = sum.impl();  // before the post-accumulate hooks, which may read grad_variable()
   accumulate(v, g.data());
-  v->grad_graph = sum.impl();
   return {};
 }
 
@@ -239,7 +239,7 @@ void Variable::retain_grad() const {
   impl_->retains_grad = true;
   // The hook holds the variable weakly: the node must not keep its own output alive.
   std::weak_ptr<VariableImpl> weak = impl_;
-  impl_->grad_fn->grad_hooks.emplace_back(impl_->next_hook_id++, [weak](const Tensor& g) {
+  impl_->grad_fn->grad_hooks.emplace_back(kRetainGradHook, [weak](const Tensor& g) {
     if (std::shared_ptr<VariableImpl> v = weak.lock()) v->grad = v->grad.defined() ? v->grad + g : g.clone();
     return Tensor();
   });

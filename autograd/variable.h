@@ -80,7 +80,8 @@ class Variable {
   void set_grad(Tensor grad) const;
   /// The gradient as a Variable. After backward({.create_graph = true}) it carries the history of
   /// how it was computed, so it can be differentiated again (a gradient penalty); otherwise it is
-  /// grad() without history. Undefined before the first backward.
+  /// grad() without history. Undefined before the first backward. Once it has a history, later
+  /// backward calls add to it (recorded) until zero_grad() or set_grad() drops it.
   Variable grad_variable() const;
   /// Whether gradients flow to (or through) this variable.
   bool requires_grad() const;

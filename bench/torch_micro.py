@@ -86,7 +86,8 @@ def main():
         return ((F.linear(h, q[4], q[5]) - ys) ** 2).mean()
     out.append(("BM_second_order_mlp/0", timeit(lambda: torch.autograd.grad(mlp_loss(*ps), ps))))
     out.append(("BM_second_order_mlp/1", timeit(lambda: torch.autograd.grad(mlp_loss(*ps), ps, create_graph=True))))
-    out.append(("BM_second_order_mlp/2", timeit(lambda: torch.autograd.functional.hvp(mlp_loss, tuple(ps), tuple(vs)))))
+    # vhp is reverse over reverse, as mg::hvp (functional.hvp takes a third backward: the double-backward trick)
+    out.append(("BM_second_order_mlp/2", timeit(lambda: torch.autograd.functional.vhp(mlp_loss, tuple(ps), tuple(vs)))))
     # Generation (BM_generate_500/0): PyTorch has no key/value cache in nn.MultiheadAttention, so its
     # twin is the uncached loop of nanoGPT's generate on the reference GPT (bench/torch_gpt_ref.py).
     ref = load_reference_gpt()

@@ -178,10 +178,54 @@ TEST(HigherOrder, AHookThatReplacesAGradientCannotBeRecorded) {
   EXPECT_THROW(grad({h * 3.0}, {x}, {.create_graph = true}), NotImplementedError);
   const Variable x2 = leaf(2);
   const Variable h2 = x2 * x2;
-  h2.retain_grad();  // a hook that only looks is fine
+  int seen = 0;
+  h2.register_hook([&](const Tensor& g) {  // hooks that only look are fine, also one that returns g itself
+    ++seen;
+    return g;
+  });
+  h2.retain_grad();
   const Variable g = grad({h2 * 3.0}, {x2}, {.create_graph = true})[0];
   EXPECT_EQ(g.item(), 12);
-  EXPECT_EQ(h2.grad().item(), 3);
+  EXPECT_EQ(seen, 1);
+  EXPECT_FALSE(h2.grad().defined());  // mg::grad touches no .grad(), retain_grad's included
+  (h2 * 3.0).backward({.create_graph = true});
+  EXPECT_EQ(seen, 2);
+  EXPECT_EQ(h2.grad().item(), 3);  // backward fills it
+}
+
+TEST(HigherOrder, GradRunsALeafInputsHooks) {
+  const Variable x = leaf(2);
+  x.register_hook([](const Tensor& g) { return g * 10.0; });
+  EXPECT_EQ(grad({x * 3.0}, {x})[0].item(), 30);  // as backward would put into .grad()
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(HigherOrder, AZeroSecondDerivativeIsZeroNotUnused) {
+  // relu's gradient does not depend on x (away from 0): its derivative is 0, and x was used
+  const Variable x(away_from_zero({4}, 90), true);
+  const Variable g = grad({sum(relu(x))}, {x}, {.create_graph = true})[0];  // 1 where x > 0, else 0
+  ASSERT_TRUE(g.requires_grad());
+  const Variable d = grad({sum(g)}, {x})[0];  // without allow_unused: x was used, its derivative is 0
+  expect_close(d.data(), zeros({4}, DType::Float64), 0, 0);
+  const Variable l = leaf(1.5);
+  const Variable dl = grad({relu(l)}, {l}, {.create_graph = true})[0];  // relu' = 1, a constant
+  EXPECT_EQ(grad({dl * l}, {l})[0].item(), 1);
+}
+
+TEST(HigherOrder, CreateGraphIgnoresAnEnclosingAutocast) {
+  // The recorded backward keeps float32 products inside an AutocastGuard, so it is differentiable
+  // twice and equals the same backward outside one.
+  const Tensor a = rnd({3, 4}, 91).to(DType::Float32), b = rnd({4, 2}, 92).to(DType::Float32);
+  Variable x(a, true);
+  const Variable y = sum(pow(matmul(x, Variable(b)), 2));  // recorded without autocast
+  Variable g_outside = grad({y}, {x}, {.retain_graph = true, .create_graph = true})[0];
+  Variable g_inside;
+  {
+    const AutocastGuard bf16;
+    g_inside = grad({y}, {x}, {.retain_graph = true, .create_graph = true})[0];
+  }
+  expect_close(g_inside.data(), g_outside.data(), 0, 0);
+  EXPECT_NO_THROW(grad({sum(g_inside * g_inside)}, {x}));
 }
 
 // ---- gradgradcheck over every op that is differentiable twice (docs/03's table, last column) ----
@@ -301,6 +345,26 @@ std::vector<OpCase> twice_differentiable_cases() {
        [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], true); },
        {rnd({1, 2, 3, 2}, 30), rnd({1, 2, 3, 2}, 31), rnd({1, 2, 3, 2}, 32)}},
       {"self_attention_qkv", [](const V& x) { return self_attention_qkv(x[0], 2, false); }, {rnd({1, 3, 12}, 33)}},
+      {"self_attention_qkv_causal", [](const V& x) { return self_attention_qkv(x[0], 3, true); }, {rnd({2, 3, 9}, 41)}},
+      {"linear_gelu_no_bias",
+       [](const V& x) { return linear_gelu(x[0], x[1], Variable(), "tanh"); },
+       {rnd({4, 3}, 42), a}},
+      {"layer_norm_no_weight",
+       [](const V& x) {
+         return layer_norm(x[0], {2, 3}, Variable(), x[1]);
+       },
+       {rnd({2, 2, 3}, 43), b}},
+      {"nll_loss_options",
+       [targets](const V& x) {
+         return nll_loss(log_softmax(x[0], 1), targets,
+                         {.weight = f64({0.3, 1.5, 2}, {3}), .ignore_index = 2, .reduction = Reduction::Mean});
+       },
+       {rnd({4, 3}, 44)}},
+      {"cross_entropy_sum",
+       [targets](const V& x) {
+         return cross_entropy(x[0], targets, {.weight = f64({1, 0.5, 2}, {3}), .reduction = Reduction::Sum});
+       },
+       {rnd({4, 3}, 45)}},
       // composed of the ops above
       {"flatten", [](const V& x) { return flatten(x[0] * x[0]); }, {a}},
       {"narrow", [](const V& x) { return narrow(x[0] * x[0], 1, 1, 2); }, {a}},
@@ -462,8 +526,11 @@ TEST(HigherOrder, OpsThatAreNotTwiceDifferentiableNameThemselves) {
       EXPECT_THAT(e.what(), HasSubstr("not differentiable twice"));
     }
   }
-  for (const auto& [op, twice] : twice_column())
-    if (twice == "no") EXPECT_TRUE(tested.count(op)) << op << " is marked no in docs/03 but not tested here";
+  for (const auto& [op, twice] : twice_column()) {
+    if (twice == "no") {
+      EXPECT_TRUE(tested.count(op)) << op << " is marked no in docs/03 but not tested here";
+    }
+  }
 }
 
 // The example of docs/03-writing-an-op.md: a custom op whose rule is a template is differentiable twice.
@@ -605,6 +672,24 @@ TEST(HigherOrder, FunctionalErrors) {
   const Variable x(rnd({3}, 49));
   auto f = [](const V& in) { return sum(exp(in[0])); };
   EXPECT_THROW(jvp(f, {x}, {Variable(rnd({2}, 1))}), ShapeError);
+  EXPECT_THROW(jvp(f, {x}, {Variable(rnd({3}, 1).to(DType::Float32))}), DTypeError);
+  EXPECT_THROW(vjp(VariableFunction(), {x}), ValueError);
+  EXPECT_THROW(gradgradcheck(mgtest::Fn(), {rnd({3}, 1)}), ValueError);
+  EXPECT_THROW(
+      gradgradcheck([](const V& in) { return Variable(in[0].data().to(DType::Float64)); }, {ints({1, 2}, {2})}),
+      ValueError);
+  try {
+    const Variable w = leaf(1);
+    grad({Variable(w.data() * 2.0)}, {w});  // an output with no history
+    FAIL();
+  } catch (const StateError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("grad: the output does not require grad"));
+  }
+  {
+    const NoGradGuard ng;  // functional calls record what they need even inside one
+    EXPECT_NEAR(hvp(f, {x}, {Variable(ones({3}, DType::Float64))}).second[0].data().at({1}), std::exp(x.data().at({1})),
+                1e-15);
+  }
   EXPECT_THROW(hvp(f, {x}, {}), ValueError);
   EXPECT_THROW(hvp([](const V& in) { return exp(in[0]); }, {x}, {Variable(rnd({3}, 2))}), ShapeError);  // not a scalar
   EXPECT_THROW(vjp([](const V&) { return Variable(zeros({1}, DType::Float64)); }, {x}), ValueError);
@@ -668,9 +753,18 @@ TEST(HigherOrder, DualNumbersAgreeWithTheDoubleVjpOnEveryElementwiseOp) {
     SCOPED_TRACE(dual_fns[i].first);
     const Dual d = dual_fns[i].second(make_dual(x, u), make_dual(y, u * 0.5));
     const auto [fx, ju] = jvp(var_fns[i], {Variable(x), Variable(y)}, {Variable(u), Variable(u * 0.5)});
-    expect_close(d.primal, fx.data(), 0, 0);
-    expect_close(d.tangent, ju.data(), 1e-14, 1e-13);
+    expect_close(d.primal(), fx.data(), 0, 0);
+    expect_close(d.tangent(), ju.data(), 1e-14, 1e-13);
   }
+}
+
+TEST(HigherOrder, DualNumbersWithANumberOnTheLeft) {
+  const Tensor x = rnd({3}, 54, 0.5, 2), u = rnd({3}, 55);
+  auto f = [](const auto& a) { return (1.0 - a) * 2.0 + 3.0 / a + (0.5 + a); };
+  const Dual d = f(make_dual(x, u));
+  const auto [fx, ju] = jvp([&](const V& in) { return f(in[0]); }, {Variable(x)}, {Variable(u)});
+  expect_close(d.primal(), fx.data(), 1e-15, 0);
+  expect_close(d.tangent(), ju.data(), 1e-14, 1e-13);
 }
 
 TEST(HigherOrder, MakeDualChecksItsArguments) {
