@@ -102,8 +102,7 @@ void pass_on(const Variable& gi, Node* nx, std::unordered_map<Node*, Variable>& 
 
 // The gradient a node receives after the hooks on its output ran (mg::grad leaves out
 // retain_grad's, which would write a .grad()), and what the node makes of it.
-GradHooks hooks_to_run(const GradHooks& hooks, bool capturing) {
-  if (!capturing) return hooks;
+GradHooks without_retain_grad(const GradHooks& hooks) {
   GradHooks out;
   for (const auto& h : hooks)
     if (h.first != kRetainGradHook) out.push_back(h);
@@ -203,8 +202,9 @@ struct Capture {
 // reached by another path with a gradient still runs.
 template <class G>
 void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool retain_graph, Capture<G>* capture) {
+  const char* op = capture ? "grad" : "backward";
   std::unordered_map<Node*, G> pending;  // summed incoming gradient per node
-  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending, capture ? "grad" : "backward");
+  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending, op);
   std::unordered_map<Node*, int> consumers = count_consumers(starts);  // 1.
   std::unordered_set<Node*> worth_running;
   if (capture) worth_running = leading_to(starts, consumers, capture->at);
@@ -221,8 +221,12 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
     const bool is_target = capture && target != capture->at.end();
     if (is_target)
       for (size_t i : target->second) capture->reached[i] = true;
-    if (auto it = pending.find(n); it != pending.end() && (!capture || is_target || worth_running.count(n))) {
-      const G g = with_hooks(hooks_to_run(n->grad_hooks, capture != nullptr), it->second, n->name);
+    const auto it = pending.find(n);
+    if (it != pending.end() && capture && !is_target && !worth_running.count(n)) {
+      pending.erase(it);  // mg::grad: a gradient that leads to no input is dropped here, not kept to the end
+    } else if (it != pending.end()) {
+      const G g = capture ? with_hooks(without_retain_grad(n->grad_hooks), it->second, n->name)
+                          : with_hooks(n->grad_hooks, it->second, n->name);
       pending.erase(it);
       if (is_target) {
         const G gl = with_hooks(leaf_hooks(*n), g, n->name);  // a leaf input: its own hooks, as backward runs them
@@ -230,10 +234,10 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
       }
       if (!capture || worth_running.count(n)) {
         MG_CHECK(!n->released, StateError,
-                 "backward: trying to backward through the graph a second time (at '{}'); its saved "
+                 "{}: trying to backward through the graph a second time (at '{}'); its saved "
                  "tensors were freed after the first backward. Pass retain_graph=true to the first "
                  "backward if you need to run it twice",
-                 n->name);
+                 op, n->name);
         in_grads = apply_node(*n, g);
         ran = true;
       }

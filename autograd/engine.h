@@ -30,13 +30,16 @@ struct GradOptions {
   std::optional<bool> retain_graph;
   /// Record the backward, so the returned gradients can be differentiated again.
   bool create_graph = false;
-  /// An input the outputs do not depend on gets an undefined Variable instead of a ValueError.
+  /// An input the outputs do not depend on gets an undefined Variable instead of a ValueError. An
+  /// input the graph reaches but whose gradient is zero by its rules (relu's gradient with respect
+  /// to x) gets zeros, with or without this.
   bool allow_unused = false;
 };
 
 /// The gradients of the sum of `outputs` (each weighted by its grad_output) with respect to each of
-/// `inputs`, returned, not accumulated: no .grad() is touched and only the nodes that lead to an
-/// input run (PyTorch's torch.autograd.grad). With create_graph the results carry history.
+/// `inputs`, returned, not accumulated: no .grad() is touched (retain_grad's included) and only the
+/// nodes that lead to an input run (PyTorch's torch.autograd.grad). Hooks on the inputs and on the
+/// nodes that run see the gradients, as in backward. With create_graph the results carry history.
 ///   auto [dx] = mg::grad({y}, {x}, {.create_graph = true});   // dy/dx, differentiable again
 VariableList grad(const VariableList& outputs, const VariableList& inputs, const GradOptions& options = {});
 

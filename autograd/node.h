@@ -3,6 +3,7 @@
 // into gradients of its inputs. Nodes point at the nodes that produced their inputs (`next`), so
 // the tape is a graph that ends in AccumulateGrad nodes, one per leaf that requires grad.
 // docs/02-autograd.md traces a small graph through these structures by hand.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,7 +26,7 @@ using GradHook = std::function<Tensor(const Tensor& grad)>;
 using GradHooks = std::vector<std::pair<int64_t, GradHook>>;
 /// The id of the hook retain_grad() puts on a node: backward runs it, mg::grad does not (it
 /// touches no .grad(), as torch.autograd.grad does not).
-inline constexpr int64_t kRetainGradHook = -1;
+inline constexpr int64_t kRetainGradHook = INT64_MIN;
 
 /// One operation recorded on the tape.
 struct Node : std::enable_shared_from_this<Node> {
