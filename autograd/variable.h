@@ -278,6 +278,20 @@ bool will_record(const std::vector<Variable>& inputs);
 Variable record_node(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward,
                      LambdaNode::GraphBackward graph_backward);
 Variable unpack_saved(const Tensor& data, int input, Node& self);
+// The tensors `kept` names: the inputs' data, or the output.
+template <size_t K>
+Saved<Tensor, K> save(const Keep<K>& kept, const Tensor& out, const std::vector<Variable>& inputs) {
+  Saved<Tensor, K> saved;
+  for (size_t k = 0; k < K; ++k) saved[k] = kept[k] == kOutput ? out : inputs[static_cast<size_t>(kept[k])].data();
+  return saved;
+}
+// The same tensors as Variables wired into the graph, for a rule run under create_graph.
+template <size_t K>
+Saved<Variable, K> unpack(const Saved<Tensor, K>& saved, const Keep<K>& kept, Node& self) {
+  Saved<Variable, K> s;
+  for (size_t k = 0; k < K; ++k) s[k] = unpack_saved(saved[k], kept[k], self);
+  return s;
+}
 }  // namespace record_impl
 
 /// Record an op whose derivative rule is written once for both kinds of value: a template lambda
@@ -291,15 +305,12 @@ Variable unpack_saved(const Tensor& data, int input, Node& self);
 template <size_t K, class Rule>
 Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept, Rule rule) {
   if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
-  Saved<Tensor, K> saved;
-  for (size_t k = 0; k < K; ++k) saved[k] = kept[k] == kOutput ? out : inputs[static_cast<size_t>(kept[k])].data();
+  const Saved<Tensor, K> saved = record_impl::save(kept, out, inputs);
   LambdaNode::Backward once = [rule, saved](const Tensor& dy, const Node& n) -> TensorList {
     return rule(dy, saved, n);
   };
   LambdaNode::GraphBackward twice = [rule, saved, kept](const Variable& dy, Node& n) -> VariableList {
-    Saved<Variable, K> s;
-    for (size_t k = 0; k < K; ++k) s[k] = record_impl::unpack_saved(saved[k], kept[k], n);
-    return rule(dy, s, n);
+    return rule(dy, record_impl::unpack(saved, kept, n), n);
   };
   return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(twice));
 }
@@ -313,13 +324,10 @@ template <size_t K, class Twice>
 Variable record_fused(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept,
                       LambdaNode::Backward once, Twice twice) {
   if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
-  Saved<Tensor, K> saved;
-  for (size_t k = 0; k < K; ++k) saved[k] = kept[k] == kOutput ? out : inputs[static_cast<size_t>(kept[k])].data();
+  const Saved<Tensor, K> saved = record_impl::save(kept, out, inputs);
   LambdaNode::GraphBackward graph = [twice = std::move(twice), saved, kept](const Variable& dy,
                                                                             Node& n) -> VariableList {
-    Saved<Variable, K> s;
-    for (size_t k = 0; k < K; ++k) s[k] = record_impl::unpack_saved(saved[k], kept[k], n);
-    return twice(dy, s, n);
+    return twice(dy, record_impl::unpack(saved, kept, n), n);
   };
   return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(graph));
 }
