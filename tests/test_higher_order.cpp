@@ -635,6 +635,26 @@ TEST(HigherOrder, SecondDerivativesDoNotDependOnTheInputsLayout) {
   }
 }
 
+TEST(HigherOrder, SecondDerivativesOfZeroSizeZeroDimAndExpandedInputs) {
+  const VariableFunction f = [](const V& in) { return sum(pow(tanh(matmul(in[0], in[1])), 2)); };
+  // a batch of zero rows: the input's H v is empty, the weight's is zero (the loss is the empty sum)
+  const auto [l0, h0] = hvp(f, {Variable(rnd({0, 3}, 100)), Variable(rnd({3, 2}, 101))},
+                            {Variable(zeros({0, 3}, DType::Float64)), Variable(ones({3, 2}, DType::Float64))});
+  EXPECT_EQ(h0[0].shape(), (Shape{0, 3}));
+  expect_close(h0[1].data(), zeros({3, 2}, DType::Float64), 0, 0);
+  EXPECT_TRUE(gradgradcheck([](const V& in) { return softmax(in[0], 1); }, {rnd({0, 3}, 102)}).ok);
+  // 0-dim: (e^x sin x)'' = 2 e^x cos x
+  const auto [l1, h1] = hvp([](const V& in) { return exp(in[0]) * sin(in[0]); }, {leaf(0.3)}, {leaf(1)});
+  EXPECT_NEAR(h1[0].item(), 2 * std::exp(0.3) * std::cos(0.3), 1e-15);
+  // an expanded (stride 0) input and weight give the H v of their contiguous copies
+  const Tensor xe = rnd({1, 3}, 103).expand({4, 3}), we = rnd({3, 1}, 104).expand({3, 2});
+  const V v = {Variable(rnd({4, 3}, 105)), Variable(rnd({3, 2}, 106))};
+  const V a = hvp(f, {Variable(xe), Variable(we)}, v).second;
+  const V b = hvp(f, {Variable(xe.contiguous()), Variable(we.contiguous())}, v).second;
+  expect_close(a[0].data(), b[0].data(), 0, 0);
+  expect_close(a[1].data(), b[1].data(), 0, 0);
+}
+
 // ---- vjp, jvp, hvp ----
 
 namespace {
