@@ -2,10 +2,10 @@
 // minigrad: everything in one include. The layers, each depending only on those above it here:
 //   tensor/    numbers: Tensor, its views and kernels              (knows nothing of gradients)
 //   autograd/  Variable, the tape, derivative rules, gradcheck
-//   nn/        Module and layers, attention, GPT, save/load
+//   nn/        Module and layers, attention, GPT, BERT, save/load, Hugging Face checkpoints
 //   inspect/   looking into a running model: attention capture, head scores, telemetry
 //   optim/     optimizers, schedules, clipping, checkpoints
-//   data/      TensorDataset, DataLoader, DistributedSampler: batches of plain tensors (needs only tensor/)
+//   data/      TensorDataset, DataLoader, DistributedSampler, WordPieceTokenizer: batches of plain tensors (needs only tensor/)
 //   distributed/  data-parallel training over processes on MPI (optional: built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/atomic_file.h"
@@ -30,6 +30,7 @@
 #include "minigrad/inspect/head_scores.h"
 #include "minigrad/inspect/telemetry.h"
 #include "minigrad/nn/attention.h"
+#include "minigrad/nn/bert.h"
 #include "minigrad/nn/container.h"
 #include "minigrad/nn/conv.h"
 #include "minigrad/nn/embedding.h"
@@ -40,12 +41,14 @@
 #include "minigrad/nn/module.h"
 #include "minigrad/nn/normalization.h"
 #include "minigrad/nn/pooling.h"
+#include "minigrad/nn/pretrained.h"
 #include "minigrad/nn/rnn.h"
 #include "minigrad/nn/serialize.h"
 #include "minigrad/nn/transformer.h"
 
 #include "minigrad/data/dataloader.h"
 #include "minigrad/data/sampler.h"
+#include "minigrad/data/wordpiece.h"
 
 #include "minigrad/optim/adam.h"
 #include "minigrad/optim/checkpoint.h"

@@ -11,12 +11,15 @@ namespace mg::nn {
 // ---------------------------------------------------------------- GPT block
 
 GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
-    : ln_1({d}),
-      ln_2({d}),
+    : ln_1({d}, {.eps = o.layer_norm_eps}),
+      ln_2({d}, {.eps = o.layer_norm_eps}),
       attn(d, h, {.dropout = o.dropout}, gen),
       fc(d, 4 * d, {}, gen),
       proj(4 * d, d, {}, gen),
-      resid_dropout({.p = o.dropout}, gen) {
+      resid_dropout({.p = o.dropout}, gen),
+      gelu_approximate(o.gelu_approximate) {
+  MG_CHECK(o.gelu_approximate == "none" || o.gelu_approximate == "tanh", ValueError,
+           "GPTBlock: gelu_approximate must be \"none\" or \"tanh\", got \"{}\"", o.gelu_approximate);
   register_module("ln_1", ln_1);
   register_module("attn", attn);
   register_module("ln_2", ln_2);
@@ -33,10 +36,10 @@ Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
   const Variable h = ln_2(x);
   Variable hidden;
   if (fc.has_forward_hooks()) {
-    hidden = gelu(fc(h));
+    hidden = gelu(fc(h), gelu_approximate);
   } else {
     ForwardScope scope(fc);  // an error inside names "blocks.i.fc (Linear)", as fc(h) would
-    hidden = linear_gelu(h, fc.weight, fc.bias);
+    hidden = linear_gelu(h, fc.weight, fc.bias, gelu_approximate);
   }
   return x + resid_dropout(proj(hidden));
 }
@@ -49,15 +52,18 @@ GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
       options(o),
       tok(vocab, o.d_model, {}, gen),
       pos(ctx, o.d_model, {}, gen),
-      ln_f({o.d_model}),
-      head(o.d_model, vocab, {}, gen) {
+      ln_f({o.d_model}, {.eps = o.layer_norm_eps}),
+      head(o.d_model, vocab, {.bias = o.head_bias}, gen) {
   register_module("tok", tok);
   register_module("pos", pos);
   register_module("blocks", blocks);
   register_module("ln_f", ln_f);
   register_module("head", head);
   for (int64_t i = 0; i < o.num_layers; ++i)
-    blocks.emplace_back<GPTBlock>(o.d_model, o.nhead, GPTBlockOptions{.dropout = o.dropout}, gen);
+    blocks.emplace_back<GPTBlock>(
+        o.d_model, o.nhead,
+        GPTBlockOptions{.dropout = o.dropout, .gelu_approximate = o.gelu_approximate, .layer_norm_eps = o.layer_norm_eps},
+        gen);
   // Tying, the PyTorch way: the head's slot now holds the embedding's Variable. The registry reads
   // the slot, so the model lists, counts, optimizes and saves the matrix once ("tok.weight").
   if (o.tie_weights) head.weight = tok.weight;

