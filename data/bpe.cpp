@@ -1,0 +1,330 @@
+// GPT2Tokenizer (data/bpe.h): GPT-2's byte-level BPE. Character classes (letter, digit, White_Space)
+// are ICU's; the files are read with nlohmann-json.
+#include "minigrad/data/bpe.h"
+
+#include <unicode/uchar.h>
+#include <unicode/utf8.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "minigrad/tensor/error.h"
+
+namespace mg::data {
+namespace {
+
+const char* const kSpecial = "<|endoftext|>";  // a single token wherever the text spells it out
+constexpr int64_t kNoMerge = std::numeric_limits<int64_t>::max();
+
+std::string to_utf8(UChar32 c) {
+  uint8_t buf[4];
+  int32_t len = 0;
+  U8_APPEND_UNSAFE(buf, len, c);
+  return std::string(reinterpret_cast<const char*>(buf), static_cast<size_t>(len));
+}
+
+// ---- the byte alphabet ----
+
+// Bytes that print as themselves: "!".."~", "¡".."¬", "®".."ÿ" (as Latin-1 code points).
+bool prints_as_itself(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF); }
+
+// byte -> the code point that stands for it: itself when printable, else 256, 257, ... in byte order
+const std::array<UChar32, 256>& byte_code_points() {
+  static const std::array<UChar32, 256> table = [] {
+    std::array<UChar32, 256> t{};
+    UChar32 next = 256;
+    for (int b = 0; b < 256; ++b) t[b] = prints_as_itself(b) ? b : next++;
+    return t;
+  }();
+  return table;
+}
+
+// the way back: code point -> byte, or -1 for a code point outside the alphabet
+int byte_of(UChar32 c) {
+  static const std::vector<int> table = [] {
+    std::vector<int> t(256 + 68, -1);  // the alphabet ends at U+0143: 68 bytes were moved up
+    for (int b = 0; b < 256; ++b) t[static_cast<size_t>(byte_code_points()[b])] = b;
+    return t;
+  }();
+  return c >= 0 && c < static_cast<UChar32>(table.size()) ? table[static_cast<size_t>(c)] : -1;
+}
+
+// ---- the pre-tokenizer, by hand ----
+
+// The pattern's three classes and what is left: \s, \p{L}, \p{N}, [^\s\p{L}\p{N}].
+enum class Kind { Space, Letter, Number, Other };
+
+Kind kind_of(UChar32 c) {
+  if (u_isUWhiteSpace(c)) return Kind::Space;  // Unicode's White_Space, as `regex` and `tokenizers`
+  const uint32_t category = U_GET_GC_MASK(c);
+  if (category & U_GC_L_MASK) return Kind::Letter;
+  if (category & U_GC_N_MASK) return Kind::Number;
+  return Kind::Other;
+}
+
+// Where the pattern's match starting at c[i] ends. The alternatives in the pattern's order:
+//   's|'t|'re|'ve|'m|'ll|'d  |  ' ?\p{L}+' | ' ?\p{N}+' | ' ?[^\s\p{L}\p{N}]+'  |  \s+(?!\S) | \s+
+size_t match_end(const std::vector<UChar32>& c, size_t i) {
+  const size_t n = c.size();
+  if (c[i] == '\'') {
+    for (const char* rest : {"s", "t", "re", "ve", "m", "ll", "d"}) {
+      size_t k = 0;
+      while (rest[k] && i + 1 + k < n && c[i + 1 + k] == static_cast<UChar32>(rest[k])) ++k;
+      if (!rest[k]) return i + 1 + k;
+    }
+  }
+  // at most one space (U+0020 only), then a run of letters, digits or others
+  const size_t start = c[i] == ' ' && i + 1 < n ? i + 1 : i;
+  const Kind kind = kind_of(c[start]);
+  if (kind != Kind::Space) {
+    size_t j = start + 1;
+    while (j < n && kind_of(c[j]) == kind) ++j;
+    return j;
+  }
+  // a run of whitespace: all of it at the end of the text; else it leaves its last character to
+  // the word that follows (\s+(?!\S)), unless that is its only one (\s+)
+  size_t j = i + 1;
+  while (j < n && kind_of(c[j]) == Kind::Space) ++j;
+  return j < n && j - i >= 2 ? j - 1 : j;
+}
+
+// `text` (valid UTF-8) cut into the pattern's words, each a piece of its bytes.
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<UChar32> cps;
+  std::vector<size_t> at;  // byte offset of each code point, and the end
+  const auto* p = reinterpret_cast<const uint8_t*>(text.data());
+  const int64_t n = static_cast<int64_t>(text.size());
+  for (int64_t i = 0; i < n;) {
+    at.push_back(static_cast<size_t>(i));
+    UChar32 c;
+    U8_NEXT(p, i, n, c);
+    cps.push_back(c);
+  }
+  at.push_back(text.size());
+  std::vector<std::string> words;
+  for (size_t i = 0; i < cps.size();) {
+    const size_t end = match_end(cps, i);
+    words.push_back(text.substr(at[i], at[end] - at[i]));
+    i = end;
+  }
+  return words;
+}
+
+// The byte offset of the first invalid UTF-8 sequence of s, or -1. ICU's U8_NEXT also rejects
+// overlong forms, surrogates and values past U+10FFFF.
+int64_t invalid_utf8_offset(const std::string& s) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const int64_t n = static_cast<int64_t>(s.size());
+  for (int64_t i = 0; i < n;) {
+    const int64_t start = i;
+    UChar32 c;
+    U8_NEXT(p, i, n, c);
+    if (c < 0) return start;
+  }
+  return -1;
+}
+
+// s with each maximal invalid part replaced by U+FFFD (Python's errors="replace", Rust's
+// from_utf8_lossy): "\xF0\x9F" (an emoji cut short) is one U+FFFD, "\xC0\xAF" two.
+std::string replace_invalid_utf8(const std::string& s) {
+  std::string out;
+  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
+  const int64_t n = static_cast<int64_t>(s.size());
+  for (int64_t i = 0; i < n;) {
+    const int64_t start = i;
+    UChar32 c;
+    U8_NEXT(p, i, n, c);  // on a bad part, i stops at the first byte that cannot continue it
+    if (c < 0)
+      out += "\xEF\xBF\xBD";
+    else
+      out.append(s, static_cast<size_t>(start), static_cast<size_t>(i - start));
+  }
+  return out;
+}
+
+}  // namespace
+
+// ---- the files ----
+
+GPT2Tokenizer GPT2Tokenizer::from_files(const std::string& vocab_json, const std::string& merges_txt) {
+  const char* op = "GPT2Tokenizer::from_files";
+  auto open = [&](const std::string& path) {
+    std::error_code ec;
+    MG_CHECK(!std::filesystem::is_directory(path, ec), FileError, "{}: '{}' is a directory, not a file", op, path);
+    std::ifstream in(path, std::ios::binary);
+    MG_CHECK(in.is_open(), FileError, "{}: cannot open '{}'", op, path);
+    return in;
+  };
+  GPT2Tokenizer tok;
+
+  // vocab.json: {"token": id, ...}, the ids 0..N-1 each once
+  std::ifstream vocab_in = open(vocab_json);
+  nlohmann::json vocab;
+  try {
+    vocab = nlohmann::json::parse(vocab_in);
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(fmt::format("{}: '{}' is not valid JSON: {}", op, vocab_json, e.what()));
+  }
+  MG_CHECK(vocab.is_object(), ValueError, "{}: '{}' must hold a JSON object of token -> id, not a JSON {}", op,
+           vocab_json, vocab.type_name());
+  const size_t n = vocab.size();
+  tok.tokens_.resize(n);
+  std::vector<bool> taken(n, false);
+  for (const auto& [token, id] : vocab.items()) {  // (in the order of the tokens' bytes)
+    MG_CHECK(id.is_number_unsigned(), ValueError, "{}: '{}': the id of token '{}' is {}, not a non-negative integer",
+             op, vocab_json, token, id.dump());
+    const uint64_t i = id.get<uint64_t>();
+    MG_CHECK(i < n, ValueError, "{}: '{}': the id of token '{}' is {}, but the ids of {} tokens must be 0..{}", op,
+             vocab_json, token, i, n, static_cast<int64_t>(n) - 1);
+    MG_CHECK(!taken[i], ValueError, "{}: '{}': the tokens '{}' and '{}' have the same id {}", op, vocab_json,
+             tok.tokens_[i], token, i);
+    taken[i] = true;
+    tok.tokens_[i] = token;
+    tok.ids_.emplace(token, static_cast<int64_t>(i));  // JSON keys are unique: the parser keeps the last
+  }
+  if (tok.ids_.count(kSpecial)) tok.special_ = kSpecial;
+
+  // merges.txt: an optional "#version" line, then "a b" per line; rank = order
+  std::ifstream merges_in = open(merges_txt);
+  std::vector<int64_t> line_of_rank;  // for the error that names a repeated merge's first line
+  int64_t line_no = 0;
+  for (std::string line; std::getline(merges_in, line);) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a file written on Windows
+    if (line_no == 1 && line.starts_with("#version")) continue;
+    const size_t space = line.find(' ');
+    MG_CHECK(space != std::string::npos && space > 0 && space + 1 < line.size() &&
+                 line.find(' ', space + 1) == std::string::npos,
+             ValueError, "{}: '{}' line {}: expected two tokens split by one space, got '{}'", op, merges_txt, line_no,
+             line);
+    const std::string a = line.substr(0, space), b = line.substr(space + 1);
+    for (const std::string& t : {a, b, a + b})
+      MG_CHECK(tok.ids_.count(t), ValueError, "{}: '{}' line {}: the merge '{}' needs the token '{}', which '{}' lacks",
+               op, merges_txt, line_no, line, t, vocab_json);
+    auto [it, added] = tok.ranks_.emplace(line, static_cast<int64_t>(line_of_rank.size()));
+    MG_CHECK(added, ValueError, "{}: '{}' line {} repeats the merge '{}' of line {}", op, merges_txt, line_no, line,
+             line_of_rank[static_cast<size_t>(it->second)]);
+    line_of_rank.push_back(line_no);
+  }
+  MG_CHECK(!merges_in.bad(), FileError, "{}: error reading '{}' after {} lines", op, merges_txt, line_no);
+  return tok;
+}
+
+// ---- lookups ----
+
+const std::string& GPT2Tokenizer::byte_to_token(uint8_t b) {
+  static const std::array<std::string, 256> table = [] {
+    std::array<std::string, 256> t;
+    for (int i = 0; i < 256; ++i) t[i] = to_utf8(byte_code_points()[i]);
+    return t;
+  }();
+  return table[b];
+}
+
+int64_t GPT2Tokenizer::token_to_id(const std::string& token) const {
+  auto it = ids_.find(token);
+  MG_CHECK(it != ids_.end(), ValueError, "GPT2Tokenizer::token_to_id: '{}' is not in the vocabulary", token);
+  return it->second;
+}
+
+const std::string& GPT2Tokenizer::id_to_token(int64_t id) const {
+  MG_CHECK(id >= 0 && id < vocab_size(), IndexError,
+           "GPT2Tokenizer::id_to_token: id {} is out of range for a vocabulary of {} tokens", id, vocab_size());
+  return tokens_[static_cast<size_t>(id)];
+}
+
+// ---- text -> tokens ----
+
+std::vector<std::string> GPT2Tokenizer::pre_tokenize(const std::string& text) {
+  const int64_t bad = invalid_utf8_offset(text);
+  MG_CHECK(bad < 0, ValueError, "GPT2Tokenizer::pre_tokenize: the text is not valid UTF-8 (byte offset {})", bad);
+  return split_words(text);
+}
+
+void GPT2Tokenizer::bpe(const std::string& word, std::vector<std::string>& out) const {
+  std::vector<std::string> parts;  // the word's tokens so far: one per byte to begin with
+  for (char b : word) parts.push_back(byte_to_token(static_cast<uint8_t>(b)));
+  // rank[i]: the rank of the merge "parts[i] parts[i+1]", kNoMerge when merges.txt does not list it
+  auto rank_of = [&](size_t i) {
+    auto it = ranks_.find(parts[i] + " " + parts[i + 1]);
+    return it == ranks_.end() ? kNoMerge : it->second;
+  };
+  std::vector<int64_t> rank;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) rank.push_back(rank_of(i));
+  while (!rank.empty()) {
+    const auto best = std::min_element(rank.begin(), rank.end());  // the lowest rank; leftmost on a tie
+    if (*best == kNoMerge) break;
+    const size_t i = static_cast<size_t>(best - rank.begin());
+    parts[i] += parts[i + 1];  // join the pair; its neighbours make new pairs
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    rank.erase(rank.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i > 0) rank[i - 1] = rank_of(i - 1);
+    if (i < rank.size()) rank[i] = rank_of(i);
+  }
+  for (std::string& p : parts) out.push_back(std::move(p));
+}
+
+std::vector<std::string> GPT2Tokenizer::tokenize(const std::string& text) const {
+  const int64_t bad = invalid_utf8_offset(text);
+  MG_CHECK(bad < 0, ValueError, "GPT2Tokenizer::tokenize: the text is not valid UTF-8 (byte offset {})", bad);
+  // the special token cuts the text into chunks first; each chunk is pre-tokenized on its own
+  std::vector<std::string> out;
+  for (size_t done = 0;;) {
+    const size_t at = special_.empty() ? std::string::npos : text.find(special_, done);
+    for (const std::string& word : split_words(text.substr(done, at == std::string::npos ? at : at - done)))
+      bpe(word, out);
+    if (at == std::string::npos) return out;
+    out.push_back(special_);
+    done = at + special_.size();
+  }
+}
+
+std::vector<int64_t> GPT2Tokenizer::encode(const std::string& text) const {
+  const int64_t bad = invalid_utf8_offset(text);
+  MG_CHECK(bad < 0, ValueError, "GPT2Tokenizer::encode: the text is not valid UTF-8 (byte offset {})", bad);
+  std::vector<int64_t> ids;
+  for (const std::string& token : tokenize(text)) {
+    auto it = ids_.find(token);
+    // only a single byte's token can be missing: merges.txt was checked against the vocabulary
+    MG_CHECK(it != ids_.end(), ValueError,
+             "GPT2Tokenizer::encode: the byte token '{}' is not in the vocabulary (hint: GPT-2's has all 256 bytes)",
+             token);
+    ids.push_back(it->second);
+  }
+  return ids;
+}
+
+// ---- ids -> text ----
+
+std::string GPT2Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string bytes;
+  for (int64_t id : ids) {
+    MG_CHECK(id >= 0 && id < vocab_size(), IndexError,
+             "GPT2Tokenizer::decode: id {} is out of range for a vocabulary of {} tokens", id, vocab_size());
+    const std::string& token = tokens_[static_cast<size_t>(id)];
+    // each character back to its byte; a token with a character outside the byte alphabet (a
+    // hand-made vocabulary) keeps its own UTF-8 bytes, as `tokenizers` does
+    std::string own;
+    const auto* p = reinterpret_cast<const uint8_t*>(token.data());
+    const int64_t n = static_cast<int64_t>(token.size());
+    bool in_alphabet = true;
+    for (int64_t i = 0; i < n && in_alphabet;) {
+      UChar32 c;
+      U8_NEXT(p, i, n, c);
+      const int b = byte_of(c);
+      in_alphabet = b >= 0;
+      own += static_cast<char>(b);
+    }
+    bytes += in_alphabet ? own : token;
+  }
+  return replace_invalid_utf8(bytes);
+}
+
+}  // namespace mg::data
