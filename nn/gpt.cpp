@@ -124,9 +124,11 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperatu
 }
 
 std::string GPT::extra_repr() const {
-  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}{}", vocab_size, context,
+  return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}{}{}{}", vocab_size, context,
                      options.d_model, options.nhead, options.num_layers,
-                     options.tie_weights ? ", tie_weights=true" : "");
+                     options.tie_weights ? ", tie_weights=true" : "",
+                     options.gelu_approximate != "none" ? ", gelu_approximate=" + options.gelu_approximate : "",
+                     options.head_bias ? "" : ", head_bias=false");
 }
 
 }  // namespace mg::nn
