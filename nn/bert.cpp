@@ -27,6 +27,26 @@ void read_field(const nlohmann::json& j, const std::string& path, const char* na
 }
 }  // namespace
 
+namespace {
+void check_config(const BertConfig& c) {
+  MG_CHECK(c.vocab_size > 0 && c.hidden_size > 0 && c.num_hidden_layers >= 0 && c.num_attention_heads > 0 &&
+               c.intermediate_size > 0 && c.max_position_embeddings > 0 && c.type_vocab_size > 0,
+           ValueError,
+           "BertModel: sizes must be positive, got vocab_size={} hidden_size={} num_hidden_layers={} "
+           "num_attention_heads={} intermediate_size={} max_position_embeddings={} type_vocab_size={}",
+           c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size,
+           c.max_position_embeddings, c.type_vocab_size);
+  MG_CHECK(c.hidden_size % c.num_attention_heads == 0, ValueError,
+           "BertModel: hidden_size {} must divide by num_attention_heads {}", c.hidden_size, c.num_attention_heads);
+  MG_CHECK(c.hidden_act == "gelu" || c.hidden_act == "relu", ValueError,
+           "BertModel: hidden_act must be \"gelu\" or \"relu\", got \"{}\"", c.hidden_act);
+  MG_CHECK(c.hidden_dropout_prob == c.attention_probs_dropout_prob, ValueError,
+           "BertModel: hidden_dropout_prob {} and attention_probs_dropout_prob {} must be equal here (each "
+           "TransformerEncoderLayer has one dropout p)",
+           c.hidden_dropout_prob, c.attention_probs_dropout_prob);
+}
+}  // namespace
+
 BertConfig BertConfig::from_json_file(const std::string& path) {
   std::ifstream in(path);
   MG_CHECK(in.good(), FileError, "BertConfig: cannot open {}", path);
@@ -57,28 +77,14 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
   read_field(j, path, "position_embedding_type", position_type, false);
   MG_CHECK(position_type == "absolute", ValueError,
            "BertConfig: {}: position_embedding_type \"{}\" is not supported (only \"absolute\")", path, position_type);
+  try {
+    check_config(c);
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("BertConfig: {}: {}", path, e.what()));
+  }
   return c;
 }
 
-namespace {
-void check_config(const BertConfig& c) {
-  MG_CHECK(c.vocab_size > 0 && c.hidden_size > 0 && c.num_hidden_layers >= 0 && c.num_attention_heads > 0 &&
-               c.intermediate_size > 0 && c.max_position_embeddings > 0 && c.type_vocab_size > 0,
-           ValueError,
-           "BertModel: sizes must be positive, got vocab_size={} hidden_size={} num_hidden_layers={} "
-           "num_attention_heads={} intermediate_size={} max_position_embeddings={} type_vocab_size={}",
-           c.vocab_size, c.hidden_size, c.num_hidden_layers, c.num_attention_heads, c.intermediate_size,
-           c.max_position_embeddings, c.type_vocab_size);
-  MG_CHECK(c.hidden_size % c.num_attention_heads == 0, ValueError,
-           "BertModel: hidden_size {} must divide by num_attention_heads {}", c.hidden_size, c.num_attention_heads);
-  MG_CHECK(c.hidden_act == "gelu" || c.hidden_act == "relu", ValueError,
-           "BertModel: hidden_act must be \"gelu\" or \"relu\", got \"{}\"", c.hidden_act);
-  MG_CHECK(c.hidden_dropout_prob == c.attention_probs_dropout_prob, ValueError,
-           "BertModel: hidden_dropout_prob {} and attention_probs_dropout_prob {} must be equal here (each "
-           "TransformerEncoderLayer has one dropout p)",
-           c.hidden_dropout_prob, c.attention_probs_dropout_prob);
-}
-}  // namespace
 
 // ---------------------------------------------------------------- embeddings
 
@@ -147,20 +153,35 @@ BertModel::BertModel(const BertConfig& c, Generator& gen) : config(c), embedding
 BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) const {
   ForwardScope scope(*this);
   AttentionForwardOptions attn;
+  MG_CHECK(ids.dim() == 2 && ids.size(0) >= 1 && ids.size(1) >= 1, ShapeError,
+           "BertModel: input_ids must be (batch, seq) with at least one sequence of at least one token, got shape {}",
+           shape_str(ids.shape()));
   if (o.attention_mask.defined()) {
-    MG_CHECK(o.attention_mask.shape() == ids.shape() &&
-                 (o.attention_mask.dtype() == DType::Int64 || o.attention_mask.dtype() == DType::Bool),
-             ShapeError, "BertModel: attention_mask must be int64 or Bool of the shape of input_ids {}, got {} {}",
-             shape_str(ids.shape()), shape_str(o.attention_mask.shape()), dtype_name(o.attention_mask.dtype()));
+    MG_CHECK(o.attention_mask.dtype() == DType::Int64 || o.attention_mask.dtype() == DType::Bool, DTypeError,
+             "BertModel: attention_mask must be int64 or Bool (1 = a real token, 0 = padding), got {}",
+             dtype_name(o.attention_mask.dtype()));
+    MG_CHECK(o.attention_mask.shape() == ids.shape(), ShapeError,
+             "BertModel: attention_mask must have the shape of input_ids {}, got {}", shape_str(ids.shape()),
+             shape_str(o.attention_mask.shape()));
     // Hugging Face adds a very negative number to the scores of padding keys; -inf (PyTorch's
-    // key_padding_mask) gives the same weights: exactly 0 after the softmax.
+    // key_padding_mask) gives the same weights: exactly 0 after the softmax. A row with no real
+    // token would leave a query nothing to attend to (NaN here, meaningless numbers there).
     attn.key_padding_mask = eq(o.attention_mask.to(DType::Int64), zeros({}, DType::Int64));
+    const Tensor real = sum(o.attention_mask.to(DType::Int64), {1});
+    for (int64_t b = 0; b < ids.size(0); ++b)
+      MG_CHECK(real.narrow(0, b, 1).item() > 0, ValueError,
+               "BertModel: attention_mask row {} marks every token as padding; each sequence needs at least one real "
+               "token",
+               b);
   }
   const int64_t L = config.num_hidden_layers, H = config.num_attention_heads;
   if (o.head_mask.defined())
-    MG_CHECK(o.head_mask.shape() == Shape({L, H}) && is_floating(o.head_mask.dtype()), ShapeError,
-             "BertModel: head_mask must be floating of shape ({}, {}) (layers, heads), got {} {}", L, H,
-             shape_str(o.head_mask.shape()), dtype_name(o.head_mask.dtype()));
+  {
+    MG_CHECK(is_floating(o.head_mask.dtype()), DTypeError, "BertModel: head_mask must be floating, got {}",
+             dtype_name(o.head_mask.dtype()));
+    MG_CHECK(o.head_mask.shape() == Shape({L, H}), ShapeError,
+             "BertModel: head_mask must have shape ({}, {}) (layers, heads), got {}", L, H, shape_str(o.head_mask.shape()));
+  }
   BertOutput out;
   Variable x = embeddings(ids, o.token_type_ids);
   out.hidden_states.push_back(x);

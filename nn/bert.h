@@ -111,7 +111,7 @@ struct BertOutput {
 class BertModel : public Module {
  public:
   /// Every weight initialised as nn's layers do (train it, or load a checkpoint with
-  /// nn::load_bert_pretrained / load_hf_bert_state).
+  /// nn::load_hf_bert, or build it from a folder with nn::bert_from_pretrained: nn/pretrained.h).
   explicit BertModel(const BertConfig& config, Generator& gen = default_generator());
   /// input_ids (B, T) int64 with 1 <= T <= max_position_embeddings -> the hidden states of every
   /// layer. A padding token (attention_mask 0) is never attended to; its own rows are computed

@@ -89,15 +89,34 @@ std::string rename_in_layer(const std::string& rest, bool from_hf) {
   return "";
 }
 
+// "bert." (the prefix of BertFor* models) removed.
+std::string without_bert_prefix(const std::string& name) {
+  return name.rfind("bert.", 0) == 0 ? name.substr(5) : name;
+}
+
+// Tensors of the file that are not BertModel's: the position_ids buffer (it is just 0, 1, 2, ...)
+// and the task heads of BertFor* models ("cls.*", "classifier.*", "qa_outputs.*", ...).
 bool bert_skipped(const std::string& hf_name) {
-  const std::string n = hf_name.rfind("bert.", 0) == 0 ? hf_name.substr(5) : hf_name;
-  return n == "embeddings.position_ids" || hf_name.rfind("cls.", 0) == 0;
+  const std::string n = without_bert_prefix(hf_name);
+  if (n == "embeddings.position_ids") return true;
+  return n.rfind("embeddings.", 0) != 0 && n.rfind("encoder.", 0) != 0 && n.rfind("pooler.", 0) != 0;
+}
+
+// Checkpoints from the original TensorFlow release (bert-base-uncased on the hub) call a
+// LayerNorm's weight and bias "gamma" and "beta"; transformers renames them as it loads.
+std::string modern_layer_norm_name(const std::string& n) {
+  const auto ends = [&](const std::string& tail) {
+    return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends("LayerNorm.gamma")) return n.substr(0, n.size() - 5) + "weight";
+  if (ends("LayerNorm.beta")) return n.substr(0, n.size() - 4) + "bias";
+  return n;
 }
 
 }  // namespace
 
 std::string bert_name_from_hf(const std::string& hf_name) {
-  const std::string n = hf_name.rfind("bert.", 0) == 0 ? hf_name.substr(5) : hf_name;
+  const std::string n = modern_layer_norm_name(without_bert_prefix(hf_name));
   const auto [layer, rest] = split_layer(n);
   if (!layer.empty()) {
     const std::string r = rename_in_layer(rest, true);
@@ -116,17 +135,20 @@ std::string bert_name_to_hf(const std::string& name) {
 
 namespace {
 void load_hf_bert_from(BertModel& model, const SafeTensors& file, const std::string& path) {
-  // The file's names may carry "bert."; find each model tensor under either spelling.
+  // The file's names may carry "bert." and old LayerNorm names: find each model tensor under its
+  // spelling in this file.
   std::map<std::string, std::string> hf_of;  // our name -> the file's name
+  bool prefixed = false;
   for (const auto& [name, t] : file.tensors) {
     const std::string ours = bert_name_from_hf(name);
     if (!ours.empty()) hf_of[ours] = name;
+    prefixed |= name.rfind("bert.", 0) == 0;
   }
   StateDict state;
   std::set<std::string> used;
   for (const auto& [ours, slot] : state_dict(model)) {
     const auto it = hf_of.find(ours);
-    const std::string hf = it != hf_of.end() ? it->second : bert_name_to_hf(ours);
+    const std::string hf = it != hf_of.end() ? it->second : (prefixed ? "bert." : "") + bert_name_to_hf(ours);
     state.emplace_back(ours, take(file, path, hf, slot.shape(), ours));
     used.insert(hf);
   }
@@ -181,6 +203,23 @@ void save_hf_bert(const BertModel& model, const std::string& folder) {
 
 // ---------------------------------------------------------------- GPT-2
 
+namespace {
+// An optional field of a config.json: its value, or `fallback` when absent (or null); a ValueError
+// naming the file and the field when it has another type.
+template <class T>
+T optional_field(const nlohmann::json& j, const std::string& path, const char* name, T fallback) {
+  if (!j.contains(name) || j.at(name).is_null()) return fallback;
+  const nlohmann::json& v = j.at(name);
+  bool ok = false;
+  if constexpr (std::is_same_v<T, std::string>) ok = v.is_string();
+  else if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
+  else ok = v.is_number();
+  MG_CHECK(ok, ValueError, "gpt2 config: {}: field \"{}\" should be {}, got {}", path, name,
+           std::is_same_v<T, std::string> ? "a string" : std::is_same_v<T, bool> ? "true or false" : "a number", v.dump());
+  return v.get<T>();
+}
+}  // namespace
+
 GPTOptions gpt2_options_from_json(const std::string& path, int64_t& vocab_size, int64_t& context) {
   const nlohmann::json j = read_json(path, "gpt2 config");
   auto integer = [&](const char* name) {
@@ -189,7 +228,7 @@ GPTOptions gpt2_options_from_json(const std::string& path, int64_t& vocab_size, 
              j.contains(name) ? ", got " + j.at(name).dump() : " and is missing");
     return j.at(name).get<int64_t>();
   };
-  const std::string type = j.value("model_type", std::string("gpt2"));
+  const std::string type = optional_field<std::string>(j, path, "model_type", "gpt2");
   MG_CHECK(type == "gpt2", ValueError, "gpt2 config: {} is a \"{}\" model's config, expected model_type \"gpt2\"", path,
            type);
   GPTOptions o;
@@ -204,25 +243,31 @@ GPTOptions gpt2_options_from_json(const std::string& path, int64_t& vocab_size, 
     MG_CHECK(j.at("n_inner") == 4 * o.d_model, ValueError,
              "gpt2 config: {}: n_inner {} is not supported (GPTBlock's MLP is 4 * n_embd = {})", path,
              j.at("n_inner").dump(), 4 * o.d_model);
-  const std::string act = j.value("activation_function", std::string("gelu_new"));
+  const std::string act = optional_field<std::string>(j, path, "activation_function", "gelu_new");
   MG_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu", ValueError,
            "gpt2 config: {}: activation_function \"{}\" is not supported (gelu_new, gelu_pytorch_tanh or gelu)", path,
            act);
   o.gelu_approximate = act == "gelu" ? "none" : "tanh";
-  MG_CHECK(!j.value("scale_attn_by_inverse_layer_idx", false) && j.value("scale_attn_weights", true), ValueError,
+  MG_CHECK(!optional_field<bool>(j, path, "scale_attn_by_inverse_layer_idx", false) &&
+               optional_field<bool>(j, path, "scale_attn_weights", true),
+           ValueError,
            "gpt2 config: {}: only scale_attn_weights = true and scale_attn_by_inverse_layer_idx = false are supported "
            "(scores divided by sqrt(head size))",
            path);
-  o.layer_norm_eps = j.value("layer_norm_epsilon", 1e-5);
-  o.tie_weights = j.value("tie_word_embeddings", true);
+  o.layer_norm_eps = optional_field<double>(j, path, "layer_norm_epsilon", 1e-5);
+  MG_CHECK(o.layer_norm_eps > 0, ValueError, "gpt2 config: {}: layer_norm_epsilon must be positive, got {}", path,
+           o.layer_norm_eps);
+  o.tie_weights = optional_field<bool>(j, path, "tie_word_embeddings", true);
   o.head_bias = false;
   return o;
 }
 
 void load_hf_gpt2(GPT& model, const std::string& path) {
   const SafeTensors file = load_safetensors(path);
-  MG_CHECK(!model.head.bias.defined() && model.blocks.size() > 0, ValueError,
+  MG_CHECK(!model.head.bias.defined(), ValueError,
            "load_hf_gpt2: the model must have head_bias = false (GPT-2's lm_head has none); use gpt2_from_pretrained");
+  MG_CHECK(model.options.gelu_approximate == "tanh", ValueError,
+           "load_hf_gpt2: the model must have gelu_approximate = \"tanh\" (GPT-2's gelu_new); use gpt2_from_pretrained");
   // GPT2LMHeadModel's names start with "transformer."; GPT2Model's do not.
   const std::string pre = file.find("transformer.wte.weight").defined() ? "transformer." : "";
   const int64_t d = model.options.d_model, V = model.vocab_size;

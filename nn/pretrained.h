@@ -45,14 +45,16 @@ namespace mg::nn {
 
 /// A Hugging Face BERT tensor name -> the BertModel name ("encoder.layer.0.attention.self.query.weight"
 /// -> "encoder.layer.0.self_attn.w_q.weight"). A leading "bert." (BertForMaskedLM and the like) is
-/// dropped. Empty when the name is not part of a BertModel (a task head's "cls.*", say).
+/// dropped, and the original release's "LayerNorm.gamma"/"beta" read as "weight"/"bias". Empty
+/// when the name is not part of a BertModel (a task head's "cls.*", say).
 std::string bert_name_from_hf(const std::string& hf_name);
 /// The inverse of bert_name_from_hf: a BertModel name -> Hugging Face's.
 std::string bert_name_to_hf(const std::string& name);
 
 /// Load a Hugging Face BERT checkpoint (model.safetensors of a BertModel or a Bert*For* model) into
 /// `model`. Strict: every tensor of the model must be in the file, and every BertModel tensor of
-/// the file in the model; tensors of task heads ("cls.*") and the position_ids buffer are skipped.
+/// the file in the model; tensors of task heads ("cls.*", "classifier.*", anything outside
+/// embeddings, encoder and pooler) and the position_ids buffer are skipped.
 /// A FileError names the file and each missing, unexpected or mis-shaped tensor (both names).
 void load_hf_bert(BertModel& model, const std::string& safetensors_path);
 
@@ -80,8 +82,8 @@ void load_hf_gpt2(GPT& model, const std::string& safetensors_path);
 std::unique_ptr<GPT> gpt2_from_pretrained(const std::string& folder);
 
 /// Write `model` as transformers' GPT2LMHeadModel into `folder`: model.safetensors (Conv1D
-/// layout, "transformer." names, lm_head tied through the metadata when the model is tied) and
-/// config.json. The model must have head_bias false (GPT-2's lm_head has no bias).
+/// layout, "transformer." names; a tied head is left out, as save_pretrained does, and config.json
+/// says tie_word_embeddings) and config.json. The model must have head_bias false (GPT-2's lm_head has no bias).
 void save_hf_gpt2(const GPT& model, const std::string& folder);
 
 }  // namespace mg::nn

@@ -143,6 +143,33 @@ TEST(Bert, MeanPoolingIgnoresPaddingAndHasTheRightGradient) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0.5, 0.5, 0.5, 0.5, 0, 0, 1, 1, 0, 0, 0, 0}));
 }
 
+TEST(Bert, ReadsTheOriginalReleasesNamesAndSkipsTaskHeads) {
+  // bert-base-uncased on the hub: "bert." before every name, LayerNorm.gamma/beta, and the
+  // pre-training heads (cls.*); a classifier's file has classifier.*.
+  const std::string dir = edited_copy("tiny_bert", [](StateDict& s) {
+    for (auto& [name, t] : s) {
+      name = "bert." + name;
+      if (name.ends_with("LayerNorm.weight")) name.replace(name.size() - 6, 6, "gamma");
+      if (name.ends_with("LayerNorm.bias")) name.replace(name.size() - 4, 4, "beta");
+    }
+    s.emplace_back("bert.embeddings.position_ids", arange(12).view({1, 12}));
+    s.emplace_back("cls.predictions.bias", zeros({40}));
+    s.emplace_back("classifier.weight", zeros({2, 16}));
+  });
+  auto model = nn::bert_from_pretrained(dir);
+  model->to(DType::Float64);
+  const Tensor ids = gold("bert.input_ids");
+  const nn::BertOutput r = (*model)(ids, {.attention_mask = gold("bert.attention_mask"), .token_type_ids = gold("bert.token_type_ids")});
+  EXPECT_LT(max_diff(r.last_hidden_state.data(), gold("bert.hidden_states.2")), 1e-12);
+  // a tensor missing from such a file is named as the file would have it
+  const std::string missing = edited_copy("tiny_bert", [](StateDict& s) {
+    for (auto& [name, t] : s) name = "bert." + name;
+    std::erase_if(s, [](const auto& p) { return p.first == "bert.pooler.dense.bias"; });
+  });
+  EXPECT_THAT(error_of([&] { nn::load_hf_bert(*model, missing + "/model.safetensors"); }),
+              HasSubstr("tensor 'bert.pooler.dense.bias' is missing"));
+}
+
 // ---------------------------------------------------------------- GPT-2, the small fixture
 
 TEST(Gpt2, TinyCheckpointMatchesTransformersInFloat64) {
@@ -227,6 +254,28 @@ TEST(Pretrained, SavedInHuggingFaceLayoutLoadsBackAndInTransformers) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
+TEST(Pretrained, AnUntiedGpt2HeadIsSavedAndLoadedAsItsOwnMatrix) {
+  Generator gen(5);
+  nn::GPT model(30, 8, {.d_model = 8, .nhead = 2, .num_layers = 1, .tie_weights = false, .gelu_approximate = "tanh",
+                        .head_bias = false},
+                gen);
+  const std::string dir = temp_path("untied");
+  nn::save_hf_gpt2(model, dir);
+  const SafeTensors f = load_safetensors(dir + "/model.safetensors");
+  ASSERT_TRUE(f.find("lm_head.weight").defined());
+  nlohmann::json config;
+  std::ifstream(dir + "/config.json") >> config;
+  EXPECT_EQ(config["tie_word_embeddings"], false);
+  auto back = nn::gpt2_from_pretrained(dir);
+  EXPECT_FALSE(back->head.weight.impl() == back->tok.weight.impl());
+  EXPECT_EQ(max_diff(back->head.weight.data(), model.head.weight.data()), 0.0);
+  const Tensor ids = from_vector<int64_t>({1, 5, 29, 3}, {1, 4});
+  EXPECT_EQ(max_diff((*back)(ids).data(), model(ids).data()), 0.0);
+  // and a GPT whose head has a bias cannot be written as GPT-2
+  nn::GPT biased(30, 8, {.d_model = 8, .nhead = 2, .num_layers = 1}, gen);
+  EXPECT_THAT(error_of([&] { nn::save_hf_gpt2(biased, temp_path("biased")); }), HasSubstr("head has a bias"));
+}
+
 // ---------------------------------------------------------------- bad checkpoints and configs
 
 TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged) {
@@ -266,6 +315,15 @@ TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged)
 }
 
 TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
+  const std::string act = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_act"] = "gelu_new"; });
+  std::string e = error_of([&] { nn::bert_from_pretrained(act); });
+  EXPECT_THAT(e, HasSubstr("config.json"));
+  EXPECT_THAT(e, HasSubstr("hidden_act must be \"gelu\" or \"relu\", got \"gelu_new\""));
+  const std::string eps = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_epsilon"] = "1e-5"; });
+  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(eps); }),
+              HasSubstr("field \"layer_norm_epsilon\" should be a number, got \"1e-5\""));
+  const std::string tie = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["tie_word_embeddings"] = "yes"; });
+  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(tie); }), HasSubstr("field \"tie_word_embeddings\" should be true or false"));
   const std::string no_layers = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c.erase("num_hidden_layers"); });
   EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(no_layers); }), HasSubstr("has no field \"num_hidden_layers\""));
   const std::string typed = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_size"] = "16"; });
@@ -289,9 +347,19 @@ TEST(Pretrained, TooLongOrMalformedInputsAreShapeErrors) {
   EXPECT_THAT(error_of([&] { (*model)(zeros({1, 13}, DType::Int64)); }),
               HasSubstr("a sequence of 13 tokens does not fit the position table of 12 rows"));
   EXPECT_THAT(error_of([&] { (*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 5}, DType::Int64)}); }),
-              HasSubstr("attention_mask must be int64 or Bool of the shape of input_ids (1, 4)"));
+              HasSubstr("attention_mask must have the shape of input_ids (1, 4), got (1, 5)"));
+  EXPECT_THROW((*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 4})}), DTypeError);
   EXPECT_THAT(error_of([&] { (*model)(zeros({1, 4}, DType::Int64), {.head_mask = ones({2, 3})}); }),
-              HasSubstr("head_mask must be floating of shape (2, 4)"));
+              HasSubstr("head_mask must have shape (2, 4) (layers, heads), got (2, 3)"));
+  EXPECT_THROW((*model)(zeros({1, 4}, DType::Int64), {.head_mask = ones({2, 4}, DType::Int64)}), DTypeError);
+  // a row of padding only: nothing for its queries to attend to (NaN otherwise)
+  EXPECT_THAT(error_of([&] {
+                (*model)(zeros({2, 3}, DType::Int64), {.attention_mask = from_vector<int64_t>({1, 1, 0, 0, 0, 0}, {2, 3})});
+              }),
+              HasSubstr("attention_mask row 1 marks every token as padding"));
+  EXPECT_THAT(error_of([&] { (*model)(zeros({0, 0}, DType::Int64)); }), HasSubstr("at least one sequence"));
+  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 2}, DType::Int64), {.token_type_ids = full({1, 2}, 2, DType::Int64)}); }),
+              HasSubstr("2"));  // a token type outside the table of 2
   EXPECT_THAT(error_of([&] { (*model)(full({1, 3}, 40, DType::Int64)); }), HasSubstr("40"));  // id outside the vocabulary
 }
 

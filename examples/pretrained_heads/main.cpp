@@ -241,7 +241,8 @@ struct Similarity {
 /// with head_mask (layers, heads) applied (undefined: every head).
 inline Tensor embed(Pretrained& m, const std::vector<std::string>& texts, const Tensor& head_mask = Tensor()) {
   NoGradGuard no_grad;
-  const data::BatchEncoding enc = m.tokenizer.encode_batch(texts);
+  // At most 256 tokens, as sentence-transformers runs this model (its sentence_bert_config.json).
+  const data::BatchEncoding enc = m.tokenizer.encode_batch(texts, 256);
   const nn::BertOutput r = (*m.bert)(enc.input_ids, {.attention_mask = enc.attention_mask,
                                                      .token_type_ids = enc.token_type_ids,
                                                      .head_mask = head_mask});
@@ -415,15 +416,19 @@ int main(int argc, char** argv) {
   CLI::App app{"pretrained_heads: label, remove and look at the heads of all-MiniLM-L6-v2"};
   app.add_option("--model", c.model_dir, "the all-MiniLM-L6-v2 folder (scripts/fetch-minilm)");
   app.add_option("--threshold", c.threshold, "the least score that earns a label");
+  app.add_option("--broad", c.broad, "entropy / log(T) from which a head with no label is \"broad\"");
   app.add_option("--seed", c.seed, "the random spans of the induction score");
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   std::optional<Pretrained> loaded;
   try {
     loaded.emplace(load(c.model_dir));
-  } catch (const mg::FileError& e) {
+  } catch (const mg::FileError& e) {  // not fetched (or unreadable): say how to get it
     fmt::print(stderr, "{}\n", e.what());
     return 2;
+  } catch (const mg::Error& e) {  // a folder that is not this model's
+    fmt::print(stderr, "{}\n", e.what());
+    return 1;
   }
   Pretrained& m = *loaded;
   fmt::print("all-MiniLM-L6-v2: {} layers x {} heads, {} parameters, from {}\n", m.bert->config.num_hidden_layers,

