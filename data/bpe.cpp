@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "minigrad/data/utf8.h"
 #include "minigrad/tensor/error.h"
 
 namespace mg::data {
@@ -115,20 +116,6 @@ std::vector<std::string> split_words(const std::string& text) {
     i = end;
   }
   return words;
-}
-
-// The byte offset of the first invalid UTF-8 sequence of s, or -1. ICU's U8_NEXT also rejects
-// overlong forms, surrogates and values past U+10FFFF.
-int64_t invalid_utf8_offset(const std::string& s) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  const int64_t n = static_cast<int64_t>(s.size());
-  for (int64_t i = 0; i < n;) {
-    const int64_t start = i;
-    UChar32 c;
-    U8_NEXT(p, i, n, c);
-    if (c < 0) return start;
-  }
-  return -1;
 }
 
 // s with each maximal invalid part replaced by U+FFFD (Python's errors="replace", Rust's

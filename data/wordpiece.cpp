@@ -15,27 +15,13 @@
 
 #include <fmt/format.h>
 
+#include "minigrad/data/utf8.h"
 #include "minigrad/tensor/error.h"
 
 namespace mg::data {
 namespace {
 
 using CodePoints = std::vector<UChar32>;
-
-// The byte offset of the first invalid UTF-8 sequence in s, or -1 when s is valid. ICU's U8_NEXT
-// also rejects overlong forms, surrogates and values past U+10FFFF.
-int64_t invalid_utf8_offset(const std::string& s, CodePoints* out = nullptr) {
-  const auto* p = reinterpret_cast<const uint8_t*>(s.data());
-  const int32_t n = static_cast<int32_t>(s.size());
-  for (int32_t i = 0; i < n;) {
-    const int32_t start = i;
-    UChar32 c;
-    U8_NEXT(p, i, n, c);
-    if (c < 0) return start;
-    if (out) out->push_back(c);
-  }
-  return -1;
-}
 
 CodePoints to_code_points(const std::string& s, const char* op) {
   CodePoints out;

@@ -16,6 +16,8 @@
 #include "minigrad/data/bpe.h"
 #include "minigrad/tensor/error.h"
 
+#include "golden_lines.h"
+
 using namespace mg;
 using data::GPT2Tokenizer;
 using testing::ElementsAre;
@@ -23,6 +25,10 @@ using testing::HasSubstr;
 using Tokens = std::vector<std::string>;
 using Ids = std::vector<int64_t>;
 namespace fs = std::filesystem;
+using mgtest::parse_ids;
+using mgtest::show;
+using mgtest::split_tabs;
+using mgtest::unhex;
 
 namespace {
 
@@ -71,35 +77,6 @@ GPT2Tokenizer tiny(const Tokens& extra, const Tokens& lines) {
 
 // The tiny tokenizer of the hand-written cases: "h e", "l l", "he ll" (ranks 0, 1, 2).
 GPT2Tokenizer hello() { return tiny({"he", "ll", "hell", kEot}, {"h e", "l l", "he ll"}); }
-
-// ---- the golden file: tab-separated fields (see gen_bpe.py) ----
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  std::stringstream ss(line);
-  for (std::string f; std::getline(ss, f, '\t');) fields.push_back(f);
-  return fields;
-}
-
-std::string unhex(const std::string& hex) {
-  if (hex == ".") return "";
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
-}
-
-Ids parse_ids(const std::string& field) {
-  Ids ids;
-  std::stringstream ss(field);
-  for (int64_t id; ss >> id;) ids.push_back(id);
-  return ids;
-}
-
-std::string show(const GPT2Tokenizer& tok, const Ids& ids) {
-  std::string s;
-  for (int64_t id : ids) s += (id >= 0 && id < tok.vocab_size() ? tok.id_to_token(id) : "?") + " ";
-  return s;
-}
 
 }  // namespace
 

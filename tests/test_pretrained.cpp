@@ -170,6 +170,38 @@ TEST(Bert, ReadsTheOriginalReleasesNamesAndSkipsTaskHeads) {
               HasSubstr("tensor 'bert.pooler.dense.bias' is missing"));
 }
 
+TEST(Bert, AnyLayoutOfIdsMasksAndHiddenStatesGivesTheSameNumbers) {
+  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  model->to(DType::Float64);
+  const Tensor ids = gold("bert.input_ids"), types = gold("bert.token_type_ids"), mask = gold("bert.attention_mask");
+  const Tensor want = (*model)(ids, {.attention_mask = mask, .token_type_ids = types}).last_hidden_state.data();
+  // ids and token types stored transposed, the mask as Bool at an offset inside a larger tensor
+  const Tensor ids_t = ids.transpose(0, 1).contiguous().transpose(0, 1);
+  const Tensor types_t = types.transpose(0, 1).contiguous().transpose(0, 1);
+  const Tensor big = zeros({3, 8}, DType::Int64);
+  big.narrow(0, 1, 2).copy_(mask);
+  const Tensor mask_offset = ne(big.narrow(0, 1, 2), zeros({}, DType::Int64));
+  EXPECT_FALSE(ids_t.is_contiguous());
+  EXPECT_EQ(max_diff((*model)(ids_t, {.attention_mask = mask_offset, .token_type_ids = types_t}).last_hidden_state.data(),
+                     want),
+            0.0);
+  // one sequence's mask expanded (stride 0) over a batch of two copies of it
+  const Tensor row = ids.narrow(0, 1, 1), row_mask = mask.narrow(0, 1, 1);
+  const Tensor two = (*model)(row.expand({2, 8}), {.attention_mask = row_mask.expand({2, 8})}).last_hidden_state.data();
+  const Tensor one = (*model)(row, {.attention_mask = row_mask}).last_hidden_state.data();
+  EXPECT_EQ(max_diff(two.narrow(0, 1, 1), one), 0.0);
+
+  // mean_pooling: hidden transposed, mask expanded; a zero-row batch; a 0-dim mask refused
+  const Tensor h = gold("bert.hidden_states.2");  // (2, 8, 16)
+  const Tensor h_t = h.transpose(1, 2).contiguous().transpose(1, 2);
+  EXPECT_EQ(max_diff(nn::mean_pooling(Variable(h_t), mask).data(), gold("bert.mean_pooling")), 0.0);
+  const Tensor ones_row = ones({1, 8}, DType::Int64).expand({2, 8});
+  EXPECT_EQ(max_diff(nn::mean_pooling(Variable(h), ones_row).data(), mean(h, {1})), 0.0);
+  EXPECT_EQ(nn::mean_pooling(Variable(zeros({0, 8, 16}, DType::Float64)), zeros({0, 8}, DType::Int64)).shape(),
+            Shape({0, 16}));
+  EXPECT_THROW(nn::mean_pooling(Variable(h), scalar_tensor(1)), ShapeError);
+}
+
 // ---------------------------------------------------------------- GPT-2, the small fixture
 
 TEST(Gpt2, TinyCheckpointMatchesTransformersInFloat64) {

@@ -15,6 +15,8 @@
 #include "minigrad/data/wordpiece.h"
 #include "minigrad/tensor/error.h"
 
+#include "golden_lines.h"
+
 using namespace mg;
 using data::WordPieceOptions;
 using data::WordPieceTokenizer;
@@ -23,6 +25,10 @@ using testing::HasSubstr;
 using Tokens = std::vector<std::string>;
 using Ids = std::vector<int64_t>;
 namespace fs = std::filesystem;
+using mgtest::parse_ids;
+using mgtest::show;
+using mgtest::split_tabs;
+using mgtest::unhex;
 
 namespace {
 
@@ -71,34 +77,7 @@ std::string write_temp(const std::string& name, const std::string& bytes) {
   return path;
 }
 
-// ---- the golden files: tab-separated fields (see gen_wordpiece.py) ----
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  std::stringstream ss(line);
-  for (std::string f; std::getline(ss, f, '\t');) fields.push_back(f);
-  return fields;
-}
-
-std::string unhex(const std::string& hex) {
-  if (hex == ".") return "";
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
-  return out;
-}
-
-Ids parse_ids(const std::string& field) {
-  Ids ids;
-  std::stringstream ss(field);
-  for (int64_t id; ss >> id;) ids.push_back(id);
-  return ids;
-}
-
-std::string show(const WordPieceTokenizer& tok, const Ids& ids) {
-  std::string s;
-  for (int64_t id : ids) s += (id >= 0 && id < tok.vocab_size() ? tok.id_to_token(id) : "?") + " ";
-  return s;
-}
+// ---- the golden files (tests/golden_lines.h reads their lines; see gen_wordpiece.py) ----
 
 // Check every case line of a golden file against `tok_for(options)`; returns how many were checked.
 template <class TokFor>
