@@ -5,8 +5,9 @@
 //   nn/        Module and layers, attention, GPT, BERT, save/load, Hugging Face checkpoints
 //   inspect/   looking into a running model: attention capture, head scores, telemetry
 //   optim/     optimizers, schedules, clipping, checkpoints
-//   data/      TensorDataset, DataLoader, DistributedSampler, WordPieceTokenizer, GPT2Tokenizer: batches of plain tensors (needs only tensor/)
-//   distributed/  data-parallel training over processes on MPI (optional: built when MPI is found)
+//   data/      TensorDataset, DataLoader, DistributedSampler, WordPieceTokenizer, GPT2Tokenizer: batches of plain
+//   tensors (needs only tensor/) distributed/  data-parallel training over processes on MPI (optional: built when MPI
+//   is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/cpu.h"
@@ -38,6 +39,7 @@
 #include "minigrad/nn/init.h"
 #include "minigrad/nn/layers.h"
 #include "minigrad/nn/linear.h"
+#include "minigrad/nn/llama.h"
 #include "minigrad/nn/module.h"
 #include "minigrad/nn/normalization.h"
 #include "minigrad/nn/pooling.h"

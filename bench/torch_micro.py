@@ -67,6 +67,38 @@ def main():
             att = (q @ k.transpose(-2, -1)) / math.sqrt(dh)
             (att.masked_fill(mask, float("-inf")).softmax(-1) @ v).backward(go)
         out.append((f"BM_attention_composed_fwd_bwd/{i}", timeit(attn)))
+        # The LLaMA-style parts (bench/micro: BM_rms_norm_fwd_bwd ... BM_gqa_attention_fwd_bwd). Where
+        # this PyTorch has no op (1.13: rms_norm, enable_gqa), the composed form its users write.
+        xr, wr = torch.randn(N, d, requires_grad=True), torch.ones(d, requires_grad=True)
+        if hasattr(F, "rms_norm"):
+            out.append((f"BM_rms_norm_fwd_bwd/{i}", timeit(lambda: F.rms_norm(xr, (d,), wr, 1e-6).backward(gl))))
+        else:
+            out.append((f"BM_rms_norm_fwd_bwd/{i}", timeit(
+                lambda: (xr * torch.rsqrt(xr.pow(2).mean(-1, keepdim=True) + 1e-6) * wr).backward(gl))))
+        inv = 1.0 / (10000 ** (torch.arange(0, dh, 2).float() / dh))
+        ang = torch.outer(torch.arange(T).float(), inv)
+        cos, sin = torch.cat([ang.cos(), ang.cos()], -1), torch.cat([ang.sin(), ang.sin()], -1)
+
+        def rope():  # Hugging Face's apply_rotary_pos_emb (rotate_half)
+            q1, q2 = q[..., : dh // 2], q[..., dh // 2:]
+            (q * cos + torch.cat([-q2, q1], -1) * sin).backward(go)
+        out.append((f"BM_rotary_fwd_bwd/{i}", timeit(rope)))
+        hid = 8 * d // 3
+        gate, up, down = torch.nn.Linear(d, hid, bias=False), torch.nn.Linear(d, hid, bias=False), torch.nn.Linear(hid, d, bias=False)
+        xs2 = torch.randn(N, d, requires_grad=True)
+        out.append((f"BM_swiglu_fwd_bwd/{i}", timeit(lambda: down(F.silu(gate(xs2)) * up(xs2)).backward(gl))))
+        kg, vg = (torch.randn(c["B"], H // 2, T, dh, requires_grad=True) for _ in range(2))
+        sdpa = getattr(F, "scaled_dot_product_attention", None)
+        try:
+            sdpa(q, kg, vg, is_causal=True, enable_gqa=True)
+            gqa = lambda: sdpa(q, kg, vg, is_causal=True, enable_gqa=True).backward(go)  # noqa: E731
+        except (TypeError, RuntimeError):  # no enable_gqa: repeat the key/value heads, as LLaMA's code does
+
+            def gqa():
+                k2, v2 = kg.repeat_interleave(2, 1), vg.repeat_interleave(2, 1)
+                att = (q @ k2.transpose(-2, -1)) / math.sqrt(dh)
+                (att.masked_fill(mask, float("-inf")).softmax(-1) @ v2).backward(go)
+        out.append((f"BM_gqa_attention_fwd_bwd/{i}", timeit(gqa)))
     # The examples' layers (bench/micro: BM_conv2d_fwd_bwd, BM_lstm_fwd_bwd).
     conv = torch.nn.Conv2d(16, 32, 3, padding=1)
     xc, gc = torch.randn(32, 16, 8, 8, requires_grad=True), torch.randn(32, 32, 8, 8)

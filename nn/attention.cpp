@@ -3,28 +3,82 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "minigrad/nn/init.h"
 
 namespace mg::nn {
 
+// ---------------------------------------------------------------- rotary position embedding
+
+RotaryEmbedding::RotaryEmbedding(int64_t d, RotaryEmbeddingOptions o) : head_dim(d), options(o) {
+  MG_CHECK(d > 0 && d % 2 == 0, ValueError, "RotaryEmbedding: head_dim must be even and positive, got {}", d);
+  MG_CHECK(o.max_seq_len > 0, ValueError, "RotaryEmbedding: max_seq_len must be positive, got {}", o.max_seq_len);
+  MG_CHECK(std::isfinite(o.base) && o.base > 0, ValueError, "RotaryEmbedding: base must be finite and positive, got {}",
+           o.base);
+  // One set of tables per (head_dim, max_seq_len, base) while any layer uses it.
+  static std::mutex mutex;
+  static std::map<std::tuple<int64_t, int64_t, double>, std::weak_ptr<const Tables>> shared;
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::weak_ptr<const Tables>& slot = shared[{d, o.max_seq_len, o.base}];
+  tables_ = slot.lock();
+  if (!tables_) {
+    auto t = std::make_shared<Tables>();
+    std::tie(t->cos64, t->sin64) = rotary_tables(d, o.max_seq_len, o.base, DType::Float64);
+    t->cos32 = t->cos64.to(DType::Float32), t->sin32 = t->sin64.to(DType::Float32);
+    tables_ = t;
+    slot = tables_;
+  }
+}
+
+Variable RotaryEmbedding::forward(const Variable& x, int64_t offset) const {
+  MG_CHECK(x.defined(), StateError, "RotaryEmbedding: the input is undefined");
+  MG_CHECK(x.dim() >= 2 && x.size(-1) == head_dim, ShapeError,
+           "RotaryEmbedding: expected an input (..., seq, {}), got {}", head_dim, shape_str(x.shape()));
+  MG_CHECK(is_floating(x.dtype()), DTypeError, "RotaryEmbedding: expected a float32 or float64 input, got {}",
+           dtype_name(x.dtype()));
+  const int64_t T = x.size(-2);
+  MG_CHECK(offset >= 0 && offset <= options.max_seq_len - T, IndexError,
+           "RotaryEmbedding: positions {} to {} are outside 0 to {} (max_seq_len {}; raise it in "
+           "RotaryEmbeddingOptions)",
+           offset, offset + T - 1, options.max_seq_len - 1, options.max_seq_len);
+  const bool f64 = x.dtype() == DType::Float64;
+  const Tensor& c = f64 ? tables_->cos64 : tables_->cos32;
+  const Tensor& s = f64 ? tables_->sin64 : tables_->sin32;
+  return rotary_embedding(x, c.narrow(0, offset, T), s.narrow(0, offset, T), options.interleaved);
+}
+
+std::string RotaryEmbedding::extra_repr() const {
+  return fmt::format("head_dim={}, max_seq_len={}, base={}, interleaved={}", head_dim, options.max_seq_len,
+                     options.base, options.interleaved ? "True" : "False");
+}
+
+// ---------------------------------------------------------------- multi-head attention
+
 namespace {
 // embed_dim, once checked: before any member layer is built, so the error names this module.
-int64_t checked_embed_dim(int64_t e, int64_t h) {
+int64_t checked_embed_dim(int64_t e, int64_t h, int64_t kv) {
   MG_CHECK(h > 0 && e > 0 && e % h == 0, ValueError,
            "MultiheadAttention: embed_dim {} must be positive and divisible by num_heads {}", e, h);
+  MG_CHECK(kv >= 0 && (kv == 0 || h % kv == 0), ValueError,
+           "MultiheadAttention: num_kv_heads {} must divide num_heads {} (each key/value head serves a group of "
+           "query heads)",
+           kv, h);
   return e;
 }
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionOptions o, Generator& gen)
-    : embed_dim(checked_embed_dim(e, h)),
+    : embed_dim(checked_embed_dim(e, h, o.num_kv_heads)),
       num_heads(h),
-      head_dim(h > 0 ? e / h : 0),
+      head_dim(e / h),
+      num_kv_heads(o.num_kv_heads > 0 ? o.num_kv_heads : h),
       options(o),
       w_q(e, e, {.bias = o.bias}, gen),
-      w_k(e, e, {.bias = o.bias}, gen),
-      w_v(e, e, {.bias = o.bias}, gen),
+      w_k(e, num_kv_heads * head_dim, {.bias = o.bias}, gen),
+      w_v(e, num_kv_heads * head_dim, {.bias = o.bias}, gen),
       w_o(e, e, {.bias = o.bias}, gen),
       attn_dropout({.p = o.dropout}, gen) {
   register_module("w_q", w_q);
@@ -32,8 +86,11 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionO
   register_module("w_v", w_v);
   register_module("w_o", w_o);
   register_module("attn_dropout", attn_dropout);
-  // PyTorch draws one Xavier-uniform (3E, E) in_proj_weight: the bound uses fan_out = 3E.
-  const double b = std::sqrt(6.0 / static_cast<double>(e + 3 * e));
+  if (o.rotary) register_module("rotary", rotary.emplace(head_dim, *o.rotary));
+  // PyTorch draws one Xavier-uniform (3E, E) in_proj_weight: the bound uses fan_out = 3E (with
+  // grouped heads, the stacked matrix has E + 2 kv rows).
+  const int64_t kv = num_kv_heads * head_dim;
+  const double b = std::sqrt(6.0 / static_cast<double>(e + e + 2 * kv));
   for (Linear* l : {&w_q, &w_k, &w_v}) {
     init::uniform_(l->weight, -b, b, gen);
     if (l->bias.defined()) init::zeros_(l->bias);
@@ -42,7 +99,18 @@ MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, MultiheadAttentionO
 }
 
 std::string MultiheadAttention::extra_repr() const {
-  return fmt::format("embed_dim={}, num_heads={}, head_dim={}", embed_dim, num_heads, head_dim);
+  std::string r = fmt::format("embed_dim={}, num_heads={}, head_dim={}", embed_dim, num_heads, head_dim);
+  if (num_kv_heads != num_heads) r += fmt::format(", num_kv_heads={}", num_kv_heads);
+  return r;
+}
+
+std::array<Variable, 3> MultiheadAttention::project_heads(const Variable& query, const Variable& key,
+                                                          const Variable& value, int64_t offset) const {
+  Variable q = split_heads(w_q(query), num_heads);   // (B, H, Tq, d_k)
+  Variable k = split_heads(w_k(key), num_kv_heads);  // (B, H_kv, Tk, d_k)
+  Variable v = split_heads(w_v(value), num_kv_heads);
+  if (rotary) q = (*rotary)(q, offset), k = (*rotary)(k, offset);
+  return {q, k, v};
 }
 
 namespace {
@@ -87,13 +155,12 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
   if (can_fuse(query, key, value, opt)) return forward_fused(query, key, value, opt);
 
   // 1. Project every token with W_Q, W_K, W_V: three ordinary Linear layers.
-  const Variable Q = w_q(query);  // (B, Tq, E)
-  const Variable K = w_k(key);    // (B, Tk, E)
-  const Variable V = w_v(value);  // (B, Tk, E)
   // 2. Split heads: head h takes features [h d_k, (h+1) d_k) of each projection (a view).
-  const Variable q = split_heads(Q, num_heads);  // (B, H, Tq, d_k)
-  const Variable k = split_heads(K, num_heads);  // (B, H, Tk, d_k)
-  const Variable v = split_heads(V, num_heads);  // (B, H, Tk, d_k)
+  //    With rotary, queries and keys are then rotated by their positions (project_heads).
+  auto [q, k, v] = project_heads(query, key, value, 0);  // (B, H, Tq, d_k), (B, H_kv, Tk, d_k) x 2
+  //    With grouped heads, each key/value head serves num_heads / num_kv_heads query heads.
+  k = repeat_kv_heads(k, num_heads / num_kv_heads);  // (B, H, Tk, d_k)
+  v = repeat_kv_heads(v, num_heads / num_kv_heads);
   // 3, 4. Scores q k^T / sqrt(d_k) of every query against every key, masked (attention_scores below).
   const Variable scores = attention_scores(q, k, opt);  // (B, H, Tq, Tk)
   // 5. Softmax over the keys: each query's weights are positive and sum to 1.
@@ -151,19 +218,23 @@ AttentionOutput MultiheadAttention::forward_cached(const Variable& x, const Atte
       !opt.attn_mask.defined() && !opt.key_padding_mask.defined(), ValueError,
       "MultiheadAttention: with a KV cache only is_causal masks; attn_mask and key_padding_mask are not supported");
   const int64_t past = opt.cache->size(), Tq = x.size(1);
-  const Variable q = split_heads(w_q(x), num_heads);  // (B, H, Tq, d_k)
-  const auto [kt, vt] = opt.cache->append(split_heads(w_k(x), num_heads).data(), split_heads(w_v(x), num_heads).data());
-  const Variable k(kt), v(vt);  // (B, H, past + Tq, d_k)
+  const auto [q, k_new, v_new] = project_heads(x, x, x, past);  // the new tokens at positions past ..
+  const auto [kt, vt] = opt.cache->append(k_new.data(), v_new.data());
+  const Variable k(kt), v(vt);  // (B, H_kv, past + Tq, d_k): the cache holds the shared heads only
+  const int64_t group = num_heads / num_kv_heads;
   // One new query sees every key when causal; with an empty cache the usual causal mask applies. The
   // fused kernel covers both; a block of new queries after earlier tokens takes the composed path.
   if (can_fuse(x, x, x, opt) && (!opt.is_causal || Tq == 1 || past == 0))
-    return {
-        merge_and_project(scaled_dot_product_attention(q, k, v, opt.is_causal && past == 0), opt.head_mask), {}, {}};
-  Variable scores =
-      matmul(q, transpose(k, -2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (B, H, Tq, past + Tq)
+    return {merge_and_project(scaled_dot_product_attention(
+                                  q, k, v, {.is_causal = opt.is_causal && past == 0, .enable_gqa = group > 1}),
+                              opt.head_mask),
+            {},
+            {}};
+  Variable scores = matmul(q, transpose(repeat_kv_heads(k, group), -2, -1)) / std::sqrt(static_cast<double>(head_dim));
   if (opt.is_causal) scores = masked_fill(scores, triu(ones({Tq, past + Tq}, DType::Bool), 1 + past), -INFINITY);
-  const Variable weights = softmax(scores, -1);
-  return AttentionOutput{merge_and_project(matmul(attn_dropout(weights), v), opt.head_mask), weights, scores};
+  const Variable weights = softmax(scores, -1);  // (B, H, Tq, past + Tq)
+  return AttentionOutput{merge_and_project(matmul(attn_dropout(weights), repeat_kv_heads(v, group)), opt.head_mask),
+                         weights, scores};
 }
 
 Variable MultiheadAttention::merge_and_project(const Variable& heads, const Tensor& head_mask) const {
@@ -216,6 +287,15 @@ Variable attention_scores(const Variable& q, const Variable& k, const AttentionF
     scores = masked_fill(scores, opt.key_padding_mask.view({B, 1, 1, Tk}), -INFINITY);
   }
   return scores;
+}
+
+Variable repeat_kv_heads(const Variable& x, int64_t group) {
+  MG_CHECK(x.dim() == 4 && group > 0, ShapeError,
+           "repeat_kv_heads: expected (batch, heads, seq, head_dim) and a group of at least 1, got {} and {}",
+           shape_str(x.shape()), group);
+  if (group == 1) return x;
+  const int64_t B = x.size(0), H = x.size(1), T = x.size(2), d = x.size(3);
+  return reshape(expand(unsqueeze(x, 2), {B, H, group, T, d}), {B, H * group, T, d});
 }
 
 Variable split_heads(const Variable& x, int64_t h) {

@@ -18,13 +18,55 @@
 //   7. merge heads:  side by side again                                   (B, Tq, E)
 //   8. W_O:          out = w_o(merged)                                    (B, Tq, E)
 //
+// Two later refinements are options, both off by default: rotary position embedding (RoPE: after
+// step 2, each query and key head is rotated by an angle that grows with its position) and
+// grouped-query attention (num_kv_heads < num_heads: W_K and W_V project to fewer heads, each
+// shared by a group of query heads, which shrinks the KV cache by the group size).
+//
 // MultiheadAttention::forward (nn/attention.cpp) is written in exactly these steps. When nothing
 // needs the (Tq, Tk) weights it takes a fused path (nn/attention_fused.cpp) that computes the
 // same numbers without building them.
+#include <array>
+#include <memory>
+#include <optional>
+
 #include "minigrad/nn/layers.h"
 #include "minigrad/nn/linear.h"
 
 namespace mg::nn {
+
+/// RotaryEmbedding's settings (torchtune's RotaryPositionalEmbeddings and Hugging Face's LLaMA
+/// defaults, except the layout, which must be the one a checkpoint was trained with).
+struct RotaryEmbeddingOptions {
+  int64_t max_seq_len = 4096;  // positions 0 .. max_seq_len-1 have precomputed angles
+  double base = 10000.0;       // theta_i = base^(-2i/d)
+  bool interleaved = false;    // pairs (2i, 2i+1) (RoFormer, Meta's LLaMA); false: (i, i + d/2) (HF's LLaMA)
+};
+
+/// Rotary position embedding (RoPE; tensor/ops/attention.h has the formula and the two layouts):
+/// rotates the queries and keys of each head by angles that grow with the position, so a score
+/// q_s . k_t depends on where the tokens are only through s - t. It has no parameters and saves
+/// nothing: the cos and sin tables are computed from the options (in float64, and rounded to
+/// float32), once per process for each (head_dim, max_seq_len, base): every layer shares them.
+class RotaryEmbedding : public Callable<RotaryEmbedding> {
+ public:
+  /// head_dim even and positive.
+  explicit RotaryEmbedding(int64_t head_dim, RotaryEmbeddingOptions options = {});
+  /// x (..., T, head_dim) holding positions offset .. offset+T-1 (offset: tokens already in a KV
+  /// cache) -> the same shape, rotated.
+  Variable forward(const Variable& x, int64_t offset = 0) const;
+  std::string type_name() const override { return "RotaryEmbedding"; }
+  std::string extra_repr() const override;
+
+  const int64_t head_dim;
+  const RotaryEmbeddingOptions options;
+
+ private:
+  struct Tables {
+    Tensor cos64, sin64, cos32, sin32;  // (max_seq_len, head_dim / 2)
+  };
+  std::shared_ptr<const Tables> tables_;
+};
 
 /// Constructor options; defaults as torch.nn.MultiheadAttention.
 struct MultiheadAttentionOptions {
@@ -33,6 +75,15 @@ struct MultiheadAttentionOptions {
   /// Use the fused kernel (scaled_dot_product_attention) when nothing needs the (T, T) weights;
   /// false always runs the composed reference path (matmul, scale, mask, softmax, matmul).
   bool fused = true;
+  /// Grouped-query attention (LLaMA 2 70B, Mistral): w_k and w_v project to num_kv_heads heads
+  /// (num_kv_heads * head_dim features), each shared by num_heads / num_kv_heads query heads; the
+  /// KV cache shrinks by that factor. 1 is multi-query attention; 0 means num_heads (ordinary
+  /// multi-head attention, as PyTorch's). Not a PyTorch option: PyTorch's functional
+  /// scaled_dot_product_attention(enable_gqa) is where it has it.
+  int64_t num_kv_heads = 0;
+  /// Rotate queries and keys by their positions (RoPE) after splitting the heads; absent: no
+  /// rotation (positions come from elsewhere, e.g. a learned position embedding).
+  std::optional<RotaryEmbeddingOptions> rotary;
 };
 
 /// The keys and values one self-attention layer has already computed, kept between forward calls
@@ -48,6 +99,11 @@ class KVCache {
   /// Append the keys and values of new tokens, k and v (B, H, T, d), and return views of all
   /// keys and values held, (B, H, size(), d). B, H, d and the dtype must match what is held.
   std::pair<Tensor, Tensor> append(const Tensor& k, const Tensor& v);
+  /// The keys held, (B, H, size(), d), as a view (undefined before the first append). With grouped
+  /// heads, H is the number of key/value heads.
+  Tensor keys() const { return k_.defined() ? k_.narrow(2, 0, length_) : Tensor(); }
+  /// The values held, like keys().
+  Tensor values() const { return v_.defined() ? v_.narrow(2, 0, length_) : Tensor(); }
 
  private:
   Tensor k_, v_;        // (B, H, capacity, d): rows [0, length_) along dim 2 are in use
@@ -97,6 +153,9 @@ inline void set_hook_values(AttentionOutput& a, const std::vector<Variable>& in,
 /// Steps 3 and 4 for any q (B, H, Tq, d) and k (B, H, Tk, d): q k^T / sqrt(d), with the masks of
 /// `options` applied (-inf where a query may not look; a floating attn_mask is added).
 Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& options = {});
+/// (B, H, T, d) -> (B, H * group, T, d): each key or value head repeated for the group of query
+/// heads that shares it (grouped-query attention; head j is head j / group). No copy for group 1.
+Variable repeat_kv_heads(const Variable& x, int64_t group);
 /// (B, T, E) -> (B, H, T, E/H): head h takes features [h*d, (h+1)*d). A view, no copy.
 Variable split_heads(const Variable& x, int64_t num_heads);
 /// (B, H, T, d) -> (B, T, H*d): the inverse of split_heads.
@@ -104,8 +163,9 @@ Variable merge_heads(const Variable& x);
 
 class MultiheadAttention : public Callable<MultiheadAttention> {
  public:
-  /// embed_dim must divide by num_heads. Init as PyTorch: W_Q, W_K, W_V Xavier-uniform over their
-  /// stacked (3E, E) matrix, W_O Linear's default, all biases zero.
+  /// embed_dim must divide by num_heads, and num_heads by options.num_kv_heads. Init as PyTorch:
+  /// W_Q, W_K, W_V Xavier-uniform over their stacked (3E, E) matrix (with grouped heads, over the
+  /// stacked (E + 2 num_kv_heads head_dim, E) one), W_O Linear's default, all biases zero.
   MultiheadAttention(int64_t embed_dim, int64_t num_heads, MultiheadAttentionOptions options = {},
                      Generator& gen = default_generator());
   /// query (B, Tq, E), key and value (B, Tk, E); batch first.
@@ -127,10 +187,11 @@ class MultiheadAttention : public Callable<MultiheadAttention> {
   std::string type_name() const override { return "MultiheadAttention"; }
   std::string extra_repr() const override;
 
-  const int64_t embed_dim, num_heads, head_dim;
+  const int64_t embed_dim, num_heads, head_dim, num_kv_heads;
   const MultiheadAttentionOptions options;
-  Linear w_q, w_k, w_v, w_o;
+  Linear w_q, w_k, w_v, w_o;  // w_k, w_v: (num_kv_heads * head_dim, embed_dim)
   Dropout attn_dropout;
+  std::optional<RotaryEmbedding> rotary;  // with options.rotary (no parameters)
 
  private:
   // Steps 7 and 8: the head mask (if any), heads merged back to (B, Tq, E), then W_O.
@@ -142,6 +203,10 @@ class MultiheadAttention : public Callable<MultiheadAttention> {
                                 const AttentionForwardOptions& options) const;
   // Incremental decoding with options.cache (nn/attention.cpp).
   AttentionOutput forward_cached(const Variable& x, const AttentionForwardOptions& options) const;
+  // Steps 1 and 2: the projections split into heads, rotated by position when rotary is on
+  // (positions offset ..); q (B, H, Tq, d), k and v (B, num_kv_heads, Tk, d).
+  std::array<Variable, 3> project_heads(const Variable& query, const Variable& key, const Variable& value,
+                                        int64_t offset) const;
 };
 
 }  // namespace mg::nn

@@ -19,7 +19,12 @@ bool MultiheadAttention::can_fuse(const Variable&, const Variable&, const Variab
 AttentionOutput MultiheadAttention::forward_fused(const Variable& query, const Variable& key, const Variable& value,
                                                   const AttentionForwardOptions& opt) const {
   Variable mixed;  // (B, H, Tq, d_k): steps 1 to 6
-  if (query.impl() == key.impl() && key.impl() == value.impl()) {
+  if (rotary || num_kv_heads != num_heads) {
+    // Rotated or grouped heads: three projections, then the kernel with the key/value heads shared.
+    const auto [q, k, v] = project_heads(query, key, value, 0);
+    mixed =
+        scaled_dot_product_attention(q, k, v, {.is_causal = opt.is_causal, .enable_gqa = num_kv_heads != num_heads});
+  } else if (query.impl() == key.impl() && key.impl() == value.impl()) {
     // Self-attention: x [W_Q; W_K; W_V]^T = [x W_Q^T | x W_K^T | x W_V^T], the three projections in
     // one GEMM over the stacked weights. The parameters are still the three Linear layers' own: the
     // stacking is recorded, so each gets its own gradient. The kernel reads Q, K, V in place.
@@ -28,7 +33,7 @@ AttentionOutput MultiheadAttention::forward_fused(const Variable& query, const V
     mixed = self_attention_qkv(linear(query, w, b), num_heads, opt.is_causal);
   } else {
     mixed = scaled_dot_product_attention(split_heads(w_q(query), num_heads), split_heads(w_k(key), num_heads),
-                                         split_heads(w_v(value), num_heads), opt.is_causal);
+                                         split_heads(w_v(value), num_heads), {.is_causal = opt.is_causal});
   }
   return {merge_and_project(mixed, opt.head_mask), Variable(), Variable()};  // steps 7, 8
 }

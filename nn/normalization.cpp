@@ -13,7 +13,22 @@ LayerNorm::LayerNorm(Shape shape, LayerNormOptions o) : normalized_shape(std::mo
 }
 
 std::string LayerNorm::extra_repr() const {
-  return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps, weight.defined());
+  return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape), eps,
+                     weight.defined() ? "True" : "False");
+}
+
+RMSNorm::RMSNorm(Shape shape, RMSNormOptions o) : normalized_shape(std::move(shape)), eps(o.eps) {
+  MG_CHECK(!normalized_shape.empty(), ValueError, "RMSNorm: normalized_shape must not be empty");
+  for (int64_t n : normalized_shape)
+    MG_CHECK(n >= 0, ValueError, "RMSNorm: normalized_shape must not be negative, got {}", shape_str(normalized_shape));
+  MG_CHECK(!eps || (std::isfinite(*eps) && *eps >= 0), ValueError, "RMSNorm: eps must be finite and >= 0, got {}",
+           eps.value_or(0));
+  if (o.elementwise_affine) register_parameter("weight", weight, ones(normalized_shape));
+}
+
+std::string RMSNorm::extra_repr() const {
+  return fmt::format("{}, eps={}, elementwise_affine={}", shape_str(normalized_shape),
+                     eps ? fmt::format("{}", *eps) : std::string("None"), weight.defined() ? "True" : "False");
 }
 
 BatchNorm::BatchNorm(int64_t c, BatchNormOptions o, const char* layer) : num_features(c), options(o) {

@@ -1,5 +1,5 @@
 #pragma once
-// The normalization layers: nn::LayerNorm (over each token's features), nn::BatchNorm1d and
+// The normalization layers: nn::LayerNorm and nn::RMSNorm (over each token's features), nn::BatchNorm1d and
 // nn::BatchNorm2d (over the batch, per channel), nn::GroupNorm (over groups of channels), with
 // PyTorch's options, parameter and buffer names (weight, bias, running_mean, running_var,
 // num_batches_tracked), so a PyTorch state_dict loads.
@@ -27,6 +27,29 @@ class LayerNorm : public Callable<LayerNorm> {
   const Shape normalized_shape;
   const double eps;
   Variable weight, bias;  // normalized_shape each; undefined without affine
+};
+
+/// RMSNorm's optional settings (PyTorch's defaults).
+struct RMSNormOptions {
+  std::optional<double> eps;       // added to mean(x^2); absent: the input dtype's machine epsilon
+  bool elementwise_affine = true;  // learn a weight (no bias: RMS norm has none)
+};
+
+/// RMS norm over the trailing dims `normalized_shape` (PyTorch 2.4's torch.nn.RMSNorm, the norm of
+/// LLaMA-style decoders): y = x / sqrt(mean(x^2) + eps) * weight. Unlike LayerNorm it subtracts no
+/// mean and adds no bias: it only rescales each token's features to unit root-mean-square.
+/// weight starts at ones.
+class RMSNorm : public Callable<RMSNorm> {
+ public:
+  explicit RMSNorm(Shape normalized_shape, RMSNormOptions options = {});
+  /// x: (..., *normalized_shape) -> same shape.
+  Variable forward(const Variable& x) const { return rms_norm(x, normalized_shape, weight, eps); }
+  std::string type_name() const override { return "RMSNorm"; }
+  std::string extra_repr() const override;
+
+  const Shape normalized_shape;
+  const std::optional<double> eps;
+  Variable weight;  // normalized_shape; undefined without affine
 };
 
 /// BatchNorm's optional settings (PyTorch's defaults).

@@ -37,7 +37,7 @@ Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo, double hi) {
 namespace {
 std::map<std::string, GoldenCase> load_all() {
   std::map<std::string, GoldenCase> all;
-  for (const char* file : {"ops.txt", "nn.txt", "torch_mlp.txt", "edge.txt", "second_order.txt"}) {
+  for (const char* file : {"ops.txt", "nn.txt", "torch_mlp.txt", "edge.txt", "second_order.txt", "modern.txt"}) {
     std::ifstream in(std::string(MG_GOLDEN_DIR) + "/" + file);
     if (!in) throw std::runtime_error("cannot open " + std::string(MG_GOLDEN_DIR) + "/" + file);
     std::string line, current;

@@ -142,7 +142,7 @@ TEST(FusedAttention, EqualsTheComposedPathOutputsAndGradients) {
       Variable q(rnd({2, 3, tq, 5}, 1).to(dt), true), k(rnd({2, 3, tk, 5}, 2).to(dt), true),
           v(rnd({2, 3, tk, 5}, 3).to(dt), true);
       Tensor g = rnd({2, 3, tq, 5}, 4).to(dt);
-      Variable a = scaled_dot_product_attention(q, k, v, causal);
+      Variable a = scaled_dot_product_attention(q, k, v, {.is_causal = causal});
       sum(a * Variable(g)).backward();
       std::vector<Tensor> fused_grads{q.grad(), k.grad(), v.grad()};
       q.zero_grad(), k.zero_grad(), v.zero_grad();
@@ -159,13 +159,15 @@ TEST(FusedAttention, EqualsTheComposedPathOutputsAndGradients) {
 TEST(FusedAttention, Gradcheck) {
   for (bool causal : {true, false})
     mgtest::expect_gradcheck(
-        [causal](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); },
+        [causal](const std::vector<Variable>& v) {
+          return scaled_dot_product_attention(v[0], v[1], v[2], {.is_causal = causal});
+        },
         {rnd({1, 2, 4, 3}, 5), rnd({1, 2, 4, 3}, 6), rnd({1, 2, 4, 3}, 7)});
   // non-contiguous inputs: the head-split view of a (B, T, H*d) tensor
   mgtest::expect_gradcheck(
       [](const std::vector<Variable>& v) {
         auto heads = [](const Variable& x) { return nn::split_heads(x, 2); };
-        return scaled_dot_product_attention(heads(v[0]), heads(v[1]), heads(v[2]), true);
+        return scaled_dot_product_attention(heads(v[0]), heads(v[1]), heads(v[2]), {.is_causal = true});
       },
       {rnd({2, 3, 4}, 8), rnd({2, 3, 4}, 9), rnd({2, 3, 4}, 10)});
   // q, k, v read in place from one (B, T, 3E) projection
@@ -177,7 +179,9 @@ TEST(FusedAttention, Gradcheck) {
 
 TEST(FusedAttention, GoldenPyTorch) {
   auto sdpa = [](bool causal) {
-    return [causal](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal); };
+    return [causal](const std::vector<Variable>& v) {
+      return scaled_dot_product_attention(v[0], v[1], v[2], {.is_causal = causal});
+    };
   };
   mgtest::expect_golden("sdpa_causal", sdpa(true));
   mgtest::expect_golden("sdpa_cross", sdpa(false));
@@ -215,8 +219,16 @@ TEST(FusedAttention, Errors) {
   Variable q(ones({2, 3, 4, 5})), k(ones({2, 3, 4, 6}));
   EXPECT_THROW(scaled_dot_product_attention(q, k, k), ShapeError);
   EXPECT_THROW(scaled_dot_product_attention(Variable(ones({3, 4, 5})), q, q), ShapeError);
-  Variable no_keys(ones({2, 3, 0, 5}));  // softmax over nothing: refused rather than made up
-  EXPECT_THROW(scaled_dot_product_attention(q, no_keys, no_keys), ShapeError);
+  // No keys at all: every query row is fully masked, so PyTorch 2.x's safe softmax gives output 0
+  // (and gradient 0), on the composed path; the fused kernel itself refuses such operands.
+  Variable no_keys(ones({2, 3, 0, 5}));
+  Variable q2(ones({2, 3, 4, 5}), true);
+  Variable empty_out = scaled_dot_product_attention(q2, no_keys, no_keys);
+  EXPECT_EQ(empty_out.shape(), Shape({2, 3, 4, 5}));
+  EXPECT_EQ(sum(abs(empty_out.data())).item(), 0.0);
+  sum(empty_out).backward();
+  EXPECT_EQ(sum(abs(q2.grad())).item(), 0.0);
+  EXPECT_THROW(attention_forward(q.data(), no_keys.data(), no_keys.data(), false), ShapeError);
 }
 
 TEST(FusedAttention, AnyLayoutGivesTheSameNumbers) {
@@ -235,7 +247,7 @@ TEST(FusedAttention, AnyLayoutGivesTheSameNumbers) {
       auto q_of = [&] { return one_query ? transpose(col, 2, 3) : q0; };
       const Variable& q = one_query ? col : q0;  // the leaf whose gradient is compared
       Variable v = v_of();
-      Variable a = scaled_dot_product_attention(q_of(), k0, v, causal);
+      Variable a = scaled_dot_product_attention(q_of(), k0, v, {.is_causal = causal});
       // dout with stride 0 along T: the backward of a mean over the queries
       Variable loss = sum(mean(a, {2}) * Variable(rnd({2, 2, 3}, 34)));
       loss.backward();

@@ -424,7 +424,10 @@ TEST(Autocast, MatchesPyTorchAutocastWithinOneBf16Rounding) {
   // PyTorch's composed attention also rounds the scores before its softmax: a looser bound.
   check(
       "attention", 3,
-      [](const std::vector<Variable>& v) { return scaled_dot_product_attention(v[0], v[1], v[2], true); }, 3e-2);
+      [](const std::vector<Variable>& v) {
+        return scaled_dot_product_attention(v[0], v[1], v[2], {.is_causal = true});
+      },
+      3e-2);
 }
 
 // ---------------------------------------------------------------- training

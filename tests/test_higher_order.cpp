@@ -354,8 +354,20 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"nll_loss", [targets](const V& x) { return nll_loss(log_softmax(x[0], 1), targets); }, {rnd({4, 3}, 29)}},
       {"mse_loss", [](const V& x) { return mse_loss(x[0] * x[0], x[1]); }, {a, b}},
       {"scaled_dot_product_attention",
-       [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], true); },
+       [](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = true}); },
        {rnd({1, 2, 3, 2}, 30), rnd({1, 2, 3, 2}, 31), rnd({1, 2, 3, 2}, 32)}},
+      {"scaled_dot_product_attention_gqa",
+       [](const V& x) {
+         return scaled_dot_product_attention(x[0], x[1], x[2], {.is_causal = true, .scale = 0.6, .enable_gqa = true});
+       },
+       {rnd({1, 4, 3, 2}, 42), rnd({1, 2, 3, 2}, 43), rnd({1, 2, 3, 2}, 44)}},
+      {"rms_norm", [](const V& x) { return rms_norm(x[0], {3}, x[1]); }, {a, row}},
+      {"rotary_embedding",
+       [](const V& x) {
+         auto [c, s] = rotary_tables(2, 3, 10.0, DType::Float64);
+         return rotary_embedding(x[0] * x[0], c, s);
+       },
+       {rnd({2, 3, 2}, 45)}},
       {"self_attention_qkv", [](const V& x) { return self_attention_qkv(x[0], 2, false); }, {rnd({1, 3, 12}, 33)}},
       {"self_attention_qkv_causal", [](const V& x) { return self_attention_qkv(x[0], 3, true); }, {rnd({2, 3, 9}, 41)}},
       {"linear_gelu_no_bias",
@@ -421,15 +433,9 @@ std::vector<OpCase> twice_differentiable_cases() {
          return slice_backward(x[0] * x[0], {2, 5}, 1, 1, 5, 2);
        },
        {a.narrow(1, 0, 2)}},
-      {"gather_backward",
-       [idx](const V& x) {
-         return gather_backward(x[0] * x[0], {3, 3}, 0, idx);
-       },
-       {a}},
+      {"gather_backward", [idx](const V& x) { return gather_backward(x[0] * x[0], {3, 3}, 0, idx); }, {a}},
       {"index_select_backward",
-       [ids](const V& x) {
-         return index_select_backward(x[0] * x[0], {3, 3}, 0, ids.narrow(0, 0, 2));
-       },
+       [ids](const V& x) { return index_select_backward(x[0] * x[0], {3, 3}, 0, ids.narrow(0, 0, 2)); },
        {a}},
       {"embedding_backward",
        [ids](const V& x) { return embedding_backward(x[0] * x[0], ids, 3, 1); },
@@ -621,7 +627,7 @@ TEST(HigherOrder, SecondDerivativesDoNotDependOnTheInputsLayout) {
       {"attention",
        [&](const Variable& x) {
          const Variable q = reshape(x, {1, 1, 4, 3});
-         return scaled_dot_product_attention(q, q * 0.5, q * q, true);
+         return scaled_dot_product_attention(q, q * 0.5, q * q, {.is_causal = true});
        }},
   };
   for (const auto& [name, f] : fns) {

@@ -138,6 +138,13 @@ std::vector<OpCase> edge_cases() {
       {"sdpa_no_queries",
        {{{1, 2, 0, 3}}, {{1, 2, 4, 3}}, {{1, 2, 4, 3}}},
        [](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2]); }},
+      {"sdpa_no_keys",  // every query fully masked: output 0 (PyTorch 2.x)
+       {{{1, 2, 3, 4}}, {{1, 2, 0, 4}}, {{1, 2, 0, 4}}},
+       [](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2]); }},
+      {"rms_norm_zero_rows", {{{0, 4}}, {{4}}}, [](const V& v) { return rms_norm(v[0], {4}, v[1]); }},
+      {"rotary_zero_tokens",
+       {{{2, 0, 4}}, {{0, 2}}, {{0, 2}}},
+       [](const V& v) { return rotary_embedding(v[0], v[1].data(), v[2].data()); }},
       {"gelu_scalar", {{{}}}, [](const V& v) { return gelu(v[0]); }},
       {"var_zero_rows", {{{0, 3}}}, [](const V& v) { return var(v[0], {1}); }},
       {"prod_zero_size", {{{2, 0}}}, [](const V& v) { return prod(v[0], 1); }},

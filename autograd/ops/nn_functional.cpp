@@ -99,6 +99,50 @@ Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Vari
 }
 
 namespace {
+// rms_norm's backward in differentiable ops (its rule under create_graph), rstd recomputed from x:
+//   dx = rstd (g - xhat mean(g xhat)),  g = dy w      dw = dy xhat (x's shape: the engine sums it)
+VariableList rms_norm_graph_backward(const Variable& dy, const Variable& x, const Variable& w, size_t norm_dims,
+                                     double eps) {
+  std::vector<int64_t> dims;
+  for (int64_t d = x.dim() - static_cast<int64_t>(norm_dims); d < x.dim(); ++d) dims.push_back(d);
+  const Variable rstd = pow(mean(x * x, dims, true) + eps, -0.5);
+  const Variable xhat = x * rstd;
+  const Variable g = w.defined() ? dy * w : dy;
+  VariableList out{rstd * (g - xhat * mean(g * xhat, dims, true))};
+  if (w.defined()) out.push_back(dy * xhat);
+  return out;
+}
+}  // namespace
+
+// Per row r: rstd_r = 1 / sqrt(mean(x_r^2) + eps), y = x * rstd * w. The backward is one kernel
+// (tensor/ops/nn_functional.cpp); under create_graph, the same formulas in recorded ops.
+Variable rms_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight, std::optional<double> eps) {
+  const Tensor w = weight.defined() ? weight.data() : Tensor();
+  RMSNormForward f = rms_norm_forward(x.data(), normalized_shape, w, eps);
+  const double e = rms_norm_eps(eps, x.dtype());
+  std::vector<Variable> inputs{x};
+  if (weight.defined()) inputs.push_back(weight);
+  const bool has_w = weight.defined();
+  LambdaNode::Backward fused = [x = x.data(), w, rstd = f.rstd, has_w, norm = normalized_shape](
+                                   const Tensor& dy, const Node& n) -> TensorList {
+    RMSNormGrads g = rms_norm_backward(dy, x, w, rstd, norm, has_w && n.needs(1));
+    TensorList out{g.dx};
+    if (has_w) out.push_back(g.dweight);
+    return out;
+  };
+  const size_t k = normalized_shape.size();
+  if (has_w)
+    return record_fused("rms_norm", f.y, inputs, keep(0, 1), std::move(fused),
+                        [k, e](const Variable& dy, const Saved<Variable, 2>& s, const Node&) {
+                          return rms_norm_graph_backward(dy, s[0], s[1], k, e);
+                        });
+  return record_fused("rms_norm", f.y, inputs, keep(0), std::move(fused),
+                      [k, e](const Variable& dy, const Saved<Variable, 1>& s, const Node&) {
+                        return rms_norm_graph_backward(dy, s[0], Variable(), k, e);
+                      });
+}
+
+namespace {
 // (1, C, 1, ..., 1): a per-channel tensor's shape against x (N, C, *)
 Shape channel_shape(const Variable& x) {
   Shape s(x.dim(), 1);

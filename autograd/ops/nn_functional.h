@@ -1,6 +1,8 @@
 #pragma once
 // The functions neural nets are built from (autograd/ops/nn_functional.cpp): softmax, layer norm,
-// batch norm, group norm, dropout.
+// RMS norm, batch norm, group norm, dropout.
+#include <optional>
+
 #include "minigrad/autograd/variable.h"
 
 namespace mg {
@@ -12,6 +14,12 @@ Variable log_softmax(const Variable& x, int64_t dim);
 /// Layer norm over the trailing dims `normalized_shape`, with optional affine weight and bias.
 Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight = Variable(),
                     const Variable& bias = Variable(), double eps = 1e-5);
+/// RMS norm over the trailing dims `normalized_shape` (torch.nn.functional.rms_norm):
+///   y = x / sqrt(mean(x^2) + eps) * weight      x: (..., *normalized_shape)  weight: normalized_shape
+/// eps absent: the dtype's machine epsilon, as PyTorch. Derivative, with xhat = x * rstd, g = dy w:
+///   dx = rstd (g - xhat mean(g xhat))      dweight = sum over rows of dy xhat
+Variable rms_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight = Variable(),
+                  std::optional<double> eps = std::nullopt);
 /// Batch norm over x (N, C, *): each channel normalized by its mean and biased variance over N and
 /// the trailing dims (training, or when the running statistics are undefined), else by
 /// running_mean and running_var; then scaled by weight (C) and shifted by bias (C) if defined.

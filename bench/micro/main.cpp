@@ -145,7 +145,7 @@ void attention(benchmark::State& st, bool fused) {
       v(randn({s.B, s.H, s.T, dh}), true);
   Tensor g = randn({s.B, s.H, s.T, dh});
   for (auto _ : st) {
-    Variable y = fused ? scaled_dot_product_attention(q, k, v, true)
+    Variable y = fused ? scaled_dot_product_attention(q, k, v, {.is_causal = true})
                        : matmul(softmax(nn::attention_scores(q, k, {.is_causal = true}), -1), v);
     y.backward(g);
   }
@@ -154,6 +154,53 @@ void BM_attention_fused_fwd_bwd(benchmark::State& st) { attention(st, true); }
 void BM_attention_composed_fwd_bwd(benchmark::State& st) { attention(st, false); }
 BENCHMARK(BM_attention_fused_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_attention_composed_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// The parts of a LLaMA-style block (nn/llama.h, nn/attention.h), forward + backward on the same
+// shapes: RMSNorm over (N, d); rotary embedding of the queries (B, H, T, d/H) (half-split, the
+// angles of positions 0..T-1); the SwiGLU MLP d -> 8d/3 -> d; causal grouped-query attention with
+// H/2 key/value heads.
+void BM_rms_norm_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  Variable x(randn({s.B * s.T, s.d}), true), w(ones({s.d}), true);
+  Tensor g = randn({s.B * s.T, s.d});
+  for (auto _ : st) rms_norm(x, {s.d}, w, 1e-6).backward(g);
+}
+BENCHMARK(BM_rms_norm_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_rotary_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  const int64_t dh = s.d / s.H;
+  auto [c, sn] = rotary_tables(dh, s.T);
+  Variable q(randn({s.B, s.H, s.T, dh}), true);
+  Tensor g = randn({s.B, s.H, s.T, dh});
+  for (auto _ : st) rotary_embedding(q, c, sn).backward(g);
+}
+BENCHMARK(BM_rotary_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_swiglu_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  Generator gen(0);
+  nn::SwiGLU mlp(s.d, 8 * s.d / 3, {}, gen);
+  Variable x(randn({s.B * s.T, s.d}, gen), true);
+  Tensor g = randn({s.B * s.T, s.d}, gen);
+  for (auto _ : st) mlp(x).backward(g);
+  flops(st, 3 * 3 * 2.0 * s.B * s.T * s.d * (8 * s.d / 3));
+}
+BENCHMARK(BM_swiglu_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_gqa_attention_fwd_bwd(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  st.SetLabel(config_name(st.range(0)));
+  const int64_t dh = s.d / s.H;
+  Variable q(randn({s.B, s.H, s.T, dh}), true), k(randn({s.B, s.H / 2, s.T, dh}), true),
+      v(randn({s.B, s.H / 2, s.T, dh}), true);
+  Tensor g = randn({s.B, s.H, s.T, dh});
+  for (auto _ : st) scaled_dot_product_attention(q, k, v, {.is_causal = true, .enable_gqa = true}).backward(g);
+}
+BENCHMARK(BM_gqa_attention_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // The examples' layers. digits_cnn's second convolution: (32, 16, 8, 8) -> (32, 32, 8, 8), 3x3,
 // padding 1, on a batch of 32 images.
@@ -188,9 +235,9 @@ void BM_second_order_mlp(benchmark::State& st) {
   st.SetLabel(mode == 0 ? "gradient" : mode == 1 ? "gradient, create_graph" : "hvp");
   Generator g(0);
   const Tensor x = randn({1024, 64}, g), y = randn({1024, 1}, g);
-  const VariableList p = {Variable(randn({256, 64}, g) * 0.125, true), Variable(zeros({256}), true),
+  const VariableList p = {Variable(randn({256, 64}, g) * 0.125, true),   Variable(zeros({256}), true),
                           Variable(randn({256, 256}, g) * 0.0625, true), Variable(zeros({256}), true),
-                          Variable(randn({1, 256}, g) * 0.0625, true), Variable(zeros({1}), true)};
+                          Variable(randn({1, 256}, g) * 0.0625, true),   Variable(zeros({1}), true)};
   const VariableFunction loss = [&](const VariableList& q) {
     const Variable h = tanh(linear(tanh(linear(Variable(x), q[0], q[1])), q[2], q[3]));
     return mean(pow(linear(h, q[4], q[5]) - Variable(y), 2));

@@ -15,6 +15,7 @@
 // so merging the heads back is a free view.
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -38,17 +39,21 @@ bool rows_readable(const Tensor& x) {
 }
 
 // A (B, H, T, d) operand whose rows BLAS can read, addressed per (batch, head).
+// Addressed by the query side's (batch, head) index bh: with grouped-query attention, keys and values
+// have H heads against the queries' qH = group * H, and query head h reads key head h / group.
 struct Heads {
   Tensor t;
-  int64_t B, H, T, d, sb, sh, ld;
-  explicit Heads(const Tensor& x) : t(rows_readable(x) ? x : x.contiguous()) {
+  int64_t B, H, T, d, sb, sh, ld, qH, group;
+  explicit Heads(const Tensor& x, int64_t query_heads = 0) : t(rows_readable(x) ? x : x.contiguous()) {
     B = t.size(0), H = t.size(1), T = t.size(2), d = t.size(3);
     sb = t.strides()[0], sh = t.strides()[1], ld = t.strides()[2];
     if (T <= 1 || d == 1) ld = std::max(ld, d);  // a single row (or column) is read the same with any ld >= d
+    qH = query_heads > 0 ? query_heads : H;
+    group = H > 0 ? qH / H : 1;
   }
   template <class T>
   T* at(int64_t bh) const {
-    return t.data<T>() + (bh / H) * sb + (bh % H) * sh;
+    return t.data<T>() + (bh / qH) * sb + ((bh % qH) / group) * sh;
   }
 };
 
@@ -146,8 +151,10 @@ struct BackwardScratch {
 //   dV = P^T dO      dP = dO V^T      dS = P * (dP - D)      dQ = scale dS K      dK = scale dS^T Q
 // Under autocast (In = bfloat16) the products read bfloat16: Q, K, V, dO (as gin) and P and dS
 // rounded into Pb and dSb; D is summed in float32 from the float32 dO and O.
+// zero_kv: start dK and dV of this head's key/value head at 0 (false: add to them, for the later
+// query heads of a group that share it).
 template <class T, class In = T>
-void backward_head(const BackwardViews& h, int64_t bh, bool causal, T scale, BackwardScratch<T, In>& s) {
+void backward_head(const BackwardViews& h, int64_t bh, bool causal, T scale, BackwardScratch<T, In>& s, bool zero_kv) {
   const int64_t Tq = h.q.T, Tk = h.k.T, d = h.q.d;
   thread_local std::vector<In> qbuf, kbuf, vbuf, gbuf;
   int64_t qld = h.q.ld, kld = h.k.ld, vld = h.v.ld, gld = h.gin.ld;
@@ -156,8 +163,9 @@ void backward_head(const BackwardViews& h, int64_t bh, bool causal, T scale, Bac
   const T *op = h.o.at<T>(bh), *g32 = h.dout.at<T>(bh);
   T *dqp = h.dq.at<T>(bh), *dkp = h.dk.at<T>(bh), *dvp = h.dv.at<T>(bh);
   std::vector<T>&P = s.P, &dP = s.dP, &D = s.D;
-  for (int64_t j = 0; j < Tk; ++j)
-    for (int64_t c = 0; c < d; ++c) dkp[j * h.dk.ld + c] = 0, dvp[j * h.dv.ld + c] = 0;  // accumulated below
+  if (zero_kv)
+    for (int64_t j = 0; j < Tk; ++j)
+      for (int64_t c = 0; c < d; ++c) dkp[j * h.dk.ld + c] = 0, dvp[j * h.dv.ld + c] = 0;  // accumulated below
   for (int64_t i = 0; i < Tq; ++i) {
     T sum = 0;
     for (int64_t c = 0; c < d; ++c) sum += g32[i * h.dout.ld + c] * op[i * h.o.ld + c];
@@ -183,9 +191,12 @@ void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, std::string_vi
   MG_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, ShapeError,
            "{}: expected q, k, v of shape (batch, heads, seq, head_dim), got {}, {}, {}", op, shape_str(q.shape()),
            shape_str(k.shape()), shape_str(v.shape()));
-  MG_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
-           ShapeError, "{}: q {}, k {} and v {} must share batch, heads and head_dim, and k and v their shape", op,
-           shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
+  MG_CHECK(k.shape() == v.shape() && q.size(0) == k.size(0) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
+               q.size(3) == k.size(3),
+           ShapeError,
+           "{}: q {}, k {} and v {} must share batch and head_dim, k's heads must divide q's (grouped-query "
+           "attention), and k and v must have one shape",
+           op, shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()));
   MG_CHECK(q.dtype() == k.dtype() && k.dtype() == v.dtype(), DTypeError, "{}: dtype mismatch, q {}, k {}, v {}", op,
            dtype_name(q.dtype()), dtype_name(k.dtype()), dtype_name(v.dtype()));
   MG_CHECK((k.size(2) > 0 || q.size(2) == 0) && q.size(3) > 0, ShapeError,
@@ -208,6 +219,11 @@ void check_backward(const Tensor& dout, const Shape& qshape, DType dt, const Att
   MG_CHECK(fwd.lse.is_contiguous(), ValueError, "{}: lse must be contiguous, as the forward made it", op);
 }
 
+// A given scale must be a finite number (PyTorch allows any float; 0 gives uniform weights).
+void check_scale(std::optional<double> scale, std::string_view op) {
+  MG_CHECK(!scale || std::isfinite(*scale), ValueError, "{}: scale must be finite, got {}", op, scale.value_or(0));
+}
+
 // Whether a kernel of these operands runs in bfloat16: if any of them is.
 bool any_bf16(std::initializer_list<Tensor> ts) {
   for (const Tensor& t : ts)
@@ -224,20 +240,20 @@ void visit_attention(DType dt, bool bf16, std::string_view op, F&& f) {
 }
 
 // The fused forward over views q, k, v (bfloat16 ones give float32 out and lse).
-AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal) {
+AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, bool is_causal,
+                             std::optional<double> scale) {
   const int64_t B = hq.B, H = hq.H, Tq = hq.T, Tk = hk.T, d = hq.d;
   const bool bf16 = hq.t.dtype() == DType::BFloat16;
   const DType dt = bf16 ? DType::Float32 : hq.t.dtype();
   Tensor out = empty_heads(B, H, Tq, d, dt), lse = empty({B, H, Tq}, dt);
   const Heads ho(out);
   visit_attention(dt, bf16, "scaled_dot_product_attention", [&]<class T, class In>() {
-    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const T sc = scale ? static_cast<T>(*scale) : T(1) / std::sqrt(static_cast<T>(d));
     T* pl = lse.data<T>();
     parallel_for(0, B * H, 1, [&](int64_t b0, int64_t b1) {
       std::vector<T> S(kBlock * std::max<int64_t>(Tk, 1));
       std::vector<In> Pb(std::is_same_v<T, In> ? 0 : S.size());
-      for (int64_t bh = b0; bh < b1; ++bh)
-        forward_head<T, In>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, scale, S, Pb);
+      for (int64_t bh = b0; bh < b1; ++bh) forward_head<T, In>(hq, hk, hv, ho, pl + bh * Tq, bh, is_causal, sc, S, Pb);
     });
   });
   return {out, lse};
@@ -245,34 +261,43 @@ AttentionForward forward_all(const Heads& hq, const Heads& hk, const Heads& hv, 
 
 // The fused backward, writing into the views dq, dk, dv (float32 for bfloat16 q, k, v).
 void backward_all(const Heads& hq, const Heads& hk, const Heads& hv, const Heads& ho, const Tensor& dy,
-                  const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal) {
+                  const Heads& hdq, const Heads& hdk, const Heads& hdv, bool is_causal, std::optional<double> scale) {
   const bool bf16 = hq.t.dtype() == DType::BFloat16;
   const BackwardViews views{hq, hk, hv, ho, Heads(dy), Heads(bf16 ? dy.to(DType::BFloat16) : dy), hdq, hdk, hdv};
   visit_attention(dy.dtype(), bf16, "scaled_dot_product_attention backward", [&]<class T, class In>() {
-    const T scale = T(1) / std::sqrt(static_cast<T>(hq.d));
-    parallel_for(0, hq.B * hq.H, 1, [&](int64_t b0, int64_t b1) {
+    const T sc = scale ? static_cast<T>(*scale) : T(1) / std::sqrt(static_cast<T>(hq.d));
+    // One task per (batch, key/value head): it runs the group of query heads that share that head
+    // one after another, adding into its dK and dV, so no two tasks write the same rows and the
+    // order of the sums does not depend on the threads.
+    const int64_t group = hk.group;
+    parallel_for(0, hq.B * hk.H, 1, [&](int64_t t0, int64_t t1) {
       BackwardScratch<T, In> scratch(hq.T, hk.T);
-      for (int64_t bh = b0; bh < b1; ++bh) backward_head<T, In>(views, bh, is_causal, scale, scratch);
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t j = 0; j < group; ++j)
+          backward_head<T, In>(views, (t / hk.H) * hq.H + (t % hk.H) * group + j, is_causal, sc, scratch, j == 0);
     });
   });
 }
 
 }  // namespace
 
-// q (B, H, Tq, d), k and v (B, H, Tk, d) -> out (B, H, Tq, d), lse (B, H, Tq)
-AttentionForward attention_forward(const Tensor& q0, const Tensor& k0, const Tensor& v0, bool is_causal) {
+// q (B, H, Tq, d), k and v (B, Hkv, Tk, d) -> out (B, H, Tq, d), lse (B, H, Tq)
+AttentionForward attention_forward(const Tensor& q0, const Tensor& k0, const Tensor& v0, bool is_causal,
+                                   std::optional<double> scale) {
   const char* op = "scaled_dot_product_attention";
   if (!q0.defined() || !k0.defined() || !v0.defined()) check_qkv(q0, k0, v0, op);  // the StateError
   const bool bf16 = any_bf16({q0, k0, v0});
   const Tensor q = bf16 ? bf16_operand(q0, op) : q0, k = bf16 ? bf16_operand(k0, op) : k0,
                v = bf16 ? bf16_operand(v0, op) : v0;
   check_qkv(q, k, v, op);
-  return forward_all(Heads(q), Heads(k), Heads(v), is_causal);
+  check_scale(scale, op);
+  return forward_all(Heads(q), Heads(k, q.size(1)), Heads(v, q.size(1)), is_causal, scale);
 }
 
-// dq, dk, dv: the shapes of q, k, v, stored with the heads interleaved like `out`
+// dq, dk, dv: the shapes of q, k, v, stored with the heads interleaved like `out`. With grouped
+// heads, the query heads of a group add into their key/value head's dk and dv.
 std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q0, const Tensor& k0, const Tensor& v0,
-                                         const AttentionForward& fwd, bool is_causal) {
+                                         const AttentionForward& fwd, bool is_causal, std::optional<double> scale) {
   const char* op = "scaled_dot_product_attention backward";
   if (!q0.defined() || !k0.defined() || !v0.defined()) check_qkv(q0, k0, v0, op);  // the StateError
   const bool bf16 = any_bf16({q0, k0, v0});
@@ -280,10 +305,11 @@ std::array<Tensor, 3> attention_backward(const Tensor& dout, const Tensor& q0, c
                v = bf16 ? bf16_operand(v0, op) : v0;
   check_qkv(q, k, v, op);
   check_backward(dout, q.shape(), bf16 ? DType::Float32 : q.dtype(), fwd, op);
-  const Heads hq(q), hk(k), hv(v);
+  check_scale(scale, op);
+  const Heads hq(q), hk(k, hq.H), hv(v, hq.H);
   Tensor dq = empty_heads(hq.B, hq.H, hq.T, hq.d, dout.dtype()), dk = empty_heads(hk.B, hk.H, hk.T, hk.d, dout.dtype()),
          dv = empty_heads(hv.B, hv.H, hv.T, hv.d, dout.dtype());
-  backward_all(hq, hk, hv, Heads(fwd.out), dout, Heads(dq), Heads(dk), Heads(dv), is_causal);
+  backward_all(hq, hk, hv, Heads(fwd.out), dout, Heads(dq), Heads(dk, hq.H), Heads(dv, hq.H), is_causal, scale);
   return {dq, dk, dv};
 }
 
@@ -309,7 +335,7 @@ AttentionForward attention_qkv_forward(const Tensor& qkv0, int64_t num_heads, bo
   const bool bf16 = qkv0.dtype() == DType::BFloat16;
   const Tensor qkv = bf16 ? bf16_operand(qkv0, "self_attention_qkv").contiguous() : qkv0.contiguous();
   return forward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2),
-                     is_causal);
+                     is_causal, std::nullopt);
 }
 
 // dout (B, H, T, E/H) -> dqkv (B, T, 3E)
@@ -324,8 +350,113 @@ Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv0, int64_t nu
   Tensor dqkv = empty(qkv.shape(), dout.dtype());
   backward_all(qkv_heads(qkv, num_heads, 0), qkv_heads(qkv, num_heads, 1), qkv_heads(qkv, num_heads, 2), Heads(fwd.out),
                dout, qkv_heads(dqkv, num_heads, 0), qkv_heads(dqkv, num_heads, 1), qkv_heads(dqkv, num_heads, 2),
-               is_causal);
+               is_causal, std::nullopt);
   return dqkv;
+}
+
+// ---------------------------------------------------------------- rotary position embedding
+
+std::pair<Tensor, Tensor> rotary_tables(int64_t head_dim, int64_t max_len, double base, DType dtype) {
+  MG_CHECK(head_dim > 0 && head_dim % 2 == 0, ValueError, "rotary_tables: head_dim must be even and positive, got {}",
+           head_dim);
+  MG_CHECK(max_len >= 0, ValueError, "rotary_tables: max_len must be >= 0, got {}", max_len);
+  MG_CHECK(std::isfinite(base) && base > 0, ValueError, "rotary_tables: base must be finite and positive, got {}",
+           base);
+  MG_CHECK(is_floating(dtype), DTypeError, "rotary_tables: dtype must be float32 or float64, got {}",
+           dtype_name(dtype));
+  const int64_t half = head_dim / 2;
+  MG_CHECK(max_len <= std::numeric_limits<int64_t>::max() / half, ShapeError,
+           "rotary_tables: {} positions of {} angles overflow", max_len, half);
+  Tensor c = empty({max_len, half}, DType::Float64), s = empty({max_len, half}, DType::Float64);
+  double *pc = c.data<double>(), *ps = s.data<double>();
+  for (int64_t i = 0; i < half; ++i) {
+    const double theta = 1.0 / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(head_dim));
+    for (int64_t t = 0; t < max_len; ++t) {
+      const double angle = static_cast<double>(t) * theta;
+      pc[t * half + i] = std::cos(angle), ps[t * half + i] = std::sin(angle);
+    }
+  }
+  return {c.to(dtype), s.to(dtype)};
+}
+
+namespace {
+// One row of d = 2 half features rotated pair by pair (the layout a compile-time constant, so the
+// half-split loop runs over unit strides and vectorises):
+//   pair i = features (2i, 2i+1) when kInterleaved, else (i, i + half)
+template <bool kInterleaved, class T>
+void rotate_row(const T* a, const T* c, const T* s, T* o, int64_t half, int64_t cstep, int64_t sstep, T sgn) {
+  constexpr int64_t step = kInterleaved ? 2 : 1;
+  const int64_t other = kInterleaved ? 1 : half;
+  for (int64_t i = 0; i < half; ++i) {
+    const T xa = a[i * step], xb = a[i * step + other], ci = c[i * cstep], si = sgn * s[i * sstep];
+    o[i * step] = xa * ci - xb * si;
+    o[i * step + other] = xa * si + xb * ci;
+  }
+}
+
+// out = x rotated by +angle (sign 1) or -angle (sign -1), per pair:
+//   out_a = x_a cos - sign x_b sin      out_b = sign x_a sin + x_b cos
+Tensor rotate_pairs(const Tensor& x0, const Tensor& cos0, const Tensor& sin0, bool interleaved, int sign,
+                    std::string_view op) {
+  MG_CHECK(x0.defined() && cos0.defined() && sin0.defined(), StateError, "{}: an operand is undefined", op);
+  MG_CHECK(is_floating(x0.dtype()), DTypeError, "{}: expected a float32 or float64 input, got {}", op,
+           dtype_name(x0.dtype()));
+  MG_CHECK(cos0.dtype() == x0.dtype() && sin0.dtype() == x0.dtype(), DTypeError,
+           "{}: cos {} and sin {} must have the input's dtype {}", op, dtype_name(cos0.dtype()),
+           dtype_name(sin0.dtype()), dtype_name(x0.dtype()));
+  MG_CHECK(x0.dim() >= 1 && x0.size(-1) % 2 == 0, ShapeError,
+           "{}: expected an input (..., seq, head_dim) with an even head_dim, got {}", op, shape_str(x0.shape()));
+  const int64_t d = x0.size(-1), half = d / 2;
+  Shape table = x0.shape();
+  table.back() = half;                // (..., T, d/2)
+  auto fits = [&](const Tensor& t) {  // broadcasts to (..., T, d/2) without changing it
+    if (t.dim() < 1 || t.dim() > static_cast<int64_t>(table.size())) return false;
+    for (int64_t k = 1; k <= t.dim(); ++k)
+      if (t.size(-k) != 1 && t.size(-k) != table[table.size() - static_cast<size_t>(k)]) return false;
+    return true;
+  };
+  MG_CHECK(cos0.shape() == sin0.shape() && fits(cos0), ShapeError,
+           "{}: cos {} and sin {} must have one shape that broadcasts to {} (input {}: one angle per pair of "
+           "features)",
+           op, shape_str(cos0.shape()), shape_str(sin0.shape()), shape_str(table), shape_str(x0.shape()));
+  const Tensor x = x0.contiguous(), cs = cos0.expand(table), sn = sin0.expand(table);
+  Tensor out = empty(x.shape(), x.dtype());
+  const int64_t rows = half == 0 ? 0 : x.numel() / d, nd = x.dim() - 1;
+  const Shape& rs = x.shape();
+  visit_float(x.dtype(), op, [&]<class T>() {
+    const T *px = x.data<T>(), *pc = cs.data<T>(), *ps = sn.data<T>();
+    T* po = out.data<T>();
+    const int64_t cstep = cs.strides().back(), sstep = sn.strides().back();
+    const T sgn = static_cast<T>(sign);
+    parallel_for(0, rows, grain_for(d), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        int64_t co = 0, so = 0;  // the table rows of row r: its index over x's leading dims
+        for (int64_t k = nd - 1, rem = r; k >= 0; --k) {
+          const int64_t ix = rem % rs[k];
+          rem /= rs[k];
+          co += ix * cs.strides()[k], so += ix * sn.strides()[k];
+        }
+        const T *a = px + r * d, *c = pc + co, *s = ps + so;
+        T* o = po + r * d;
+        if (interleaved)
+          rotate_row<true>(a, c, s, o, half, cstep, sstep, sgn);
+        else
+          rotate_row<false>(a, c, s, o, half, cstep, sstep, sgn);
+      }
+    });
+  });
+  return out;
+}
+}  // namespace
+
+// x (..., T, d), cos and sin (..., T, d/2) -> (..., T, d)
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved) {
+  return rotate_pairs(x, cos, sin, interleaved, 1, "rotary_embedding");
+}
+
+// dy (..., T, d) -> dx (..., T, d): the transpose of a rotation is the rotation back
+Tensor rotary_embedding_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin, bool interleaved) {
+  return rotate_pairs(dy, cos, sin, interleaved, -1, "rotary_embedding_backward");
 }
 
 }  // namespace mg

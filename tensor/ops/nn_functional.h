@@ -1,6 +1,8 @@
 #pragma once
 // Kernels that neural nets call often enough to deserve one pass each (tensor/ops/nn_functional.cpp):
-// softmax, log_softmax and layer norm, each over "lines" or "rows" of a tensor.
+// softmax, log_softmax, layer norm and RMS norm, each over "lines" or "rows" of a tensor.
+#include <optional>
+
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
@@ -34,5 +36,32 @@ struct LayerNormGrads {
 LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                    const Tensor& rstd, const Shape& normalized_shape, bool need_dweight,
                                    bool need_dbias);
+
+/// What rms_norm_forward returns: the output and the per-row statistic the backward reuses.
+struct RMSNormForward {
+  Tensor y;     // x's shape
+  Tensor rstd;  // x.shape() without the normalized dims: 1 / sqrt(mean(x^2) + eps)
+};
+/// RMS norm over the trailing dims `normalized_shape` (PyTorch 2.4's torch.nn.functional.rms_norm):
+///   y = x * rstd * weight,   rstd = 1 / sqrt(mean(x^2) + eps)   (mean over the normalized dims)
+/// No mean is subtracted and there is no bias. weight (normalized_shape) may be undefined; eps
+/// absent means the dtype's machine epsilon (torch.finfo(dtype).eps), as PyTorch's default.
+RMSNormForward rms_norm_forward(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                                std::optional<double> eps);
+/// The eps rms_norm uses: `eps`, or when absent the machine epsilon of `dtype` (float32's 1.19e-7,
+/// float64's 2.22e-16).
+double rms_norm_eps(std::optional<double> eps, DType dtype);
+/// Just the output of rms_norm_forward.
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                std::optional<double> eps = std::nullopt);
+/// The gradients rms_norm_backward returns (dweight undefined when not asked for).
+struct RMSNormGrads {
+  Tensor dx;       // x's shape
+  Tensor dweight;  // normalized_shape
+};
+/// RMS norm's backward from the forward's rstd, per row with xhat = x * rstd and g = dy * w:
+///   dx = rstd * (g - xhat * mean(g * xhat))      dw = sum over rows of dy * xhat
+RMSNormGrads rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                               const Shape& normalized_shape, bool need_dweight);
 
 }  // namespace mg

@@ -44,10 +44,10 @@ std::pair<Tensor, Tensor> sorted_positions(const Tensor& x, int64_t dim, int64_t
       for (int64_t m = m0; m < m1; ++m) {
         const T* row = a + m * n;
         std::iota(order.begin(), order.end(), 0);
-        if (descending)
-          std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(row[j], row[i]); });
-        else
-          std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return less(row[i], row[j]); });
+        // one comparator for both orders: one stable_sort instantiated per dtype, not two
+        std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) {
+          return descending ? less(row[j], row[i]) : less(row[i], row[j]);
+        });
         for (int64_t i = 0; i < k; ++i) v[m * k + i] = row[order[i]], ix[m * k + i] = order[i];
       }
     });

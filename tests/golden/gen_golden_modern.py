@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Golden values for the parts of a LLaMA-style decoder, from PyTorch 2.x and transformers.
+
+PyTorch 1.13 (Debian's) has no RMSNorm, no enable_gqa and no scale argument in
+scaled_dot_product_attention, so this runs in a virtual environment with PyTorch 2.x and
+transformers from PyPI (make bench makes one under build/):
+    build/torch2-venv/bin/python tests/golden/gen_golden_modern.py > tests/golden/modern.txt
+CI reads the committed modern.txt. Same format as gen_golden.py (case/end frames, one tensor per
+line), float64 throughout.
+
+Rotary embeddings have no PyTorch op; their references are the two published formulations:
+Hugging Face's LLaMA (half-split pairs, rotate_half) and Meta's LLaMA code (interleaved pairs, as
+complex numbers multiplied by e^{i t theta}). The attention and MLP modules are transformers'
+LlamaAttention and LlamaMLP themselves.
+"""
+import math
+
+import torch
+import torch.nn.functional as F
+from gen_golden import fmt_tensor
+
+torch.manual_seed(2025)
+D = torch.float64
+
+
+def r(*shape):
+    return torch.randn(*shape, dtype=D)
+
+
+def case(name, fn, inputs, grads=None, params=None):
+    """inputs: tensors in0..; grads: which inputs get a gradient (default: the floating ones);
+    params: {minigrad name: torch parameter} written as param:<name> and grad:<name>."""
+    grads = grads if grads is not None else [x.is_floating_point() for x in inputs]
+    ins = [x.clone().requires_grad_(g) for x, g in zip(inputs, grads)]
+    out = fn(*ins)
+    gout = torch.randn(out.shape, dtype=D)
+    if out.requires_grad:
+        (out * gout).sum().backward()
+    print(f"case {name}")
+    for k, p in (params or {}).items():
+        print(fmt_tensor(f"param:{k}", p))
+    for i, x in enumerate(ins):
+        print(fmt_tensor(f"in{i}", x))
+    print(fmt_tensor("out", out))
+    print(fmt_tensor("gout", gout))
+    for i, x in enumerate(ins):
+        if grads[i]:
+            print(fmt_tensor(f"grad{i}", x.grad))
+    for k, p in (params or {}).items():
+        print(fmt_tensor(f"grad:{k}", p.grad))
+    print("end")
+
+
+# ---- RMSNorm (torch.nn.functional.rms_norm, PyTorch 2.4+) ----
+case("rms_norm_weight", lambda x, w: F.rms_norm(x, (8,), w), [r(3, 5, 8) * 3 + 1, r(8)])
+case("rms_norm_no_weight_eps", lambda x: F.rms_norm(x, (8,), eps=1e-3), [r(4, 8) * 0.01])
+case("rms_norm_two_dims", lambda x, w: F.rms_norm(x, (3, 4), w), [r(2, 5, 3, 4), r(3, 4)])
+norm = torch.nn.RMSNorm(6, dtype=D)
+with torch.no_grad():
+    norm.weight.normal_(1, 0.3)
+case("rms_norm_module", norm, [r(2, 3, 6)], params={"weight": norm.weight})
+
+
+# ---- rotary position embedding ----
+def tables(d, T, base=10000.0):
+    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=D) / d))  # (d/2)
+    angles = torch.outer(torch.arange(T, dtype=D), inv_freq)     # (T, d/2)
+    return angles.cos(), angles.sin()
+
+
+def rope_half_split(x, cos, sin):
+    """Hugging Face's apply_rotary_pos_emb: pairs (i, i + d/2)."""
+    c, s = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return x * c + torch.cat([-x2, x1], -1) * s
+
+
+def rope_interleaved(x, cos, sin):
+    """Meta's LLaMA apply_rotary_emb: pairs (2i, 2i+1) as complex numbers times e^{i angle}."""
+    xc = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+    return torch.view_as_real(xc * torch.complex(cos, sin)).flatten(-2)
+
+
+c6, s6 = tables(8, 6)
+case("rope_tables", lambda c, s: torch.cat([c, s], -1), [c6, s6], grads=[False, False])
+case("rope_half_split", rope_half_split, [r(2, 3, 6, 8), c6, s6], grads=[True, False, False])
+case("rope_interleaved", rope_interleaved, [r(2, 3, 6, 8), c6, s6], grads=[True, False, False])
+cb, sb = tables(4, 12, base=500.0)
+# positions per batch row (left padding moves them): tables (B, 1, T, d/2) broadcast over the heads
+pos = torch.tensor([[0, 1, 2, 3, 4], [7, 8, 9, 10, 11]])
+case("rope_positions", rope_half_split, [r(2, 3, 5, 4), cb[pos].unsqueeze(1), sb[pos].unsqueeze(1)],
+     grads=[True, False, False])
+
+# ---- scaled_dot_product_attention (PyTorch 2.x semantics) ----
+sdpa = F.scaled_dot_product_attention
+case("sdpa_plain", lambda q, k, v: sdpa(q, k, v), [r(2, 3, 5, 4), r(2, 3, 7, 4), r(2, 3, 7, 4)])
+case("sdpa_causal_more_keys", lambda q, k, v: sdpa(q, k, v, is_causal=True), [r(2, 2, 5, 4), r(2, 2, 7, 4), r(2, 2, 7, 4)])
+case("sdpa_causal_more_queries", lambda q, k, v: sdpa(q, k, v, is_causal=True), [r(1, 2, 7, 4), r(1, 2, 5, 4), r(1, 2, 5, 4)])
+keep = torch.rand(2, 1, 5, 7) > 0.4
+keep[0, 0, 2] = False  # a query with no key at all: output 0, gradient 0
+case("sdpa_bool_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m), [r(2, 3, 5, 4), r(2, 3, 7, 4), r(2, 3, 7, 4), keep])
+bias = r(5, 7)
+bias[1, 3] = -math.inf
+case("sdpa_float_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m), [r(2, 3, 5, 4), r(2, 3, 7, 4), r(2, 3, 7, 4), bias],
+     grads=[True, True, True, False])
+case("sdpa_scale", lambda q, k, v: sdpa(q, k, v, scale=0.3, is_causal=True), [r(2, 2, 6, 4), r(2, 2, 6, 4), r(2, 2, 6, 4)])
+case("sdpa_gqa", lambda q, k, v: sdpa(q, k, v, is_causal=True, enable_gqa=True), [r(2, 6, 5, 4), r(2, 2, 5, 4), r(2, 2, 5, 4)])
+case("sdpa_mqa_value_width", lambda q, k, v: sdpa(q, k, v, enable_gqa=True), [r(2, 4, 5, 4), r(2, 1, 6, 4), r(2, 1, 6, 3)])
+case("sdpa_3d", lambda q, k, v: sdpa(q, k, v), [r(3, 5, 4), r(3, 6, 4), r(3, 6, 4)])
+
+# ---- transformers' LLaMA modules ----
+from transformers import LlamaConfig  # noqa: E402
+from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP, LlamaRotaryEmbedding  # noqa: E402
+
+# attn_implementation="sdpa": the eager one takes its softmax in float32 even for a float64 model.
+cfg = LlamaConfig(hidden_size=16, num_attention_heads=4, num_key_value_heads=2, intermediate_size=24,
+                  attention_bias=True, mlp_bias=False, rope_theta=10000.0, attn_implementation="sdpa")
+attn = LlamaAttention(cfg, layer_idx=0).to(D).eval()
+with torch.no_grad():
+    for n, p in attn.named_parameters():
+        if "bias" in n:
+            p.normal_(0, 0.5)
+rot = LlamaRotaryEmbedding(cfg)
+
+
+def llama_attention(x):
+    # LlamaRotaryEmbedding computes its angles in float32 whatever the model's dtype; the tables
+    # here are the same formula in float64 (checked against it to float32 precision), laid out as
+    # transformers wants them: (B, T, d) with the d/2 angles twice.
+    T = x.shape[1]
+    c, s = tables(4, T)
+    hf_cos, hf_sin = rot(x.float(), torch.arange(T).unsqueeze(0))
+    assert torch.allclose(hf_cos.double(), torch.cat([c, c], -1), atol=1e-6)
+    assert torch.allclose(hf_sin.double(), torch.cat([s, s], -1), atol=1e-6)
+    cos, sin = torch.cat([c, c], -1).unsqueeze(0), torch.cat([s, s], -1).unsqueeze(0)
+    causal = torch.full((T, T), -math.inf, dtype=D).triu(1)[None, None]
+    return attn(x, position_embeddings=(cos, sin), attention_mask=causal)[0]
+
+
+names = {"q_proj": "w_q", "k_proj": "w_k", "v_proj": "w_v", "o_proj": "w_o"}
+case("llama_attention_gqa_rope", llama_attention, [r(2, 6, 16)],
+     params={f"{names[n.split('.')[0]]}.{n.split('.')[1]}": p for n, p in attn.named_parameters()})
+mlp = LlamaMLP(cfg).to(D)
+case("llama_mlp_swiglu", mlp, [r(2, 3, 16)], params=dict(mlp.named_parameters()))
