@@ -115,6 +115,11 @@ class Variable {
   DType dtype() const { return data().dtype(); }
   /// The value of a one-element variable.
   double item() const { return data().item(); }
+  /// The value as T, read in the variable's dtype (Tensor::item<T>).
+  template <class T>
+  T item() const {
+    return data().template item<T>();
+  }
 
   // ---- method forms, as a PyTorch user writes them: x.transpose(-2, -1).pow(2).sum() ----
   // Each calls the free function of the same name (autograd/ops/), so both spellings record the

@@ -3,6 +3,7 @@
 #include "minigrad/tensor/error.h"
 #include "minigrad/tensor/sanitizer.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -69,6 +70,16 @@ void release(void* p, size_t cls) {
   c.bytes += cls;
 }
 
+// Bytes of live storages, and the most there have been (memory_allocated and its peak).
+std::atomic<size_t> live_bytes{0}, peak_bytes{0};
+
+void count_allocation(size_t cls) {
+  const size_t now = live_bytes.fetch_add(cls, std::memory_order_relaxed) + cls;
+  size_t peak = peak_bytes.load(std::memory_order_relaxed);
+  while (now > peak && !peak_bytes.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
 }  // namespace
 
 Storage::Storage(size_t nbytes, bool zero) : ptr_(nullptr), nbytes_(nbytes) {
@@ -76,11 +87,20 @@ Storage::Storage(size_t nbytes, bool zero) : ptr_(nullptr), nbytes_(nbytes) {
   // Far beyond any machine's memory (and where the size classes below would overflow).
   MG_CHECK(nbytes <= (size_t{1} << 62), MemoryError, "out of memory: cannot allocate {} bytes for a tensor", nbytes);
   ptr_ = allocate(size_class(nbytes));
+  count_allocation(size_class(nbytes));
   if (zero) std::memset(ptr_, 0, nbytes);
 }
 
 Storage::~Storage() {
-  if (ptr_) release(ptr_, size_class(nbytes_));
+  if (!ptr_) return;
+  live_bytes.fetch_sub(size_class(nbytes_), std::memory_order_relaxed);
+  release(ptr_, size_class(nbytes_));
+}
+
+size_t memory_allocated() { return live_bytes.load(std::memory_order_relaxed); }
+size_t max_memory_allocated() { return peak_bytes.load(std::memory_order_relaxed); }
+void reset_peak_memory_stats() {
+  peak_bytes.store(live_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
 
 size_t cached_bytes() {

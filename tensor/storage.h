@@ -32,6 +32,15 @@ class Storage {
 
 /// Bytes held by the allocator's free lists (allocated from the system but not in use).
 size_t cached_bytes();
+/// Bytes of every live Storage (each counted as its size class), as torch.cuda.memory_allocated
+/// counts a GPU's: what the tensors in existence hold right now.
+size_t memory_allocated();
+/// The most memory_allocated() has been since the start or the last reset_peak_memory_stats():
+/// around a training step, the memory the step needs (weights, activations kept for the
+/// backward, gradients, optimizer state).
+size_t max_memory_allocated();
+/// Start max_memory_allocated() again from memory_allocated().
+void reset_peak_memory_stats();
 /// Return every cached block to the system.
 void empty_cache();
 

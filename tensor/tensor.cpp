@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/parallel.h"
@@ -72,6 +74,41 @@ double Tensor::item() const {
   MG_CHECK(numel() == 1, ValueError, "item: expected a tensor with one element, got shape {}", shape_str(shape_));
   return at(std::vector<int64_t>(dim(), 0));
 }
+
+template <class T>
+T Tensor::item() const {
+  MG_CHECK(defined(), StateError, "item: the tensor is undefined");
+  MG_CHECK(numel() == 1, ValueError, "item: expected a tensor with one element, got shape {}", shape_str(shape_));
+  T out{};
+  visit_stored(dtype_, [&]<class S>() {
+    const S v = *data<S>();
+    if constexpr (std::is_same_v<S, bool>) {
+      out = static_cast<T>(v);
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if constexpr (std::is_floating_point_v<S> || std::is_same_v<S, bfloat16>) {
+        const double d = static_cast<double>(v);
+        // the range test in double: 2^63 itself is out of int64's range
+        MG_CHECK(std::isfinite(d) && d >= static_cast<double>(std::numeric_limits<T>::min()) &&
+                     d < -static_cast<double>(std::numeric_limits<T>::min()),
+                 ValueError, "item: {} does not fit in a {}-bit integer", d, 8 * sizeof(T));
+        out = static_cast<T>(d);
+      } else {
+        MG_CHECK(std::in_range<T>(v), ValueError, "item: {} does not fit in a {}-bit integer", v, 8 * sizeof(T));
+        out = static_cast<T>(v);
+      }
+    } else if constexpr (std::is_same_v<S, bfloat16>) {
+      out = static_cast<T>(static_cast<float>(v));
+    } else {
+      out = static_cast<T>(v);
+    }
+  });
+  return out;
+}
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template int32_t Tensor::item<int32_t>() const;
+template bool Tensor::item<bool>() const;
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {

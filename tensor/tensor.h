@@ -13,6 +13,7 @@
 #include <ostream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "minigrad/tensor/dtype.h"
@@ -61,6 +62,11 @@ class Tensor {
   }
   /// The single element of a one-element tensor, converted to double.
   double item() const;
+  /// The single element as T (float, double, int64_t, int32_t, bool), read in the tensor's own
+  /// dtype (an int64 past 2^53 stays exact): t.item<int64_t>(). A float is truncated toward zero
+  /// for an integer T; a value T cannot hold (NaN or out of range) is a ValueError.
+  template <class T>
+  T item() const;
   /// All elements in row-major order, converted to T.
   template <class T>
   std::vector<T> to_vector() const;
@@ -95,6 +101,100 @@ class Tensor {
   /// Split dim `d` into `sizes` (one may be -1), the inverse of flatten: (2, 12).unflatten(1, {3, 4})
   /// is (2, 3, 4).
   Tensor unflatten(int64_t d, const Shape& sizes) const;
+
+  // ---- method forms, as a PyTorch user writes them: t.pow(2).sum({1}).sqrt() ----
+  // Each calls the free function of the same name in tensor/ops/ (tensor/tensor_methods.cpp), so
+  // both spellings are one op. Variable has the same methods (autograd/variable.h).
+  /// sum(*this, dims, keepdim)
+  Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// mean(*this, dims, keepdim)
+  Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// max(*this, dim, keepdim): values and int64 indices
+  std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  /// max(*this): the largest element
+  Tensor max() const;
+  /// min(*this, dim, keepdim): values and int64 indices
+  std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  /// min(*this): the smallest element
+  Tensor min() const;
+  /// argmax(*this, dim, keepdim)
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  /// argmax(*this): the flat index of the largest element
+  Tensor argmax() const;
+  /// argmin(*this, dim, keepdim)
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  /// argmin(*this): the flat index of the smallest element
+  Tensor argmin() const;
+  /// var(*this, dims, correction, keepdim)
+  Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// std(*this, dims, correction, keepdim)
+  Tensor std(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// prod(*this, dim, keepdim)
+  Tensor prod(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// cumsum(*this, dim)
+  Tensor cumsum(int64_t dim) const;
+  /// logsumexp(*this, dims, keepdim)
+  Tensor logsumexp(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  /// topk(*this, k, dim, largest, sorted): values and int64 indices
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  /// sort(*this, dim, descending): values and int64 indices
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  /// argsort(*this, dim, descending)
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  /// matmul(*this, other)
+  Tensor matmul(const Tensor& other) const;
+  /// pow(*this, exponent)
+  Tensor pow(double exponent) const;
+  /// exp(*this)
+  Tensor exp() const;
+  /// log(*this)
+  Tensor log() const;
+  /// sqrt(*this)
+  Tensor sqrt() const;
+  /// abs(*this)
+  Tensor abs() const;
+  /// neg(*this)
+  Tensor neg() const;
+  /// sign(*this)
+  Tensor sign() const;
+  /// tanh(*this)
+  Tensor tanh() const;
+  /// sigmoid(*this)
+  Tensor sigmoid() const;
+  /// relu(*this)
+  Tensor relu() const;
+  /// sin(*this)
+  Tensor sin() const;
+  /// cos(*this)
+  Tensor cos() const;
+  /// log1p(*this)
+  Tensor log1p() const;
+  /// expm1(*this)
+  Tensor expm1() const;
+  /// clamp(*this, min, max)
+  Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  /// softmax(*this, dim)
+  Tensor softmax(int64_t dim) const;
+  /// log_softmax(*this, dim)
+  Tensor log_softmax(int64_t dim) const;
+  /// masked_fill(*this, mask, value)
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  /// chunk(*this, chunks, dim)
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  /// split(*this, size, dim)
+  std::vector<Tensor> split(int64_t size, int64_t dim = 0) const;
+  /// eq(*this, other); likewise ne, lt, le, gt, ge: Bool tensors
+  Tensor eq(const Tensor& other) const;
+  /// ne(*this, other)
+  Tensor ne(const Tensor& other) const;
+  /// lt(*this, other)
+  Tensor lt(const Tensor& other) const;
+  /// le(*this, other)
+  Tensor le(const Tensor& other) const;
+  /// gt(*this, other)
+  Tensor gt(const Tensor& other) const;
+  /// ge(*this, other)
+  Tensor ge(const Tensor& other) const;
 
   // ---- copies ----
   /// A contiguous tensor with the same values (itself when already contiguous).

@@ -299,6 +299,25 @@ TEST(GroupedQueryAttention, CachedDecodingEqualsTheFullForwardAndTheCacheIsSmall
   EXPECT_EQ(cache.values().shape(), Shape({2, 2, 7, 4}));
 }
 
+TEST(GroupedQueryAttention, HeadAblationRemovesWhatTheHeadMaskRemoves) {
+  // inspect::HeadAblation subtracts a head's share after the forward; with grouped heads it must
+  // read the value head the query head shares (it once read value head h, a shape error).
+  struct Net : nn::Callable<Net> {
+    nn::MultiheadAttention attn{16, 4, {.num_kv_heads = 2, .rotary = nn::RotaryEmbeddingOptions{}}};
+    Net() { register_module("attn", attn); }
+    Variable forward(const Variable& x, const Tensor& head_mask) const {
+      return attn(x, {.is_causal = true, .head_mask = head_mask}).output;
+    }
+    std::string type_name() const override { return "Net"; }
+  } net;
+  net.to(DType::Float64);
+  const Variable x(normal({2, 5, 16}, 21));
+  NoGradGuard no_grad;
+  const Tensor masked = net(x, from_vector<double>({1, 1, 0, 1}, {4})).data();
+  inspect::HeadAblation ablate(net, "attn", {2});
+  expect_close(net(x, Tensor()).data(), masked, 1e-12, 1e-12);
+}
+
 TEST(GroupedQueryAttention, Errors) {
   EXPECT_ERROR(ValueError, "MultiheadAttention", "num_kv_heads 3 must divide num_heads 4",
                nn::MultiheadAttention(16, 4, {.num_kv_heads = 3}));

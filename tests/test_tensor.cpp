@@ -337,3 +337,71 @@ TEST(Tensor, ScratchBuffersAreAlignedAndReused) {
   EXPECT_NE(bigger.get(), first);
   EXPECT_NE(bigger.get(), second);
 }
+
+// ---- method forms, item<T>, scalars on the left ----
+
+TEST(TensorMethods, EachIsItsFreeFunction) {
+  Generator g(3);
+  const Tensor x = randn({3, 4}, g, DType::Float64), p = uniform({3, 4}, 1.5, 3, g, DType::Float64);
+  auto same = [](const Tensor& a, const Tensor& b) { EXPECT_EQ(a.to_vector<double>(), b.to_vector<double>()); };
+  same(x.sum({1}, true), sum(x, {1}, true));
+  same(x.mean(), mean(x));
+  same(x.max(1).first, max(x, 1).first);
+  same(x.max(1).second, max(x, 1).second);
+  same(x.min(), min(x));
+  same(x.argmax(1), argmax(x, 1));
+  same(x.argmin(), argmin(x));
+  same(x.var({0}), var(x, {0}));
+  same(x.std({1}, 0), mg::std(x, {1}, 0));
+  same(x.prod(1), prod(x, 1));
+  same(x.cumsum(0), cumsum(x, 0));
+  same(x.logsumexp({1}), logsumexp(x, {1}));
+  same(x.topk(2).first, topk(x, 2).first);
+  same(x.sort(1, true).second, sort(x, 1, true).second);
+  same(x.argsort(0), argsort(x, 0));
+  same(x.matmul(p.transpose(0, 1)), matmul(x, p.transpose(0, 1)));
+  same(p.pow(1.5).log().sqrt(), sqrt(log(pow(p, 1.5))));
+  same(x.exp().abs().neg(), neg(abs(exp(x))));
+  same(x.tanh() + x.sigmoid() + x.relu() + x.sin() + x.cos(), tanh(x) + sigmoid(x) + relu(x) + sin(x) + cos(x));
+  same(p.log1p().expm1(), expm1(log1p(p)));
+  same(x.clamp(-0.5, 0.5), clamp(x, -0.5, 0.5));
+  same(x.softmax(1), softmax(x, 1));
+  same(x.log_softmax(0), log_softmax(x, 0));
+  same(x.masked_fill(x.gt(p), 7), masked_fill(x, gt(x, p), 7));
+  same(x.sign(), sign(x));
+  EXPECT_EQ(x.chunk(2, 1).size(), 2u);
+  EXPECT_EQ(x.split(1, 0).size(), 3u);
+  same(x.eq(x).to(DType::Float64), ones({3, 4}, DType::Float64));
+  same(x.ne(x).to(DType::Float64) + x.lt(x).to(DType::Float64) + x.ge(p).to(DType::Float64),
+       ge(x, p).to(DType::Float64));
+  same(x.le(x).to(DType::Float64), ones({3, 4}, DType::Float64));
+}
+
+TEST(TensorMethods, ItemReadsTheElementInItsOwnDtype) {
+  const int64_t big = (int64_t{1} << 60) + 1;  // not a double: item() would round it
+  EXPECT_EQ(full({}, 0, DType::Int64).fill_(0).item<int64_t>(), 0);
+  Tensor b = empty({1}, DType::Int64);
+  b.data<int64_t>()[0] = big;
+  EXPECT_EQ(b.item<int64_t>(), big);
+  EXPECT_NE(static_cast<int64_t>(b.item()), big);
+  EXPECT_EQ(scalar_tensor(-3.75).item<int64_t>(), -3);  // truncated toward zero, as static_cast
+  EXPECT_EQ(scalar_tensor(2.5).item<float>(), 2.5f);
+  EXPECT_EQ(scalar_tensor(2.5, DType::Float64).item<double>(), 2.5);
+  EXPECT_TRUE(scalar_tensor(1, DType::Bool).item<bool>());
+  EXPECT_EQ(scalar_tensor(1, DType::Bool).item<int32_t>(), 1);
+  EXPECT_EQ(Variable(scalar_tensor(7, DType::Int64)).item<int64_t>(), 7);
+  EXPECT_THROW(scalar_tensor(NAN).item<int64_t>(), ValueError);
+  EXPECT_THROW(scalar_tensor(1e19, DType::Float64).item<int64_t>(), ValueError);
+  EXPECT_THROW(scalar_tensor(3e9, DType::Int64).item<int32_t>(), ValueError);
+  EXPECT_THROW(ones({2}).item<float>(), ValueError);
+  EXPECT_THROW(Tensor().item<float>(), StateError);
+}
+
+TEST(TensorMethods, ScalarsOnTheLeft) {
+  const Tensor t = from_vector<double>({1, 2, 4}, {3});
+  EXPECT_EQ((1.0 - t).to_vector<double>(), std::vector<double>({0, -1, -3}));
+  EXPECT_EQ((2.0 / t).to_vector<double>(), std::vector<double>({2, 1, 0.5}));
+  EXPECT_EQ((1 + t).to_vector<double>(), std::vector<double>({2, 3, 5}));
+  EXPECT_EQ((3 * t).to_vector<double>(), std::vector<double>({3, 6, 12}));
+  EXPECT_EQ((1 - ones({2}, DType::Float32)).dtype(), DType::Float32);  // the tensor's dtype, not double's
+}

@@ -228,6 +228,9 @@ Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_for(a, b, "su
 Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_for(a, b, "mul")); }
 Tensor operator/(const Tensor& a, double b) { return div(a, scalar_for(a, b, "div")); }
 Tensor operator*(double a, const Tensor& b) { return b * a; }
+Tensor operator+(double a, const Tensor& b) { return b + a; }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar_for(b, a, "sub"), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar_for(b, a, "div"), b); }
 
 Tensor& add_(Tensor& a, const Tensor& b) {
   check_same_dtype(a, b, "add_");

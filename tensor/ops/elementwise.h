@@ -94,6 +94,10 @@ Tensor operator-(const Tensor& a, double b);
 Tensor operator*(const Tensor& a, double b);
 Tensor operator/(const Tensor& a, double b);
 Tensor operator*(double a, const Tensor& b);
+/// Scalar on the left: 1.0 - t, 2.0 / t, 1.0 + t (the double becomes a 0-dim tensor of t's dtype).
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
 /// In place: a += b (b broadcast to a's shape; used to accumulate gradients).
 Tensor& add_(Tensor& a, const Tensor& b);
 
