@@ -45,10 +45,11 @@ build-clang: deps
 	cmake --build $(CLANG_BUILD) -j$(JOBS)
 
 # libFuzzer over the safetensors reader, nn::load and optim::load_checkpoint (fuzz/), under ASan
-# and UBSan, for FUZZ_SECONDS (make test runs 60). New inputs go to $(FUZZ_BUILD)/corpus; the
+# and UBSan, for FUZZ_SECONDS (make test runs 60), compiled -O1 -g1 as the sanitizer build. New inputs go to $(FUZZ_BUILD)/corpus; the
 # committed seeds in fuzz/corpus are only read.
 fuzz: deps
-	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DMG_FUZZ=ON -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+	  -DCMAKE_CXX_COMPILER=clang++ -DMG_FUZZ=ON -DMG_BUILD_TESTS=OFF -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzz_safetensors
 	mkdir -p $(FUZZ_BUILD)/corpus
 	ASAN_OPTIONS=detect_leaks=0 $(FUZZ_BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 \

@@ -46,6 +46,7 @@
 #include "minigrad/nn/pretrained.h"
 #include "minigrad/nn/rnn.h"
 #include "minigrad/nn/serialize.h"
+#include "minigrad/nn/summary.h"
 #include "minigrad/nn/transformer.h"
 
 #include "minigrad/data/bpe.h"
@@ -57,6 +58,7 @@
 #include "minigrad/optim/checkpoint.h"
 #include "minigrad/optim/clip_grad.h"
 #include "minigrad/optim/optimizer.h"
+#include "minigrad/optim/rmsprop.h"
 #include "minigrad/optim/scheduler.h"
 #include "minigrad/optim/sgd.h"
 

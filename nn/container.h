@@ -2,6 +2,8 @@
 // Containers that own modules created at run time: Sequential (a pipeline), ModuleList (an
 // indexable list, e.g. the blocks of a Transformer; children named "0", "1", ...) and ModuleDict
 // (modules by name, e.g. one head per task).
+#include <concepts>
+#include <functional>
 #include <memory>
 #include <typeinfo>
 
@@ -9,15 +11,19 @@
 
 namespace mg::nn {
 
-/// Applies its modules one after the other: Sequential s; s.push_back(make_shared<Linear>(2, 8));
+/// Applies its modules one after the other: Sequential s; s.push_back(make_shared<Linear>(2, 8)).
+/// Any module with a forward fits: one taking a Variable (Linear, LayerNorm, ...), one taking
+/// token ids (Embedding: the Variable's int64 data is passed on), and self-attention
+/// (MultiheadAttention: its output goes on). A module whose forward takes or returns something
+/// else is a compile-time error that says so.
 class Sequential : public Callable<Sequential> {
  public:
-  /// Append a module with a `Variable forward(const Variable&)`; returns it.
+  /// Append a module; returns it.
   template <class M>
   M& push_back(std::shared_ptr<M> m) {
     MG_CHECK(m != nullptr, ValueError, "Sequential: cannot add a null module");
     owned_.push_back(m);
-    steps_.push_back([raw = m.get()](const Variable& x) { return nn::call(*raw, x); });  // with its hooks
+    steps_.push_back(step_of(m.get()));  // called through nn::call, with its hooks
     return register_module(std::to_string(owned_.size() - 1), *m);
   }
   /// Construct a module of type M in place and append it.
@@ -45,6 +51,28 @@ class Sequential : public Callable<Sequential> {
   std::string type_name() const override { return "Sequential"; }
 
  private:
+  template <class>
+  static constexpr bool kNoForward = false;
+  // How one module turns the running Variable into the next.
+  template <class M>
+  static std::function<Variable(const Variable&)> step_of(M* raw) {
+    if constexpr (requires(M & m, const Variable& v) {
+                    { m.forward(v) } -> std::convertible_to<Variable>;
+                  })
+      return [raw](const Variable& x) { return Variable(nn::call(*raw, x)); };
+    else if constexpr (requires(M & m, const Tensor& t) {
+                         { m.forward(t) } -> std::convertible_to<Variable>;
+                       })
+      return [raw](const Variable& x) { return Variable(nn::call(*raw, x.data())); };  // token ids
+    else if constexpr (requires(M & m, const Variable& v) {
+                         { m.forward(v).output } -> std::convertible_to<Variable>;
+                       })
+      return [raw](const Variable& x) { return nn::call(*raw, x).output; };  // self-attention
+    else
+      static_assert(kNoForward<M>,
+                    "Sequential: a module needs a forward taking a Variable (or token ids) and returning a Variable");
+  }
+
   std::vector<std::shared_ptr<Module>> owned_;
   std::vector<std::function<Variable(const Variable&)>> steps_;
 };

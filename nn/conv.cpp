@@ -85,4 +85,59 @@ std::string Conv1d::extra_repr() const {
   return s;
 }
 
+ConvTranspose2d::ConvTranspose2d(int64_t in, int64_t out, Size2 k, ConvTranspose2dOptions o, Generator& gen)
+    : in_channels(in), out_channels(out), kernel_size(k), options(o) {
+  check_channels(in, out, o.groups, "ConvTranspose2d");
+  MG_CHECK(k.h > 0 && k.w > 0, ValueError, "ConvTranspose2d: kernel_size must be positive, got ({}, {})", k.h, k.w);
+  checked_numel({in, out / o.groups, k.h, k.w}, "ConvTranspose2d", 4);
+  register_parameter("weight", weight, empty({in, out / o.groups, k.h, k.w}));
+  if (o.bias) register_parameter("bias", bias, empty({out}));
+  reset_conv(weight, bias, gen);
+}
+
+Variable ConvTranspose2d::forward(const Variable& x) const {
+  return conv_transpose2d(x, weight, bias,
+                          {options.stride, options.padding, options.output_padding, options.groups, options.dilation});
+}
+
+std::string ConvTranspose2d::extra_repr() const {
+  std::string s = fmt::format("{}, {}, kernel_size=({}, {}), stride=({}, {})", in_channels, out_channels, kernel_size.h,
+                              kernel_size.w, options.stride.h, options.stride.w);
+  if (options.padding.h || options.padding.w)
+    s += fmt::format(", padding=({}, {})", options.padding.h, options.padding.w);
+  if (options.output_padding.h || options.output_padding.w)
+    s += fmt::format(", output_padding=({}, {})", options.output_padding.h, options.output_padding.w);
+  if (options.dilation.h != 1 || options.dilation.w != 1)
+    s += fmt::format(", dilation=({}, {})", options.dilation.h, options.dilation.w);
+  if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
+  if (!options.bias) s += ", bias=False";
+  return s;
+}
+
+ConvTranspose1d::ConvTranspose1d(int64_t in, int64_t out, int64_t k, ConvTranspose1dOptions o, Generator& gen)
+    : in_channels(in), out_channels(out), kernel_size(k), options(o) {
+  check_channels(in, out, o.groups, "ConvTranspose1d");
+  MG_CHECK(k > 0, ValueError, "ConvTranspose1d: kernel_size must be positive, got {}", k);
+  checked_numel({in, out / o.groups, k}, "ConvTranspose1d", 3);
+  register_parameter("weight", weight, empty({in, out / o.groups, k}));
+  if (o.bias) register_parameter("bias", bias, empty({out}));
+  reset_conv(weight, bias, gen);
+}
+
+Variable ConvTranspose1d::forward(const Variable& x) const {
+  return conv_transpose1d(x, weight, bias,
+                          {options.stride, options.padding, options.output_padding, options.groups, options.dilation});
+}
+
+std::string ConvTranspose1d::extra_repr() const {
+  std::string s =
+      fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels, kernel_size, options.stride);
+  if (options.padding) s += fmt::format(", padding=({},)", options.padding);
+  if (options.output_padding) s += fmt::format(", output_padding=({},)", options.output_padding);
+  if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
+  if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
+  if (!options.bias) s += ", bias=False";
+  return s;
+}
+
 }  // namespace mg::nn

@@ -50,4 +50,18 @@ class AdaptiveAvgPool2d : public Callable<AdaptiveAvgPool2d> {
   const Size2 output_size;
 };
 
+/// Resamples (N, C, *spatial) inputs to a size or by a factor (torch.nn.Upsample):
+/// Upsample({.scale_factor = {2}}) doubles every spatial dim by nearest neighbour;
+/// Upsample({.size = {8, 8}, .mode = "bilinear"}). The work is interpolate()'s.
+class Upsample : public Callable<Upsample> {
+ public:
+  explicit Upsample(InterpolateOptions options);
+  /// x (N, C, *spatial) -> (N, C, *resized).
+  Variable forward(const Variable& x) const { return interpolate(x, options); }
+  std::string type_name() const override { return "Upsample"; }
+  std::string extra_repr() const override;
+
+  const InterpolateOptions options;
+};
+
 }  // namespace mg::nn

@@ -33,4 +33,11 @@ double clip_grad_norm_(const std::vector<Variable>& params, double max_norm, dou
   return total;
 }
 
+void clip_grad_value_(const std::vector<Variable>& params, double clip_value) {
+  MG_CHECK(std::isfinite(clip_value) && clip_value >= 0, ValueError,
+           "clip_grad_value_: clip_value must be finite and >= 0, got {}", clip_value);
+  for (const Variable& p : params)
+    if (p.grad().defined()) p.grad().copy_(clamp(p.grad(), -clip_value, clip_value));
+}
+
 }  // namespace mg::optim

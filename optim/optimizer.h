@@ -33,6 +33,9 @@ struct Group {
   std::vector<Variable> params;
   double lr;
   double weight_decay;
+  /// The rate before any scheduler changed it, set by the first scheduler built on the optimizer
+  /// (PyTorch's "initial_lr"); later ones start from it.
+  std::optional<double> initial_lr;
 };
 
 /// Named tensors an optimizer keeps for one parameter ("exp_avg", "momentum_buffer", "step").

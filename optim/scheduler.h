@@ -1,6 +1,10 @@
 #pragma once
 // Learning-rate schedules. Like torch.optim.lr_scheduler: constructing a scheduler sets each
-// group's lr for step 0; every scheduler.step() (once per optimizer step) moves to the next.
+// group's lr for step 0; every scheduler.step() (once per optimizer step) moves to the next. Every
+// schedule here is a formula of the step (closed form), computed from each group's initial rate:
+// the rate the group had when the first scheduler on the optimizer was built (PyTorch's
+// "initial_lr"), so several schedulers on one optimizer (SequentialLR) share it.
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,6 +33,9 @@ class LRScheduler {
   /// Restore a saved schedule (load_checkpoint): the step and the base rates, one per group; the
   /// groups' current rates are not touched (the checkpoint restores them).
   void restore(int64_t step, std::vector<double> base_lrs);
+  /// The rate this schedule gives a group whose initial rate is base_lr at step t (what step()
+  /// sets; SequentialLR asks its schedules this).
+  double lr_for(double base_lr, int64_t t) const { return lr_at(base_lr, t); }
 
  protected:
   explicit LRScheduler(Optimizer& opt);
@@ -41,6 +48,57 @@ class LRScheduler {
   Optimizer& opt_;
   std::vector<double> base_lrs_;
   int64_t step_ = 0;
+};
+
+/// lr = base * lr_lambda(t)   (torch.optim.lr_scheduler.LambdaLR). The function is not saved in
+/// checkpoints (PyTorch's is not either): give the same one when resuming.
+class LambdaLR : public LRScheduler {
+ public:
+  LambdaLR(Optimizer& opt, std::function<double(int64_t)> lr_lambda);
+  std::string name() const override { return "LambdaLR"; }
+  std::map<std::string, double> settings() const override { return {}; }
+
+ protected:
+  double lr_at(double base, int64_t t) const override;
+
+ private:
+  std::function<double(int64_t)> lambda_;
+};
+
+/// lr = base * (start + (end - start) * min(t, total_iters) / total_iters)
+/// (torch.optim.lr_scheduler.LinearLR; PyTorch's defaults: start 1/3, end 1, 5 steps)
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& opt, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
+  std::string name() const override { return "LinearLR"; }
+  std::map<std::string, double> settings() const override {
+    return {{"start_factor", start_}, {"end_factor", end_}, {"total_iters", static_cast<double>(total_)}};
+  }
+
+ protected:
+  double lr_at(double base, int64_t t) const override;
+
+ private:
+  double start_, end_;
+  int64_t total_;
+};
+
+/// One schedule after another (torch.optim.lr_scheduler.SequentialLR): schedule i runs from
+/// milestone i-1 (0 for the first) until milestone i, counting its own steps from 0. The schedules
+/// must be built on the same optimizer, and outlive this one.
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& opt, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones);
+  std::string name() const override { return "SequentialLR"; }
+  /// The milestones and each schedule's settings, as "milestone.i" and "i.<setting>".
+  std::map<std::string, double> settings() const override;
+
+ protected:
+  double lr_at(double base, int64_t t) const override;
+
+ private:
+  std::vector<LRScheduler*> schedulers_;
+  std::vector<int64_t> milestones_;
 };
 
 /// lr = base * gamma^floor(t / step_size)   (torch.optim.lr_scheduler.StepLR)

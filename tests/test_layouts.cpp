@@ -115,6 +115,55 @@ std::vector<OpCase> autograd_cases() {
        {{{2, 2, 5, 3}}, {{2, 2, 4, 3}}, {{2, 2, 4, 3}}, {{5, 4}, In::Mask}},
        [](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2], {.attn_mask = v[3].data()}); }},
       {"rms_norm", {R234, {{4}}}, [](const V& v) { return rms_norm(v[0], {4}, v[1]); }},
+      {"repeat",
+       {R23},
+       [](const V& v) {
+         return repeat(v[0], {2, 1, 2});
+       }},
+      {"flip",
+       {R234},
+       [](const V& v) {
+         return flip(v[0], {0, 2});
+       }},
+      {"repeat_interleave", {R234}, [](const V& v) { return repeat_interleave(v[0], 2, 1); }},
+      {"repeat_interleave_counts",
+       {R34, {{3}, In::Index, 3}},
+       [](const V& v) { return repeat_interleave(v[0], v[1].data(), 0); }},
+      {"lerp", {R23, R23, {{3}, In::Probability}}, [](const V& v) { return lerp(v[0], v[1], v[2]); }},
+      {"addmm", {{{4}}, R23, R34}, [](const V& v) { return addmm(v[0], v[1], v[2], 0.5, 2.0); }},
+      {"baddbmm", {{{2, 1, 4}}, R234, {{2, 4, 4}}}, [](const V& v) { return baddbmm(v[0], v[1], v[2], 2.0, 0.5); }},
+      {"normalize", {R234}, [](const V& v) { return normalize(v[0], 2.0, 1); }},
+      {"cosine_similarity", {R234, {{1, 3, 4}}}, [](const V& v) { return cosine_similarity(v[0], v[1], 2); }},
+      {"masked_select", {R234, {{3, 4}, In::Mask}}, [](const V& v) { return masked_select(v[0], v[1].data()); }},
+      {"pad_constant",
+       {R234},
+       [](const V& v) {
+         return pad(v[0], {1, -1, 2, 0}, "constant", 0.5);
+       }},
+      {"pad_reflect",
+       {R234},
+       [](const V& v) {
+         return pad(v[0], {2, 1, 1, 1}, "reflect");
+       }},
+      {"pad_replicate",
+       {R234},
+       [](const V& v) {
+         return pad(v[0], {1, 2}, "replicate");
+       }},
+      {"pad_circular",
+       {R234},
+       [](const V& v) {
+         return pad(v[0], {4, 1, 0, 3}, "circular");
+       }},
+      {"interpolate_bilinear",
+       {{{1, 2, 3, 4}}},
+       [](const V& v) {
+         return interpolate(v[0], {.size = {5, 3}, .mode = "bilinear"});
+       }},
+      {"interpolate_nearest", {R234}, [](const V& v) { return interpolate(v[0], {.scale_factor = {1.5}}); }},
+      {"conv_transpose2d",
+       {{{2, 2, 3, 3}}, {{2, 3, 2, 2}}, {{3}}},
+       [](const V& v) { return conv_transpose2d(v[0], v[1], v[2], {.stride = 2, .output_padding = 1}); }},
       {"rotary_half_split",
        {{{2, 3, 4, 6}}, {{4, 3}}, {{4, 3}}},
        [](const V& v) { return rotary_embedding(v[0], v[1].data(), v[2].data()); }},

@@ -142,6 +142,31 @@ std::vector<OpCase> edge_cases() {
        {{{1, 2, 3, 4}}, {{1, 2, 0, 4}}, {{1, 2, 0, 4}}},
        [](const V& v) { return scaled_dot_product_attention(v[0], v[1], v[2]); }},
       {"rms_norm_zero_rows", {{{0, 4}}, {{4}}}, [](const V& v) { return rms_norm(v[0], {4}, v[1]); }},
+      {"repeat_zero_size",
+       {{{0, 3}}},
+       [](const V& v) {
+         return repeat(v[0], {2, 2});
+       }},
+      {"repeat_zero_times",
+       {R23},
+       [](const V& v) {
+         return repeat(v[0], {0, 2});
+       }},
+      {"flip_scalar", {{{}}}, [](const V& v) { return flip(v[0], {0}); }},
+      {"repeat_interleave_scalar", {{{}}}, [](const V& v) { return repeat_interleave(v[0], 3); }},
+      {"pad_zero_rows",
+       {{{0, 3}}},
+       [](const V& v) {
+         return pad(v[0], {1, 1}, "reflect");
+       }},
+      {"pad_to_nothing",
+       {R23},
+       [](const V& v) {
+         return pad(v[0], {-2, -1});
+       }},
+      {"masked_select_none",
+       {R23, {{3}, In::Mask}},
+       [](const V& v) { return masked_select(v[0], zeros({3}, DType::Bool)); }},
       {"rotary_zero_tokens",
        {{{2, 0, 4}}, {{0, 2}}, {{0, 2}}},
        [](const V& v) { return rotary_embedding(v[0], v[1].data(), v[2].data()); }},

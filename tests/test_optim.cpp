@@ -1,8 +1,12 @@
 // Optimizers against torch.optim (5 steps on a fixed problem, to 1e-5), schedules by hand,
 // gradient clipping, parameter groups.
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <memory>
 #include <numbers>
+
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -321,4 +325,159 @@ TEST(Optim, ClipGradNormPropagatesNaNAsTorchDoes) {
   EXPECT_EQ(optim::clip_grad_norm_({c}, 1.0, INFINITY), 0);  // an empty gradient adds nothing
   EXPECT_THROW(optim::clip_grad_norm_({c}, 1.0, -INFINITY), ValueError);
   EXPECT_THROW(optim::clip_grad_norm_({c}, -1.0), ValueError);
+}
+
+TEST(Optim, RMSpropAndAdagradMatchTorch) {
+  Problem a, b, c, d;
+  optim::RMSprop rms({a.w, a.b}, {.lr = 0.01});
+  run(a, rms);
+  expect_matches(a, "rmsprop");
+  optim::RMSprop rms2({b.w, b.b},
+                      {.lr = 0.01, .alpha = 0.9, .eps = 1e-6, .weight_decay = 0.1, .momentum = 0.8, .centered = true});
+  run(b, rms2);
+  expect_matches(b, "rmsprop_centered_momentum_wd");
+  EXPECT_EQ(rms2.state_names(), std::vector<std::string>({"step", "square_avg", "momentum_buffer", "grad_avg"}));
+  EXPECT_EQ(rms2.state(b.w).at("step").item<int64_t>(), 5);
+  optim::Adagrad ada({c.w, c.b}, {.lr = 0.1});
+  run(c, ada);
+  expect_matches(c, "adagrad");
+  optim::Adagrad ada2(
+      {d.w, d.b}, {.lr = 0.1, .lr_decay = 0.05, .weight_decay = 0.1, .initial_accumulator_value = 0.5, .eps = 1e-6});
+  run(d, ada2);
+  expect_matches(d, "adagrad_decay_init_wd");
+}
+
+TEST(Optim, RMSpropAndAdagradResumeFromACheckpointExactly) {
+  // 5 steps in one go, and 2 + (save, load into a new model and optimizer) + 3: the same numbers,
+  // bit for bit
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("minigrad_test_rmsprop_ckpt_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();  // a name of this process's own: ctest runs this binary in parallel copies
+  struct Net : nn::Module {                // the problem's w and b as a module's parameters, for the checkpoint
+    Variable w, b;
+    explicit Net(Problem& p) {
+      register_parameter("w", w, p.w.data().clone());
+      register_parameter("b", b, p.b.data().clone());
+      p.w = w, p.b = b;
+    }
+    std::string type_name() const override { return "Net"; }
+  };
+  for (int which = 0; which < 2; ++which) {
+    SCOPED_TRACE(which == 0 ? "RMSprop" : "Adagrad");
+    auto make = [which](Problem& p) -> std::unique_ptr<optim::Optimizer> {
+      if (which == 0)
+        return std::make_unique<optim::RMSprop>(std::vector<Variable>{p.w, p.b},
+                                                optim::RMSpropOptions{.lr = 0.01, .momentum = 0.5, .centered = true});
+      return std::make_unique<optim::Adagrad>(std::vector<Variable>{p.w, p.b},
+                                              optim::AdagradOptions{.lr = 0.1, .lr_decay = 0.1});
+    };
+    Problem whole, parts, resumed;
+    Net n1(parts), n2(resumed);
+    auto o1 = make(whole), o2 = make(parts), o3 = make(resumed);
+    run(whole, *o1, 5);
+    run(parts, *o2, 2);
+    optim::save_checkpoint(path, n1, *o2, 2);
+    EXPECT_EQ(optim::load_checkpoint(path, n2, *o3), 2);
+    run(resumed, *o3, 3);
+    EXPECT_EQ(resumed.w.data().to_vector<float>(), whole.w.data().to_vector<float>());
+    EXPECT_EQ(resumed.b.data().to_vector<float>(), whole.b.data().to_vector<float>());
+  }
+}
+
+TEST(Optim, RMSpropAndAdagradErrors) {
+  Problem p;
+  EXPECT_THROW(optim::RMSprop({p.w}, {.alpha = 1.5}), ValueError);
+  EXPECT_THROW(optim::RMSprop({p.w}, {.momentum = -1}), ValueError);
+  EXPECT_THROW(optim::Adagrad({p.w}, {.lr_decay = -0.1}), ValueError);
+  EXPECT_THROW(optim::Adagrad({p.w}, {.eps = NAN}), ValueError);
+  // a parameter whose data changed shape after its first step: an error naming the optimizer, and
+  // the parameter before it (b, checked first) is not updated either
+  optim::Adagrad ada({p.b, p.w}, {.lr = 0.1});
+  run(p, ada, 1);
+  const std::vector<float> before = p.b.data().to_vector<float>();
+  p.w.set_data(ones({4, 4}));
+  p.w.set_grad(ones({4, 4}));
+  p.b.set_grad(ones({3}));
+  try {
+    ada.step();
+    ADD_FAILURE() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Adagrad"));
+  }
+  EXPECT_EQ(p.b.data().to_vector<float>(), before);
+  EXPECT_EQ(ada.state(p.b).at("step").item<int64_t>(), 1);
+}
+
+TEST(Schedules, LambdaLinearAndSequentialMatchTorch) {
+  // the lr of group 0 before and after each of 12 steps, against torch.optim.lr_scheduler
+  auto check = [](const std::string& name,
+                  const std::function<std::unique_ptr<optim::LRScheduler>(optim::SGD&)>& make) {
+    SCOPED_TRACE(name);
+    Variable w(zeros({1}), true);
+    optim::SGD opt({w}, {.lr = 0.1});
+    std::vector<std::unique_ptr<optim::LRScheduler>> keep;  // SequentialLR's parts
+    auto sched = make(opt);
+    std::vector<double> lrs{sched->get_lr()};
+    for (int i = 0; i < 12; ++i) sched->step(), lrs.push_back(sched->get_lr());
+    expect_close(from_vector(lrs, {13}), mgtest::golden(name).at("lrs"), 1e-15, 1e-12);
+  };
+  check("sched_lambda", [](optim::SGD& o) {
+    return std::make_unique<optim::LambdaLR>(o, [](int64_t t) { return std::pow(0.9, static_cast<double>(t)); });
+  });
+  check("sched_linear", [](optim::SGD& o) { return std::make_unique<optim::LinearLR>(o, 0.25, 1.0, 4); });
+  check("sched_linear_down", [](optim::SGD& o) { return std::make_unique<optim::LinearLR>(o, 1.0, 0.1, 6); });
+  // the parts are built first, as in PyTorch; they change the rate, SequentialLR starts from the initial one
+  static std::unique_ptr<optim::LinearLR> warm;
+  static std::unique_ptr<optim::StepLR> decay;
+  check("sched_sequential", [](optim::SGD& o) {
+    warm = std::make_unique<optim::LinearLR>(o, 0.1, 1.0, 3);
+    decay = std::make_unique<optim::StepLR>(o, 2, 0.5);
+    return std::make_unique<optim::SequentialLR>(o, std::vector<optim::LRScheduler*>{warm.get(), decay.get()},
+                                                 std::vector<int64_t>{3});
+  });
+  EXPECT_EQ(decay->base_lrs(), std::vector<double>({0.1}));  // the initial rate, not the warm-up's first
+}
+
+TEST(Schedules, SequentialResumesFromACheckpoint) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("minigrad_test_sequential_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
+  struct Net : nn::Module {
+    Variable w;
+    Net() { register_parameter("w", w, zeros({2})); }
+    std::string type_name() const override { return "Net"; }
+  };
+  auto lrs_after = [&](bool resume) {
+    Net net;
+    optim::SGD opt(net.parameters(), {.lr = 0.2});
+    optim::LinearLR warm(opt, 0.5, 1.0, 2);
+    optim::LambdaLR decay(opt, [](int64_t t) { return 1.0 / static_cast<double>(t + 1); });
+    optim::SequentialLR sched(opt, {&warm, &decay}, {2});
+    std::vector<double> lrs;
+    int start = 0;
+    if (resume) start = static_cast<int>(optim::load_checkpoint(path, net, opt, &sched));
+    for (int i = start; i < 6; ++i) {
+      sched.step();
+      lrs.push_back(sched.get_lr());
+      if (!resume && i == 2) optim::save_checkpoint(path, net, opt, 3, &sched);
+    }
+    return lrs;
+  };
+  const std::vector<double> whole = lrs_after(false), resumed = lrs_after(true);
+  ASSERT_EQ(resumed.size(), 3u);
+  EXPECT_EQ(std::vector<double>(whole.end() - 3, whole.end()), resumed);
+}
+
+TEST(Schedules, Errors) {
+  Variable w(zeros({1}), true);
+  optim::SGD opt({w}, {.lr = 0.1});
+  EXPECT_THROW(optim::LinearLR(opt, 0.0), ValueError);
+  EXPECT_THROW(optim::LinearLR(opt, 0.5, 1.5), ValueError);
+  EXPECT_THROW(optim::LinearLR(opt, 0.5, 1.0, 0), ValueError);
+  EXPECT_THROW(optim::LambdaLR(opt, nullptr), ValueError);
+  EXPECT_THROW(optim::LambdaLR(opt, [](int64_t) { return NAN; }), ValueError);
+  optim::StepLR a(opt, 2), b(opt, 3);
+  EXPECT_THROW(optim::SequentialLR(opt, {&a, &b}, {}), ValueError);
+  EXPECT_THROW(optim::SequentialLR(opt, {&a, &b}, {0}), ValueError);
+  EXPECT_THROW(optim::SequentialLR(opt, {&a, nullptr}, {2}), ValueError);
 }

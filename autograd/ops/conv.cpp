@@ -5,6 +5,8 @@
 
 #include "minigrad/autograd/engine.h"
 #include "minigrad/autograd/ops/shape.h"
+#include "minigrad/tensor/ops/elementwise.h"
+#include "minigrad/tensor/ops/reduce.h"
 
 namespace mg {
 
@@ -94,6 +96,95 @@ Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias,
            a.pad_left);
   conv_output_size(x.size(2), weight.size(2), a.stride_w, a.pad_left, a.pad_right, a.dilation_w, "conv1d");
   return squeeze(conv2d_recorded(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
+}
+
+namespace {
+// The conv2d whose input gradient is this transposed convolution: its input would be the output
+// (N, C_out, Ho, Wo), its weight the same (C_in, C_out / groups, kH, kW) tensor.
+struct Transposed {
+  Conv2dArgs a;
+  int64_t Ho, Wo;
+};
+Transposed transposed_geometry(const Variable& x, const Variable& w, const Variable& b,
+                               const ConvTranspose2dFuncOptions& o, std::string_view op) {
+  MG_CHECK(x.dim() == 4, ShapeError, "{}: expected input (N, C_in, H, W), got shape {}", op, shape_str(x.shape()));
+  MG_CHECK(w.dim() == 4, ShapeError, "{}: expected weight (C_in, C_out / groups, kH, kW), got shape {}", op,
+           shape_str(w.shape()));
+  MG_CHECK(is_floating(x.dtype()) && x.dtype() == w.dtype() && (!b.defined() || b.dtype() == x.dtype()), DTypeError,
+           "{}: input {}, weight {}{} must be one floating dtype", op, dtype_name(x.dtype()), dtype_name(w.dtype()),
+           b.defined() ? fmt::format(" and bias {}", dtype_name(b.dtype())) : "");
+  MG_CHECK(o.groups >= 1 && w.size(0) % o.groups == 0, ValueError, "{}: groups {} must be >= 1 and divide C_in {}", op,
+           o.groups, w.size(0));
+  MG_CHECK(x.size(1) == w.size(0), ShapeError, "{}: input has {} channels but weight {} expects {} (its dim 0)", op,
+           x.size(1), shape_str(w.shape()), w.size(0));
+  const int64_t cout = checked_mul(w.size(1), o.groups, op);
+  MG_CHECK(!b.defined() || b.shape() == Shape{cout}, ShapeError, "{}: bias has shape {} but the output has {} channels",
+           op, shape_str(b.shape()), cout);
+  MG_CHECK(o.stride.h >= 1 && o.stride.w >= 1 && o.dilation.h >= 1 && o.dilation.w >= 1 && o.padding.h >= 0 &&
+               o.padding.w >= 0,
+           ValueError, "{}: stride and dilation must be >= 1 and padding >= 0", op);
+  MG_CHECK(o.output_padding.h >= 0 && o.output_padding.w >= 0 &&
+               (o.output_padding.h < o.stride.h || o.output_padding.h < o.dilation.h) &&
+               (o.output_padding.w < o.stride.w || o.output_padding.w < o.dilation.w),
+           ValueError, "{}: output_padding ({}, {}) must be smaller than the stride or the dilation", op,
+           o.output_padding.h, o.output_padding.w);
+  auto out = [&](int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, int64_t op_) {
+    return checked_add(checked_add(checked_mul(in - 1, s, op), checked_mul(d, k - 1, op), op), op_ + 1 - 2 * p, op);
+  };
+  Transposed t;
+  t.Ho = out(x.size(2), w.size(2), o.stride.h, o.padding.h, o.dilation.h, o.output_padding.h);
+  t.Wo = out(x.size(3), w.size(3), o.stride.w, o.padding.w, o.dilation.w, o.output_padding.w);
+  MG_CHECK(t.Ho > 0 && t.Wo > 0 && x.size(2) > 0 && x.size(3) > 0, ShapeError,
+           "{}: input {} with weight {} gives an output of {} x {}", op, shape_str(x.shape()), shape_str(w.shape()),
+           t.Ho, t.Wo);
+  t.a.stride_h = o.stride.h, t.a.stride_w = o.stride.w;
+  t.a.pad_top = t.a.pad_bottom = o.padding.h;
+  t.a.pad_left = t.a.pad_right = o.padding.w;
+  t.a.dilation_h = o.dilation.h, t.a.dilation_w = o.dilation.w;
+  t.a.groups = o.groups;
+  return t;
+}
+}  // namespace
+
+// y = conv2d's input gradient for "output gradient" x: y = col2im(W^T x) + b
+// dx = conv2d(dy, W)   dW = conv2d's weight gradient with input dy and output gradient x   db = sum dy
+Variable conv_transpose2d(const Variable& x, const Variable& weight, const Variable& bias,
+                          const ConvTranspose2dFuncOptions& o) {
+  MG_CHECK(x.defined() && weight.defined(), StateError, "conv_transpose2d: an operand is undefined");
+  if (x.dim() == 3) return squeeze(conv_transpose2d(unsqueeze(x, 0), weight, bias, o), 0);  // unbatched
+  const Transposed t = transposed_geometry(x, weight, bias, o, "conv_transpose2d");
+  const int64_t N = x.size(0), cout = weight.size(1) * o.groups;
+  const Tensor shape_only = empty({N, cout, t.Ho, t.Wo}, x.dtype());  // conv2d_backward reads its shape for dx
+  Tensor y = conv2d_backward(x.data(), shape_only, weight.data(), t.a, true, false, false).dx;
+  if (bias.defined()) y = y + bias.data().reshape({1, cout, 1, 1});
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return record("conv_transpose2d", std::move(y), inputs,
+                [x = x.data(), w = weight.data(), a = t.a](const Tensor& dy, const Node& n) -> TensorList {
+                  TensorList out{n.needs(0) ? conv2d(dy, w, Tensor(), a) : Tensor(),
+                                 n.needs(1) ? conv2d_backward(x, dy, w, a, false, true, false).dweight : Tensor()};
+                  if (n.next.size() > 2) out.push_back(n.needs(2) ? sum(dy, {0, 2, 3}) : Tensor());
+                  return out;
+                });
+}
+
+// conv_transpose1d = conv_transpose2d on (N, C, 1, L) with W (C_in, C_out/g, 1, k)
+Variable conv_transpose1d(const Variable& x, const Variable& weight, const Variable& bias,
+                          const ConvTranspose1dFuncOptions& o) {
+  const OpScope scope("conv_transpose1d");
+  MG_CHECK(x.defined() && weight.defined(), StateError, "conv_transpose1d: an operand is undefined");
+  if (x.dim() == 2) return squeeze(conv_transpose1d(unsqueeze(x, 0), weight, bias, o), 0);
+  MG_CHECK(x.dim() == 3, ShapeError, "conv_transpose1d: expected input (N, C_in, L) or (C_in, L), got shape {}",
+           shape_str(x.shape()));
+  MG_CHECK(weight.dim() == 3, ShapeError, "conv_transpose1d: expected weight (C_in, C_out / groups, k), got shape {}",
+           shape_str(weight.shape()));
+  return squeeze(conv_transpose2d(unsqueeze(x, 2), unsqueeze(weight, 2), bias,
+                                  {.stride = {1, o.stride},
+                                   .padding = {0, o.padding},
+                                   .output_padding = {0, o.output_padding},
+                                   .groups = o.groups,
+                                   .dilation = {1, o.dilation}}),
+                 2);
 }
 
 }  // namespace mg

@@ -54,4 +54,35 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias 
 Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
                 const Conv1dFuncOptions& options = {});
 
+/// F.conv_transpose2d's keywords (PyTorch's defaults; note PyTorch's order of arguments puts
+/// groups before dilation).
+struct ConvTranspose2dFuncOptions {
+  Size2 stride = 1;
+  Size2 padding = 0;         // removed from both sides of the output
+  Size2 output_padding = 0;  // added to one side (bottom, right): picks among the sizes a strided conv maps to one
+  int64_t groups = 1;
+  Size2 dilation = 1;
+};
+/// F.conv_transpose1d's keywords.
+struct ConvTranspose1dFuncOptions {
+  int64_t stride = 1;
+  int64_t padding = 0;
+  int64_t output_padding = 0;
+  int64_t groups = 1;
+  int64_t dilation = 1;
+};
+/// Transposed 2-D convolution (the gradient of conv2d with respect to its input, as a layer):
+///   x (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out / groups, kH, kW), bias (C_out)
+///   -> (N, C_out, Ho, Wo),  Ho = (H - 1) stride - 2 padding + dilation (kH - 1) + output_padding + 1
+/// Each input pixel adds weight[c, :, :, :] times its value into a kH x kW window of the output,
+/// the windows `stride` apart. Derivatives: dx = conv2d(dy, weight) with the same geometry,
+/// dweight = conv2d's weight gradient with the roles of x and dy swapped, dbias = dy summed over
+/// (N, Ho, Wo). Differentiable once (as conv2d).
+Variable conv_transpose2d(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
+                          const ConvTranspose2dFuncOptions& options = {});
+/// Transposed 1-D convolution: x (N, C_in, L) or (C_in, L), weight (C_in, C_out / groups, k) ->
+/// (N, C_out, Lo), Lo = (L - 1) stride - 2 padding + dilation (k - 1) + output_padding + 1.
+Variable conv_transpose1d(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
+                          const ConvTranspose1dFuncOptions& options = {});
+
 }  // namespace mg

@@ -1,6 +1,7 @@
 // Elementwise ops. Binary ops return gradients in the broadcast output shape; the engine sums
 // them back down to each input's shape (autograd/engine.cpp), so no op here undoes broadcasting.
 #include "minigrad/autograd/ops/elementwise.h"
+#include <cmath>
 
 #include "minigrad/tensor/ops/elementwise.h"
 #include "minigrad/tensor/ops/shape.h"
@@ -231,5 +232,24 @@ Variable operator+(double a, const Variable& b) { return add(constant(a, b, "add
 Variable operator-(double a, const Variable& b) { return sub(constant(a, b, "sub"), b); }
 Variable operator*(double a, const Variable& b) { return mul(constant(a, b, "mul"), b); }
 Variable operator/(double a, const Variable& b) { return div(constant(a, b, "div"), b); }
+
+// y = start + w (end - start) for w < 0.5, end - (end - start)(1 - w) otherwise (the same value,
+// rounded closer to end near w = 1); each a differentiable expression, so where() routes the
+// gradient: d start = 1 - w, d end = w, d w = end - start.
+Variable lerp(const Variable& start, const Variable& end, const Variable& weight) {
+  const OpScope scope("lerp");
+  MG_CHECK(start.defined() && end.defined() && weight.defined(), StateError, "lerp: an operand is undefined");
+  const Variable diff = end - start;
+  const Tensor low = lt(weight.data(), full({}, 0.5, weight.dtype()));
+  return where(low, start + weight * diff, end - diff * (1.0 - weight));
+}
+
+Variable lerp(const Variable& start, const Variable& end, double weight) {
+  const OpScope scope("lerp");
+  MG_CHECK(start.defined() && end.defined(), StateError, "lerp: an operand is undefined");
+  MG_CHECK(std::isfinite(weight), ValueError, "lerp: weight must be finite, got {}", weight);
+  const Variable diff = end - start;
+  return weight < 0.5 ? start + diff * weight : end - diff * (1 - weight);
+}
 
 }  // namespace mg

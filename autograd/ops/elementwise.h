@@ -76,4 +76,11 @@ Variable operator-(double a, const Variable& b);
 Variable operator*(double a, const Variable& b);
 Variable operator/(double a, const Variable& b);
 
+/// start + weight (end - start), elementwise and broadcast (torch.lerp), computed as PyTorch does
+/// for accuracy near weight 1: end - (end - start)(1 - weight) where weight >= 0.5. Derivatives:
+/// d start = 1 - weight, d end = weight, d weight = end - start.
+Variable lerp(const Variable& start, const Variable& end, const Variable& weight);
+/// lerp with one weight for every element.
+Variable lerp(const Variable& start, const Variable& end, double weight);
+
 }  // namespace mg

@@ -67,4 +67,14 @@ Variable embedding_backward(const Variable& dy, const Tensor& ids, int64_t num_e
                 });
 }
 
+// y = x (broadcast with mask, flattened) at the places mask is true
+// dx = dy scattered back to those places (index_select's derivative), summed over broadcast dims
+Variable masked_select(const Variable& x, const Tensor& mask) {
+  const OpScope scope("masked_select");
+  MG_CHECK(x.defined(), StateError, "masked_select: the tensor is undefined");
+  MG_CHECK(mask.defined(), StateError, "masked_select: the mask is undefined");
+  const Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_select");
+  return index_select(x.expand(shape).reshape({-1}), 0, masked_select_index(shape, mask));
+}
+
 }  // namespace mg

@@ -25,4 +25,8 @@ Variable index_select_backward(const Variable& dy, const Shape& in, int64_t dim,
 Variable embedding_backward(const Variable& dy, const Tensor& ids, int64_t num_embeddings,
                             std::optional<int64_t> padding_idx = std::nullopt);
 
+/// The elements of x where mask (Bool, broadcast with x) is true, as a 1-D tensor in row-major
+/// order (torch.masked_select). Derivative: dy scattered back to those places, zeros elsewhere.
+Variable masked_select(const Variable& x, const Tensor& mask);
+
 }  // namespace mg

@@ -7,8 +7,11 @@
 // kernel again instead), which rounds the incoming gradient once too (autocast_like).
 #include "minigrad/autograd/ops/matmul.h"
 
+#include <cmath>
+
 #include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/ops/activation.h"
+#include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops.h"
@@ -126,6 +129,44 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
                         if (n.needs(2)) grads[2] = linear_bias_grad(dh, w.size(0));
                         return grads;
                       });
+}
+
+// out = beta input + alpha mat1 mat2; each term differentiable, so the gradients are the sum's:
+// d input = beta dout (summed to input's shape), d mat1 = alpha dout mat2^T, d mat2 = alpha mat1^T dout
+Variable addmm(const Variable& input, const Variable& mat1, const Variable& mat2, double beta, double alpha) {
+  const OpScope scope("addmm");
+  MG_CHECK(input.defined() && mat1.defined() && mat2.defined(), StateError, "addmm: an operand is undefined");
+  MG_CHECK(mat1.dim() == 2 && mat2.dim() == 2 && mat1.size(1) == mat2.size(0), ShapeError,
+           "addmm: expected mat1 (n, m) and mat2 (m, p), got {} and {}", shape_str(mat1.shape()),
+           shape_str(mat2.shape()));
+  MG_CHECK(std::isfinite(beta) && std::isfinite(alpha), ValueError,
+           "addmm: beta and alpha must be finite, got {} and {}", beta, alpha);
+  const Shape out{mat1.size(0), mat2.size(1)};
+  MG_CHECK(broadcast_shapes(input.shape(), out, "addmm") == out, ShapeError,
+           "addmm: input {} does not broadcast to the product's shape {}", shape_str(input.shape()), shape_str(out));
+  Variable prod = matmul(mat1, mat2);
+  if (alpha != 1) prod = prod * alpha;
+  if (beta == 0) return prod;  // input not read, as PyTorch: a NaN in it stays out
+  return beta == 1 ? input + prod : input * beta + prod;
+}
+
+// The same for batches: out[b] = beta input[b] + alpha batch1[b] batch2[b]
+Variable baddbmm(const Variable& input, const Variable& batch1, const Variable& batch2, double beta, double alpha) {
+  const OpScope scope("baddbmm");
+  MG_CHECK(input.defined() && batch1.defined() && batch2.defined(), StateError, "baddbmm: an operand is undefined");
+  MG_CHECK(
+      batch1.dim() == 3 && batch2.dim() == 3 && batch1.size(0) == batch2.size(0) && batch1.size(2) == batch2.size(1),
+      ShapeError, "baddbmm: expected batch1 (b, n, m) and batch2 (b, m, p), got {} and {}", shape_str(batch1.shape()),
+      shape_str(batch2.shape()));
+  MG_CHECK(std::isfinite(beta) && std::isfinite(alpha), ValueError,
+           "baddbmm: beta and alpha must be finite, got {} and {}", beta, alpha);
+  const Shape out{batch1.size(0), batch1.size(1), batch2.size(2)};
+  MG_CHECK(broadcast_shapes(input.shape(), out, "baddbmm") == out, ShapeError,
+           "baddbmm: input {} does not broadcast to the product's shape {}", shape_str(input.shape()), shape_str(out));
+  Variable prod = matmul(batch1, batch2);
+  if (alpha != 1) prod = prod * alpha;
+  if (beta == 0) return prod;
+  return beta == 1 ? input + prod : input * beta + prod;
 }
 
 }  // namespace mg

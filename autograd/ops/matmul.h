@@ -14,4 +14,12 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias 
 Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
                      const std::string& approximate = "none");
 
+/// beta input + alpha (mat1 @ mat2) (torch.addmm): mat1 (n, m), mat2 (m, p), input broadcastable
+/// to (n, p). With beta 0, input is not read (a NaN in it does not reach the result), as PyTorch.
+Variable addmm(const Variable& input, const Variable& mat1, const Variable& mat2, double beta = 1, double alpha = 1);
+/// beta input + alpha (batch1 @ batch2), batch by batch (torch.baddbmm): batch1 (b, n, m), batch2
+/// (b, m, p), input broadcastable to (b, n, p).
+Variable baddbmm(const Variable& input, const Variable& batch1, const Variable& batch2, double beta = 1,
+                 double alpha = 1);
+
 }  // namespace mg

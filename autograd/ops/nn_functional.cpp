@@ -256,4 +256,29 @@ Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
                 [mask]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy * V(mask)}; });
 }
 
+// y = x / max(n, eps),  n = (sum over dim |x|^p)^(1/p). Rows whose sum is 0 take n = 0 through a
+// where(), so no 0^(1/p - 1) (infinite) derivative is ever formed: their gradient is 0, as PyTorch's.
+Variable normalize(const Variable& x, double p, int64_t dim, double eps) {
+  const OpScope scope("normalize");
+  MG_CHECK(x.defined(), StateError, "normalize: the input is undefined");
+  MG_CHECK(std::isfinite(p) && p > 0, ValueError, "normalize: p must be finite and positive, got {}", p);
+  MG_CHECK(std::isfinite(eps) && eps >= 0, ValueError, "normalize: eps must be finite and >= 0, got {}", eps);
+  const int64_t d = wrap_dim(dim, x.dim(), "normalize");
+  const Variable s = p == 2 ? sum(x * x, {d}, true) : sum(pow(abs(x), p), {d}, true);
+  const Tensor zero = eq(s.data(), zeros({}, s.dtype()));
+  const Variable safe = where(zero, Variable(ones({}, s.dtype())), s);  // 1 where the row is all zeros
+  Variable n = p == 2 ? sqrt(safe) : pow(safe, 1 / p);
+  n = where(zero, Variable(zeros({}, s.dtype())), n);
+  return x / clamp(n, eps);
+}
+
+// cos = sum over dim of (x1 / max(||x1||, eps)) (x2 / max(||x2||, eps))
+Variable cosine_similarity(const Variable& x1, const Variable& x2, int64_t dim, double eps) {
+  const OpScope scope("cosine_similarity");
+  MG_CHECK(x1.defined() && x2.defined(), StateError, "cosine_similarity: an operand is undefined");
+  const Shape shape = broadcast_shapes(x1.shape(), x2.shape(), "cosine_similarity");
+  const int64_t d = wrap_dim(dim, static_cast<int64_t>(shape.size()), "cosine_similarity");
+  const Variable a = x1.expand(shape), b = x2.expand(shape);
+  return sum(normalize(a, 2, d, eps) * normalize(b, 2, d, eps), {d});
+}
 }  // namespace mg

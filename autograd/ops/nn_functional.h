@@ -36,4 +36,12 @@ Variable group_norm(const Variable& x, int64_t num_groups, const Variable& weigh
 /// comes from `gen`. Identity when !training or p == 0.
 Variable dropout(const Variable& x, double p, bool training, Generator& gen = default_generator());
 
+/// x / max(||x||_p, eps) along `dim` (torch.nn.functional.normalize; p > 0). A row of zeros
+/// stays zeros, with gradient 0. Composed of differentiable ops.
+Variable normalize(const Variable& x, double p = 2.0, int64_t dim = 1, double eps = 1e-12);
+/// sum over `dim` of (x1 / max(||x1||, eps)) (x2 / max(||x2||, eps)), x1 and x2 broadcast
+/// together (torch.nn.functional.cosine_similarity, PyTorch 1.12 and later: each normalised
+/// first, then the dot product).
+Variable cosine_similarity(const Variable& x1, const Variable& x2, int64_t dim = 1, double eps = 1e-8);
+
 }  // namespace mg

@@ -38,4 +38,9 @@ Variable avg_pool2d(const Variable& x, Size2 kernel_size, const AvgPool2dOptions
 /// The mean over output_size windows that tile the input: (..., H, W) -> (..., out_h, out_w).
 Variable adaptive_avg_pool2d(const Variable& x, Size2 output_size);
 
+/// x (N, C, *spatial) resampled (torch.nn.functional.interpolate; tensor/ops/pool.h has the
+/// options): each spatial dim multiplied by its interpolation matrix A (out, in), so the
+/// derivative is dy multiplied by A^T, each input position receiving the weights it gave.
+Variable interpolate(const Variable& x, const InterpolateOptions& options);
+
 }  // namespace mg

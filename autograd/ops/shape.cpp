@@ -2,6 +2,11 @@
 // into the input's layout.
 #include "minigrad/autograd/ops/shape.h"
 
+#include <algorithm>
+
+#include "minigrad/autograd/ops/index.h"
+#include "minigrad/autograd/ops/reduce.h"
+
 #include "minigrad/tensor/ops.h"
 
 namespace mg {
@@ -136,6 +141,73 @@ std::vector<Variable> split(const Variable& x, int64_t size, int64_t dim) {
   std::vector<int64_t> sizes;
   for (const Tensor& t : mg::split(x.data(), size, dim)) sizes.push_back(t.shape()[wrap_dim(dim, x.dim(), "split")]);
   return split(x, sizes, dim);
+}
+
+// y = x tiled: dim d of the (padded) input repeated r_d times      x: (s_0, ...)  y: (r_0 s_0, ...)
+// dx = dy viewed as (r_0, s_0, r_1, s_1, ...) and summed over the r axes (each tile's gradient adds up)
+Variable repeat(const Variable& x, const std::vector<int64_t>& repeats) {
+  Tensor y = mg::repeat(x.data(), repeats);
+  const Shape in = x.shape();
+  const int64_t n = static_cast<int64_t>(repeats.size());
+  Shape tiles;  // (r_0, s_0, r_1, s_1, ...), s padded with leading 1s
+  std::vector<int64_t> sum_dims;
+  for (int64_t d = 0; d < n; ++d) {
+    const int64_t s = d < n - x.dim() ? 1 : in[static_cast<size_t>(d - (n - x.dim()))];
+    tiles.insert(tiles.end(), {repeats[d], s});
+    sum_dims.push_back(2 * d);
+  }
+  return record("repeat", std::move(y), {x}, keep(),
+                [in, tiles, sum_dims]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {dy.reshape(tiles).sum(sum_dims).reshape(in)};
+                });
+}
+
+// y[..., i, ...] = x[..., n-1-i, ...]        dx = flip(dy): reversing is its own inverse
+Variable flip(const Variable& x, const std::vector<int64_t>& dims) {
+  return record("flip", mg::flip(x.data(), dims), {x}, keep(),
+                [dims]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {flip(dy, dims)}; });
+}
+
+// y = each slice along dim r times in a row   (..., n, ...) -> (..., n r, ...)
+// dx = dy viewed as (..., n, r, ...) summed over the r axis
+Variable repeat_interleave(const Variable& x, int64_t repeats, std::optional<int64_t> dim) {
+  Tensor y = mg::repeat_interleave(x.data(), repeats, dim);
+  const Shape in = x.shape();
+  const int64_t d = dim ? wrap_dim(*dim, std::max<int64_t>(x.dim(), 1), "repeat_interleave") : 0;
+  const int64_t n = dim && x.dim() > 0 ? x.size(d) : x.numel();
+  return record("repeat_interleave", std::move(y), {x}, keep(),
+                [in, d, n, repeats]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {dy.unflatten(d, {n, repeats}).sum({d + 1}).reshape(in)};
+                });
+}
+
+Variable repeat_interleave(const Variable& x, const Tensor& repeats, std::optional<int64_t> dim) {
+  const OpScope scope("repeat_interleave");  // index_select's errors name this op
+  const Variable src = dim ? (x.dim() == 0 ? x.reshape({1}) : x) : x.reshape({-1});
+  const int64_t d = wrap_dim(dim.value_or(0), src.dim(), "repeat_interleave");
+  return index_select(src, d, repeat_interleave_index(repeats, src.size(d)));
+}
+
+// constant: y = x with a border of `value` (or cropped)      dx = dy with the border cropped off:
+// pad(dy, -pad), which also puts zeros back where a negative size cropped the input
+// other modes: y = index_select along each padded dim (its derivative adds each read back)
+Variable pad(const Variable& x, const std::vector<int64_t>& sizes, const std::string& mode, double value) {
+  MG_CHECK(x.defined(), StateError, "pad: the input is undefined");
+  if (mode != "constant") {
+    pad_shape(x.shape(), sizes, mode);  // the checks, naming pad
+    Variable y = x;
+    for (size_t k = 0; k < sizes.size(); k += 2) {
+      const int64_t d = x.dim() - 1 - static_cast<int64_t>(k / 2);
+      y = index_select(y, d, pad_index(x.size(d), sizes[k], sizes[k + 1], mode));
+    }
+    return y;
+  }
+  std::vector<int64_t> back(sizes.size());
+  for (size_t k = 0; k < sizes.size(); ++k) back[k] = -sizes[k];
+  return record("pad", mg::pad(x.data(), sizes, mode, value), {x}, keep(),
+                [back]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {pad(dy, back, "constant", 0.0)};
+                });
 }
 
 }  // namespace mg

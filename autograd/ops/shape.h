@@ -3,6 +3,9 @@
 // rearrangement of the gradient in the backward.
 #include <vector>
 
+#include <optional>
+#include <string>
+
 #include "minigrad/autograd/variable.h"
 
 namespace mg {
@@ -44,5 +47,21 @@ std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim = 0);
 Variable stack(const std::vector<Variable>& xs, int64_t dim = 0);
 /// Split dim `dim` into `sizes` (one may be -1): the inverse of flatten.
 Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes);
+/// x padded (torch.nn.functional.pad; tensor/ops/shape.h: pad has the modes and the order of
+/// the sizes). Derivative: constant, the padding cropped off again (pad with the sizes negated);
+/// the other modes read the input through index_select, whose derivative adds up every read.
+Variable pad(const Variable& x, const std::vector<int64_t>& pad, const std::string& mode = "constant",
+             double value = 0);
+/// x tiled repeats[d] times along each dim (torch.Tensor.repeat; extra leading repeats add dims).
+/// Derivative: dx = the sum of dy's tiles.
+Variable repeat(const Variable& x, const std::vector<int64_t>& repeats);
+/// x reversed along each of `dims` (torch.flip). Derivative: dx = flip(dy, dims).
+Variable flip(const Variable& x, const std::vector<int64_t>& dims);
+/// Each slice along `dim` repeated `repeats` times in a row (torch.repeat_interleave; no dim:
+/// flattened first). Derivative: dx = dy's runs of `repeats` slices summed.
+Variable repeat_interleave(const Variable& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt);
+/// Slice i along `dim` repeated repeats[i] times (int64 counts): index_select with the index
+/// repeat_interleave_index makes, and its derivative.
+Variable repeat_interleave(const Variable& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
 
 }  // namespace mg

@@ -234,4 +234,25 @@ Tensor embedding_backward(const Tensor& dy, const Tensor& ids, int64_t num_embed
   return dw;
 }
 
+// ---- masked_select ----
+
+Tensor masked_select_index(const Shape& shape, const Tensor& mask, std::string_view op) {
+  MG_CHECK(mask.defined(), StateError, "{}: the mask is undefined", op);
+  MG_CHECK(mask.dtype() == DType::Bool, DTypeError, "{}: the mask must be Bool, got {}", op, dtype_name(mask.dtype()));
+  const Tensor m = mask.expand(shape).contiguous();
+  const bool* pm = m.data<bool>();
+  std::vector<int64_t> index;
+  for (int64_t i = 0; i < m.numel(); ++i)
+    if (pm[i]) index.push_back(i);
+  return from_vector(index, {static_cast<int64_t>(index.size())});
+}
+
+// y = the elements of x (both broadcast to one shape) where mask is true, row-major
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  MG_CHECK(x.defined(), StateError, "masked_select: the tensor is undefined");
+  MG_CHECK(mask.defined(), StateError, "masked_select: the mask is undefined");
+  const Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_select");
+  return index_select(x.expand(shape).reshape({-1}), 0, masked_select_index(shape, mask));
+}
+
 }  // namespace mg

@@ -33,4 +33,10 @@ Tensor embedding(const Tensor& ids, const Tensor& weight);
 Tensor embedding_backward(const Tensor& dy, const Tensor& ids, int64_t num_embeddings,
                           std::optional<int64_t> padding_idx = std::nullopt);
 
+/// The elements of x where mask (Bool, broadcast with x) is true, as a 1-D tensor in row-major
+/// order (torch.masked_select).
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+/// The flat indices of x's (broadcast) shape where mask is true: what masked_select picks.
+Tensor masked_select_index(const Shape& shape, const Tensor& mask, std::string_view op = "masked_select");
+
 }  // namespace mg

@@ -6,9 +6,11 @@
 // padding, which max pooling never picks and average pooling counts as zeros (or not at all).
 #include "minigrad/tensor/ops/pool.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "minigrad/tensor/ops/matmul.h"
 #include "minigrad/tensor/parallel.h"
 
 namespace mg {
@@ -278,6 +280,105 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& dy0, const Shape& x_shape) {
     });
   });
   return dx;
+}
+
+// ---- interpolate ----
+
+namespace {
+// Row i of the matrix for `out` positions read from `in`, in T's arithmetic (float for float32
+// inputs, as PyTorch's opmath): nearest takes floor(i * in / out) (or floor(i / scale)); linear
+// takes source position s = align_corners ? i (in - 1) / (out - 1) : max((i + 0.5) in / out - 0.5, 0)
+// and weights 1 - frac(s), frac(s) on floor(s) and the next position (the same one at the edge).
+template <class T>
+void fill_interpolation(double* a, int64_t in, int64_t out, bool nearest, bool align, std::optional<double> scale) {
+  const T ratio = align ? (out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0))
+                        : (scale ? static_cast<T>(1.0 / *scale) : static_cast<T>(in) / static_cast<T>(out));
+  for (int64_t i = 0; i < out; ++i) {
+    double* row = a + i * in;
+    if (nearest) {
+      const int64_t j = in == out ? i : std::min(static_cast<int64_t>(std::floor(static_cast<T>(i) * ratio)), in - 1);
+      row[j] = 1;
+      continue;
+    }
+    if (in == out) {
+      row[i] = 1;
+      continue;
+    }
+    T src = align ? ratio * static_cast<T>(i) : ratio * (static_cast<T>(i) + T(0.5)) - T(0.5);
+    if (src < 0) src = 0;
+    const int64_t j0 = std::min(static_cast<int64_t>(src), in - 1), j1 = j0 < in - 1 ? j0 + 1 : j0;
+    const T l1 = std::min(std::max(src - static_cast<T>(j0), T(0)), T(1)), l0 = T(1) - l1;
+    row[j0] += static_cast<double>(l0);
+    row[j1] += static_cast<double>(l1);
+  }
+}
+}  // namespace
+
+Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bool align_corners,
+                            std::optional<double> scale, DType dtype) {
+  MG_CHECK(in >= 0 && out >= 0 && (in > 0 || out == 0), ShapeError,
+           "interpolate: cannot resample {} input positions to {}", in, out);
+  const bool nearest = mode == "nearest";
+  Tensor a = zeros({out, in}, DType::Float64);
+  if (dtype == DType::Float64)
+    fill_interpolation<double>(a.data<double>(), in, out, nearest, align_corners, scale);
+  else
+    fill_interpolation<float>(a.data<double>(), in, out, nearest, align_corners, scale);
+  return a.to(dtype);
+}
+
+std::vector<int64_t> interpolate_sizes(const Shape& shape, const InterpolateOptions& o) {
+  const std::string& m = o.mode;
+  MG_CHECK(m == "nearest" || m == "linear" || m == "bilinear", ValueError,
+           "interpolate: mode must be \"nearest\", \"linear\" or \"bilinear\", got \"{}\"", m);
+  const int64_t spatial = static_cast<int64_t>(shape.size()) - 2;
+  MG_CHECK(spatial >= 1, ShapeError, "interpolate: expected an input (N, C, *spatial), got {}", shape_str(shape));
+  MG_CHECK(m != "linear" || spatial == 1, ShapeError, "interpolate: linear takes (N, C, L), got {}", shape_str(shape));
+  MG_CHECK(m != "bilinear" || spatial == 2, ShapeError, "interpolate: bilinear takes (N, C, H, W), got {}",
+           shape_str(shape));
+  MG_CHECK(!o.align_corners || m != "nearest", ValueError,
+           "interpolate: align_corners only applies to the linear modes, not \"nearest\"");
+  MG_CHECK(o.size.empty() != o.scale_factor.empty(), ValueError,
+           "interpolate: give either size or scale_factor, not {}", o.size.empty() ? "neither" : "both");
+  const size_t given = o.size.empty() ? o.scale_factor.size() : o.size.size();
+  MG_CHECK(given == 1 || given == static_cast<size_t>(spatial), ShapeError,
+           "interpolate: {} values for {} spatial dims of input {} (give one, or one per dim)", given, spatial,
+           shape_str(shape));
+  std::vector<int64_t> out;
+  for (int64_t k = 0; k < spatial; ++k) {
+    const int64_t in = shape[static_cast<size_t>(2 + k)];
+    if (!o.size.empty()) {
+      const int64_t s = o.size[given == 1 ? 0 : static_cast<size_t>(k)];
+      MG_CHECK(s > 0, ValueError, "interpolate: output sizes must be positive, got {}", s);
+      out.push_back(s);
+    } else {
+      const double f = o.scale_factor[given == 1 ? 0 : static_cast<size_t>(k)];
+      MG_CHECK(std::isfinite(f) && f > 0, ValueError, "interpolate: scale factors must be finite and positive, got {}",
+               f);
+      const double s = std::floor(static_cast<double>(in) * f);
+      MG_CHECK(s >= 1 && s < 9e15, ValueError, "interpolate: scale factor {} turns size {} into {}", f, in, s);
+      out.push_back(static_cast<int64_t>(s));
+    }
+    MG_CHECK(in > 0, ShapeError, "interpolate: spatial dim {} of input {} is empty", 2 + k, shape_str(shape));
+  }
+  return out;
+}
+
+// y = x resampled along each spatial dim d: x.transpose(d, -1) @ A_d^T, transposed back
+Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
+  MG_CHECK(x.defined(), StateError, "interpolate: the input is undefined");
+  MG_CHECK(is_floating(x.dtype()), DTypeError, "interpolate: expected a float32 or float64 input, got {}",
+           dtype_name(x.dtype()));
+  const std::vector<int64_t> out = interpolate_sizes(x.shape(), o);
+  Tensor y = x;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const int64_t d = static_cast<int64_t>(2 + k);
+    const std::optional<double> scale =
+        o.scale_factor.empty() ? std::nullopt : std::optional(o.scale_factor[o.scale_factor.size() == 1 ? 0 : k]);
+    const Tensor a = interpolation_matrix(x.size(d), out[k], o.mode, o.align_corners.value_or(false), scale, x.dtype());
+    y = matmul(y.transpose(d, -1), a.transpose(0, 1)).transpose(d, -1);
+  }
+  return y.contiguous();
 }
 
 }  // namespace mg

@@ -5,6 +5,8 @@
 #include <optional>
 
 #include "minigrad/tensor/tensor.h"
+#include <string>
+#include <vector>
 
 namespace mg {
 
@@ -48,5 +50,25 @@ Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dA
 Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
 /// dx[.., h, w] = sum over the windows containing (h, w) of dy / that window's size.
 Tensor adaptive_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape);
+
+/// interpolate's settings (torch.nn.functional.interpolate's keywords): give `size` or
+/// `scale_factor`, one value for every spatial dim or one per spatial dim.
+struct InterpolateOptions {
+  std::vector<int64_t> size;
+  std::vector<double> scale_factor;
+  std::string mode = "nearest";       // "nearest" (any spatial dims), "linear" (N, C, L), "bilinear" (N, C, H, W)
+  std::optional<bool> align_corners;  // linear modes only; unset: false
+};
+/// The (out, in) matrix that resamples one spatial dim, as PyTorch indexes it: row i holds the
+/// weights output position i gives the input positions (one 1 for nearest, two weights summing
+/// to 1 for linear). `scale` is the user's scale factor, if one was given (PyTorch then uses
+/// 1 / scale rather than in / out). Computed in `dtype`'s arithmetic, as PyTorch's kernels.
+Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bool align_corners,
+                            std::optional<double> scale, DType dtype);
+/// The output's spatial sizes for input `shape` (N, C, *spatial) and the options; checks them.
+std::vector<int64_t> interpolate_sizes(const Shape& shape, const InterpolateOptions& options);
+/// x (N, C, *spatial) resampled to the options' size (torch.nn.functional.interpolate): each
+/// spatial dim multiplied by its interpolation_matrix.
+Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
 
 }  // namespace mg

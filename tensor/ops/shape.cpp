@@ -1,7 +1,11 @@
 // Joining, splitting and triangular masks.
 #include "minigrad/tensor/ops/shape.h"
+
+#include <algorithm>
+
 #include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/ops/elementwise.h"
+#include "minigrad/tensor/ops/index.h"
 
 namespace mg {
 
@@ -96,5 +100,168 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, std::string_view 
 
 Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true, "tril"); }
 Tensor triu(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, false, "triu"); }
+
+// ---- tiling, flipping, interleaving ----
+
+// x padded with leading 1s to n dims, then each dim d viewed as (1, size) and expanded to
+// (repeats[d], size): merging the pairs gives the tiles. y[..., r*s + i, ...] = x[..., i, ...].
+Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
+  MG_CHECK(x.defined(), StateError, "repeat: the tensor is undefined");
+  const int64_t n = static_cast<int64_t>(repeats.size());
+  MG_CHECK(n >= x.dim(), ShapeError, "repeat: {} repeats for a tensor of {} dims (shape {}); give at least one per dim",
+           n, x.dim(), shape_str(x.shape()));
+  Shape padded(static_cast<size_t>(n - x.dim()), 1);
+  padded.insert(padded.end(), x.shape().begin(), x.shape().end());
+  Shape pairs, tiled, out;
+  for (int64_t d = 0; d < n; ++d) {
+    MG_CHECK(repeats[d] >= 0, ValueError, "repeat: repeats must be >= 0, got {} for dim {}", repeats[d], d);
+    pairs.insert(pairs.end(), {1, padded[d]});
+    tiled.insert(tiled.end(), {repeats[d], padded[d]});
+    out.push_back(checked_mul(repeats[d], padded[d], "repeat"));
+  }
+  numel_of(out);  // a ShapeError if the result's size does not fit
+  return x.reshape(padded).reshape(pairs).expand(tiled).reshape(out);
+}
+
+// y[..., i, ...] = x[..., n - 1 - i, ...] along each of dims
+Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
+  MG_CHECK(x.defined(), StateError, "flip: the tensor is undefined");
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)), false);
+  Tensor y = x;
+  for (int64_t d0 : dims) {
+    const int64_t d = wrap_dim(d0, x.dim(), "flip");
+    MG_CHECK(!seen[d], ValueError, "flip: dim {} appears twice in the dims", d);
+    seen[d] = true;
+    if (x.dim() == 0) continue;
+    const int64_t size = x.size(d);
+    y = index_select(y, d, arange(size - 1, int64_t{-1}, int64_t{-1}));  // a new tensor each time
+  }
+  return y.storage() == x.storage() ? x.clone() : y;  // no dim flipped: still a copy
+}
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
+  MG_CHECK(x.defined(), StateError, "repeat_interleave: the tensor is undefined");
+  MG_CHECK(repeats >= 0, ValueError, "repeat_interleave: repeats must be >= 0, got {}", repeats);
+  const Tensor src = dim ? x : x.reshape({-1});
+  const int64_t d = wrap_dim(dim.value_or(0), src.dim(), "repeat_interleave");
+  if (src.dim() == 0) return repeat_interleave(src.reshape({1}), repeats, 0);
+  Shape wide = src.shape();
+  wide.insert(wide.begin() + d + 1, repeats);
+  checked_mul(src.size(d), repeats, "repeat_interleave");
+  return src.unsqueeze(d + 1).expand(wide).flatten(d, d + 1).contiguous();
+}
+
+Tensor repeat_interleave_index(const Tensor& repeats, int64_t size, std::string_view op) {
+  MG_CHECK(repeats.defined(), StateError, "{}: repeats is undefined", op);
+  MG_CHECK(repeats.dtype() == DType::Int64, DTypeError, "{}: repeats must be int64 counts, got {}", op,
+           dtype_name(repeats.dtype()));
+  MG_CHECK(repeats.dim() <= 1 && (repeats.numel() == size || repeats.numel() == 1), ShapeError,
+           "{}: repeats must hold one count, or one per slice ({}), got shape {}", op, size,
+           shape_str(repeats.shape()));
+  const std::vector<int64_t> r = repeats.to_vector<int64_t>();
+  std::vector<int64_t> index;
+  int64_t total = 0;
+  for (int64_t i = 0; i < size; ++i) {
+    const int64_t k = r.size() == 1 ? r[0] : r[static_cast<size_t>(i)];
+    MG_CHECK(k >= 0, ValueError, "{}: repeats must be >= 0, got {} for slice {}", op, k, i);
+    total = checked_add(total, k, op);
+    index.insert(index.end(), static_cast<size_t>(k), i);
+  }
+  return from_vector(index, {total});
+}
+
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim) {
+  MG_CHECK(x.defined(), StateError, "repeat_interleave: the tensor is undefined");
+  const Tensor src = dim ? (x.dim() == 0 ? x.reshape({1}) : x) : x.reshape({-1});
+  const int64_t d = wrap_dim(dim.value_or(0), src.dim(), "repeat_interleave");
+  return index_select(src, d, repeat_interleave_index(repeats, src.size(d)));
+}
+
+// ---- padding ----
+
+// The checks every pad makes: an even number of sizes, at most two per dim, a known mode; for the
+// modes that read the input, sizes >= 0 that the input's dims can serve.
+Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::string& mode) {
+  const int64_t nd = static_cast<int64_t>(in.size());
+  MG_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular", ValueError,
+           "pad: mode must be \"constant\", \"reflect\", \"replicate\" or \"circular\", got \"{}\"", mode);
+  MG_CHECK(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * nd, ShapeError,
+           "pad: expected (before, after) pairs for at most {} dims of input {}, got {} sizes", nd, shape_str(in),
+           pad.size());
+  Shape out = in;
+  for (size_t k = 0; k < pad.size(); k += 2) {
+    const int64_t d = nd - 1 - static_cast<int64_t>(k / 2), size = in[static_cast<size_t>(d)], lo = pad[k],
+                  hi = pad[k + 1];
+    out[static_cast<size_t>(d)] = checked_add(checked_add(size, lo, "pad"), hi, "pad");
+    if (mode == "constant") {
+      MG_CHECK(out[static_cast<size_t>(d)] >= 0, ShapeError,
+               "pad: padding ({}, {}) would leave dim {} of input {} with a negative size", lo, hi, d, shape_str(in));
+      continue;
+    }
+    MG_CHECK(lo >= 0 && hi >= 0, ValueError, "pad: {} padding must be >= 0, got ({}, {}) for dim {}", mode, lo, hi, d);
+    if (mode == "reflect")
+      MG_CHECK(lo < size && hi < size, ValueError,
+               "pad: reflect padding ({}, {}) must be smaller than dim {} of input {} (size {})", lo, hi, d,
+               shape_str(in), size);
+    if (mode == "circular")
+      MG_CHECK(lo <= size && hi <= size, ValueError,
+               "pad: circular padding ({}, {}) must not wrap around dim {} of input {} (size {}) more than once", lo,
+               hi, d, shape_str(in), size);
+    if (mode == "replicate")
+      MG_CHECK(size > 0 || (lo == 0 && hi == 0), ValueError,
+               "pad: replicate padding of dim {} of input {} needs an element to repeat", d, shape_str(in));
+  }
+  numel_of(out);
+  return out;
+}
+
+// Output position i (0 <= i < before + size + after) reads input position j = i - before, mapped
+// back into [0, size): reflect j -> -j or 2 (size - 1) - j; replicate -> clamped; circular -> mod size.
+Tensor pad_index(int64_t size, int64_t before, int64_t after, const std::string& mode) {
+  const int64_t n = checked_add(checked_add(size, before, "pad"), after, "pad");
+  std::vector<int64_t> index(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = i - before;
+    if (mode == "reflect")
+      j = j < 0 ? -j : j >= size ? 2 * (size - 1) - j : j;
+    else if (mode == "replicate")
+      j = std::clamp<int64_t>(j, 0, size - 1);
+    else
+      j = ((j % size) + size) % size;
+    index[static_cast<size_t>(i)] = j;
+  }
+  return from_vector(index, {n});
+}
+
+// constant: a tensor of `value` with the (cropped) input copied into its middle; the other modes:
+// one index_select per padded dim.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& mode, double value) {
+  MG_CHECK(x.defined(), StateError, "pad: the tensor is undefined");
+  pad_shape(x.shape(), pad, mode);
+  if (mode != "constant") {
+    Tensor y = x;
+    for (size_t k = 0; k < pad.size(); k += 2) {
+      const int64_t d = x.dim() - 1 - static_cast<int64_t>(k / 2);
+      y = index_select(y, d, pad_index(x.size(d), pad[k], pad[k + 1], mode));
+    }
+    return y.storage() == x.storage() ? x.clone() : y;
+  }
+  Shape out = x.shape();
+  Tensor src = x;
+  std::vector<std::pair<int64_t, int64_t>> at;  // (dim, where the input starts in the output)
+  for (size_t k = 0; k < pad.size(); k += 2) {
+    const int64_t d = x.dim() - 1 - static_cast<int64_t>(k / 2), lo = pad[k], hi = pad[k + 1];
+    out[d] = x.size(d) + lo + hi;
+    // negative sizes crop the input; positive ones leave room around it
+    const int64_t from = std::max<int64_t>(0, -lo), to = x.size(d) - std::max<int64_t>(0, -hi);
+    src = src.narrow(d, from, std::max<int64_t>(0, to - from));
+    at.push_back({d, std::max<int64_t>(0, lo)});
+  }
+  Tensor y = full(out, value, x.dtype());
+  Tensor window = y;
+  for (auto [d, start] : at) window = window.narrow(d, start, src.size(d));
+  if (src.numel() > 0) window.copy_(src);
+  return y;
+}
 
 }  // namespace mg

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Golden values for the parts of a LLaMA-style decoder, from PyTorch 2.x and transformers.
+"""Golden values for the parts of a LLaMA-style decoder, from PyTorch 2.x and transformers, and for
+the ops of the same toolbox round (repeat, flip, lerp, addmm, normalize, ...).
 
 PyTorch 1.13 (Debian's) has no RMSNorm, no enable_gqa and no scale argument in
 scaled_dot_product_attention, so this runs in a virtual environment with PyTorch 2.x and
@@ -142,3 +143,47 @@ case("llama_attention_gqa_rope", llama_attention, [r(2, 6, 16)],
      params={f"{names[n.split('.')[0]]}.{n.split('.')[1]}": p for n, p in attn.named_parameters()})
 mlp = LlamaMLP(cfg).to(D)
 case("llama_mlp_swiglu", mlp, [r(2, 3, 16)], params=dict(mlp.named_parameters()))
+
+
+# ---- the toolbox round's ops (appended: the draws above stay the same) ----
+case("repeat", lambda x: x.repeat(2, 1, 2), [r(2, 3)])
+case("flip", lambda x: torch.flip(x, (0, 2)), [r(2, 3, 4)])
+case("repeat_interleave_dim", lambda x: torch.repeat_interleave(x, 2, dim=1), [r(2, 3)])
+case("repeat_interleave_flat", lambda x: torch.repeat_interleave(x, 3), [r(2, 2)])
+case("repeat_interleave_counts", lambda x, n: torch.repeat_interleave(x, n, dim=0), [r(3, 2), torch.tensor([1, 0, 2])])
+w = torch.tensor([0.1, 0.5, 0.9, -0.3], dtype=D)
+case("lerp_tensor", lambda a, b, w: torch.lerp(a, b, w), [r(3, 4), r(3, 4), w])
+case("lerp_scalar", lambda a, b: torch.lerp(a, b, 0.7), [r(3, 4), r(3, 4)])
+case("addmm", lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=2.0), [r(3), r(2, 4), r(4, 3)])
+case("baddbmm", lambda i, a, b: torch.baddbmm(i, a, b, beta=2.0, alpha=0.5), [r(2, 1, 3), r(2, 2, 4), r(2, 4, 3)])
+xz = r(3, 4)
+xz[1] = 0  # a row of zeros: output 0, gradient dy / eps
+case("normalize_p2", lambda x: F.normalize(x, p=2.0, dim=1), [xz])
+case("normalize_p1_dim0", lambda x: F.normalize(x, p=1.0, dim=0), [r(3, 4)])
+case("normalize_p3", lambda x: F.normalize(x, p=3.0, dim=-1), [r(2, 5)])
+case("cosine_similarity", lambda a, b: F.cosine_similarity(a, b, dim=1), [r(3, 5), r(1, 5)])
+case("masked_select", lambda x, m: torch.masked_select(x, m), [r(3, 4), torch.tensor([True, False, True, True])])
+case("pad_constant", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [r(2, 3, 4)])
+case("pad_constant_crop", lambda x: F.pad(x, (-1, 2, 1, -1)), [r(3, 5)])
+case("pad_reflect", lambda x: F.pad(x, (2, 1), mode="reflect"), [r(2, 3, 5)])
+case("pad_reflect_2d", lambda x: F.pad(x, (1, 2, 3, 1), mode="reflect"), [r(1, 2, 4, 5)])
+case("pad_replicate", lambda x: F.pad(x, (2, 1, 1, 2), mode="replicate"), [r(1, 2, 3, 4)])
+case("pad_circular", lambda x: F.pad(x, (4, 2, 1, 3), mode="circular"), [r(1, 1, 3, 4)])
+I = F.interpolate
+case("interp_nearest_size", lambda x: I(x, size=(5, 7), mode="nearest"), [r(1, 2, 3, 4)])
+case("interp_nearest_scale", lambda x: I(x, scale_factor=1.7, mode="nearest"), [r(1, 1, 3, 5)])
+case("interp_nearest_down_1d", lambda x: I(x, size=3, mode="nearest"), [r(2, 3, 7)])
+case("interp_nearest_3d", lambda x: I(x, size=(3, 4, 5), mode="nearest"), [r(1, 1, 2, 3, 4)])
+case("interp_linear", lambda x: I(x, size=8, mode="linear", align_corners=False), [r(2, 3, 5)])
+case("interp_linear_align", lambda x: I(x, size=8, mode="linear", align_corners=True), [r(2, 3, 5)])
+case("interp_bilinear", lambda x: I(x, size=(5, 6), mode="bilinear", align_corners=False), [r(1, 2, 3, 4)])
+case("interp_bilinear_align", lambda x: I(x, size=(5, 6), mode="bilinear", align_corners=True), [r(1, 2, 3, 4)])
+case("interp_bilinear_scale", lambda x: I(x, scale_factor=(1.5, 2.5), mode="bilinear"), [r(1, 1, 4, 5)])
+case("interp_bilinear_down", lambda x: I(x, size=(2, 3), mode="bilinear"), [r(2, 1, 5, 7)])
+nn = torch.nn
+ct = nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, output_padding=1, groups=2).to(D)
+case("conv_transpose2d", ct, [r(2, 4, 3, 4)], params=dict(ct.named_parameters()))
+ctd = nn.ConvTranspose2d(3, 2, 3, stride=(1, 2), padding=(0, 1), dilation=2, bias=False).to(D)
+case("conv_transpose2d_dilation", ctd, [r(1, 3, 4, 3)], params=dict(ctd.named_parameters()))
+ct1 = nn.ConvTranspose1d(2, 4, 3, stride=3, padding=1, output_padding=2).to(D)
+case("conv_transpose1d", ct1, [r(2, 2, 5)], params=dict(ct1.named_parameters()))

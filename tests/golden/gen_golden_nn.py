@@ -200,3 +200,33 @@ module_case("lstm_2layer_bidirectional", nn.LSTM(3, 4, num_layers=2, bidirection
             [r(6, 2, 3), r(4, 2, 4), r(4, 2, 4)])
 module_case("lstm_unbatched_no_bias", nn.LSTM(3, 2, bias=False), lambda m, x: torch.cat([m(x)[0].flatten()] + [t.flatten() for t in m(x)[1]]),
             [r(4, 3)])
+
+# ---- RMSprop and Adagrad (appended: the draws above stay the same) ----
+optim_case("rmsprop", lambda W, b: O.RMSprop([W, b], lr=0.01))
+optim_case("rmsprop_centered_momentum_wd", lambda W, b: O.RMSprop([W, b], lr=0.01, alpha=0.9, eps=1e-6, weight_decay=0.1,
+                                                                   momentum=0.8, centered=True))
+optim_case("adagrad", lambda W, b: O.Adagrad([W, b], lr=0.1))
+optim_case("adagrad_decay_init_wd", lambda W, b: O.Adagrad([W, b], lr=0.1, lr_decay=0.05, weight_decay=0.1,
+                                                            initial_accumulator_value=0.5, eps=1e-6))
+
+# ---- learning-rate schedules: the lr of group 0 after each of 12 steps (appended) ----
+def schedule_case(name, make, steps=12):
+    w = torch.zeros(1, requires_grad=True)
+    opt = O.SGD([w], lr=0.1)
+    sched = make(opt)
+    lrs = [opt.param_groups[0]["lr"]]
+    for _ in range(steps):
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    print(f"case {name}")
+    print(fmt_tensor("lrs", torch.tensor(lrs, dtype=D)))
+    print("end")
+
+
+S = O.lr_scheduler
+schedule_case("sched_lambda", lambda o: S.LambdaLR(o, lambda t: 0.9 ** t))
+schedule_case("sched_linear", lambda o: S.LinearLR(o, start_factor=0.25, end_factor=1.0, total_iters=4))
+schedule_case("sched_linear_down", lambda o: S.LinearLR(o, start_factor=1.0, end_factor=0.1, total_iters=6))
+schedule_case("sched_sequential", lambda o: S.SequentialLR(
+    o, [S.LinearLR(o, start_factor=0.1, total_iters=3), S.StepLR(o, step_size=2, gamma=0.5)], milestones=[3]))
