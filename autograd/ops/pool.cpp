@@ -61,16 +61,11 @@ Variable adaptive_avg_pool2d(const Variable& x, Size2 output_size) {
 Variable interpolate(const Variable& x, const InterpolateOptions& o) {
   const OpScope scope("interpolate");
   MG_CHECK(x.defined(), StateError, "interpolate: the input is undefined");
-  MG_CHECK(is_floating(x.dtype()), DTypeError, "interpolate: expected a float32 or float64 input, got {}",
-           dtype_name(x.dtype()));
-  const std::vector<int64_t> out = interpolate_sizes(x.shape(), o);
+  const std::vector<Tensor> m = interpolation_matrices(x.shape(), x.dtype(), o);
   Variable y = x;
-  for (size_t k = 0; k < out.size(); ++k) {
+  for (size_t k = 0; k < m.size(); ++k) {
     const int64_t d = static_cast<int64_t>(2 + k);
-    const std::optional<double> scale =
-        o.scale_factor.empty() ? std::nullopt : std::optional(o.scale_factor[o.scale_factor.size() == 1 ? 0 : k]);
-    const Tensor a = interpolation_matrix(x.size(d), out[k], o.mode, o.align_corners.value_or(false), scale, x.dtype());
-    y = matmul(y.transpose(d, -1), Variable(a.transpose(0, 1))).transpose(d, -1);
+    y = matmul(y.transpose(d, -1), Variable(m[k])).transpose(d, -1);
   }
   return y;
 }

@@ -364,19 +364,28 @@ std::vector<int64_t> interpolate_sizes(const Shape& shape, const InterpolateOpti
   return out;
 }
 
+std::vector<Tensor> interpolation_matrices(const Shape& shape, DType dtype, const InterpolateOptions& o) {
+  MG_CHECK(is_floating(dtype), DTypeError, "interpolate: expected a float32 or float64 input, got {}",
+           dtype_name(dtype));
+  const std::vector<int64_t> out = interpolate_sizes(shape, o);
+  std::vector<Tensor> m;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const std::optional<double> scale =
+        o.scale_factor.empty() ? std::nullopt : std::optional(o.scale_factor[o.scale_factor.size() == 1 ? 0 : k]);
+    m.push_back(interpolation_matrix(shape[2 + k], out[k], o.mode, o.align_corners.value_or(false), scale, dtype)
+                    .transpose(0, 1));
+  }
+  return m;
+}
+
 // y = x resampled along each spatial dim d: x.transpose(d, -1) @ A_d^T, transposed back
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
   MG_CHECK(x.defined(), StateError, "interpolate: the input is undefined");
-  MG_CHECK(is_floating(x.dtype()), DTypeError, "interpolate: expected a float32 or float64 input, got {}",
-           dtype_name(x.dtype()));
-  const std::vector<int64_t> out = interpolate_sizes(x.shape(), o);
+  const std::vector<Tensor> m = interpolation_matrices(x.shape(), x.dtype(), o);
   Tensor y = x;
-  for (size_t k = 0; k < out.size(); ++k) {
+  for (size_t k = 0; k < m.size(); ++k) {
     const int64_t d = static_cast<int64_t>(2 + k);
-    const std::optional<double> scale =
-        o.scale_factor.empty() ? std::nullopt : std::optional(o.scale_factor[o.scale_factor.size() == 1 ? 0 : k]);
-    const Tensor a = interpolation_matrix(x.size(d), out[k], o.mode, o.align_corners.value_or(false), scale, x.dtype());
-    y = matmul(y.transpose(d, -1), a.transpose(0, 1)).transpose(d, -1);
+    y = matmul(y.transpose(d, -1), m[k]).transpose(d, -1);
   }
   return y.contiguous();
 }

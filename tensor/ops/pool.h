@@ -67,6 +67,9 @@ Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bo
                             std::optional<double> scale, DType dtype);
 /// The output's spatial sizes for input `shape` (N, C, *spatial) and the options; checks them.
 std::vector<int64_t> interpolate_sizes(const Shape& shape, const InterpolateOptions& options);
+/// A_d^T for each spatial dim d of an input (N, C, *spatial) of `dtype`: what interpolate
+/// multiplies by (the checks of interpolate's arguments are here).
+std::vector<Tensor> interpolation_matrices(const Shape& shape, DType dtype, const InterpolateOptions& options);
 /// x (N, C, *spatial) resampled to the options' size (torch.nn.functional.interpolate): each
 /// spatial dim multiplied by its interpolation_matrix.
 Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
