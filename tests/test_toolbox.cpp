@@ -224,6 +224,8 @@ TEST(Toolbox, Errors) {
   EXPECT_THROW(repeat_interleave(x, -1, 0), ValueError);
   EXPECT_THROW(repeat_interleave(x, from_vector<int64_t>({1, 2}, {2}), 1), ShapeError);  // 2 counts for 3 slices
   EXPECT_THROW(repeat_interleave(x, ones({3}), 1), DTypeError);
+  // counts no memory can hold: a typed error (the index was once a std::vector that threw bad_alloc)
+  EXPECT_THROW(repeat_interleave(x, from_vector<int64_t>({int64_t{1} << 61}, {1}), 1), Error);
   EXPECT_THROW(addmm(x, x, x), ShapeError);
   EXPECT_THROW(addmm(Variable(ones({3, 3})), x, Variable(ones({3, 2}))), ShapeError);  // input (3, 3) vs (2, 2)
   EXPECT_THROW(baddbmm(x, x, x), ShapeError);

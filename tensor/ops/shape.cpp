@@ -159,15 +159,16 @@ Tensor repeat_interleave_index(const Tensor& repeats, int64_t size, std::string_
            "{}: repeats must hold one count, or one per slice ({}), got shape {}", op, size,
            shape_str(repeats.shape()));
   const std::vector<int64_t> r = repeats.to_vector<int64_t>();
-  std::vector<int64_t> index;
-  int64_t total = 0;
+  auto count = [&](int64_t i) { return r.size() == 1 ? r[0] : r[static_cast<size_t>(i)]; };
+  int64_t total = 0;  // summed and checked first: the index is then allocated once, as a tensor
   for (int64_t i = 0; i < size; ++i) {
-    const int64_t k = r.size() == 1 ? r[0] : r[static_cast<size_t>(i)];
-    MG_CHECK(k >= 0, ValueError, "{}: repeats must be >= 0, got {} for slice {}", op, k, i);
-    total = checked_add(total, k, op);
-    index.insert(index.end(), static_cast<size_t>(k), i);
+    MG_CHECK(count(i) >= 0, ValueError, "{}: repeats must be >= 0, got {} for slice {}", op, count(i), i);
+    total = checked_add(total, count(i), op);
   }
-  return from_vector(index, {total});
+  Tensor index = empty({total}, DType::Int64);  // a MemoryError, not a crash, when it cannot be held
+  int64_t* p = index.data<int64_t>();
+  for (int64_t i = 0; i < size; ++i) p = std::fill_n(p, count(i), i);
+  return index;
 }
 
 Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim) {
