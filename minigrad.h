@@ -57,6 +57,7 @@
 #include "minigrad/optim/adam.h"
 #include "minigrad/optim/checkpoint.h"
 #include "minigrad/optim/clip_grad.h"
+#include "minigrad/optim/lbfgs.h"
 #include "minigrad/optim/optimizer.h"
 #include "minigrad/optim/rmsprop.h"
 #include "minigrad/optim/scheduler.h"

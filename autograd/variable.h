@@ -138,6 +138,8 @@ class Variable {
   Variable transpose(int64_t d0, int64_t d1) const;
   /// permute(*this, dims)
   Variable permute(const std::vector<int64_t>& dims) const;
+  /// diagonal(*this, offset, dim1, dim2)
+  Variable diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
   /// narrow(*this, dim, start, length)
   Variable narrow(int64_t dim, int64_t start, int64_t length) const;
   /// slice(*this, dim, start, end, step)

@@ -11,6 +11,9 @@ Variable Variable::unflatten(int64_t dim, const Shape& sizes) const { return mg:
 std::vector<Variable> Variable::chunk(int64_t chunks, int64_t dim) const { return mg::chunk(*this, chunks, dim); }
 Variable Variable::transpose(int64_t d0, int64_t d1) const { return mg::transpose(*this, d0, d1); }
 Variable Variable::permute(const std::vector<int64_t>& dims) const { return mg::permute(*this, dims); }
+Variable Variable::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
+  return mg::diagonal(*this, offset, dim1, dim2);
+}
 Variable Variable::narrow(int64_t dim, int64_t start, int64_t length) const {
   return mg::narrow(*this, dim, start, length);
 }

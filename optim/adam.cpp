@@ -54,7 +54,7 @@ void Adam::step() {
                      m,
                      v,
                      {.lr = group.lr,
-                      .beta1 = options.beta1,
+                      .beta1 = group.momentum.value_or(options.beta1),  // a schedule may cycle it
                       .beta2 = options.beta2,
                       .eps = options.eps,
                       .weight_decay = group.weight_decay,

@@ -33,6 +33,7 @@ class Adam : public Optimizer {
   std::map<std::string, double> hyper_parameters() const override {
     return {{"beta1", options.beta1}, {"beta2", options.beta2}, {"eps", options.eps}};
   }
+  std::string cycled_momentum() const override { return "beta1"; }
 
   const AdamOptions options;
 

@@ -75,16 +75,19 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
     for (auto& [k, v] : scheduler->settings()) meta["scheduler." + k] = number(v);
     for (size_t g = 0; g < scheduler->base_lrs().size(); ++g)
       meta["scheduler.base_lr." + std::to_string(g)] = number(scheduler->base_lrs()[g]);
+    for (auto& [k, v] : scheduler->state()) meta["scheduler.state." + k] = number(v);
   }
   for (size_t g = 0; g < opt.groups().size(); ++g) {
     meta["lr." + std::to_string(g)] = number(opt.groups()[g].lr);
     meta["weight_decay." + std::to_string(g)] = number(opt.groups()[g].weight_decay);
+    if (opt.groups()[g].momentum) meta["momentum." + std::to_string(g)] = number(*opt.groups()[g].momentum);
     meta["group." + std::to_string(g) + ".params"] = std::to_string(opt.groups()[g].params.size());
     for (const Variable& p : opt.groups()[g].params)
       if (opt.has_state(p))
         for (auto& [k, t] : const_cast<Optimizer&>(opt).state(p))
           tensors.emplace_back(kPrefix + name[p.impl().get()] + "." + k, t);
   }
+  for (auto& [k, t] : opt.shared_state()) tensors.emplace_back(kPrefix + "~" + k, t);
   for (auto& [gname, gen] : generators) {
     MG_CHECK(gen != nullptr, ValueError, "save_checkpoint: generator \"{}\" is null", gname);
     MG_CHECK(meta.emplace("rng." + gname, generator_text(*gen)).second, ValueError,
@@ -119,6 +122,13 @@ std::optional<double> parse_rate(const std::string& text) {
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v) || v < 0) return std::nullopt;
   return v;
 }
+// The whole of `text` as a double, infinities included ("inf", "-inf"); NaN and garbage are nothing.
+std::optional<double> parse_number(const std::string& text) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || std::isnan(v)) return std::nullopt;
+  return v;
+}
 }  // namespace
 
 namespace {
@@ -134,9 +144,15 @@ struct Metadata {
   }
 };
 
+// Each group's learning rate, and its momentum where a schedule cycles it.
+struct GroupRates {
+  std::vector<double> lrs;
+  std::vector<std::optional<double>> momenta;
+};
+
 // The optimizer's settings as saved: as many groups as it has, each with its size and weight decay,
-// and the same hyper-parameters. Returns each group's learning rate.
-std::vector<double> read_group_rates(const Metadata& meta, const Optimizer& opt) {
+// and the same hyper-parameters. Returns each group's rates.
+GroupRates read_group_rates(const Metadata& meta, const Optimizer& opt) {
   const SafeTensors& file = meta.file;
   const std::string& path = meta.path;
   // One learning rate per parameter group, and as many groups as the optimizer has.
@@ -145,13 +161,20 @@ std::vector<double> read_group_rates(const Metadata& meta, const Optimizer& opt)
   MG_CHECK(file_groups == opt.groups().size(), FileError,
            "load_checkpoint: {} was saved by an optimizer with {} parameter group(s); this {} has {}", path,
            file_groups, opt.name(), opt.groups().size());
-  std::vector<double> lrs;
+  GroupRates rates;
   for (size_t g = 0; g < file_groups; ++g) {
     const std::string key = "lr." + std::to_string(g);
     const std::optional<double> lr = parse_rate(meta(key));
     MG_CHECK(lr.has_value(), FileError,
              "load_checkpoint: {} has {} \"{}\" in its metadata; expected a finite number >= 0", path, key, meta(key));
-    lrs.push_back(*lr);
+    rates.lrs.push_back(*lr);
+    const std::string m_key = "momentum." + std::to_string(g);
+    rates.momenta.emplace_back();
+    if (file.metadata.count(m_key)) {
+      rates.momenta.back() = parse_rate(meta(m_key));
+      MG_CHECK(rates.momenta.back().has_value(), FileError,
+               "load_checkpoint: {} has {} \"{}\"; expected a finite number >= 0", path, m_key, meta(m_key));
+    }
     const std::string size_key = "group." + std::to_string(g) + ".params";
     const std::optional<int64_t> size = parse_count(meta(size_key));
     MG_CHECK(size && static_cast<size_t>(*size) == opt.groups()[g].params.size(), FileError,
@@ -166,13 +189,14 @@ std::vector<double> read_group_rates(const Metadata& meta, const Optimizer& opt)
     MG_CHECK(meta(kPrefix + k) == number(v), FileError,
              "load_checkpoint: {} was saved by an {} with {} = {}; this one has {} = {}", path, opt.name(), k,
              meta(kPrefix + k), k, number(v));
-  return lrs;
+  return rates;
 }
 
-// What a scheduler resumes from: its step and base rates.
+// What a scheduler resumes from: its step, base rates, and any state of its own.
 struct SchedulerState {
   int64_t step = 0;
   std::vector<double> base_lrs;
+  std::map<std::string, double> state;
 };
 
 // The schedule: the same kind with the same settings as `scheduler` (or none in the file when null).
@@ -213,6 +237,14 @@ SchedulerState read_scheduler(const Metadata& meta, LRScheduler* scheduler, size
                meta(key));
       out.base_lrs.push_back(*lr);
     }
+    // the schedule's own state (ReduceLROnPlateau's best value and counters): the same entries
+    for (auto& [k, v] : scheduler->state()) {
+      const std::string key = "scheduler.state." + k;
+      const std::optional<double> x = parse_number(meta(key));
+      MG_CHECK(x.has_value(), FileError, "load_checkpoint: {} has {} \"{}\"; expected a number", path, key, meta(key));
+      out.state[k] = *x;
+    }
+    scheduler->check_state(out.state);  // before anything changes
   }
 
   return out;
@@ -253,7 +285,7 @@ std::unordered_map<VariableImpl*, ParamState> read_optimizer_state(const SafeTen
   const std::vector<std::string> wanted = opt.state_names();
   std::unordered_map<VariableImpl*, ParamState> new_state;
   for (auto& [key, t] : file.tensors) {
-    if (key.rfind(kPrefix, 0) != 0) continue;
+    if (key.rfind(kPrefix, 0) != 0 || key.rfind(kPrefix + "~", 0) == 0) continue;  // (~: shared state)
     const std::string rest = key.substr(kPrefix.size());
     const size_t dot = rest.find_last_of('.');
     const std::string pname = dot == std::string::npos ? "" : rest.substr(0, dot),
@@ -299,10 +331,14 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
   MG_CHECK(step.has_value(), FileError,
            "load_checkpoint: {} has step \"{}\" in its metadata; expected a whole number in [0, 2^63 - 1)", path,
            meta("step"));
-  const std::vector<double> lrs = read_group_rates(meta, opt);
-  SchedulerState schedule = read_scheduler(meta, scheduler, lrs.size());
+  const GroupRates rates = read_group_rates(meta, opt);
+  SchedulerState schedule = read_scheduler(meta, scheduler, rates.lrs.size());
   const auto new_generators = read_generators(meta, generators);
   const auto new_state = read_optimizer_state(file, path, model, opt);
+  std::map<std::string, Tensor> shared;
+  for (auto& [key, t] : file.tensors)
+    if (key.rfind(kPrefix + "~", 0) == 0) shared[key.substr(kPrefix.size() + 1)] = t;
+  opt.check_shared_state(shared);
   // The weights are checked (and then copied) last: nothing above has changed anything yet.
   nn::load_from(model, file, path, {.ignore_prefixes = {kPrefix}});
   for (const Group& g : opt.groups())
@@ -310,8 +346,15 @@ int64_t load_checkpoint_from(const SafeTensors& file, const std::string& path, n
       auto it = new_state.find(p.impl().get());
       opt.state(p) = it == new_state.end() ? ParamState{} : it->second;
     }
-  for (size_t g = 0; g < lrs.size(); ++g) opt.groups()[g].lr = lrs[g];
-  if (scheduler) scheduler->restore(schedule.step, std::move(schedule.base_lrs));
+  opt.load_shared_state(shared);
+  for (size_t g = 0; g < rates.lrs.size(); ++g) {
+    opt.groups()[g].lr = rates.lrs[g];
+    opt.groups()[g].momentum = rates.momenta[g];
+  }
+  if (scheduler) {
+    scheduler->restore(schedule.step, std::move(schedule.base_lrs));
+    scheduler->load_state(schedule.state);
+  }
   for (auto& [gen, g] : new_generators) *gen = g;
   return *step;
 }

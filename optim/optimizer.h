@@ -36,6 +36,9 @@ struct Group {
   /// The rate before any scheduler changed it, set by the first scheduler built on the optimizer
   /// (PyTorch's "initial_lr"); later ones start from it.
   std::optional<double> initial_lr;
+  /// The group's momentum (SGD, RMSprop) or beta1 (Adam, AdamW) when a schedule cycles it
+  /// (OneCycleLR, as PyTorch sets param_group["momentum"] or ["betas"][0]); unset: the optimizer's option.
+  std::optional<double> momentum;
 };
 
 /// Named tensors an optimizer keeps for one parameter ("exp_avg", "momentum_buffer", "step").
@@ -54,6 +57,17 @@ class Optimizer {
   /// The settings shared by every group ({"beta1", 0.9}, ...), saved in checkpoints and checked
   /// on load: resuming with other settings is an error, not a silent change of the run.
   virtual std::map<std::string, double> hyper_parameters() const = 0;
+  /// The option a schedule may cycle per group as Group::momentum: "momentum" (SGD, RMSprop, when
+  /// built with momentum > 0: the buffer exists), "beta1" (Adam, AdamW), or "" (none).
+  virtual std::string cycled_momentum() const { return ""; }
+  /// State kept for all the parameters at once rather than per parameter (L-BFGS's history),
+  /// saved in checkpoints as "optimizer.~<name>"; empty for the others.
+  virtual std::map<std::string, Tensor> shared_state() const { return {}; }
+  /// Check a saved shared_state() before a load changes anything: a FileError saying what does not
+  /// fit (by default: any such state, which this optimizer does not keep).
+  virtual void check_shared_state(const std::map<std::string, Tensor>& state) const;
+  /// Restore a shared_state() that check_shared_state accepted.
+  virtual void load_shared_state(const std::map<std::string, Tensor>&) {}
   /// Clear every parameter's gradient.
   void zero_grad();
   /// The groups, with their current learning rates (schedulers change them).

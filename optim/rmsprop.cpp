@@ -24,7 +24,7 @@ ParamState fresh_state(const Variable& p, std::initializer_list<const char*> nam
 // the parameters and the optimizer's state as they were).
 struct Pending {
   Variable p;
-  double lr, weight_decay;
+  double lr, weight_decay, momentum;  // momentum: RMSprop's, the group's if a schedule cycles it
   ParamState st;  // its state: shared with the optimizer's, or fresh (added after the update)
   bool fresh;
 };
@@ -66,7 +66,7 @@ void RMSprop::step() {
     ParamState st = fresh ? fresh_state(p, {}) : state(p);
     if (fresh)
       for (const char* n : names) st[n] = zeros(p.shape(), p.dtype());
-    todo.push_back({p, group.lr, group.weight_decay, st, fresh});
+    todo.push_back({p, group.lr, group.weight_decay, group.momentum.value_or(options.momentum), st, fresh});
   });
   const double a = options.alpha;
   for (Pending& t : todo) {
@@ -84,7 +84,7 @@ void RMSprop::step() {
     }
     if (options.momentum > 0) {
       const Tensor& b = t.st["momentum_buffer"];
-      b.copy_(b * options.momentum + g / d);
+      b.copy_(b * t.momentum + g / d);
       t.p.data().copy_(t.p.data() - b * t.lr);
     } else {
       t.p.data().copy_(t.p.data() - g / d * t.lr);
@@ -118,7 +118,7 @@ void Adagrad::step() {
       MG_CHECK(t >= 0 && t < std::numeric_limits<int64_t>::max(), StateError,
                "Adagrad: {} has a step count of {}, which cannot go on", describe(gi, pi), t);
     }
-    todo.push_back({p, group.lr, group.weight_decay,
+    todo.push_back({p, group.lr, group.weight_decay, 0.0,
                     fresh ? fresh_state(p, {"sum"}, options.initial_accumulator_value) : state(p), fresh});
   });
   for (Pending& t : todo) {

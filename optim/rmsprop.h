@@ -42,6 +42,7 @@ class RMSprop : public Optimizer {
             {"momentum", options.momentum},
             {"centered", options.centered ? 1.0 : 0.0}};
   }
+  std::string cycled_momentum() const override { return options.momentum > 0 ? "momentum" : ""; }
 
   const RMSpropOptions options;
 };

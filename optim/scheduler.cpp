@@ -22,6 +22,13 @@ void LRScheduler::apply() {
   for (size_t i = 0; i < base_lrs_.size(); ++i) opt_.groups()[i].lr = lr_at(base_lrs_[i], step_);
 }
 
+void LRScheduler::set_base_lrs(std::vector<double> lrs) {
+  MG_CHECK(lrs.size() == base_lrs_.size(), ValueError, "{}: {} initial rates for an optimizer with {} groups", name(),
+           lrs.size(), base_lrs_.size());
+  for (size_t i = 0; i < lrs.size(); ++i) opt_.groups()[i].initial_lr = lrs[i];
+  base_lrs_ = std::move(lrs);
+}
+
 void LRScheduler::step() {
   MG_CHECK(step_ < std::numeric_limits<int64_t>::max(), StateError, "LRScheduler: the step count {} cannot go on",
            step_);
@@ -99,6 +106,188 @@ std::map<std::string, double> SequentialLR::settings() const {
   for (size_t i = 0; i < schedulers_.size(); ++i)
     for (auto& [k, v] : schedulers_[i]->settings()) s[std::to_string(i) + "." + k] = v;
   return s;
+}
+
+OneCycleLR::OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, OneCycleOptions options)
+    : OneCycleLR(opt, std::vector<double>(opt.groups().size(), max_lr), total_steps, std::move(options)) {}
+
+OneCycleLR::OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, int64_t total_steps, OneCycleOptions o)
+    : LRScheduler(opt), total_(total_steps), o_(std::move(o)) {
+  MG_CHECK(total_steps > 0, ValueError, "OneCycleLR: total_steps must be positive, got {}", total_steps);
+  MG_CHECK(max_lrs.size() == opt.groups().size(), ValueError,
+           "OneCycleLR: {} max_lr values for an optimizer with {} groups", max_lrs.size(), opt.groups().size());
+  for (double m : max_lrs)
+    MG_CHECK(m >= 0 && std::isfinite(m), ValueError, "OneCycleLR: max_lr must be finite and >= 0, got {}", m);
+  MG_CHECK(o_.pct_start >= 0 && o_.pct_start <= 1, ValueError, "OneCycleLR: pct_start must be in [0, 1], got {}",
+           o_.pct_start);
+  MG_CHECK(o_.anneal_strategy == "cos" || o_.anneal_strategy == "linear", ValueError,
+           "OneCycleLR: anneal_strategy must be \"cos\" or \"linear\", got \"{}\"", o_.anneal_strategy);
+  MG_CHECK(o_.div_factor > 0 && std::isfinite(o_.div_factor) && o_.final_div_factor > 0 &&
+               std::isfinite(o_.final_div_factor),
+           ValueError, "OneCycleLR: div_factor and final_div_factor must be finite and > 0, got {} and {}",
+           o_.div_factor, o_.final_div_factor);
+  if (o_.cycle_momentum) {
+    MG_CHECK(!opt.cycled_momentum().empty(), ValueError,
+             "OneCycleLR: cycle_momentum needs an optimizer with momentum (SGD or RMSprop built with momentum > 0) "
+             "or beta1 (Adam, AdamW); {} has neither (pass cycle_momentum = false)",
+             opt.name());
+    MG_CHECK(o_.base_momentum >= 0 && o_.max_momentum >= 0 && std::isfinite(o_.base_momentum) &&
+                 std::isfinite(o_.max_momentum) && (opt.cycled_momentum() != "beta1" || o_.max_momentum < 1),
+             ValueError, "OneCycleLR: base_momentum {} and max_momentum {} must be finite and >= 0 (below 1 for beta1)",
+             o_.base_momentum, o_.max_momentum);
+  }
+  // PyTorch's phases, the rates as multiples of the initial rate max_lr / div_factor
+  const double peak = o_.div_factor, floor = 1 / o_.final_div_factor, n = static_cast<double>(total_steps);
+  const double bm = o_.base_momentum, mm = o_.max_momentum;
+  if (o_.three_phase)
+    phases_ = {{o_.pct_start * n - 1, 1, peak, mm, bm},
+               {2 * o_.pct_start * n - 2, peak, 1, bm, mm},
+               {n - 1, 1, floor, mm, mm}};
+  else
+    phases_ = {{o_.pct_start * n - 1, 1, peak, mm, bm}, {n - 1, peak, floor, bm, mm}};
+  std::vector<double> initial;
+  for (double m : max_lrs) initial.push_back(m / o_.div_factor);
+  set_base_lrs(std::move(initial));
+  apply();
+}
+
+double OneCycleLR::anneal(double start, double end, double pct) const {
+  if (o_.anneal_strategy == "linear") return (end - start) * pct + start;
+  return end + (start - end) / 2 * (std::cos(std::numbers::pi * pct) + 1);
+}
+
+std::pair<const OneCycleLR::Phase*, double> OneCycleLR::phase_at(int64_t t) const {
+  MG_CHECK(t <= total_, ValueError, "OneCycleLR: tried to step {} times; the schedule has total_steps = {}", t, total_);
+  const double step = static_cast<double>(t);
+  double start = 0;
+  for (size_t i = 0; i < phases_.size(); ++i) {
+    const Phase& p = phases_[i];
+    if (step <= p.end_step || i + 1 == phases_.size()) return {&p, (step - start) / (p.end_step - start)};
+    start = p.end_step;
+  }
+  return {nullptr, 0};  // not reached: the last phase takes every step
+}
+
+double OneCycleLR::lr_at(double base, int64_t t) const {
+  const auto [p, pct] = phase_at(t);
+  return anneal(base * p->lr_start, base * p->lr_end, pct);
+}
+
+double OneCycleLR::momentum_at(int64_t t) const {
+  const auto [p, pct] = phase_at(t);
+  return anneal(p->momentum_start, p->momentum_end, pct);
+}
+
+void OneCycleLR::apply() {
+  LRScheduler::apply();
+  if (o_.cycle_momentum)
+    for (Group& g : optimizer().groups()) g.momentum = momentum_at(last_step());
+}
+
+std::map<std::string, double> OneCycleLR::settings() const {
+  return {{"total_steps", static_cast<double>(total_)},
+          {"pct_start", o_.pct_start},
+          {"anneal_linear", o_.anneal_strategy == "linear" ? 1.0 : 0.0},
+          {"cycle_momentum", o_.cycle_momentum ? 1.0 : 0.0},
+          {"base_momentum", o_.base_momentum},
+          {"max_momentum", o_.max_momentum},
+          {"div_factor", o_.div_factor},
+          {"final_div_factor", o_.final_div_factor},
+          {"three_phase", o_.three_phase ? 1.0 : 0.0}};
+}
+
+ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& opt, PlateauOptions o) : LRScheduler(opt), o_(std::move(o)) {
+  MG_CHECK(o_.mode == "min" || o_.mode == "max", ValueError, "ReduceLROnPlateau: mode must be \"min\" or \"max\", got \"{}\"",
+           o_.mode);
+  MG_CHECK(o_.threshold_mode == "rel" || o_.threshold_mode == "abs", ValueError,
+           "ReduceLROnPlateau: threshold_mode must be \"rel\" or \"abs\", got \"{}\"", o_.threshold_mode);
+  MG_CHECK(o_.factor >= 0 && o_.factor < 1, ValueError, "ReduceLROnPlateau: factor must be in [0, 1), got {}",
+           o_.factor);
+  MG_CHECK(o_.patience >= 0 && o_.cooldown >= 0, ValueError,
+           "ReduceLROnPlateau: patience and cooldown must be >= 0, got {} and {}", o_.patience, o_.cooldown);
+  MG_CHECK(std::isfinite(o_.threshold) && o_.threshold >= 0 && std::isfinite(o_.eps) && o_.eps >= 0, ValueError,
+           "ReduceLROnPlateau: threshold and eps must be finite and >= 0, got {} and {}", o_.threshold, o_.eps);
+  const size_t n = opt.groups().size();
+  MG_CHECK(o_.min_lr.size() == 1 || o_.min_lr.size() == n, ValueError,
+           "ReduceLROnPlateau: min_lr has {} values; expected 1 or one per group ({})", o_.min_lr.size(), n);
+  for (double m : o_.min_lr)
+    MG_CHECK(m >= 0 && std::isfinite(m), ValueError, "ReduceLROnPlateau: min_lr must be finite and >= 0, got {}", m);
+  min_lrs_ = o_.min_lr.size() == n ? o_.min_lr : std::vector<double>(n, o_.min_lr[0]);
+  best_ = o_.mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+}
+
+bool ReduceLROnPlateau::better(double a) const {
+  const bool rel = o_.threshold_mode == "rel";
+  if (o_.mode == "min") return rel ? a < best_ * (1 - o_.threshold) : a < best_ - o_.threshold;
+  return rel ? a > best_ * (1 + o_.threshold) : a > best_ + o_.threshold;
+}
+
+void ReduceLROnPlateau::step(double metric) {
+  MG_CHECK(!std::isnan(metric), ValueError, "ReduceLROnPlateau: the metric is NaN");
+  set_step(last_step() + 1);
+  if (better(metric)) {
+    best_ = metric;
+    bad_ = 0;
+  } else {
+    ++bad_;
+  }
+  if (cooldown_counter_ > 0) {  // just after a reduction: not counted
+    --cooldown_counter_;
+    bad_ = 0;
+  }
+  if (bad_ > o_.patience) {
+    auto& groups = optimizer().groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const double lowered = std::max(groups[i].lr * o_.factor, min_lrs_[i]);
+      if (groups[i].lr - lowered > o_.eps) groups[i].lr = lowered;
+    }
+    cooldown_counter_ = o_.cooldown;
+    bad_ = 0;
+  }
+}
+
+void ReduceLROnPlateau::step() {
+  throw StateError("ReduceLROnPlateau: step() needs the metric it watches: call step(metric)");
+}
+
+double ReduceLROnPlateau::lr_at(double, int64_t) const {
+  throw StateError(
+      "ReduceLROnPlateau: its rates follow the metric, not the step, so no rate can be computed for a step "
+      "(it cannot be part of a SequentialLR)");
+}
+
+std::map<std::string, double> ReduceLROnPlateau::settings() const {
+  std::map<std::string, double> s{{"mode_max", o_.mode == "max" ? 1.0 : 0.0},
+                                  {"factor", o_.factor},
+                                  {"patience", static_cast<double>(o_.patience)},
+                                  {"threshold", o_.threshold},
+                                  {"threshold_abs", o_.threshold_mode == "abs" ? 1.0 : 0.0},
+                                  {"cooldown", static_cast<double>(o_.cooldown)},
+                                  {"eps", o_.eps}};
+  for (size_t i = 0; i < min_lrs_.size(); ++i) s["min_lr." + std::to_string(i)] = min_lrs_[i];
+  return s;
+}
+
+std::map<std::string, double> ReduceLROnPlateau::state() const {
+  return {{"best", best_},
+          {"num_bad_epochs", static_cast<double>(bad_)},
+          {"cooldown_counter", static_cast<double>(cooldown_counter_)}};
+}
+
+void ReduceLROnPlateau::check_state(const std::map<std::string, double>& s) const {
+  for (const char* k : {"best", "num_bad_epochs", "cooldown_counter"})
+    MG_CHECK(s.count(k), FileError, "ReduceLROnPlateau: the saved state has no \"{}\"", k);
+  for (const char* k : {"num_bad_epochs", "cooldown_counter"}) {
+    const double v = s.at(k);
+    MG_CHECK(v >= 0 && v < 9e15 && v == std::floor(v), FileError,
+             "ReduceLROnPlateau: the saved {} is {}; expected a whole number >= 0", k, v);
+  }
+}
+
+void ReduceLROnPlateau::load_state(const std::map<std::string, double>& s) {
+  best_ = s.at("best");
+  bad_ = static_cast<int64_t>(s.at("num_bad_epochs"));
+  cooldown_counter_ = static_cast<int64_t>(s.at("cooldown_counter"));
 }
 
 StepLR::StepLR(Optimizer& opt, int64_t step_size, double gamma)

@@ -6,6 +6,7 @@
 // "initial_lr"), so several schedulers on one optimizer (SequentialLR) share it.
 #include <functional>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ class LRScheduler {
  public:
   virtual ~LRScheduler() = default;
   /// Advance one step and set the groups' learning rates.
-  void step();
+  virtual void step();
   /// How many times step() was called (restored when resuming a run).
   int64_t last_step() const { return step_; }
   /// Jump to step `s` (for resuming) and set the learning rates for it.
@@ -36,13 +37,25 @@ class LRScheduler {
   /// The rate this schedule gives a group whose initial rate is base_lr at step t (what step()
   /// sets; SequentialLR asks its schedules this).
   double lr_for(double base_lr, int64_t t) const { return lr_at(base_lr, t); }
+  /// The schedule's own state besides the step and the base rates (ReduceLROnPlateau's best value
+  /// and counters), saved in checkpoints; empty for the schedules that are formulas of the step.
+  virtual std::map<std::string, double> state() const { return {}; }
+  /// Check a saved state() before a load changes anything: a FileError saying what is wrong.
+  virtual void check_state(const std::map<std::string, double>&) const {}
+  /// Restore a state() that check_state accepted.
+  virtual void load_state(const std::map<std::string, double>&) {}
 
  protected:
   explicit LRScheduler(Optimizer& opt);
   /// The learning rate of a group whose initial rate is base_lr, at step t.
   virtual double lr_at(double base_lr, int64_t t) const = 0;
-  /// Set every group's lr for the current step (derived constructors call this once).
-  void apply();
+  /// Set the groups for the current step: every group's lr from lr_at (derived constructors call
+  /// this once; OneCycleLR sets the momentum too).
+  virtual void apply();
+  /// Start the schedule from these rates instead of the groups' (OneCycleLR: max_lr / div_factor),
+  /// which become the groups' initial_lr.
+  void set_base_lrs(std::vector<double> lrs);
+  Optimizer& optimizer() const { return opt_; }
 
  private:
   Optimizer& opt_;
@@ -99,6 +112,98 @@ class SequentialLR : public LRScheduler {
  private:
   std::vector<LRScheduler*> schedulers_;
   std::vector<int64_t> milestones_;
+};
+
+/// OneCycleLR's settings (torch.optim.lr_scheduler.OneCycleLR's, with its defaults).
+struct OneCycleOptions {
+  double pct_start = 0.3;               ///< the share of the steps spent raising the rate
+  std::string anneal_strategy = "cos";  ///< "cos" or "linear"
+  bool cycle_momentum = true;           ///< move momentum (beta1 for Adam) opposite to the rate
+  double base_momentum = 0.85;          ///< the momentum at the peak rate
+  double max_momentum = 0.95;           ///< the momentum at the start and the end
+  double div_factor = 25;               ///< initial rate = max_lr / div_factor
+  double final_div_factor = 1e4;        ///< final rate = initial rate / final_div_factor
+  bool three_phase = false;             ///< down to the initial rate, then to the final one
+};
+
+/// The 1cycle policy (Smith & Topin, 2017; torch.optim.lr_scheduler.OneCycleLR): the rate rises
+/// from max_lr / div_factor to max_lr over pct_start of total_steps, then anneals to the initial
+/// rate / final_div_factor, each phase a cosine (or a line) from its start to its end value:
+///   phase k from step s0 to s1 (s1 = pct_start * total_steps - 1, then total_steps - 1):
+///   pct = (t - s0) / (s1 - s0),  cos: lr = end + (start - end) (1 + cos(pi pct)) / 2
+/// The momentum (SGD's, RMSprop's, or Adam's beta1, per group) moves the other way, max_momentum ->
+/// base_momentum -> max_momentum. Stepping past total_steps is a ValueError, as in PyTorch.
+class OneCycleLR : public LRScheduler {
+ public:
+  /// The same max_lr for every group.
+  OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, OneCycleOptions options = {});
+  /// One max_lr per group.
+  OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, int64_t total_steps, OneCycleOptions options = {});
+  std::string name() const override { return "OneCycleLR"; }
+  std::map<std::string, double> settings() const override;
+  /// The momentum the schedule gives every group at step t.
+  double momentum_at(int64_t t) const;
+
+ protected:
+  double lr_at(double base, int64_t t) const override;
+  void apply() override;
+
+ private:
+  struct Phase {
+    double end_step, lr_start, lr_end, momentum_start, momentum_end;  // rates as multiples of the initial one
+  };
+  double anneal(double start, double end, double pct) const;
+  // the phase holding step t, and how far into it t is
+  std::pair<const Phase*, double> phase_at(int64_t t) const;
+  int64_t total_;
+  OneCycleOptions o_;
+  std::vector<Phase> phases_;
+};
+
+/// ReduceLROnPlateau's settings (torch.optim.lr_scheduler.ReduceLROnPlateau's, with its defaults).
+struct PlateauOptions {
+  std::string mode = "min";             ///< "min": the metric should fall (a loss); "max": rise
+  double factor = 0.1;                  ///< new lr = lr * factor
+  int64_t patience = 10;                ///< steps without improvement tolerated before a reduction
+  double threshold = 1e-4;              ///< how much better counts as better
+  std::string threshold_mode = "rel";   ///< "rel": best * (1 -+ threshold); "abs": best -+ threshold
+  int64_t cooldown = 0;                 ///< steps after a reduction before counting again
+  std::vector<double> min_lr = {0.0};   ///< the floor: one value for every group, or one per group
+  double eps = 1e-8;                    ///< a reduction smaller than this is not made
+};
+
+/// Lower the rate when a metric stops improving (torch.optim.lr_scheduler.ReduceLROnPlateau):
+/// step(metric) once per evaluation; after more than `patience` steps without a better metric,
+/// every group's lr becomes max(lr * factor, min_lr). Not a formula of the step: its best value
+/// and counters are its state(), saved in checkpoints.
+class ReduceLROnPlateau : public LRScheduler {
+ public:
+  explicit ReduceLROnPlateau(Optimizer& opt, PlateauOptions options = {});
+  /// One evaluation's metric (a validation loss, say): counts it, and lowers the rates if due.
+  void step(double metric);
+  /// A StateError: this schedule needs the metric, step(metric).
+  void step() override;
+  std::string name() const override { return "ReduceLROnPlateau"; }
+  std::map<std::string, double> settings() const override;
+  std::map<std::string, double> state() const override;
+  void check_state(const std::map<std::string, double>& s) const override;
+  void load_state(const std::map<std::string, double>& s) override;
+  /// The best metric so far (inf for "min" before any step).
+  double best() const { return best_; }
+  /// Steps since the last improvement.
+  int64_t num_bad_epochs() const { return bad_; }
+
+ protected:
+  /// A StateError: its rates are not a formula of the step (so it cannot be part of a SequentialLR).
+  double lr_at(double base, int64_t t) const override;
+  void apply() override {}  // the rates live in the groups (and the checkpoint's lr.<group>)
+
+ private:
+  bool better(double a) const;
+  PlateauOptions o_;
+  std::vector<double> min_lrs_;
+  double best_;
+  int64_t bad_ = 0, cooldown_counter_ = 0;
 };
 
 /// lr = base * gamma^floor(t / step_size)   (torch.optim.lr_scheduler.StepLR)

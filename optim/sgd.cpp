@@ -20,16 +20,17 @@ void SGD::step() {
     Tensor g = p.grad();
     if (group.weight_decay != 0) g = g + p.data() * group.weight_decay;
     if (options.momentum != 0) {
+      const double momentum = group.momentum.value_or(options.momentum);  // a schedule may cycle it
       ParamState& st = state(p);
       auto it = st.find("momentum_buffer");
       if (it == st.end()) {
         st["momentum_buffer"] = g.clone();
       } else {
         check_state(gi, pi, {"momentum_buffer"});
-        it->second.copy_(it->second * options.momentum + g * (1 - options.dampening));
+        it->second.copy_(it->second * momentum + g * (1 - options.dampening));
       }
       const Tensor& buf = st["momentum_buffer"];
-      g = options.nesterov ? g + buf * options.momentum : buf;
+      g = options.nesterov ? g + buf * momentum : buf;
     }
     p.data().copy_(p.data() - g * group.lr);
   });

@@ -36,6 +36,7 @@ class SGD : public Optimizer {
     return {
         {"momentum", options.momentum}, {"dampening", options.dampening}, {"nesterov", options.nesterov ? 1.0 : 0.0}};
   }
+  std::string cycled_momentum() const override { return options.momentum != 0 ? "momentum" : ""; }
 
   const SGDOptions options;
 };

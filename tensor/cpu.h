@@ -48,7 +48,7 @@ std::string_view cpu_level_name(CpuLevel level);
 
 namespace detail {
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(MG_ONE_KERNEL_COPY)
 // One copy of f's code per level. [[gnu::flatten]] inlines every call in f (and in what it
 // calls) into the copy, so the copy's loops are compiled for the copy's instruction set; a call
 // that cannot be inlined (libm, BLAS, allocation) runs the baseline code, which is always legal.
@@ -78,7 +78,8 @@ void run_at_level(CpuLevel level, F&& f) {
   }
 }
 #else
-// Not x86-64: one copy, the build's own (cpu_supports says baseline only).
+// Not x86-64 (cpu_supports says baseline only), or the sanitizer and fuzz builds (MG_ONE_KERNEL_COPY,
+// set by CMakeLists.txt): one copy, the build's own, whatever the level says.
 template <class F>
 void run_at_level(CpuLevel, F&& f) {
   f();

@@ -5,6 +5,7 @@
 #include "minigrad/tensor/ops/activation.h"
 #include "minigrad/tensor/ops/attention.h"
 #include "minigrad/tensor/ops/conv.h"
+#include "minigrad/tensor/ops/einsum.h"
 #include "minigrad/tensor/ops/elementwise.h"
 #include "minigrad/tensor/ops/index.h"
 #include "minigrad/tensor/ops/loss.h"

@@ -247,6 +247,27 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   return Tensor(storage_, dtype_, sh, st, offset_ + start * strides_[d]);
 }
 
+// The diagonal's elements are `stride d1 + stride d2` apart: one step along both dims at once.
+Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
+  d1 = checked_dim(d1, dim(), "diagonal");
+  d2 = checked_dim(d2, dim(), "diagonal");
+  MG_CHECK(d1 != d2, ShapeError, "diagonal: dim1 and dim2 are both dim {} of shape {}; they must differ", d1,
+           shape_str(shape_));
+  const int64_t n1 = shape_[d1], n2 = shape_[d2];
+  // rows and columns the diagonal has left after moving `offset` away from the main one
+  const int64_t len = offset >= 0 ? (offset >= n2 ? 0 : std::min(n1, n2 - offset))
+                                  : (offset <= -n1 ? 0 : std::min(n1 + offset, n2));
+  int64_t start = offset_;
+  if (len > 0) start += offset >= 0 ? offset * strides_[d2] : -offset * strides_[d1];
+  Shape sh;
+  Strides st;
+  for (int64_t d = 0; d < dim(); ++d)
+    if (d != d1 && d != d2) sh.push_back(shape_[d]), st.push_back(strides_[d]);
+  sh.push_back(len);
+  st.push_back(len > 1 ? checked_add(strides_[d1], strides_[d2], "diagonal") : 1);
+  return Tensor(storage_, dtype_, sh, st, start);
+}
+
 Tensor Tensor::expand(const Shape& shape0) const {
   MG_CHECK(shape0.size() >= shape_.size(), ShapeError, "expand: cannot expand shape {} to fewer dims {}",
            shape_str(shape_), shape_str(shape0));

@@ -87,6 +87,9 @@ class Tensor {
   /// Elements start, start+step, ... < end of dim `d` (Python slicing; negative start/end count
   /// from the end and are clamped).
   Tensor slice(int64_t d, int64_t start, int64_t end, int64_t step = 1) const;
+  /// The diagonal of dims d1 and d2 as a view (torch.diagonal): both dims removed, a last dim
+  /// added holding x[..., i, ..., i + offset, ...] (offset > 0 above the main diagonal, < 0 below).
+  Tensor diagonal(int64_t offset = 0, int64_t d1 = 0, int64_t d2 = 1) const;
   /// Broadcast to `shape` by giving size-1 (or missing leading) dims stride 0; -1 keeps a size.
   Tensor expand(const Shape& shape) const;
   /// Remove dim `d` if it has size 1 (any other size leaves the tensor as it is, as in PyTorch).

@@ -164,6 +164,18 @@ std::vector<OpCase> edge_cases() {
        [](const V& v) {
          return pad(v[0], {-2, -1});
        }},
+      {"einsum_zero_size", {{{0, 3}}, R34}, [](const V& v) { return einsum("ij,jk->ik", {v[0], v[1]}); }},
+      {"einsum_zero_contraction", {{{2, 0}}, {{0, 3}}}, [](const V& v) { return einsum("ij,jk->ik", {v[0], v[1]}); }},
+      {"einsum_scalars", {{{}}, {{}}}, [](const V& v) { return einsum(",->", {v[0], v[1]}); }},
+      {"diagonal_zero_size", {{{0, 3}}}, [](const V& v) { return diagonal(v[0]); }},
+      {"diagonal_past_the_edge", {R23}, [](const V& v) { return diagonal(v[0], 5); }},
+      {"scatter_empty_index",
+       {R23, {{0, 3}, In::Index, 2}, {{0, 3}}},
+       [](const V& v) { return scatter(v[0], 0, v[1].data(), v[2]); }},
+      {"index_get_empty", {R23, {{0}, In::Index, 2}}, [](const V& v) { return index_get(v[0], {v[1].data()}); }},
+      {"index_put_scalar_values",
+       {R23, {{2}, In::Index, 2}, {{}}},
+       [](const V& v) { return index_put(v[0], {v[1].data()}, v[2]); }},
       {"masked_select_none",
        {R23, {{3}, In::Mask}},
        [](const V& v) { return masked_select(v[0], zeros({3}, DType::Bool)); }},

@@ -3,6 +3,7 @@
 #include "minigrad/autograd/ops/index.h"
 
 #include "minigrad/autograd/ops/elementwise.h"
+#include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops.h"
 
 namespace mg {
@@ -75,6 +76,88 @@ Variable masked_select(const Variable& x, const Tensor& mask) {
   MG_CHECK(mask.defined(), StateError, "masked_select: the mask is undefined");
   const Shape shape = broadcast_shapes(x.shape(), mask.shape(), "masked_select");
   return index_select(x.expand(shape).reshape({-1}), 0, masked_select_index(shape, mask));
+}
+
+namespace {
+// g (index's shape) grown with zeros to src's shape: src may be larger than index, and its
+// elements past index's extent were not read
+template <class V>
+V grow_to(const V& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  std::vector<int64_t> p;
+  for (int64_t d = g.dim() - 1; d >= 0; --d) p.push_back(0), p.push_back(shape[d] - g.size(d));
+  return pad(g, p);
+}
+}  // namespace
+
+// y = base with src[e] written at index[e] along dim
+// dbase = dy, 0 where something was written         dsrc = dy gathered at index
+Variable scatter(const Variable& base, int64_t dim, const Tensor& index, const Variable& src) {
+  const Shape src_shape = src.shape();
+  return record("scatter", mg::scatter(base.data(), dim, index, src.data()), {base, src}, keep(),
+                [dim, index, src_shape]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
+                  Grads<V> g(2);
+                  if (n.needs(0)) g[0] = scatter(dy, dim, index, 0.0);
+                  if (n.needs(1)) g[1] = grow_to(gather(dy, dim, index), src_shape);
+                  return g;
+                });
+}
+
+// y = base with `value` written at index along dim       dbase = dy, 0 where it was written
+Variable scatter(const Variable& base, int64_t dim, const Tensor& index, double value) {
+  return record("scatter", mg::scatter(base.data(), dim, index, value), {base}, keep(),
+                [dim, index]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {scatter(dy, dim, index, 0.0)};
+                });
+}
+
+// y = base with src[e] added at index[e] along dim       dbase = dy      dsrc = dy gathered at index
+Variable scatter_add(const Variable& base, int64_t dim, const Tensor& index, const Variable& src) {
+  const Shape src_shape = src.shape();
+  return record("scatter_add", mg::scatter_add(base.data(), dim, index, src.data()), {base, src}, keep(),
+                [dim, index, src_shape]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
+                  Grads<V> g(2);
+                  if (n.needs(0)) g[0] = dy;
+                  if (n.needs(1)) g[1] = grow_to(gather(dy, dim, index), src_shape);
+                  return g;
+                });
+}
+
+// y = base with src combined in by `reduce`; dbase and dsrc by scatter_reduce_backward (its rules
+// are in tensor/ops/index.cpp). First-order: the derivative of prod, amax and amin is not linear in
+// the inputs' values, and is not recorded.
+Variable scatter_reduce(const Variable& base, int64_t dim, const Tensor& index, const Variable& src,
+                        const std::string& reduce, bool include_self) {
+  Tensor y = mg::scatter_reduce(base.data(), dim, index, src.data(), reduce, include_self);
+  return record("scatter_reduce", y, {base, src},
+                [b = base.data(), s = src.data(), y, dim, index, reduce, include_self](const Tensor& dy,
+                                                                                        const Node&) -> TensorList {
+                  ScatterReduceGrads g = scatter_reduce_backward(dy, b, dim, index, s, y, reduce, include_self);
+                  return {g.dbase, g.dsrc};
+                });
+}
+
+// y = x[indices...] (advanced indexing)       dx = zeros like x with dy added at indices (repeats add up)
+Variable index_get(const Variable& x, const std::vector<Tensor>& indices) {
+  const Shape in = x.shape();
+  const DType dt = x.dtype();
+  return record("index", mg::index_get(x.data(), indices), {x}, keep(),
+                [in, dt, indices]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {index_put(V(zeros(in, dt)), indices, dy, true)};
+                });
+}
+
+// y = base with values written (or added, accumulate) at indices
+// dbase = dy (accumulate), or dy with 0 where values were written       dvalues = dy[indices]
+Variable index_put(const Variable& base, const std::vector<Tensor>& indices, const Variable& values, bool accumulate) {
+  const DType dt = base.dtype();
+  return record("index_put", mg::index_put(base.data(), indices, values.data(), accumulate), {base, values}, keep(),
+                [indices, accumulate, dt]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
+                  Grads<V> g(2);
+                  if (n.needs(0)) g[0] = accumulate ? dy : index_put(dy, indices, V(zeros({}, dt)), false);
+                  if (n.needs(1)) g[1] = index_get(dy, indices);  // summed to values' shape by the engine
+                  return g;
+                });
 }
 
 }  // namespace mg

@@ -1,5 +1,8 @@
 #pragma once
 // Differentiable matrix products (autograd/ops/matmul.cpp).
+#include <string_view>
+#include <vector>
+
 #include "minigrad/autograd/variable.h"
 
 namespace mg {
@@ -22,4 +25,8 @@ Variable addmm(const Variable& input, const Variable& mat1, const Variable& mat2
 Variable baddbmm(const Variable& input, const Variable& batch1, const Variable& batch2, double beta = 1,
                  double alpha = 1);
 
+/// torch.einsum(equation, *operands) (tensor/ops/einsum.h has the equation's rules): the same
+/// plan as Tensor's einsum, run on Variables, so its derivative is the derivative of the diagonals,
+/// sums, reshapes, permutes and matmuls it is made of (and differentiable again).
+Variable einsum(std::string_view equation, const std::vector<Variable>& operands);
 }  // namespace mg

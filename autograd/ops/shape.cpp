@@ -71,6 +71,32 @@ Variable slice_backward(const Variable& dy, const Shape& in, int64_t dim, int64_
                 });
 }
 
+namespace {
+// zeros of shape `in` with dy written onto the diagonal (offset, dim1, dim2)
+Tensor diagonal_backward(const Tensor& dy, const Shape& in, int64_t offset, int64_t dim1, int64_t dim2) {
+  Tensor dx = zeros(in, dy.dtype());
+  dx.diagonal(offset, dim1, dim2).copy_(dy);
+  return dx;
+}
+}  // namespace
+
+// y[..., i] = x[..., i, ..., i + offset, ...]      dx = zeros like x, dy on that diagonal
+Variable diagonal(const Variable& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  const Shape in = x.shape();
+  return record("diagonal", x.data().diagonal(offset, dim1, dim2), {x}, keep(),
+                [in, offset, dim1, dim2]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {diagonal_backward(dy, in, offset, dim1, dim2)};
+                });
+}
+
+// z = zeros of shape `in`, dy on a diagonal       d(dy) = that diagonal of dz
+Variable diagonal_backward(const Variable& dy, const Shape& in, int64_t offset, int64_t dim1, int64_t dim2) {
+  return record("diagonal_backward", diagonal_backward(dy.data(), in, offset, dim1, dim2), {dy}, keep(),
+                [offset, dim1, dim2]<class V>(const V& dz, const Saved<V, 0>&, const Node&) -> Grads<V> {
+                  return {dz.diagonal(offset, dim1, dim2)};
+                });
+}
+
 Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
   MG_CHECK(length >= 0, ValueError, "narrow: length must be >= 0, got {}", length);
   x.data().narrow(dim, start, length);  // bounds check with narrow's error text

@@ -20,6 +20,13 @@ Variable flatten(const Variable& x, int64_t start_dim = 0, int64_t end_dim = -1)
 Variable transpose(const Variable& x, int64_t d0, int64_t d1);
 /// Reorder dims.
 Variable permute(const Variable& x, const std::vector<int64_t>& dims);
+/// The diagonal of dims dim1 and dim2, a view (torch.diagonal; Tensor::diagonal has the layout):
+/// x (..., n1, ..., n2, ...) -> (..., len) with y[..., i] = x[..., i, ..., i + offset, ...].
+/// Derivative: dx = zeros like x with dy written onto that diagonal (diagonal_backward).
+Variable diagonal(const Variable& x, int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1);
+/// diagonal's backward as an op (differentiable again, its derivative is diagonal): zeros of
+/// shape `in` with dy written onto the diagonal (offset, dim1, dim2).
+Variable diagonal_backward(const Variable& dy, const Shape& in, int64_t offset, int64_t dim1, int64_t dim2);
 /// Python slicing x[..., start:end:step, ...] along `dim`.
 Variable slice(const Variable& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
 /// slice's backward as an op (differentiable again): zeros of shape `in` with dy written into the

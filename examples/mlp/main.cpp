@@ -3,7 +3,8 @@
 // the weights are ordinary Variables, the loss is cross-entropy, and "training" is
 // a momentum SGD step on each weight after every backward().
 //
-//   make build && build/examples/mlp/mlp     (make demo and make test build it too; the demo does not run it)
+//   make build && build/examples/mlp/mlp     (make demo builds it too, the demo does not run it;
+//   tests/test_examples.cpp checks what it prints, across seeds)
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -125,6 +126,7 @@ void draw(const MLP& model, const Data& d) {
 
 }  // namespace mlp
 
+#ifndef MG_EXAMPLE_NO_MAIN
 int main(int argc, char** argv) {
   using namespace mlp;
   Config c;
@@ -158,3 +160,4 @@ int main(int argc, char** argv) {
   std::printf("pictures: %s\n", rep.write_index().c_str());
   return acc > 0.95 ? 0 : 1;
 }
+#endif

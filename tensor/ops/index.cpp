@@ -1,6 +1,8 @@
 // Picking and scattering by integer index. Every index is range-checked before anything is read
 // or written: a bad id is an IndexError naming the op, the id and the valid range.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/ops/index.h"
@@ -21,6 +23,48 @@ void check_range(const Tensor& index, int64_t size, int64_t dim, std::string_vie
   for (int64_t i = 0; i < c.numel(); ++i)
     MG_CHECK(p[i] >= 0 && p[i] < size, IndexError,
              "{}: index {} is out of range for dim {} of size {} (expected 0 to {})", op, p[i], dim, size, size - 1);
+}
+
+// The checks every scatter makes: base, index and src defined, one dtype, index int64 with
+// base's ndim and no larger than src (nor than base outside `dim`), indices in [0, base.size(dim)).
+// Returns `dim` wrapped.
+int64_t check_scatter(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src, std::string_view op) {
+  MG_CHECK(base.defined() && src.defined(), StateError, "{}: an operand is undefined", op);
+  check_index_tensor(index, op);
+  dim = checked_dim(dim, base.dim(), op);
+  MG_CHECK(base.dtype() == src.dtype(), DTypeError, "{}: dtype mismatch, {} and {}", op, dtype_name(base.dtype()),
+           dtype_name(src.dtype()));
+  MG_CHECK(index.dim() == base.dim() && src.dim() == base.dim(), ShapeError,
+           "{}: base {}, index {} and src {} must have the same number of dims", op, shape_str(base.shape()),
+           shape_str(index.shape()), shape_str(src.shape()));
+  for (int64_t d = 0; d < base.dim(); ++d)
+    MG_CHECK(index.shape()[d] <= src.shape()[d] && (d == dim || index.shape()[d] <= base.shape()[d]), ShapeError,
+             "{}: index shape {} does not fit src {} / base {} at dim {}", op, shape_str(index.shape()),
+             shape_str(src.shape()), shape_str(base.shape()), d);
+  check_range(index, base.shape()[dim], dim, op);
+  return dim;
+}
+
+// For every element of `index`, in row-major order: f(offset in out, offset in src), where the
+// out position is the element's own with index[e] along `dim`. Serial on purpose: two indices may
+// name one element, and a fixed order keeps sums (and which write wins) the same on every run.
+template <class F>
+void for_each_scattered(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src, F&& f) {
+  const Tensor idx = index.contiguous();
+  const int64_t* pi = idx.data<int64_t>();
+  std::vector<int64_t> pos(index.dim(), 0);
+  for (int64_t e = 0; e < idx.numel(); ++e) {
+    int64_t so = 0, oo = 0;
+    for (int64_t d = 0; d < index.dim(); ++d) {
+      so += pos[d] * src.strides()[d];
+      oo += (d == dim ? pi[e] : pos[d]) * out.strides()[d];
+    }
+    f(oo, so);
+    for (int64_t d = index.dim() - 1; d >= 0; --d) {
+      if (++pos[d] < index.shape()[d]) break;
+      pos[d] = 0;
+    }
+  }
 }
 
 // x viewed as (outer, n, inner) around `dim`.
@@ -88,42 +132,13 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
-  MG_CHECK(base.defined() && src.defined(), StateError, "scatter_add: an operand is undefined");
-  check_index_tensor(index, "scatter_add");
-  dim = checked_dim(dim, base.dim(), "scatter_add");
-  MG_CHECK(base.dtype() == src.dtype(), DTypeError, "scatter_add: dtype mismatch, {} and {}", dtype_name(base.dtype()),
-           dtype_name(src.dtype()));
-  MG_CHECK(index.dim() == base.dim() && src.dim() == base.dim(), ShapeError,
-           "scatter_add: base {}, index {} and src {} must have the same number of dims", shape_str(base.shape()),
-           shape_str(index.shape()), shape_str(src.shape()));
-  for (int64_t d = 0; d < base.dim(); ++d)
-    MG_CHECK(index.shape()[d] <= src.shape()[d] && (d == dim || index.shape()[d] <= base.shape()[d]), ShapeError,
-             "scatter_add: index shape {} does not fit src {} / base {} at dim {}", shape_str(index.shape()),
-             shape_str(src.shape()), shape_str(base.shape()), d);
-  check_range(index, base.shape()[dim], dim, "scatter_add");
+  dim = check_scatter(base, dim, index, src, "scatter_add");
   Tensor out = base.clone();
-  const Tensor idx = index.contiguous();
-  const Strides os = out.strides();
   visit_all(base.dtype(), "scatter_add", [&]<class T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       T* o = out.data<T>();
       const T* s = src.data<T>();
-      const int64_t* pi = idx.data<int64_t>();
-      // Serial on purpose: two indices may name the same element, and a fixed order keeps the
-      // sum bit-for-bit reproducible.
-      std::vector<int64_t> pos(index.dim(), 0);
-      for (int64_t e = 0; e < idx.numel(); ++e) {
-        int64_t so = 0, oo = 0;
-        for (int64_t d = 0; d < index.dim(); ++d) {
-          so += pos[d] * src.strides()[d];
-          oo += (d == dim ? pi[e] : pos[d]) * os[d];
-        }
-        o[oo] += s[so];
-        for (int64_t d = index.dim() - 1; d >= 0; --d) {
-          if (++pos[d] < index.shape()[d]) break;
-          pos[d] = 0;
-        }
-      }
+      for_each_scattered(out, dim, index, src, [&](int64_t oo, int64_t so) { o[oo] += s[so]; });
     } else {
       throw DTypeError("scatter_add: bool tensors are not supported");
     }
@@ -162,6 +177,287 @@ Tensor index_add(const Tensor& base, int64_t dim, const Tensor& index, const Ten
           T* orow = o + (ob * a.n + pi[i]) * a.inner;
           const T* srow = s + (ob * k + i) * a.inner;
           for (int64_t c = c0; c < c1; ++c) orow[c] += srow[c];
+        }
+      }
+    });
+  });
+  return out;
+}
+
+Tensor scatter(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
+  dim = check_scatter(base, dim, index, src, "scatter");
+  Tensor out = base.clone();
+  visit_all(base.dtype(), "scatter", [&]<class T>() {
+    T* o = out.data<T>();
+    const T* s = src.data<T>();
+    for_each_scattered(out, dim, index, src, [&](int64_t oo, int64_t so) { o[oo] = s[so]; });
+  });
+  return out;
+}
+
+Tensor scatter(const Tensor& base, int64_t dim, const Tensor& index, double value) {
+  MG_CHECK(base.defined(), StateError, "scatter: the input is undefined");
+  check_index_tensor(index, "scatter");
+  // the value as a src of index's shape (stride 0: one element, read everywhere)
+  return scatter(base, dim, index, full({}, value, base.dtype()).expand(index.shape()));
+}
+
+namespace {
+enum class Reduce { sum, prod, mean, amax, amin };
+Reduce parse_reduce(std::string_view reduce) {
+  if (reduce == "sum") return Reduce::sum;
+  if (reduce == "prod") return Reduce::prod;
+  if (reduce == "mean") return Reduce::mean;
+  if (reduce == "amax") return Reduce::amax;
+  if (reduce == "amin") return Reduce::amin;
+  throw ValueError(fmt::format("scatter_reduce: reduce must be \"sum\", \"prod\", \"mean\", \"amax\" or \"amin\", got \"{}\"",
+                               reduce));
+}
+
+// The starting values of amax and amin without include_self: -inf and inf, or int64's extremes.
+template <class T>
+T lowest() {
+  if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
+template <class T>
+T highest() {
+  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::max();
+}
+
+// How many src elements land on each element of base (an int64 tensor of base's shape).
+Tensor scatter_counts(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor n = zeros(base.shape(), DType::Int64);
+  int64_t* c = n.data<int64_t>();
+  for_each_scattered(n, dim, index, src, [&](int64_t oo, int64_t) { ++c[oo]; });
+  return n;
+}
+}  // namespace
+
+// out = base; then each src element combined into out[index] (in index order); mean divides by
+// the count (+1 for base's own value with include_self); untouched elements keep base's value.
+Tensor scatter_reduce(const Tensor& base, int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                      bool include_self) {
+  dim = check_scatter(base, dim, index, src, "scatter_reduce");
+  const Reduce r = parse_reduce(reduce);
+  Tensor out = base.clone();
+  const Tensor count = scatter_counts(base, dim, index, src);
+  const int64_t* c = count.data<int64_t>();
+  visit_all(base.dtype(), "scatter_reduce", [&]<class T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      throw DTypeError("scatter_reduce: bool tensors are not supported");
+    } else {
+      T* o = out.data<T>();
+      const T* s = src.data<T>();
+      if (!include_self)  // a touched element starts from the reduction's identity, not base's value
+        for (int64_t i = 0; i < out.numel(); ++i)
+          if (c[i] > 0)
+            o[i] = r == Reduce::prod ? T(1) : r == Reduce::amax ? lowest<T>() : r == Reduce::amin ? highest<T>() : T(0);
+      for_each_scattered(out, dim, index, src, [&](int64_t oo, int64_t so) {
+        const T v = s[so];
+        T& a = o[oo];
+        switch (r) {
+          case Reduce::sum:
+          case Reduce::mean: a += v; break;
+          case Reduce::prod: a *= v; break;
+          // a NaN wins, whichever side it is on (as torch.amax)
+          case Reduce::amax: a = (v != v || v > a) ? v : a; break;
+          case Reduce::amin: a = (v != v || v < a) ? v : a; break;
+        }
+      });
+      if (r == Reduce::mean)
+        for (int64_t i = 0; i < out.numel(); ++i) {
+          const int64_t n = c[i] + (include_self ? 1 : 0);
+          if (c[i] == 0) continue;
+          if constexpr (std::is_floating_point_v<T>) o[i] /= static_cast<T>(n);
+          else o[i] = static_cast<T>(std::floor(static_cast<double>(o[i]) / static_cast<double>(n)));  // PyTorch floors
+        }
+    }
+  });
+  return out;
+}
+
+// The derivatives of scatter_reduce (y its result), per reduction:
+//   sum:   dbase = dy                  dsrc = gather(dy)
+//   mean:  dbase = dy / n              dsrc = gather(dy / n)        n = the count (+1 with include_self)
+//   prod:  d(each factor) = dy times the product of the other factors of its element (y / factor
+//          when no factor is 0; with one zero factor only that factor's is nonzero; with two, all 0)
+//   amax, amin: dy shared equally between the factors equal to the result (ties split it; base's
+//          value counts as a tie even without include_self, as in PyTorch)
+// With include_self false, base's touched elements took no part: their dbase is 0.
+ScatterReduceGrads scatter_reduce_backward(const Tensor& dy0, const Tensor& base0, int64_t dim, const Tensor& index,
+                                           const Tensor& src0, const Tensor& result0, std::string_view reduce,
+                                           bool include_self) {
+  dim = check_scatter(base0, dim, index, src0, "scatter_reduce");
+  const Reduce r = parse_reduce(reduce);
+  const Tensor dy = dy0.contiguous(), base = base0.contiguous(), src = src0.contiguous(), y = result0.contiguous();
+  const Tensor count = scatter_counts(base, dim, index, src);
+  const int64_t* c = count.data<int64_t>();
+  ScatterReduceGrads g{zeros(base.shape(), base.dtype()), zeros(src.shape(), src.dtype())};
+  visit_float(base.dtype(), "scatter_reduce backward", [&]<class T>() {
+    const T* pdy = dy.data<T>();
+    const T* pb = base.data<T>();
+    const T* ps = src.data<T>();
+    const T* py = y.data<T>();
+    T* db = g.dbase.data<T>();
+    T* ds = g.dsrc.data<T>();
+    const int64_t n = base.numel();
+    // per element of base: what its factors share (the ties, for amax/amin), or how many are 0 and
+    // what the nonzero ones multiply to (prod)
+    std::vector<T> share(n, T(0)), nonzero_product(n, T(1));
+    std::vector<int64_t> zero_count(n, 0);
+    auto joins = [&](int64_t i) { return include_self || c[i] == 0; };  // base's value is a factor of y[i]
+    for (int64_t i = 0; i < n; ++i) {
+      // (PyTorch counts base's value among the ties even when include_self left it out, so a src
+      // equal to it gets only part of dy; the same here, to give PyTorch's numbers)
+      if (r == Reduce::amax || r == Reduce::amin) share[i] += pb[i] == py[i] ? T(1) : T(0);
+      if (!joins(i)) continue;
+      if (r == Reduce::prod) (pb[i] == T(0) ? ++zero_count[i] : (nonzero_product[i] *= pb[i], 0));
+    }
+    for_each_scattered(base, dim, index, src, [&](int64_t oo, int64_t so) {
+      if (r == Reduce::amax || r == Reduce::amin) share[oo] += ps[so] == py[oo] ? T(1) : T(0);
+      if (r == Reduce::prod) (ps[so] == T(0) ? ++zero_count[oo] : (nonzero_product[oo] *= ps[so], 0));
+    });
+    // d(a factor v of element i)
+    auto factor_grad = [&](int64_t i, T v) -> T {
+      switch (r) {
+        case Reduce::sum: return pdy[i];
+        case Reduce::mean: return pdy[i] / static_cast<T>(c[i] + (include_self ? 1 : 0));
+        case Reduce::prod:
+          if (zero_count[i] == 0) return pdy[i] * py[i] / v;
+          return zero_count[i] == 1 && v == T(0) ? pdy[i] * nonzero_product[i] : T(0);
+        default: return v == py[i] ? pdy[i] / share[i] : T(0);
+      }
+    };
+    for (int64_t i = 0; i < n; ++i) db[i] = c[i] == 0 ? pdy[i] : joins(i) ? factor_grad(i, pb[i]) : T(0);
+    for_each_scattered(base, dim, index, src, [&](int64_t oo, int64_t so) { ds[so] = factor_grad(oo, ps[so]); });
+  });
+  return g;
+}
+
+namespace {
+// Advanced indexing x[i0, i1, ...] with index tensors: each int64 index (negative counts from the
+// end) or Bool mask (its true positions, covering as many dims as it has) picks along the next
+// dims; the int64 ones broadcast together to `shape`. Positions of shape, then x's untouched dims.
+struct Advanced {
+  std::vector<Tensor> idx;  // one int64 tensor per indexed dim, broadcast to `shape`, in [0, size), contiguous
+  Shape shape;              // the broadcast index shape
+  int64_t dims = 0;         // how many leading dims of x are indexed
+  Shape rest;               // x's dims after them
+  Shape out_shape() const {
+    Shape s = shape;
+    s.insert(s.end(), rest.begin(), rest.end());
+    return s;
+  }
+};
+
+Advanced advanced_index(const Shape& x, const std::vector<Tensor>& indices, std::string_view op) {
+  MG_CHECK(!indices.empty(), ValueError, "{}: no index tensors", op);
+  Advanced a;
+  std::vector<Tensor> raw;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const Tensor& t = indices[k];
+    MG_CHECK(t.defined(), StateError, "{}: index {} is undefined", op, k);
+    if (t.dtype() == DType::Bool) {
+      MG_CHECK(a.dims + t.dim() <= static_cast<int64_t>(x.size()), IndexError,
+               "{}: too many indices for a tensor of shape {} (mask {} at dim {})", op, shape_str(x), shape_str(t.shape()),
+               a.dims);
+      const Shape covered(x.begin() + a.dims, x.begin() + a.dims + t.dim());
+      MG_CHECK(t.shape() == covered, IndexError, "{}: mask {} at dim {} does not match the indexed dims {} of shape {}",
+               op, shape_str(t.shape()), a.dims, shape_str(covered), shape_str(x));
+      // the mask's true positions, as one int64 index per dim it covers
+      const Tensor flat = masked_select_index(t.shape(), t, op).contiguous();
+      const int64_t* pf = flat.data<int64_t>();
+      int64_t stride = numel_of(t.shape());
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        stride /= t.shape()[d];
+        Tensor coord = empty({flat.numel()}, DType::Int64);
+        int64_t* pc = coord.data<int64_t>();
+        for (int64_t e = 0; e < flat.numel(); ++e) pc[e] = (pf[e] / stride) % t.shape()[d];
+        raw.push_back(coord);
+      }
+      a.dims += t.dim();
+      continue;
+    }
+    MG_CHECK(t.dtype() == DType::Int64, DTypeError, "{}: index {} must be int64 or bool, got {}", op, k,
+             dtype_name(t.dtype()));
+    MG_CHECK(a.dims < static_cast<int64_t>(x.size()), IndexError, "{}: too many indices ({}) for a tensor of shape {}",
+             op, indices.size(), shape_str(x));
+    raw.push_back(t);
+    ++a.dims;
+  }
+  a.shape = raw[0].shape();
+  for (const Tensor& t : raw) a.shape = broadcast_shapes(a.shape, t.shape(), op);
+  for (size_t d = 0; d < raw.size(); ++d) {
+    const int64_t n = x[d];
+    Tensor t = raw[d].expand(a.shape).contiguous();
+    int64_t* p = t.data<int64_t>();
+    for (int64_t e = 0; e < t.numel(); ++e) {
+      MG_CHECK(p[e] >= -n && p[e] < n, IndexError, "{}: index {} is out of range for dim {} of size {} (expected {} to {})",
+               op, p[e], d, n, -n, n - 1);
+      if (p[e] < 0) p[e] += n;
+    }
+    a.idx.push_back(t);
+  }
+  a.rest = Shape(x.begin() + a.dims, x.end());
+  checked_numel(a.out_shape(), op);
+  return a;
+}
+
+// For each position e of the index shape: f(e, offset of x[i0[e], i1[e], ...] in a contiguous x).
+template <class F>
+void for_each_indexed(const Advanced& a, const Shape& x, F&& f) {
+  const int64_t inner = numel_of(a.rest);
+  std::vector<int64_t> stride(a.dims);
+  int64_t s = inner;
+  for (int64_t d = a.dims - 1; d >= 0; --d) stride[d] = s, s *= x[d];
+  const int64_t m = numel_of(a.shape);
+  for (int64_t e = 0; e < m; ++e) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < a.dims; ++d) off += a.idx[d].data<int64_t>()[e] * stride[d];
+    f(e, off);
+  }
+}
+}  // namespace
+
+Tensor index_get(const Tensor& x0, const std::vector<Tensor>& indices) {
+  MG_CHECK(x0.defined(), StateError, "index: the input is undefined");
+  const Advanced a = advanced_index(x0.shape(), indices, "index");
+  const Tensor x = x0.contiguous();
+  Tensor out = empty(a.out_shape(), x.dtype());
+  if (out.numel() == 0) return out;
+  const int64_t bytes = numel_of(a.rest) * static_cast<int64_t>(itemsize(x.dtype()));
+  const char* src = static_cast<const char*>(x.storage()->data()) + x.offset() * itemsize(x.dtype());
+  char* dst = static_cast<char*>(out.storage()->data());
+  const int64_t item = static_cast<int64_t>(itemsize(x.dtype()));
+  for_each_indexed(a, x.shape(), [&](int64_t e, int64_t off) { std::memcpy(dst + e * bytes, src + off * item, bytes); });
+  return out;
+}
+
+Tensor index_put(const Tensor& base, const std::vector<Tensor>& indices, const Tensor& values0, bool accumulate) {
+  MG_CHECK(base.defined() && values0.defined(), StateError, "index_put: an operand is undefined");
+  MG_CHECK(base.dtype() == values0.dtype(), DTypeError, "index_put: values are {} but the tensor is {}",
+           dtype_name(values0.dtype()), dtype_name(base.dtype()));
+  const Advanced a = advanced_index(base.shape(), indices, "index_put");
+  const Shape target = a.out_shape();
+  MG_CHECK(broadcast_shapes(values0.shape(), target, "index_put") == target, ShapeError,
+           "index_put: values of shape {} do not broadcast to the indexed shape {}", shape_str(values0.shape()),
+           shape_str(target));
+  Tensor out = base.clone();
+  if (numel_of(target) == 0) return out;
+  const Tensor values = values0.expand(target).contiguous();
+  const int64_t inner = numel_of(a.rest);
+  visit_all(base.dtype(), "index_put", [&]<class T>() {
+    T* o = out.data<T>();
+    const T* v = values.data<T>();
+    // serial, in index order: repeated positions add up in a fixed order (accumulate), or the last one wins
+    for_each_indexed(a, base.shape(), [&](int64_t e, int64_t off) {
+      for (int64_t j = 0; j < inner; ++j) {
+        if constexpr (std::is_same_v<T, bool>) {
+          o[off + j] = accumulate ? (o[off + j] || v[e * inner + j]) : v[e * inner + j];
+        } else {
+          o[off + j] = accumulate ? o[off + j] + v[e * inner + j] : v[e * inner + j];
         }
       }
     });

@@ -187,3 +187,93 @@ ctd = nn.ConvTranspose2d(3, 2, 3, stride=(1, 2), padding=(0, 1), dilation=2, bia
 case("conv_transpose2d_dilation", ctd, [r(1, 3, 4, 3)], params=dict(ctd.named_parameters()))
 ct1 = nn.ConvTranspose1d(2, 4, 3, stride=3, padding=1, output_padding=2).to(D)
 case("conv_transpose1d", ct1, [r(2, 2, 5)], params=dict(ct1.named_parameters()))
+
+# ---- einsum, diagonal, scatter, scatter_reduce, advanced indexing ----
+E = torch.einsum
+case("einsum_matmul", lambda a, b: E("ij,jk->ik", a, b), [r(2, 3), r(3, 4)])
+case("einsum_bmm", lambda a, b: E("bij,bjk->bik", a, b), [r(2, 3, 4), r(2, 4, 5)])
+case("einsum_attention_scores", lambda q, k: E("bhqd,bhkd->bhqk", q, k), [r(2, 2, 3, 4), r(2, 2, 5, 4)])
+case("einsum_diagonal", lambda a: E("ii->i", a), [r(3, 3)])
+case("einsum_trace", lambda a: E("ii", a), [r(4, 4)])
+case("einsum_repeated_with_others", lambda a: E("iji->j", a), [r(3, 2, 3)])
+case("einsum_triple_diagonal", lambda a: E("iii->i", a), [r(3, 3, 3)])
+case("einsum_outer", lambda a, b: E("i,j->ij", a, b), [r(3), r(4)])
+case("einsum_ellipsis_broadcast", lambda a, b: E("...ij,...jk", a, b), [r(2, 1, 3, 4), r(5, 4, 6)])
+case("einsum_ellipsis_summed", lambda a: E("...ij->j", a), [r(5, 2, 3)])
+case("einsum_ellipsis_middle", lambda a: E("i...j->j...i", a), [r(2, 3, 4, 5)])
+case("einsum_dot_all", lambda a, b: E("ij,ij->", a, b), [r(3, 4), r(3, 4)])
+case("einsum_chain", lambda a, b, c: E("ij,jk,kl->il", a, b, c), [r(2, 3), r(3, 4), r(4, 5)])
+case("einsum_three_way", lambda a, b, c: E("i,i,i->i", a, b, c), [r(4), r(4), r(4)])
+case("einsum_uppercase_implicit", lambda a, b: E("bA,Ab", a, b), [r(2, 3), r(3, 2)])
+case("einsum_size_one_broadcast", lambda a, b: E("ij,jk->ik", a, b), [r(2, 1), r(3, 4)])
+case("einsum_scalar_operand", lambda a, b: E("i,->i", a, b), [r(3), torch.randn((), dtype=D)])
+case("einsum_own_sums", lambda a, b: E("ab,cd->", a, b), [r(2, 3), r(4, 5)])
+case("einsum_permuted_contraction", lambda a, b: E("ijk,jil->kl", a, b), [r(2, 3, 4), r(3, 2, 5)])
+case("einsum_later_operand_needs", lambda a, b, c: E("ia,jb,ab->ij", a, b, c), [r(2, 3), r(4, 5), r(3, 5)])
+case("einsum_spaces", lambda a, b: E(" i j , j k -> k i ", a, b), [r(2, 3), r(3, 4)])
+case("diagonal_offset", lambda a: torch.diagonal(a, 1, 0, 2), [r(3, 2, 4)])
+case("diagonal_negative_offset", lambda a: torch.diagonal(a, -1, 2, 1), [r(2, 4, 3)])
+idx = torch.tensor([[0, 2, 1], [2, 0, 0]])
+case("scatter", lambda b, i, s: torch.scatter(b, 0, i, s), [r(3, 4), torch.tensor([[0, 2, 1], [1, 0, 2]]), r(2, 3)])
+case("scatter_value", lambda b, i: torch.scatter(b, 1, i, 2.5), [r(2, 4), torch.tensor([[3, 0], [1, 1]])])
+case("scatter_add", lambda b, i, s: torch.scatter_add(b, 0, i, s), [r(3, 4), idx, r(2, 3)])
+# ties for amax/amin and zeros for prod: small integers as floats
+ties = torch.tensor([[1., 3., 0.], [3., 3., 2.], [0., 1., 2.]], dtype=D)
+tbase = torch.tensor([[3., 0., 1., 2.], [1., 2., 3., 0.], [2., 2., 0., 1.]], dtype=D)
+tidx = torch.tensor([[0, 2, 1], [0, 2, 1], [1, 0, 1]])
+for red in ["sum", "prod", "mean", "amax", "amin"]:
+    for inc in [True, False]:
+        case(f"scatter_reduce_{red}_{'self' if inc else 'noself'}",
+             lambda b, i, s, red=red, inc=inc: torch.scatter_reduce(b, 0, i, s, red, include_self=inc),
+             [tbase, tidx, ties])
+case("scatter_reduce_prod_random", lambda b, i, s: torch.scatter_reduce(b, 1, i, s, "prod"),
+     [r(2, 4), torch.tensor([[0, 3, 0], [1, 1, 2]]), r(2, 3)])
+case("index_get", lambda x, i, j: x[i, j], [r(4, 5, 2), torch.tensor([[0, 3], [-1, 1]]), torch.tensor([1, -2])])
+case("index_get_mask", lambda x, m: x[m], [r(3, 4, 2), torch.tensor([[True, False, True, False], [False, False, True, True], [True, False, False, False]])])
+case("index_put", lambda x, i, v: torch.index_put(x, (i,), v), [r(5, 3), torch.tensor([4, 0, 2]), r(3, 3)])
+case("index_put_broadcast_values", lambda x, i, j, v: torch.index_put(x, (i, j), v), [r(4, 3, 2), torch.tensor([0, 3]), torch.tensor([2, 0]), r(2)])
+case("index_put_accumulate", lambda x, i, v: torch.index_put(x, (i,), v, accumulate=True), [r(4, 3), torch.tensor([1, 3, 1, 1]), r(4, 3)])
+
+# ---- L-BFGS: the parameters after every step(), and the closure evaluations so far ----
+def lbfgs_case(name, params, loss_fn, steps, **kw):
+    opt = torch.optim.LBFGS(params, **kw)
+    xs, evals, losses = [], [], []
+    def closure():
+        opt.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        return loss
+    for _ in range(steps):
+        losses.append(float(opt.step(closure).detach()))
+        xs.append(torch.cat([p.detach().flatten() for p in params]))
+        evals.append(opt.state[opt._params[0]]["func_evals"])
+    print(f"case {name}")
+    for i, s in enumerate(starts):  # the parameters' starting values, then any data
+        print(fmt_tensor(f"start{i}", s))
+    print(fmt_tensor("xs", torch.stack(xs)))
+    print(fmt_tensor("losses", torch.tensor(losses, dtype=D)))
+    print(fmt_tensor("evals", torch.tensor(evals, dtype=D)))
+    print("end")
+
+
+def rosenbrock(xy):
+    return (1 - xy[0]) ** 2 + 100 * (xy[1] - xy[0] ** 2) ** 2
+
+
+for name, steps, kw in [("lbfgs_rosenbrock", 30, dict(lr=0.1)),
+                        ("lbfgs_rosenbrock_strong_wolfe", 6, dict(lr=1, line_search_fn="strong_wolfe")),
+                        ("lbfgs_rosenbrock_short_history", 8, dict(lr=1, history_size=3, max_iter=7,
+                                                                   line_search_fn="strong_wolfe"))]:
+    xy = torch.tensor([-1.5, 2.0], dtype=D, requires_grad=True)
+    starts = [xy.detach().clone()]
+    lbfgs_case(name, [xy], lambda: rosenbrock(xy), steps, **kw)
+
+# several parameters, flattened in order: a small logistic regression with an L4 penalty
+torch.manual_seed(11)
+Xl, Yl = torch.randn(8, 3, dtype=D), (torch.rand(8, dtype=D) > 0.5).to(D)
+W, b = r(1, 3), r(1)
+starts = [W.clone(), b.clone(), Xl, Yl]
+W.requires_grad_(), b.requires_grad_()
+lbfgs_case("lbfgs_logistic_two_params", [W, b],
+           lambda: F.binary_cross_entropy_with_logits((Xl @ W.T + b).flatten(), Yl) + 0.1 * (W ** 4).sum(), 3,
+           lr=0.5, max_iter=10, history_size=4, line_search_fn="strong_wolfe")

@@ -230,3 +230,69 @@ schedule_case("sched_linear", lambda o: S.LinearLR(o, start_factor=0.25, end_fac
 schedule_case("sched_linear_down", lambda o: S.LinearLR(o, start_factor=1.0, end_factor=0.1, total_iters=6))
 schedule_case("sched_sequential", lambda o: S.SequentialLR(
     o, [S.LinearLR(o, start_factor=0.1, total_iters=3), S.StepLR(o, step_size=2, gamma=0.5)], milestones=[3]))
+
+
+# ---- OneCycleLR (rates and the momentum it cycles) and ReduceLROnPlateau (appended) ----
+def one_cycle_case(name, make_opt, make, key, steps=12):
+    w = torch.zeros(1, requires_grad=True)
+    opt = make_opt([w])
+    sched = make(opt)
+    mom = (lambda g: g["betas"][0]) if key == "beta1" else (lambda g: g["momentum"])
+    lrs, moms = [opt.param_groups[0]["lr"]], [mom(opt.param_groups[0])]
+    for _ in range(steps):
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+        moms.append(mom(opt.param_groups[0]))
+    print(f"case {name}")
+    print(fmt_tensor("lrs", torch.tensor(lrs, dtype=D)))
+    print(fmt_tensor("momenta", torch.tensor(moms, dtype=D)))
+    print("end")
+
+
+one_cycle_case("sched_one_cycle", lambda p: O.SGD(p, lr=0.1, momentum=0.9),
+               lambda o: S.OneCycleLR(o, max_lr=0.5, total_steps=12), "momentum")
+one_cycle_case("sched_one_cycle_linear_three_phase_adam", lambda p: O.Adam(p, lr=0.1),
+               lambda o: S.OneCycleLR(o, max_lr=0.02, total_steps=12, pct_start=0.25, anneal_strategy="linear",
+                                      three_phase=True, base_momentum=0.8, max_momentum=0.9, div_factor=10,
+                                      final_div_factor=100), "beta1")
+
+# the momentum it sets is the one the optimizer steps with: SGD on a least-squares fit
+torch.manual_seed(7)
+X, Y = torch.randn(6, 3, dtype=D), torch.randn(6, dtype=D)
+w = torch.zeros(3, dtype=D, requires_grad=True)
+opt = O.SGD([w], lr=0.1, momentum=0.9, nesterov=True)
+sched = S.OneCycleLR(opt, max_lr=0.2, total_steps=10)
+ws = []
+for _ in range(10):
+    opt.zero_grad()
+    ((X @ w - Y) ** 2).mean().backward()
+    opt.step()
+    sched.step()
+    ws.append(w.detach().clone())
+print("case sched_one_cycle_sgd_fit")
+print(fmt_tensor("X", X))
+print(fmt_tensor("Y", Y))
+print(fmt_tensor("ws", torch.stack(ws)))
+print("end")
+
+
+def plateau_case(name, metrics, **kw):
+    w = torch.zeros(1, requires_grad=True)
+    opt = O.SGD([w], lr=0.1)
+    sched = S.ReduceLROnPlateau(opt, **kw)
+    lrs = []
+    for m in metrics:
+        opt.step()
+        sched.step(m)
+        lrs.append(opt.param_groups[0]["lr"])
+    print(f"case {name}")
+    print(fmt_tensor("metrics", torch.tensor(metrics, dtype=D)))
+    print(fmt_tensor("lrs", torch.tensor(lrs, dtype=D)))
+    print("end")
+
+
+plateau_case("sched_plateau_min", [1.0, 0.9, 0.9, 0.95, 0.91, 0.895, 0.9, 0.9, 0.9, 0.9, 0.8, 0.8, 0.8, 0.8, 0.8],
+             factor=0.5, patience=2, threshold=0.01, cooldown=1)
+plateau_case("sched_plateau_max_abs", [0.1, 0.2, 0.25, 0.26, 0.27, 0.2, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3],
+             mode="max", factor=0.2, patience=1, threshold=0.02, threshold_mode="abs", min_lr=0.005)
