@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <system_error>
 
 #include "minigrad/tensor/generator.h"
 #include "minigrad/tensor/ops.h"
@@ -35,13 +36,52 @@ Batch TensorDataset::gather(const Tensor& index) const {
   return out;
 }
 
+Batch TensorDataset::gather(const std::vector<int64_t>& rows) const {
+  return gather(from_vector(rows, {static_cast<int64_t>(rows.size())}));
+}
+
+// default_collate: field f of the batch is field f of every example, stacked along a new dim 0
+Batch Dataset::gather(const std::vector<int64_t>& rows) const {
+  MG_CHECK(!rows.empty(), ValueError, "Dataset::gather: no rows to batch");
+  std::vector<Batch> examples;
+  for (int64_t r : rows) {
+    MG_CHECK(r >= 0 && r < size(), IndexError, "Dataset::gather: example {} is out of range for {} examples", r, size());
+    examples.push_back(get(r));
+    const Batch& first = examples.front();
+    const Batch& e = examples.back();
+    MG_CHECK(e.size() == first.size(), ShapeError,
+             "Dataset::gather: example {} has {} fields but example {} has {}; every example needs the same fields", r,
+             e.size(), rows.front(), first.size());
+    for (size_t f = 0; f < e.size(); ++f)
+      MG_CHECK(e[f].defined() && e[f].shape() == first[f].shape() && e[f].dtype() == first[f].dtype(), ShapeError,
+               "Dataset::gather: field {} of example {} is {} {}, but example {} has {} {}; a batch stacks equal shapes",
+               f, r, e[f].defined() ? dtype_name(e[f].dtype()) : "undefined",
+               e[f].defined() ? shape_str(e[f].shape()) : "", rows.front(), dtype_name(first[f].dtype()),
+               shape_str(first[f].shape()));
+  }
+  Batch out;
+  for (size_t f = 0; f < examples.front().size(); ++f) {
+    std::vector<Tensor> field;
+    for (const Batch& e : examples) field.push_back(e[f]);
+    out.push_back(stack(field, 0));
+  }
+  return out;
+}
+
 DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options)
+    : DataLoader(std::make_shared<const TensorDataset>(std::move(dataset)), options) {}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
     : dataset_(std::move(dataset)), options_(options) {
+  MG_CHECK(dataset_ != nullptr, ValueError, "DataLoader: the dataset is null");
   MG_CHECK(options_.batch_size >= 1, ValueError, "DataLoader: batch_size must be >= 1, got {}", options_.batch_size);
+  MG_CHECK(options_.num_workers >= 0, ValueError, "DataLoader: num_workers must be >= 0, got {}", options_.num_workers);
+  MG_CHECK(options_.prefetch_factor >= 1, ValueError, "DataLoader: prefetch_factor must be >= 1, got {}",
+           options_.prefetch_factor);
 }
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_.size(), b = options_.batch_size;
+  const int64_t n = dataset_->size(), b = options_.batch_size;
   return options_.drop_last ? n / b : n / b + (n % b != 0);
 }
 
@@ -54,7 +94,7 @@ void DataLoader::set_epoch(int64_t e) {
 // each other and any epoch can be recomputed on its own.
 std::vector<int64_t> DataLoader::order(int64_t e) const {
   MG_CHECK(e >= 0, ValueError, "DataLoader: epoch must be >= 0, got {}", e);
-  const int64_t n = dataset_.size();
+  const int64_t n = dataset_->size();
   std::vector<int64_t> idx;
   try {
     idx.resize(static_cast<size_t>(n));
@@ -71,9 +111,8 @@ std::vector<int64_t> DataLoader::order(int64_t e) const {
 
 Batch DataLoader::batch_of(const std::vector<int64_t>& order, int64_t i) const {
   const int64_t b = options_.batch_size, start = i * b;
-  const int64_t len = std::min<int64_t>(b, dataset_.size() - start);
-  std::vector<int64_t> rows(order.begin() + start, order.begin() + start + len);
-  return dataset_.gather(from_vector(rows, {len}));
+  const int64_t len = std::min<int64_t>(b, dataset_->size() - start);
+  return dataset_->gather(std::vector<int64_t>(order.begin() + start, order.begin() + start + len));
 }
 
 Batch DataLoader::batch(int64_t e, int64_t i) const {
@@ -84,11 +123,80 @@ Batch DataLoader::batch(int64_t e, int64_t i) const {
 
 DataLoader::Iterator::Iterator(const DataLoader* loader, std::vector<int64_t> order, int64_t index)
     : loader_(loader), order_(std::move(order)), index_(index) {
+  if (loader_ && loader_->options_.num_workers > 0 && loader_->size() > 0)
+    workers_ = std::make_shared<Prefetcher>(*loader_, order_);
   load();
 }
 
 void DataLoader::Iterator::load() {
-  if (loader_ && index_ < loader_->size()) batch_ = loader_->batch_of(order_, index_);
+  if (!loader_ || index_ >= loader_->size()) {
+    workers_.reset();  // the pass is over: stop the threads now
+    return;
+  }
+  batch_ = workers_ ? workers_->take(index_) : loader_->batch_of(order_, index_);
+}
+
+Prefetcher::Prefetcher(const DataLoader& loader, std::vector<int64_t> order)
+    : loader_(loader),
+      order_(std::move(order)),
+      batches_(loader.size()),
+      workers_(loader.options().num_workers),
+      depth_(loader.options().num_workers * loader.options().prefetch_factor) {
+  try {
+    for (int64_t w = 0; w < workers_; ++w) threads_.emplace_back([this, w] { work(w); });
+  } catch (const std::system_error& e) {  // no more threads: stop the ones started, then say so
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    throw StateError(fmt::format("DataLoader: could not start worker {} of {}: {}", threads_.size(), workers_,
+                                 e.what()));
+  }
+}
+
+Prefetcher::~Prefetcher() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+// Worker w: batches w, w + workers, ..., each once the loop is less than depth batches behind it.
+void Prefetcher::work(int64_t w) {
+  for (int64_t i = w; i < batches_; i += workers_) {
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stop_ || i < taken_ + depth_; });
+      if (stop_) return;
+    }
+    Slot slot;
+    try {
+      slot.batch = loader_.batch_of(order_, i);  // outside the lock: the workers assemble at once
+    } catch (...) {
+      slot.error = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      ready_[i] = std::move(slot);
+    }
+    changed_.notify_all();
+  }
+}
+
+Batch Prefetcher::take(int64_t i) {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return ready_.count(i) > 0; });
+  Slot slot = std::move(ready_[i]);
+  ready_.erase(i);
+  taken_ = i + 1;
+  lock.unlock();
+  changed_.notify_all();  // a worker waiting for room may go on
+  if (slot.error) std::rethrow_exception(slot.error);
+  return std::move(slot.batch);
 }
 
 DataLoader::Iterator& DataLoader::Iterator::operator++() {

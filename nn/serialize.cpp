@@ -4,14 +4,15 @@
 #include <set>
 #include <tuple>
 
+#include "minigrad/nn/attention.h"
 #include "minigrad/tensor/ops.h"
 
 namespace mg::nn {
 
 namespace {
 // Two names hold the same tensor (a tied parameter) when they view the same numbers the same way.
-using Identity = std::tuple<const void*, int64_t, Shape, Strides>;
-Identity identity(const Tensor& t) { return {t.storage().get(), t.offset(), t.shape(), t.strides()}; }
+using TensorIdentity = std::tuple<const void*, int64_t, Shape, Strides>;
+TensorIdentity identity(const Tensor& t) { return {t.storage().get(), t.offset(), t.shape(), t.strides()}; }
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -55,7 +56,7 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
   };
   // Names of one tensor (tied) form a group: it is filled once, from any of its names.
   std::vector<std::vector<size_t>> groups;
-  std::map<Identity, size_t> group_of;
+  std::map<TensorIdentity, size_t> group_of;
   for (size_t i = 0; i < expected.size(); ++i) {
     auto [it, fresh] = group_of.emplace(identity(expected[i].second), groups.size());
     if (fresh) groups.emplace_back();
@@ -110,19 +111,97 @@ LoadResult load_checked(Module& module, const StateDict& state, const std::map<s
 }
 }  // namespace
 
-StateDict state_dict(const Module& module) {
-  StateDict out;
-  for (auto& [n, p] : module.named_parameters(true, false)) out.emplace_back(n, p.data());
-  for (auto& [n, b] : module.named_buffers()) out.emplace_back(n, b);
+namespace {
+// Every MultiheadAttention in `module`, with the prefix its names have ("blocks.0.attn.", or "").
+std::vector<std::pair<std::string, const MultiheadAttention*>> attention_modules(const Module& module) {
+  std::vector<std::pair<std::string, const MultiheadAttention*>> out;
+  for (auto& [path, m] : const_cast<Module&>(module).named_modules())
+    if (const auto* a = dynamic_cast<const MultiheadAttention*>(m)) out.emplace_back(path.empty() ? "" : path + ".", a);
   return out;
 }
 
-StateDict saved_state(const Module& module, std::map<std::string, std::string>& meta) {
+// minigrad's w_q, w_k, w_v, w_o entries of each attention module -> PyTorch's in_proj_weight,
+// in_proj_bias (the three stacked, rows q then k then v), out_proj.weight, out_proj.bias; at the
+// place of the first, in PyTorch's order.
+StateDict to_torch_layout(const Module& module, const StateDict& sd) {
+  StateDict out = sd;
+  for (auto& [prefix, a] : attention_modules(module)) {
+    MG_CHECK(a->num_kv_heads == a->num_heads, ValueError,
+             "save: {}MultiheadAttention has {} key/value heads for {} query heads; PyTorch's nn.MultiheadAttention "
+             "has no layout for grouped heads (save it in minigrad's layout)",
+             prefix, a->num_kv_heads, a->num_heads);
+    std::map<std::string, Tensor> found;
+    size_t at = out.size();
+    StateDict kept;
+    for (auto& [n, t] : out) {
+      const bool mine = n.rfind(prefix, 0) == 0 && (n.substr(prefix.size()).rfind("w_", 0) == 0) &&
+                        n.substr(prefix.size()).find('.') == 3;
+      if (mine) {
+        found[n.substr(prefix.size())] = t;
+        at = std::min(at, kept.size());
+      } else {
+        kept.emplace_back(n, t);
+      }
+    }
+    StateDict torch{{prefix + "in_proj_weight", concat({found.at("w_q.weight"), found.at("w_k.weight"),
+                                                         found.at("w_v.weight")}, 0)}};
+    if (found.count("w_q.bias"))
+      torch.emplace_back(prefix + "in_proj_bias", concat({found.at("w_q.bias"), found.at("w_k.bias"),
+                                                          found.at("w_v.bias")}, 0));
+    torch.emplace_back(prefix + "out_proj.weight", found.at("w_o.weight"));
+    if (found.count("w_o.bias")) torch.emplace_back(prefix + "out_proj.bias", found.at("w_o.bias"));
+    kept.insert(kept.begin() + static_cast<std::ptrdiff_t>(at), torch.begin(), torch.end());
+    out = std::move(kept);
+  }
+  return out;
+}
+
+// The inverse, for a file in PyTorch's layout: in_proj_weight (3E, E) and in_proj_bias (3E) cut
+// into thirds, out_proj renamed. Entries that are not there are left to the load's own checks.
+StateDict from_torch_layout(const Module& module, const StateDict& sd, const std::string& source) {
+  std::map<std::string, Tensor> by_name(sd.begin(), sd.end());
+  StateDict out;
+  std::set<std::string> replaced;
+  for (auto& [prefix, a] : attention_modules(module)) {
+    for (const char* packed : {"in_proj_weight", "in_proj_bias"}) {
+      auto it = by_name.find(prefix + packed);
+      if (it == by_name.end()) continue;
+      const Tensor& t = it->second;
+      MG_CHECK(t.dim() >= 1 && t.size(0) % 3 == 0, FileError,
+               "load: {} has {}{} of shape {}; PyTorch's layout stacks three equal parts (q, k, v) along dim 0",
+               source, prefix, packed, shape_str(t.shape()));
+      const int64_t third = t.size(0) / 3;
+      const std::string suffix = std::string(packed) == "in_proj_weight" ? ".weight" : ".bias";
+      const char* names[] = {"w_q", "w_k", "w_v"};
+      for (int64_t i = 0; i < 3; ++i) out.emplace_back(prefix + names[i] + suffix, t.narrow(0, i * third, third));
+      replaced.insert(prefix + packed);
+    }
+    for (const char* part : {"weight", "bias"}) {
+      auto it = by_name.find(prefix + "out_proj." + part);
+      if (it == by_name.end()) continue;
+      out.emplace_back(prefix + "w_o." + part, it->second);
+      replaced.insert(it->first);
+    }
+  }
+  for (auto& [n, t] : sd)
+    if (!replaced.count(n)) out.emplace_back(n, t);
+  return out;
+}
+}  // namespace
+
+StateDict state_dict(const Module& module, const SaveOptions& options) {
+  StateDict out;
+  for (auto& [n, p] : module.named_parameters(true, false)) out.emplace_back(n, p.data());
+  for (auto& [n, b] : module.named_buffers()) out.emplace_back(n, b);
+  return options.torch_layout ? to_torch_layout(module, out) : out;
+}
+
+StateDict saved_state(const Module& module, std::map<std::string, std::string>& meta, const SaveOptions& options) {
   meta["format"] = "pt";
   meta["producer"] = "minigrad";
   StateDict unique;
-  std::map<Identity, std::string> first;
-  for (auto& [n, t] : state_dict(module)) {
+  std::map<TensorIdentity, std::string> first;
+  for (auto& [n, t] : state_dict(module, options)) {
     auto [it, fresh] = first.emplace(identity(t), n);
     if (fresh)
       unique.emplace_back(n, t);
@@ -132,9 +211,9 @@ StateDict saved_state(const Module& module, std::map<std::string, std::string>& 
   return unique;
 }
 
-void save(const Module& module, const std::string& path) {
+void save(const Module& module, const std::string& path, const SaveOptions& options) {
   std::map<std::string, std::string> meta;
-  const StateDict tensors = saved_state(module, meta);
+  const StateDict tensors = saved_state(module, meta, options);
   save_safetensors(path, tensors, meta);
 }
 
@@ -155,6 +234,7 @@ LoadResult load_from(Module& module, const SafeTensors& file, const std::string&
       continue;
     else
       aliases[k.substr(options.prefix.size())] = v.substr(options.prefix.size());
+  if (options.torch_layout) state = from_torch_layout(module, state, name);
   return load_checked(module, state, aliases, options, name);
 }
 
@@ -171,6 +251,7 @@ LoadResult load_state_dict(Module& module, const StateDict& state, const LoadOpt
     for (auto& p : options.ignore_prefixes) ignored = ignored || n.rfind(p, 0) == 0;
     if (!ignored) cut.emplace_back(n.substr(options.prefix.size()), t);
   }
+  if (options.torch_layout) cut = from_torch_layout(module, cut, "the state dict");
   return load_checked(module, cut, {}, options, "the state dict");
 }
 

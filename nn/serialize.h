@@ -22,9 +22,19 @@ namespace mg::nn {
 /// Named tensors, in a module's order (PyTorch's state_dict).
 using StateDict = std::vector<std::pair<std::string, Tensor>>;
 
+/// How save() and state_dict() name things.
+struct SaveOptions {
+  /// Every MultiheadAttention in PyTorch's layout: W_Q, W_K, W_V stacked into in_proj_weight
+  /// (3E, E) and their biases into in_proj_bias (3E), W_O as out_proj. Such a file loads into
+  /// PyTorch's nn.MultiheadAttention and nn.Transformer*Layer without a renaming. A module with
+  /// grouped key/value heads (num_kv_heads < num_heads) has no such layout: a ValueError.
+  bool torch_layout = false;
+};
+
 /// Every parameter and buffer under its dotted name, like PyTorch's model.state_dict(): the
-/// tensors themselves (no copies), and a tied parameter under each of its names.
-StateDict state_dict(const Module& module);
+/// tensors themselves (no copies, except the stacked in_proj of options.torch_layout), and a
+/// tied parameter under each of its names.
+StateDict state_dict(const Module& module, const SaveOptions& options = {});
 
 /// How load() matches names.
 struct LoadOptions {
@@ -37,7 +47,12 @@ struct LoadOptions {
   /// Skip the file's names that start with any of these (a training checkpoint keeps the
   /// optimizer's state beside the weights).
   std::vector<std::string> ignore_prefixes;
+  /// The file holds every MultiheadAttention (also inside the Transformer layers) in PyTorch's own
+  /// layout (in_proj_weight, in_proj_bias, out_proj.weight, out_proj.bias), as
+  /// torch.nn.MultiheadAttention's state_dict does: they are split into w_q, w_k, w_v and w_o.
+  bool torch_layout = false;
 };
+
 
 /// What a load did not match (empty after a strict load, which throws instead).
 struct LoadResult {
@@ -47,11 +62,12 @@ struct LoadResult {
 
 /// The tensors save() writes and its metadata: each tensor once, under its first name, and for
 /// every other name of a tied tensor a metadata entry naming the first ("head.weight": "tok.weight").
-StateDict saved_state(const Module& module, std::map<std::string, std::string>& metadata);
+StateDict saved_state(const Module& module, std::map<std::string, std::string>& metadata,
+                      const SaveOptions& options = {});
 
 /// Save a module's parameters and buffers under their dotted names (opens in PyTorch with
 /// safetensors.torch.load_file, then model.load_state_dict). A tied parameter is written once.
-void save(const Module& module, const std::string& path);
+void save(const Module& module, const std::string& path, const SaveOptions& options = {});
 
 /// Load parameters and buffers saved by save() (or by PyTorch) into `module`. Shapes must be
 /// equal and floating dtypes are converted; with options.strict (the default) every name must

@@ -157,6 +157,61 @@ TEST(Autograd, CustomFunction) {
 }
 
 namespace {
+// Two outputs: (sin x, cos x); dx = g_sin cos x - g_cos sin x. And an op whose second output is
+// an int64 index (the argmax of each row), returned as a constant.
+struct SinCos : MultiFunction {
+  std::string name() const override { return "sincos"; }
+  std::vector<Tensor> forward(FunctionCtx& ctx, const std::vector<Tensor>& in) override {
+    ctx.save_for_backward({in[0]});
+    return {sin(in[0]), cos(in[0])};
+  }
+  std::vector<Tensor> backward(FunctionCtx& ctx, const std::vector<Tensor>& g) override {
+    const Tensor& x = ctx.saved()[0];
+    return {g[0] * cos(x) - g[1] * sin(x)};
+  }
+};
+struct RowMax : MultiFunction {
+  std::string name() const override { return "row_max"; }
+  std::vector<Tensor> forward(FunctionCtx& ctx, const std::vector<Tensor>& in) override {
+    const auto [values, index] = max(in[0], 1);
+    ctx.save_for_backward({index});
+    shape_ = in[0].shape();
+    return {values, index};
+  }
+  std::vector<Tensor> backward(FunctionCtx& ctx, const std::vector<Tensor>& g) override {
+    EXPECT_FALSE(g[1].defined());  // the index has no gradient
+    return {scatter(zeros(shape_, g[0].dtype()), 1, ctx.saved()[0].unsqueeze(1), g[0].unsqueeze(1))};
+  }
+  Shape shape_;
+};
+}  // namespace
+
+TEST(Autograd, CustomFunctionWithSeveralOutputs) {
+  Variable x(tensor({0.5, 1.0}, {2}), true);
+  const std::vector<Variable> sc = apply_multi_function<SinCos>({x});
+  ASSERT_EQ(sc.size(), 2u);
+  mgtest::expect_close(sc[0].data(), sin(x.data()), 0, 0);
+  mgtest::expect_close(sc[1].data(), cos(x.data()), 0, 0);
+  sum(sc[0] * 2.0 + sc[1]).backward();  // d/dx (2 sin x + cos x) = 2 cos x - sin x
+  mgtest::expect_close(x.grad(), cos(x.data()) * 2.0 - sin(x.data()), 1e-7, 1e-7);
+  // only one output used: the other's gradient arrives as zeros
+  x.zero_grad();
+  sum(apply_multi_function<SinCos>({x})[1]).backward();
+  mgtest::expect_close(x.grad(), -sin(x.data()), 1e-7, 1e-7);
+  expect_gradcheck(
+      [](const V& v) {
+        const std::vector<Variable> o = apply_multi_function<SinCos>({v[0]});
+        return o[0] * o[1] + o[1] * v[0];
+      },
+      {rnd({3, 2}, 2)});
+  // a non-floating output is a constant; the floating one differentiates as max's values
+  const std::vector<Variable> m = apply_multi_function<RowMax>({Variable(rnd({3, 4}, 3), true)});
+  EXPECT_EQ(m[1].dtype(), DType::Int64);
+  EXPECT_FALSE(m[1].requires_grad());
+  expect_gradcheck([](const V& v) { return apply_multi_function<RowMax>({v[0]})[0] * 3.0; }, {rnd({3, 4}, 4)});
+}
+
+namespace {
 // An op whose backward gives no gradient (an undefined tensor, which counts as zero).
 struct NoGradient : Function {
   std::string name() const override { return "no_gradient"; }

@@ -1,8 +1,11 @@
 // data::TensorDataset and data::DataLoader: batch sizes, the last batch, seeded shuffles that
 // cover every example once per epoch, resuming at an epoch, bad settings; data::DistributedSampler's
 // shards for 1, 2 and 3 ranks.
+#include <atomic>
+#include <chrono>
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "helpers.h"
 
@@ -109,6 +112,116 @@ TEST(DataLoader, BadDatasetsAndSettingsAreNamed) {
   int n = 0;
   for (const data::Batch& b : empty) (void)b, ++n;
   EXPECT_EQ(n, 0);
+}
+
+namespace {
+// A user's dataset: example i is (a float64 pair (i, i^2), the label i % 3), made on demand; it
+// counts the calls to get (from any thread), and fails at example `bad` if asked to.
+class Squares : public data::Dataset {
+ public:
+  explicit Squares(int64_t n, int64_t bad = -1) : n_(n), bad_(bad) {}
+  int64_t size() const override { return n_; }
+  data::Batch get(int64_t i) const override {
+    ++calls;
+    MG_CHECK(i != bad_, ValueError, "Squares: example {} is unreadable", i);
+    const double x = static_cast<double>(i);
+    return {from_vector<double>({x, x * x}, {2}), full({}, static_cast<double>(i % 3), DType::Int64)};
+  }
+  mutable std::atomic<int64_t> calls{0};
+
+ private:
+  int64_t n_, bad_;
+};
+}  // namespace
+
+TEST(DataLoader, AUsersDatasetIsBatchedLikeATensorDataset) {
+  auto squares = std::make_shared<Squares>(10);
+  data::DataLoader loader(squares, {.batch_size = 4, .shuffle = true, .seed = 3});
+  data::DataLoader same_order(ten(), {.batch_size = 4, .shuffle = true, .seed = 3});
+  EXPECT_EQ(loader.size(), 3);
+  std::vector<data::Batch> a, b;
+  for (const data::Batch& x : loader) a.push_back(x);
+  for (const data::Batch& x : same_order) b.push_back(x);
+  ASSERT_EQ(a.size(), 3u);
+  for (size_t k = 0; k < a.size(); ++k) {
+    // the same seeded order as a TensorDataset of the same size; fields stacked along dim 0
+    const std::vector<int64_t> ids = labels(b[k]);
+    ASSERT_EQ(a[k][0].shape(), Shape({static_cast<int64_t>(ids.size()), 2}));
+    const std::vector<double> xs = a[k][0].to_vector<double>();
+    for (size_t j = 0; j < ids.size(); ++j) {
+      EXPECT_EQ(xs[2 * j], static_cast<double>(ids[j]));
+      EXPECT_EQ(xs[2 * j + 1], static_cast<double>(ids[j] * ids[j]));
+      EXPECT_EQ(a[k][1].to_vector<int64_t>()[j], ids[j] % 3);
+    }
+  }
+  EXPECT_EQ(squares->calls.load(), 10);
+}
+
+TEST(DataLoader, WorkersGiveTheSameBatchesInTheSameOrder) {
+  auto squares = std::make_shared<Squares>(23);
+  auto all = [&](int64_t workers, int64_t prefetch) {
+    data::DataLoader loader(squares, {.batch_size = 3, .shuffle = true, .seed = 5, .num_workers = workers,
+                                      .prefetch_factor = prefetch});
+    std::vector<double> out;
+    for (int epoch = 0; epoch < 2; ++epoch)
+      for (const data::Batch& b : loader)
+        for (const Tensor& t : b)
+          for (double v : t.to(DType::Float64).to_vector<double>()) out.push_back(v);
+    return out;
+  };
+  const std::vector<double> serial = all(0, 2);
+  EXPECT_EQ(serial.size(), 2u * 23 * 3);
+  for (auto [w, p] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 2}, {3, 1}, {8, 4}}) {
+    SCOPED_TRACE(w);
+    EXPECT_EQ(all(w, p), serial);
+  }
+}
+
+TEST(DataLoader, WorkersPrepareTheNextBatchWhileTheStepRuns) {
+  auto squares = std::make_shared<Squares>(12);
+  data::DataLoader loader(squares, {.batch_size = 2, .num_workers = 1, .prefetch_factor = 2});
+  auto it = loader.begin();  // batch 0 is here
+  // without the loop asking, the worker goes on to batches 1 and 2 (prefetch_factor 2), and no further
+  for (int wait = 0; wait < 5000 && squares->calls.load() < 6; ++wait)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(squares->calls.load(), 6);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(squares->calls.load(), 6);  // room for two batches ahead, not more
+  ++it;
+  EXPECT_EQ(labels(*it), std::vector<int64_t>({2 % 3, 3 % 3}));
+}
+
+TEST(DataLoader, AWorkersErrorReachesTheLoopAtItsBatch) {
+  auto squares = std::make_shared<Squares>(10, 5);  // example 5 is in batch 2
+  data::DataLoader loader(squares, {.batch_size = 2, .num_workers = 2});
+  int seen = 0;
+  try {
+    for (const data::Batch& b : loader) (void)b, ++seen;
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Squares: example 5 is unreadable"));
+  }
+  EXPECT_EQ(seen, 2);  // batches 0 and 1 arrived first
+  // leaving a pass early stops its workers (the loader's destructor does not hang)
+  data::DataLoader early(std::make_shared<Squares>(100), {.batch_size = 1, .num_workers = 3});
+  for (const data::Batch& b : early)
+    if (labels(b)[0] == 1) break;
+}
+
+TEST(DataLoader, DatasetsThatCannotBeBatchedAreNamed) {
+  struct Ragged : data::Dataset {
+    int64_t size() const override { return 3; }
+    data::Batch get(int64_t i) const override { return {zeros({i + 1})}; }
+  };
+  try {
+    data::DataLoader(std::make_shared<Ragged>(), {.batch_size = 3}).batch(0, 0);
+    ADD_FAILURE() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("field 0 of example 1 is float32 (2,), but example 0 has float32 (1,)"));
+  }
+  EXPECT_THROW(data::DataLoader(nullptr), ValueError);
+  EXPECT_THROW(data::DataLoader(ten(), {.num_workers = -1}), ValueError);
+  EXPECT_THROW(data::DataLoader(ten(), {.num_workers = 2, .prefetch_factor = 0}), ValueError);
 }
 
 TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {

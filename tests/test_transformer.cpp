@@ -2,7 +2,11 @@
 // (outputs, input and parameter gradients), gradient checks through every parameter, causality.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <functional>
 #include <memory>
+
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -35,6 +39,63 @@ TEST(Transformer, GoldenDecoderLayers) {
   check_module(pre, "decoder_pre_ln_gelu", [&](const std::vector<Variable>& v) {
     return std::pair{pre(v[0], v[1], causal), Variable()};
   });
+}
+
+// Saved and loaded in PyTorch's own layout (SaveOptions / LoadOptions::torch_layout): PyTorch's
+// state_dict of nn.MultiheadAttention and the Transformer layers (in_proj_weight, out_proj) loads
+// and gives PyTorch's output, and minigrad writes exactly those entries back, in PyTorch's order.
+TEST(Transformer, SavedAndLoadedInPyTorchsLayout) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("minigrad_test_torch_layout_" + std::to_string(::getpid()) + ".safetensors"))
+                               .string();
+  auto check = [&](nn::Module& m, nn::Module& fresh, const std::string& name,
+                   const std::function<Variable(nn::Module&, const mgtest::GoldenCase&)>& forward) {
+    SCOPED_TRACE(name);
+    const mgtest::GoldenCase& c = mgtest::golden(name);
+    nn::StateDict torch_sd;  // "sd:07:linear2.bias": PyTorch's entries, in its order
+    for (auto& [k, t] : c)
+      if (k.rfind("sd:", 0) == 0) torch_sd.emplace_back(k.substr(6), t);
+    m.to(DType::Float64), fresh.to(DType::Float64);
+    nn::load_state_dict(m, torch_sd, {.torch_layout = true});
+    const Tensor out = forward(m, c).data();
+    expect_close(out, c.at("out"), 1e-12, 1e-12);
+    const nn::StateDict mine = nn::state_dict(m, {.torch_layout = true});
+    ASSERT_EQ(mine.size(), torch_sd.size());
+    for (size_t i = 0; i < mine.size(); ++i) {
+      EXPECT_EQ(mine[i].first, torch_sd[i].first);
+      expect_close(mine[i].second, torch_sd[i].second, 0, 0);
+    }
+    // through a file: written in PyTorch's layout, read back into another module (strict names)
+    nn::save(m, path, {.torch_layout = true});
+    nn::load(fresh, path, {.torch_layout = true});
+    expect_close(forward(fresh, c).data(), out, 0, 0);  // the same numbers, bit for bit
+    // the same file read as minigrad's own layout: every name is reported, nothing changes
+    EXPECT_THROW(nn::load(fresh, path), FileError);
+    expect_close(forward(fresh, c).data(), out, 0, 0);
+  };
+  auto mha_call = [](nn::Module& m, const mgtest::GoldenCase& c) {
+    auto& a = dynamic_cast<nn::MultiheadAttention&>(m);
+    const Variable q(c.at("in0")), kv(c.count("in1") ? c.at("in1") : c.at("in0"));
+    return a(q, kv, kv).output;
+  };
+  nn::MultiheadAttention mha(8, 2), mha2(8, 2);
+  check(mha, mha2, "torch_layout_mha", mha_call);
+  nn::MultiheadAttention plain(8, 4, {.bias = false}), plain2(8, 4, {.bias = false});
+  check(plain, plain2, "torch_layout_mha_no_bias", mha_call);
+  nn::TransformerEncoderLayer enc(8, 2, {.dim_feedforward = 16, .dropout = 0.0}),
+      enc2(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
+  check(enc, enc2, "torch_layout_encoder_layer", [](nn::Module& m, const mgtest::GoldenCase& c) {
+    return dynamic_cast<nn::TransformerEncoderLayer&>(m)(Variable(c.at("in0")));
+  });
+  nn::TransformerDecoderLayer dec(8, 2, {.dim_feedforward = 16, .dropout = 0.0}),
+      dec2(8, 2, {.dim_feedforward = 16, .dropout = 0.0});
+  check(dec, dec2, "torch_layout_decoder_layer", [](nn::Module& m, const mgtest::GoldenCase& c) {
+    return dynamic_cast<nn::TransformerDecoderLayer&>(m)(Variable(c.at("in0")), Variable(c.at("in1")));
+  });
+  // grouped key/value heads have no PyTorch layout
+  nn::MultiheadAttention gqa(8, 4, {.num_kv_heads = 2});
+  EXPECT_THROW(nn::state_dict(gqa, {.torch_layout = true}), ValueError);
+  std::filesystem::remove(path);
 }
 
 TEST(Transformer, GradcheckOfWholeLayers) {

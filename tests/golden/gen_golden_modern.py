@@ -277,3 +277,32 @@ W.requires_grad_(), b.requires_grad_()
 lbfgs_case("lbfgs_logistic_two_params", [W, b],
            lambda: F.binary_cross_entropy_with_logits((Xl @ W.T + b).flatten(), Yl) + 0.1 * (W ** 4).sum(), 3,
            lr=0.5, max_iter=10, history_size=4, line_search_fn="strong_wolfe")
+
+# ---- PyTorch's own state_dict layout (in_proj_weight, out_proj): its entries in order
+# ("sd:<index>:<name>"), an input, and the module's output ----
+def layout_case(name, module, inputs, call):
+    torch.manual_seed(99)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, dtype=D) * 0.3)
+    module.eval()
+    print(f"case {name}")
+    for i, (k, v) in enumerate(module.state_dict().items()):
+        print(fmt_tensor(f"sd:{i:02d}:{k}", v))
+    for i, x in enumerate(inputs):
+        print(fmt_tensor(f"in{i}", x))
+    with torch.no_grad():
+        print(fmt_tensor("out", call(module, *inputs)))
+    print("end")
+
+
+layout_case("torch_layout_mha", nn.MultiheadAttention(8, 2, batch_first=True, dtype=D), [r(2, 3, 8), r(2, 4, 8)],
+            lambda m, q, kv: m(q, kv, kv, need_weights=False)[0])
+layout_case("torch_layout_mha_no_bias", nn.MultiheadAttention(8, 4, bias=False, batch_first=True, dtype=D),
+            [r(1, 5, 8)], lambda m, x: m(x, x, x, need_weights=False)[0])
+layout_case("torch_layout_encoder_layer",
+            nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, dtype=D),
+            [r(2, 4, 8)], lambda m, x: m(x))
+layout_case("torch_layout_decoder_layer",
+            nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, dtype=D),
+            [r(2, 3, 8), r(2, 5, 8)], lambda m, x, mem: m(x, mem))
