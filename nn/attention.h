@@ -2,12 +2,12 @@
 // nn::MultiheadAttention, with W_Q, W_K, W_V and W_O as four ordinary Linear layers.
 //
 // Where do W_Q, W_K, W_V come from? They are these members: `w_q`, `w_k`, `w_v`, `w_o`, each a
-// Linear(embed_dim, embed_dim) (w_k and w_v narrower with grouped-query attention, below) initialised at random and
-// trained by backpropagation like any other weight. There is no per-head matrix on top: head h simply uses columns
-// [h*d_k, (h+1)*d_k) of each projection's output (d_k = embed_dim / num_heads), i.e. a slice of
-// rows of W_Q. Query, key and value are separate inputs, so the same module does
-// self-attention (all three the same sequence) and cross-attention (queries from the decoder,
-// keys and values from the encoder).
+// Linear(embed_dim, embed_dim) (w_k and w_v narrower with grouped-query attention, below),
+// initialised at random and trained by backpropagation like any other weight. There is no
+// per-head matrix on top: head h simply uses columns [h*d_k, (h+1)*d_k) of each projection's
+// output (d_k = embed_dim / num_heads), i.e. a slice of rows of W_Q. Query, key and value are
+// separate inputs, so the same module does self-attention (all three the same sequence) and
+// cross-attention (queries from the decoder, keys and values from the encoder).
 //
 //   1. project:      Q = w_q(query)  K = w_k(key)  V = w_v(value)        (B, T, E)
 //   2. split heads:  Q_h, K_h, V_h                                        (B, H, T, d_k)

@@ -3,6 +3,7 @@
 // interpolate and nn::Upsample, the new initialisers and clip_grad_value_. Golden values from PyTorch 2.x
 // (tests/golden/gen_golden_modern.py).
 #include <cmath>
+#include <functional>
 
 #include "helpers.h"
 
@@ -82,6 +83,24 @@ TEST(Toolbox, ConvTransposeMatchesTorch) {
                   .data())
           .item();
   EXPECT_NEAR(lhs, rhs, 1e-12);
+}
+
+TEST(Toolbox, ConvTransposeAllocatesOnlyItsOutput) {
+  // its forward (conv2d's input gradient) once allocated a tensor of the output's size only to
+  // pass the output's shape along: twice the memory of the result
+  const Tensor x = rnd({2, 3, 10, 10}, 1), w = rnd({3, 4, 3, 3}, 2);
+  auto peak_of = [](const std::function<void()>& f) {
+    reset_peak_memory_stats();
+    const size_t before = memory_allocated();
+    f();
+    return max_memory_allocated() - before;
+  };
+  const size_t one_output = peak_of([] { Tensor t = empty({2, 4, 12, 12}, DType::Float64); });
+  const size_t transposed = peak_of([&] {
+    const Tensor y = conv_transpose2d(Variable(x), Variable(w)).data();
+    EXPECT_EQ(y.shape(), Shape({2, 4, 12, 12}));
+  });
+  EXPECT_LE(transposed, one_output + 1024);  // the output and a broadcast zero, nothing of its size more
 }
 
 TEST(Toolbox, ConvTransposeGradcheckAndErrors) {

@@ -154,7 +154,8 @@ Variable conv_transpose2d(const Variable& x, const Variable& weight, const Varia
   if (x.dim() == 3) return squeeze(conv_transpose2d(unsqueeze(x, 0), weight, bias, o), 0);  // unbatched
   const Transposed t = transposed_geometry(x, weight, bias, o, "conv_transpose2d");
   const int64_t N = x.size(0), cout = weight.size(1) * o.groups;
-  const Tensor shape_only = empty({N, cout, t.Ho, t.Wo}, x.dtype());  // conv2d_backward reads its shape for dx
+  // conv2d_backward reads only the shape of its input argument for dx: one zero, broadcast (no memory)
+  const Tensor shape_only = zeros({}, x.dtype()).expand({N, cout, t.Ho, t.Wo});
   Tensor y = conv2d_backward(x.data(), shape_only, weight.data(), t.a, true, false, false).dx;
   if (bias.defined()) y = y + bias.data().reshape({1, cout, 1, 1});
   std::vector<Variable> inputs{x, weight};

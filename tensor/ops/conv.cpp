@@ -314,7 +314,9 @@ Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w
            shape_str(Shape{g.N, g.O, g.Ho, g.Wo}));
   MG_CHECK(dy0.dtype() == x0.dtype(), DTypeError, "conv2d_backward: dy is {} and x {}", dtype_name(dy0.dtype()),
            dtype_name(x0.dtype()));
-  const Tensor dy = dy0.contiguous(), x = x0.contiguous(), w = w0.contiguous();
+  // x is read only for dweight: for dx alone it gives the input's shape (conv_transpose2d passes
+  // a stride-0 view that holds no image)
+  const Tensor dy = dy0.contiguous(), x = need_dweight ? x0.contiguous() : x0, w = w0.contiguous();
   Conv2dGrads out;
   // every image of dx is written whole by the product or by col2im; zeros when there is no product
   const bool dx_written = g.K > 0 && g.Og > 0;
@@ -323,7 +325,7 @@ Conv2dGrads conv2d_backward(const Tensor& dy0, const Tensor& x0, const Tensor& w
   if (need_dbias) out.dbias = zeros({g.O}, x.dtype());
   if (!need_dx && !need_dweight && !need_dbias) return out;
   visit_float(x.dtype(), "conv2d_backward", [&]<class T>() {
-    const T *px = x.data<T>(), *pw = w.data<T>(), *pdy = dy.data<T>();
+    const T *px = need_dweight ? x.data<T>() : nullptr, *pw = w.data<T>(), *pdy = dy.data<T>();
     T* pdx = need_dx ? out.dx.data<T>() : nullptr;
     const bool gemms = g.K > 0 && g.Og > 0, dx_gemm = need_dx && gemms, dw_gemm = need_dweight && gemms;
     const int64_t blocks = (g.N + g.nb - 1) / g.nb;
