@@ -1,7 +1,7 @@
 # The two promises of the README:
 #   make test  -- install what is missing, build (Release; the examples' code inside the tests),
-#                 run every test; then the same suite
-#                 under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder;
+#                 run every test; then the same suite (less the repository checks test_docs and
+#                 test_layers) under AddressSanitizer + UndefinedBehaviorSanitizer in a second build folder;
 #                 then build the library with clang++ under libFuzzer and fuzz the file readers
 #                 for 60 s (make fuzz). make build-clang builds tests and examples with clang++.
 #   make demo  -- install what is missing, build, run the tour of examples (scripts/demo).

@@ -140,6 +140,27 @@ class Variable {
   Variable permute(const std::vector<int64_t>& dims) const;
   /// diagonal(*this, offset, dim1, dim2)
   Variable diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  /// gather(*this, dim, index)
+  Variable gather(int64_t dim, const Tensor& index) const;
+  /// index_select(*this, dim, index)
+  Variable index_select(int64_t dim, const Tensor& index) const;
+  /// scatter(*this, dim, index, src)
+  Variable scatter(int64_t dim, const Tensor& index, const Variable& src) const;
+  /// scatter(*this, dim, index, value)
+  Variable scatter(int64_t dim, const Tensor& index, double value) const;
+  /// scatter_add(*this, dim, index, src)
+  Variable scatter_add(int64_t dim, const Tensor& index, const Variable& src) const;
+  /// scatter_reduce(*this, dim, index, src, reduce, include_self)
+  Variable scatter_reduce(int64_t dim, const Tensor& index, const Variable& src, const std::string& reduce,
+                          bool include_self = true) const;
+  /// index_put(*this, indices, values, accumulate)
+  Variable index_put(const std::vector<Tensor>& indices, const Variable& values, bool accumulate = false) const;
+  /// masked_select(*this, mask)
+  Variable masked_select(const Tensor& mask) const;
+  /// repeat(*this, repeats)
+  Variable repeat(const std::vector<int64_t>& repeats) const;
+  /// flip(*this, dims)
+  Variable flip(const std::vector<int64_t>& dims) const;
   /// narrow(*this, dim, start, length)
   Variable narrow(int64_t dim, int64_t start, int64_t length) const;
   /// slice(*this, dim, start, end, step)

@@ -14,6 +14,27 @@ Variable Variable::permute(const std::vector<int64_t>& dims) const { return mg::
 Variable Variable::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   return mg::diagonal(*this, offset, dim1, dim2);
 }
+Variable Variable::gather(int64_t dim, const Tensor& index) const { return mg::gather(*this, dim, index); }
+Variable Variable::index_select(int64_t dim, const Tensor& index) const { return mg::index_select(*this, dim, index); }
+Variable Variable::scatter(int64_t dim, const Tensor& index, const Variable& src) const {
+  return mg::scatter(*this, dim, index, src);
+}
+Variable Variable::scatter(int64_t dim, const Tensor& index, double value) const {
+  return mg::scatter(*this, dim, index, value);
+}
+Variable Variable::scatter_add(int64_t dim, const Tensor& index, const Variable& src) const {
+  return mg::scatter_add(*this, dim, index, src);
+}
+Variable Variable::scatter_reduce(int64_t dim, const Tensor& index, const Variable& src, const std::string& reduce,
+                                  bool include_self) const {
+  return mg::scatter_reduce(*this, dim, index, src, reduce, include_self);
+}
+Variable Variable::index_put(const std::vector<Tensor>& indices, const Variable& values, bool accumulate) const {
+  return mg::index_put(*this, indices, values, accumulate);
+}
+Variable Variable::masked_select(const Tensor& mask) const { return mg::masked_select(*this, mask); }
+Variable Variable::repeat(const std::vector<int64_t>& repeats) const { return mg::repeat(*this, repeats); }
+Variable Variable::flip(const std::vector<int64_t>& dims) const { return mg::flip(*this, dims); }
 Variable Variable::narrow(int64_t dim, int64_t start, int64_t length) const {
   return mg::narrow(*this, dim, start, length);
 }

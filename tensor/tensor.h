@@ -12,6 +12,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -182,6 +183,27 @@ class Tensor {
   Tensor log_softmax(int64_t dim) const;
   /// masked_fill(*this, mask, value)
   Tensor masked_fill(const Tensor& mask, double value) const;
+  /// gather(*this, dim, index)
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  /// index_select(*this, dim, index)
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  /// scatter(*this, dim, index, src)
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  /// scatter(*this, dim, index, value)
+  Tensor scatter(int64_t dim, const Tensor& index, double value) const;
+  /// scatter_add(*this, dim, index, src)
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  /// scatter_reduce(*this, dim, index, src, reduce, include_self)
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                        bool include_self = true) const;
+  /// index_put(*this, indices, values, accumulate)
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
+  /// masked_select(*this, mask)
+  Tensor masked_select(const Tensor& mask) const;
+  /// repeat(*this, repeats)
+  Tensor repeat(const std::vector<int64_t>& repeats) const;
+  /// flip(*this, dims)
+  Tensor flip(const std::vector<int64_t>& dims) const;
   /// chunk(*this, chunks, dim)
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
   /// split(*this, size, dim)

@@ -58,4 +58,26 @@ Tensor Tensor::le(const Tensor& other) const { return mg::le(*this, other); }
 Tensor Tensor::gt(const Tensor& other) const { return mg::gt(*this, other); }
 Tensor Tensor::ge(const Tensor& other) const { return mg::ge(*this, other); }
 
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return mg::gather(*this, dim, index); }
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return mg::index_select(*this, dim, index); }
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return mg::scatter(*this, dim, index, src);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, double value) const {
+  return mg::scatter(*this, dim, index, value);
+}
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return mg::scatter_add(*this, dim, index, src);
+}
+Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src, std::string_view reduce,
+                              bool include_self) const {
+  return mg::scatter_reduce(*this, dim, index, src, reduce, include_self);
+}
+Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) const {
+  return mg::index_put(*this, indices, values, accumulate);
+}
+Tensor Tensor::masked_select(const Tensor& mask) const { return mg::masked_select(*this, mask); }
+Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const { return mg::repeat(*this, repeats); }
+Tensor Tensor::flip(const std::vector<int64_t>& dims) const { return mg::flip(*this, dims); }
+
 }  // namespace mg

@@ -132,6 +132,19 @@ TEST(Shape, MethodFormsRecordTheSameOps) {
   mgtest::expect_close(c.abs().neg().exp().log().data(), neg(abs(c)).data(), 1e-15, 0);
   EXPECT_EQ(c.max().item(), max(c).item());
   EXPECT_EQ(c.softmax(1).shape(), c.log_softmax(1).shape());
+  // the indexing family records the functions' nodes
+  Variable d(rnd({3, 4}, 9), true);
+  const Tensor idx = from_vector<int64_t>({2, 0, 1, 1}, {1, 4});
+  EXPECT_EQ(d.gather(0, idx).grad_fn()->name, "gather");
+  EXPECT_EQ(d.index_select(0, from_vector<int64_t>({1}, {1})).grad_fn()->name, "index_select");
+  EXPECT_EQ(d.scatter(0, idx, d.narrow(0, 0, 1)).grad_fn()->name, "scatter");
+  EXPECT_EQ(d.scatter(0, idx, 1.0).grad_fn()->name, "scatter");
+  EXPECT_EQ(d.scatter_add(0, idx, d).grad_fn()->name, "scatter_add");
+  EXPECT_EQ(d.scatter_reduce(0, idx, d, "prod").grad_fn()->name, "scatter_reduce");
+  EXPECT_EQ(d.index_put({from_vector<int64_t>({1}, {1})}, d.narrow(0, 0, 1)).grad_fn()->name, "index_put");
+  EXPECT_EQ(d.masked_select(gt(d.data(), zeros({}, DType::Float64))).dim(), 1);
+  EXPECT_EQ(d.repeat({1, 2}).flip({1}).shape(), (Shape{3, 8}));
+  EXPECT_EQ(d.diagonal().grad_fn()->name, "diagonal");
 }
 
 TEST(Shape, Errors) {

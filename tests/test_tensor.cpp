@@ -375,6 +375,18 @@ TEST(TensorMethods, EachIsItsFreeFunction) {
   same(x.ne(x).to(DType::Float64) + x.lt(x).to(DType::Float64) + x.ge(p).to(DType::Float64),
        ge(x, p).to(DType::Float64));
   same(x.le(x).to(DType::Float64), ones({3, 4}, DType::Float64));
+  // the indexing family
+  const Tensor idx = from_vector<int64_t>({2, 0, 1, 1}, {1, 4}), rows = from_vector<int64_t>({2, 0}, {2});
+  same(x.gather(0, idx), gather(x, 0, idx));
+  same(x.index_select(0, rows), index_select(x, 0, rows));
+  same(x.scatter(0, idx, p), scatter(x, 0, idx, p));
+  same(x.scatter(0, idx, 2.5), scatter(x, 0, idx, 2.5));
+  same(x.scatter_add(0, idx, p), scatter_add(x, 0, idx, p));
+  same(x.scatter_reduce(0, idx, p, "amax", false), scatter_reduce(x, 0, idx, p, "amax", false));
+  same(x.index_put({rows}, p.narrow(0, 0, 2), true), index_put(x, {rows}, p.narrow(0, 0, 2), true));
+  same(x.masked_select(x.gt(p)), masked_select(x, gt(x, p)));
+  same(x.repeat({2, 1}).flip({0, 1}), flip(repeat(x, {2, 1}), {0, 1}));
+  same(x.diagonal(1), x.narrow(1, 1, 3).diagonal());
 }
 
 TEST(TensorMethods, ItemReadsTheElementInItsOwnDtype) {
