@@ -172,15 +172,7 @@ Variable baddbmm(const Variable& input, const Variable& batch1, const Variable& 
 
 // y = einsum(equation, operands): the Tensor plan run on Variables; no rule of its own
 Variable einsum(std::string_view equation, const std::vector<Variable>& operands) {
-  std::vector<Shape> shapes;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    MG_CHECK(operands[i].defined(), StateError, "einsum: operand {} is undefined", i);
-    MG_CHECK(operands[i].dtype() == operands[0].dtype(), DTypeError,
-             "einsum: operand {} is {} but operand 0 is {}; all operands must have one dtype", i,
-             dtype_name(operands[i].dtype()), dtype_name(operands[0].dtype()));
-    shapes.push_back(operands[i].shape());
-  }
-  return run_einsum(einsum_plan(equation, shapes), operands);
+  return run_einsum(einsum_plan(equation, einsum_shapes(operands)), operands);
 }
 
 }  // namespace mg

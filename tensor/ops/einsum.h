@@ -47,6 +47,21 @@ struct EinsumPlan {
 /// shapes (subscript count, a letter's sizes that do not broadcast, a repeated letter of two sizes).
 EinsumPlan einsum_plan(std::string_view equation, const std::vector<Shape>& shapes);
 
+/// The operands' shapes, after checking they are all defined and of one dtype (Tensors or
+/// Variables): a StateError or DTypeError naming einsum otherwise.
+template <class T>
+std::vector<Shape> einsum_shapes(const std::vector<T>& operands) {
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    MG_CHECK(operands[i].defined(), StateError, "einsum: operand {} is undefined", i);
+    MG_CHECK(operands[i].dtype() == operands[0].dtype(), DTypeError,
+             "einsum: operand {} is {} but operand 0 is {}; all operands must have one dtype", i,
+             dtype_name(operands[i].dtype()), dtype_name(operands[0].dtype()));
+    shapes.push_back(operands[i].shape());
+  }
+  return shapes;
+}
+
 /// The plan carried out on Tensors or Variables (anything with diagonal, sum, reshape, permute
 /// methods and a matmul): the one definition of einsum's arithmetic.
 template <class T>
