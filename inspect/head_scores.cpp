@@ -171,15 +171,17 @@ HeadAblation::HeadAblation(Module& model, const std::string& layer, std::vector<
     MG_CHECK(h >= 0 && h < mha->num_heads, ValueError, "HeadAblation: head {} of {} does not exist (it has {} heads)",
              h, layer, mha->num_heads);
   hook_ = mha->register_forward_hook(
-      [mha, heads = std::move(heads)](const Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+      [heads = std::move(heads)](const Module& m, const std::vector<Variable>& in, std::vector<Variable>& out) {
+        // The module the hook runs on (not a pointer kept from here: the model may have moved).
+        const auto& mha = dynamic_cast<const MultiheadAttention&>(m);
         // out = {output (B, Tq, E), weights (B, H, Tq, Tk), scores}; in = {query, key, value}
         // With grouped-query attention, head h reads value head h / group.
-        const int64_t d = mha->head_dim, group = mha->num_heads / mha->num_kv_heads;
-        const Variable v = split_heads(mha->w_v.forward(in[2]), mha->num_kv_heads);  // (B, H_kv, Tk, d)
+        const int64_t d = mha.head_dim, group = mha.num_heads / mha.num_kv_heads;
+        const Variable v = split_heads(mha.w_v.forward(in[2]), mha.num_kv_heads);  // (B, H_kv, Tk, d)
         Variable output = out[0];
         for (int64_t h : heads) {
           const Variable mixed = matmul(narrow(out[1], 1, h, 1), narrow(v, 1, h / group, 1));  // (B, 1, Tq, d)
-          const Variable w_o = narrow(mha->w_o.weight, 1, h * d, d);                       // (E, d): head h's columns
+          const Variable w_o = narrow(mha.w_o.weight, 1, h * d, d);                       // (E, d): head h's columns
           output = output - reshape(matmul(mixed, transpose(w_o, 0, 1)), output.shape());  // minus head h's share
         }
         out[0] = output;

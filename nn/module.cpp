@@ -1,5 +1,8 @@
 #include "minigrad/nn/module.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <set>
 
 #include <fmt/format.h>
@@ -20,14 +23,98 @@ std::string forward_context() {
 }
 const bool g_context_installed = (set_error_context(&forward_context), true);
 
+// Hook ids are unique in the process, so a handle can never take off another module's hook.
+std::atomic<int64_t> g_next_hook_id{0};
+
 void check_name(const std::string& name, const char* what) {
   MG_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError,
            "register_{}: name \"{}\" must be non-empty and contain no '.'", what, name);
 }
 }  // namespace
 
+// ---------------------------------------------------------------- moving
+
+// What moves with a module: itself and, recursively, the children that are its members (inside
+// its object). Everything is checked, and every registry entry that points into the object is
+// shifted to where the same member will be, before any member moves: a refused move changes
+// nothing, and a member registered in a sibling (not only in its parent) is found too.
+void Module::prepare_move(std::uintptr_t delta) {
+  auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  std::vector<Module*> moving{this};
+  for (size_t i = 0; i < moving.size(); ++i) {
+    const Module* m = moving[i];
+    m->check_whole();
+    const size_t size = m->object_size();
+    MG_CHECK(size > 0, ValueError,
+             "moving a module: the size of this {} is not known, so its members cannot be told from what it "
+             "points at; derive it from nn::Callable<{}> (or override object_size() with exact_size(this))",
+             m->type_name(), m->type_name());
+    const std::uintptr_t begin = address(dynamic_cast<const void*>(m)), end = begin + size;
+    for (auto& [name, child] : m->children_)
+      if (address(child) >= begin && address(child) < end && std::ranges::find(moving, child) == moving.end())
+        moving.push_back(child);
+  }
+  // A module registered in one that stays behind: that one would go on pointing at the old object.
+  for (const Module* m : moving)
+    for (const std::weak_ptr<Module*>& box : m->registered_in_)
+      if (const std::shared_ptr<Module*> p = box.lock(); p && std::ranges::find(moving, *p) == moving.end())
+        for (auto& [name, child] : (*p)->children_)
+          MG_CHECK(child != m, ValueError,
+                   "moving a module: this {} is registered in {} as \"{}\", which does not move with it and would "
+                   "go on pointing at the old object; move the model that holds both, or keep modules that move "
+                   "in an nn::ModuleList",
+                   m->type_name(), (*p)->type_name(), name);
+  const std::uintptr_t begin = address(dynamic_cast<const void*>(this)), end = begin + object_size();
+  auto shift = [&](auto*& p) {
+    if (address(p) >= begin && address(p) < end) p = reinterpret_cast<std::remove_reference_t<decltype(p)>>(address(p) + delta);
+  };
+  for (Module* m : moving) {
+    for (auto& entry : m->params_) shift(entry.second);
+    for (auto& entry : m->buffers_) shift(entry.second);
+    for (auto& entry : m->children_) shift(entry.second);
+    if (m != this) m->moving_with_model_ = true;  // its own move only takes the entries over
+  }
+}
+
+// After `Base b = std::move(derived)` (slicing), the entries of the derived part would point past
+// the end of b: every walk of the registry checks for that first.
+void Module::check_whole() const {
+  MG_CHECK(moved_from_ == nullptr || typeid(*this) == *moved_from_, ValueError,
+           "{}: this module was moved from a {}, a class derived from it (slicing), and lost that class's members; "
+           "move it into a variable of its own type",
+           type_name(), moved_from_name_);
+}
+
+Module::Module(Module&& other) : training_(other.training_) {
+  if (!other.moving_with_model_)  // throws before anything of other changes
+    other.prepare_move(reinterpret_cast<std::uintptr_t>(this) - reinterpret_cast<std::uintptr_t>(&other));
+  other.moving_with_model_ = false;
+  params_ = std::move(other.params_);
+  buffers_ = std::move(other.buffers_);
+  children_ = std::move(other.children_);
+  owned_params_ = std::move(other.owned_params_);  // the elements stay where they are
+  owned_buffers_ = std::move(other.owned_buffers_);
+  pre_hooks_ = std::move(other.pre_hooks_);
+  forward_hooks_ = std::move(other.forward_hooks_);
+  // The box moves here: handles, children's parent links and captures now reach this object.
+  self_ = std::move(other.self_);
+  *self_ = this;
+  other.self_ = std::make_shared<Module*>(&other);
+  // Still the child of the parents that move with it (prepare_move refused any other).
+  parent_ = other.parent_;
+  name_in_parent_ = other.name_in_parent_;
+  registered_in_ = std::move(other.registered_in_);
+  other.params_.clear();
+  other.buffers_.clear();
+  other.children_.clear();
+  other.registered_in_.clear();
+  moved_from_ = &typeid(other);
+  moved_from_name_ = other.type_name();
+}
+
 // A name may be used once in a module, by a parameter, a buffer or a submodule.
 void Module::check_unused(const std::string& name, const char* what) const {
+  check_whole();
   auto clash = [&](const char* kind) {
     return ValueError(fmt::format("register_{}: \"{}\" is already a {} of {}", what, name, kind, type_name()));
   };
@@ -83,10 +170,10 @@ void Module::add_child(const std::string& name, Module* child) {
     MG_CHECK(m != this, ValueError, "register_module: registering \"{}\" ({}) in {} would put {} inside itself", name,
              child->type_name(), type_name(), type_name());
   children_.emplace_back(name, child);
+  child->registered_in_.push_back(self_);
   if (child->parent() == nullptr) {  // the first registration names it in error messages
-    child->parent_ = this;
+    child->parent_ = self_;
     child->name_in_parent_ = name;
-    child->parent_life_ = life_;
   }
 }
 
@@ -98,6 +185,7 @@ std::string Module::path() const {
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters(bool recurse, bool remove_duplicate) const {
+  check_whole();
   std::vector<std::pair<std::string, Variable>> all;
   for (auto& [n, slot] : params_)
     if (slot->defined()) all.emplace_back(n, *slot);
@@ -121,6 +209,7 @@ std::vector<Variable> Module::parameters(bool recurse) const {
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  check_whole();
   std::vector<std::pair<std::string, Tensor>> out;
   for (auto& [n, slot] : buffers_)
     if (slot->defined()) out.emplace_back(n, *slot);
@@ -131,12 +220,14 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) 
 }
 
 std::vector<Module*> Module::children() const {
+  check_whole();
   std::vector<Module*> out;
   for (auto& [n, c] : children_) out.push_back(c);
   return out;
 }
 
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  check_whole();
   std::vector<std::pair<std::string, Module*>> out{{"", this}};
   std::set<Module*> seen{this};
   for (auto& [cname, child] : children_)
@@ -158,6 +249,7 @@ Tensor Module::buffer(const std::string& name) const {
 }
 
 void Module::train(bool on) {
+  check_whole();
   training_ = on;
   for (auto& [n, c] : children_) c->train(on);
 }
@@ -173,11 +265,13 @@ int64_t Module::num_parameters() const {
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {
+  check_whole();
   for (auto& [n, c] : children_) c->apply(fn);
   fn(*this);
 }
 
 void Module::to(DType dtype) {
+  check_whole();
   // As PyTorch's Module.to(dtype): floating dtypes only, and only floating tensors convert.
   MG_CHECK(
       dtype != DType::BFloat16, DTypeError,
@@ -198,6 +292,7 @@ void Module::to(DType dtype) {
 }
 
 void Module::summary_into(std::string& out, int indent) const {
+  check_whole();
   out += type_name() + "(" + extra_repr();
   const std::string pad(indent + 2, ' ');
   if (params_.empty() && children_.empty()) {
@@ -228,8 +323,9 @@ std::ostream& operator<<(std::ostream& os, const Module& m) { return os << m.sum
 HookHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
   MG_CHECK(hook != nullptr, ValueError, "register_forward_pre_hook: the hook is empty ({})", type_name());
   check_runs_hooks("register_forward_pre_hook");
-  pre_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return HookHandle(this, life_, next_hook_id_++);
+  const int64_t id = g_next_hook_id++;
+  pre_hooks_.emplace_back(id, std::move(hook));
+  return HookHandle(self_, id);
 }
 
 // A hook on a module nothing calls through nn::call would never fire: say so at once.
@@ -243,16 +339,18 @@ void Module::check_runs_hooks(const char* what) const {
 HookHandle Module::register_forward_hook(ForwardHook hook) {
   MG_CHECK(hook != nullptr, ValueError, "register_forward_hook: the hook is empty ({})", type_name());
   check_runs_hooks("register_forward_hook");
-  forward_hooks_.emplace_back(next_hook_id_, std::move(hook));
-  return HookHandle(this, life_, next_hook_id_++);
+  const int64_t id = g_next_hook_id++;
+  forward_hooks_.emplace_back(id, std::move(hook));
+  return HookHandle(self_, id);
 }
 
 void HookHandle::remove() {
-  if (module_ == nullptr || life_.expired()) return;
+  const std::shared_ptr<Module*> box = module_.lock();
+  if (!box) return;
   auto drop = [&](auto& hooks) { std::erase_if(hooks, [&](const auto& h) { return h.first == id_; }); };
-  drop(module_->pre_hooks_);
-  drop(module_->forward_hooks_);
-  module_ = nullptr;
+  drop((*box)->pre_hooks_);
+  drop((*box)->forward_hooks_);
+  module_.reset();
 }
 
 ForwardScope::ForwardScope(const Module& module) {

@@ -14,8 +14,12 @@
 // Parameters, buffers and submodules are plain members registered by reference: the registry
 // points at the members, so the member and the registry are one object. Assigning to a member
 // (tying a head to an embedding: `head.weight = tok.weight`), Module::to(), loading and apply()
-// all change what both see. A Module can therefore be neither copied nor moved. Containers that
-// create modules at run time (Sequential, ModuleList) own them through shared_ptr.
+// all change what both see. A Module cannot be copied (two models would share one registry's
+// members). It can be moved, e.g. returned from a function or kept in a std::vector: the moved
+// module's registry entries that pointed into the old object are shifted into the new one, and its
+// hooks and children come along (see Module(Module&&)). Containers that create modules at run
+// time (Sequential, ModuleList) own them through shared_ptr.
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -23,6 +27,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -42,8 +47,8 @@ using ForwardHook =
     std::function<void(const Module& module, const std::vector<Variable>& inputs, std::vector<Variable>& outputs)>;
 
 /// What register_forward_hook returns: remove() takes the hook off again (PyTorch's
-/// RemovableHandle). Removing twice, or after the module is gone, does nothing; dropping the
-/// handle leaves the hook in place.
+/// RemovableHandle), also after the module was moved. Removing twice, or after the module is
+/// gone, does nothing; dropping the handle leaves the hook in place.
 class HookHandle {
  public:
   HookHandle() = default;
@@ -52,9 +57,8 @@ class HookHandle {
 
  private:
   friend class Module;
-  HookHandle(Module* module, std::weak_ptr<void> life, int64_t id) : module_(module), life_(std::move(life)), id_(id) {}
-  Module* module_ = nullptr;
-  std::weak_ptr<void> life_;
+  HookHandle(std::weak_ptr<Module*> module, int64_t id) : module_(std::move(module)), id_(id) {}
+  std::weak_ptr<Module*> module_;  // the module's address box (Module::self_), which follows a move
   int64_t id_ = -1;
 };
 
@@ -64,7 +68,17 @@ class Module {
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
-  Module(Module&&) = delete;
+  /// Move a module (return it from a function, keep it in a std::vector or std::optional). The
+  /// derived class's members move as usual; the registry entries that pointed at members of
+  /// `other` now point at the same members of this object, entries outside it (a container's
+  /// children, owned parameters) stay, and the hooks, hook handles, children's parent links and
+  /// the module's own place in a parent follow. `other` is left empty. Refused (ValueError,
+  /// `other` unchanged) when `other` is registered in a module that is not moving with it (move
+  /// the whole model, or keep such modules in a ModuleList), and when its size is unknown (a class
+  /// derived from nn::Module alone: derive it from nn::Callable<Self>, or override object_size).
+  Module(Module&& other);
+  /// Not assignable: replacing a module in place would have to rewire every model it sits in
+  /// (construct a new one instead, or load another's state_dict).
   Module& operator=(Module&&) = delete;
 
   /// Add the parameter held by the member `slot`: the slot becomes a leaf Variable holding `data`
@@ -96,7 +110,10 @@ class Module {
   /// Buffers with dotted paths (undefined slots skipped).
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   /// Direct submodules with their names.
-  std::vector<std::pair<std::string, Module*>> named_children() const { return children_; }
+  std::vector<std::pair<std::string, Module*>> named_children() const {
+    check_whole();
+    return children_;
+  }
   /// Direct submodules.
   std::vector<Module*> children() const;
   /// This module and every descendant, with dotted paths ("" for this one).
@@ -147,24 +164,39 @@ class Module {
   /// The module tree with parameter shapes and counts, like printing a PyTorch model.
   std::string summary() const;
   /// The module this one was first registered in (null for a model's root, or once the parent
-  /// is gone), and the name it has there.
-  const Module* parent() const { return parent_life_.expired() ? nullptr : parent_; }
+  /// is gone).
+  const Module* parent() const {
+    const std::shared_ptr<Module*> p = parent_.lock();
+    return p ? *p : nullptr;
+  }
   /// This module's dotted path from the root of its model ("blocks.2.attn"; "" for a root).
   std::string path() const;
-  /// Expires when this module is destroyed: whatever keeps a pointer to a module (a capture)
-  /// checks it before touching the module again.
-  std::weak_ptr<void> lifetime() const { return life_; }
+  /// Expires when this module is destroyed (or the module it was moved into is): whatever keeps
+  /// a pointer to a module (a capture) checks it before touching the module again.
+  std::weak_ptr<void> lifetime() const { return self_; }
 
  protected:
   void add_child(const std::string& name, Module* child);
+  /// The size in bytes of the whole object this Module is the base of, or 0 if unknown; a move
+  /// needs it to tell the members (inside the object) from what the module points at elsewhere.
+  /// nn::Callable<Self> answers sizeof(Self); a class derived from Module alone answers
+  /// exact_size(this) to be movable.
+  virtual size_t object_size() const { return 0; }
+  /// sizeof(Self) when this object is exactly a Self (not a class derived from it), else 0.
+  template <class Self>
+  size_t exact_size(const Self* self) const {
+    return typeid(*self) == typeid(Self) ? sizeof(Self) : 0;
+  }
 
  private:
   friend class HookHandle;
   void check_unused(const std::string& name, const char* what) const;
   void check_runs_hooks(const char* what) const;
+  void prepare_move(std::uintptr_t delta);
+  void check_whole() const;
   void summary_into(std::string& out, int indent) const;
   // Each registry entry points at its slot: a member, or an element of owned_params_ /
-  // owned_buffers_ (deques: their elements never move).
+  // owned_buffers_ (deques: their elements never move, and a moved deque keeps them).
   std::vector<std::pair<std::string, Variable*>> params_;
   std::vector<std::pair<std::string, Tensor*>> buffers_;
   std::deque<Variable> owned_params_;
@@ -172,12 +204,16 @@ class Module {
   std::vector<std::pair<std::string, Module*>> children_;
   std::vector<std::pair<int64_t, ForwardPreHook>> pre_hooks_;
   std::vector<std::pair<int64_t, ForwardHook>> forward_hooks_;
-  int64_t next_hook_id_ = 0;
-  const Module* parent_ = nullptr;
-  std::string name_in_parent_;
-  std::weak_ptr<void> parent_life_;
+  // Where this module is now: hook handles, children and captures hold a weak_ptr to this box,
+  // and a move hands the box to the new object, so they all follow it.
+  std::shared_ptr<Module*> self_ = std::make_shared<Module*>(this);
+  std::weak_ptr<Module*> parent_;                   // the module this one was first registered in
+  std::string name_in_parent_;                      // and its name there
+  std::vector<std::weak_ptr<Module*>> registered_in_;  // every module it is registered in
+  const std::type_info* moved_from_ = nullptr;      // the type of the object this one was moved from
+  std::string moved_from_name_;                     // and its type_name()
+  bool moving_with_model_ = false;  // its entries were shifted by the move of a module it is a member of
   bool training_ = true;
-  std::shared_ptr<int> life_ = std::make_shared<int>(0);
 };
 
 /// Prints module.summary().
@@ -340,6 +376,11 @@ class Callable : public Base {
   }
   /// True: calling this module runs its hooks.
   bool runs_hooks() const override { return true; }
+
+ protected:
+  /// sizeof(Self) when the object is a Self; 0 for a class derived from Self without naming
+  /// itself (it cannot be moved: its own members would not be known).
+  size_t object_size() const override { return this->exact_size(static_cast<const Self*>(this)); }
 };
 
 }  // namespace mg::nn

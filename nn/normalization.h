@@ -95,6 +95,8 @@ class BatchNorm1d : public BatchNorm {
   std::string type_name() const override { return "BatchNorm1d"; }
 
  protected:
+  /// Movable: its size is known.
+  size_t object_size() const override { return exact_size(this); }
   void check_input(const Variable& x) const override;
 };
 
@@ -105,6 +107,8 @@ class BatchNorm2d : public BatchNorm {
   std::string type_name() const override { return "BatchNorm2d"; }
 
  protected:
+  /// Movable: its size is known.
+  size_t object_size() const override { return exact_size(this); }
   void check_input(const Variable& x) const override;
 };
 

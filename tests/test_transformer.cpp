@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include <unistd.h>
@@ -96,6 +97,54 @@ TEST(Transformer, SavedAndLoadedInPyTorchsLayout) {
   nn::MultiheadAttention gqa(8, 4, {.num_kv_heads = 2});
   EXPECT_THROW(nn::state_dict(gqa, {.torch_layout = true}), ValueError);
   std::filesystem::remove(path);
+}
+
+namespace {
+// A user's own model with attention at two depths: a member, and a layer inside a ModuleList.
+struct TwoAttentions : nn::Callable<TwoAttentions> {
+  nn::Linear proj{8, 8};
+  nn::MultiheadAttention attn{8, 2};
+  nn::ModuleList layers;
+  TwoAttentions() {
+    register_module("proj", proj);
+    register_module("attn", attn);
+    layers.emplace_back<nn::TransformerEncoderLayer>(8, 2, nn::TransformerLayerOptions{.dim_feedforward = 16, .dropout = 0.0});
+    register_module("layers", layers);
+  }
+  Variable forward(const Variable& x) const {
+    const Variable h = attn(proj(x), proj(x), proj(x)).output;
+    return layers.at<nn::TransformerEncoderLayer>(0)(h);
+  }
+  std::string type_name() const override { return "TwoAttentions"; }
+};
+}  // namespace
+
+// PyTorch's layout inside a model of one's own: every attention module, at any depth, is written
+// as in_proj_weight = [W_Q; W_K; W_V] (rows stacked), in_proj_bias, out_proj.*, under its own
+// path; everything else keeps its name; and the file loads back into the same numbers.
+TEST(Transformer, TorchLayoutReachesAttentionInsideAUsersModel) {
+  TwoAttentions m, fresh;
+  const nn::StateDict sd = nn::state_dict(m, {.torch_layout = true});
+  std::map<std::string, Tensor> by_name(sd.begin(), sd.end());
+  for (const std::string prefix : {"attn.", "layers.0.self_attn."}) {
+    SCOPED_TRACE(prefix);
+    const auto& a = prefix == "attn." ? m.attn : m.layers.at<nn::TransformerEncoderLayer>(0).self_attn;
+    ASSERT_TRUE(by_name.count(prefix + "in_proj_weight"));
+    expect_close(by_name.at(prefix + "in_proj_weight"),
+                 concat({a.w_q.weight.data(), a.w_k.weight.data(), a.w_v.weight.data()}, 0), 0, 0);
+    expect_close(by_name.at(prefix + "in_proj_bias"), concat({a.w_q.bias.data(), a.w_k.bias.data(), a.w_v.bias.data()}, 0),
+                 0, 0);
+    expect_close(by_name.at(prefix + "out_proj.weight"), a.w_o.weight.data(), 0, 0);
+    EXPECT_EQ(by_name.count(prefix + "w_q.weight"), 0u);
+  }
+  EXPECT_EQ(by_name.count("proj.weight"), 1u);
+  EXPECT_EQ(by_name.count("layers.0.linear1.weight"), 1u);
+  // 26 parameters: proj 2, attn 8, the layer 16 (its attention 8); each attention's 8 become 4
+  EXPECT_EQ(m.named_parameters().size(), 26u);
+  EXPECT_EQ(sd.size(), 18u);
+  nn::load_state_dict(fresh, sd, {.torch_layout = true});
+  const Variable x(rnd({2, 5, 8}, 21).to(DType::Float32));
+  expect_close(fresh(x).data(), m(x).data(), 0, 0);
 }
 
 TEST(Transformer, GradcheckOfWholeLayers) {
