@@ -16,13 +16,24 @@ DistributedSampler::DistributedSampler(int64_t n, int num_replicas, int rank, bo
   MG_CHECK(n >= 0, ValueError, "DistributedSampler: the dataset size must be >= 0, got {}", n);
   MG_CHECK(num_replicas >= 1 && rank >= 0 && rank < num_replicas, ValueError,
            "DistributedSampler: rank {} is not in [0, {}) (num_replicas {})", rank, num_replicas, num_replicas);
-  num_samples_ = n / num_replicas + (!drop_last && n % num_replicas != 0 ? 1 : 0);  // no n + R - 1: it may overflow
-  checked_mul(num_samples_, num_replicas, "DistributedSampler");  // the padded epoch's size must fit too
+  count_samples();
 }
 
-void DistributedSampler::set_epoch(int64_t e) {
+// Each rank's share of the n - start samples left in the epoch.
+void DistributedSampler::count_samples() {
+  const int64_t left = n_ - start_;
+  num_samples_ = left / num_replicas_ + (!drop_last_ && left % num_replicas_ != 0 ? 1 : 0);  // no + R - 1: overflow
+  checked_mul(num_samples_, num_replicas_, "DistributedSampler");  // the padded epoch's size must fit too
+}
+
+void DistributedSampler::set_epoch(int64_t e, int64_t start) {
   MG_CHECK(e >= 0, ValueError, "DistributedSampler::set_epoch: the epoch must be >= 0, got {}", e);
+  MG_CHECK(start >= 0 && start <= n_, ValueError,
+           "DistributedSampler::set_epoch: start {} is not a position in an epoch of {} samples (0 ... {})", start, n_,
+           n_);
   epoch_ = e;
+  start_ = start;
+  count_samples();
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
@@ -39,9 +50,10 @@ std::vector<int64_t> DistributedSampler::indices() const {
     Generator g(seed_ + static_cast<uint64_t>(epoch_));  // the same order on every rank
     order = randperm(n_, g).to_vector<int64_t>();
   }
-  const int64_t total = num_samples_ * num_replicas_;
+  order.erase(order.begin(), order.begin() + start_);  // what the epoch's earlier steps took
+  const int64_t left = n_ - start_, total = num_samples_ * num_replicas_;
   if (!drop_last_)
-    for (int64_t i = 0; n_ > 0 && static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[i % n_]);
+    for (int64_t i = 0; left > 0 && static_cast<int64_t>(order.size()) < total; ++i) order.push_back(order[i % left]);
   order.resize(total);
   std::vector<int64_t> mine;
   for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(order[i]);

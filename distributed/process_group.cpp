@@ -47,8 +47,14 @@ int count_of(const Tensor& t, const char* op) {
   return static_cast<int>(t.numel());
 }
 
-// Test `req` until it completes or the deadline passes.
+// Test `req` until it completes or the deadline passes. After a collective of the run failed or
+// timed out, none can be trusted to finish: fail at once instead of waiting out another timeout
+// (DistributedDataParallel's destructor waits for the buckets still under way).
 void wait_bounded(MPI_Request& req, const std::string& what) {
+  if (broken)
+    throw DistributedError(fmt::format(
+        "distributed: {} cannot finish on rank {} of {}: an earlier collective of this run failed or timed out", what,
+        rank(), world_size()));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds());
   for (int spins = 0;; ++spins) {
     int done = 0;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <set>
+#include <typeinfo>
 
 #include <fmt/format.h>
 
@@ -34,60 +36,86 @@ void check_name(const std::string& name, const char* what) {
 
 // ---------------------------------------------------------------- moving
 
-// What moves with a module: itself and, recursively, the children that are its members (inside
-// its object). Everything is checked, and every registry entry that points into the object is
-// shifted to where the same member will be, before any member moves: a refused move changes
-// nothing, and a member registered in a sibling (not only in its parent) is found too.
-void Module::prepare_move(std::uintptr_t delta) {
+namespace {
+// Every module alive in the process, by address: a move finds the modules inside the moving object
+// (its members at any depth, registered or not) and every entry that points into it.
+struct LiveModules {
+  std::mutex mutex;
+  std::set<const Module*> all;
+};
+LiveModules& live_modules() {
+  static LiveModules* live = new LiveModules;  // never destroyed: modules may outlive static destruction
+  return *live;
+}
+// The type Callable<Self>'s move constructor is making, read by Module(Module&&) below it.
+thread_local const std::type_info* t_move_target = nullptr;
+}  // namespace
+
+Module::Module() {
+  LiveModules& live = live_modules();
+  std::lock_guard lock(live.mutex);
+  live.all.insert(this);
+}
+
+Module::~Module() {
+  LiveModules& live = live_modules();
+  std::lock_guard lock(live.mutex);
+  live.all.erase(this);
+}
+
+void Module::note_move_target(const std::type_info& type) {
+  if (t_move_target == nullptr) t_move_target = &type;  // the outermost class: the object being made
+}
+
+// The checks, and the shift of every registry entry that points into this object to where the
+// same member will be, all before any member moves: a refused move changes nothing. The modules
+// inside the object (members at any depth) are then marked: their own moves only take over.
+void Module::prepare_move(const std::type_info* target, std::uintptr_t delta) {
+  const size_t size = object_size();
+  MG_CHECK(size > 0, ValueError,
+           "moving a module: the size of this {} is not known, so its members cannot be told from what it points at; "
+           "derive it from nn::Callable<{}> (or override object_size() with exact_size(this))",
+           type_name(), type_name());
+  MG_CHECK(target == nullptr || *target == typeid(*this), ValueError,
+           "moving a module: this {} would be moved into a variable of a class it derives from (slicing) and lose "
+           "its own members; move it into a {}",
+           type_name(), type_name());
   auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-  std::vector<Module*> moving{this};
-  for (size_t i = 0; i < moving.size(); ++i) {
-    const Module* m = moving[i];
-    m->check_whole();
-    const size_t size = m->object_size();
-    MG_CHECK(size > 0, ValueError,
-             "moving a module: the size of this {} is not known, so its members cannot be told from what it "
-             "points at; derive it from nn::Callable<{}> (or override object_size() with exact_size(this))",
-             m->type_name(), m->type_name());
-    const std::uintptr_t begin = address(dynamic_cast<const void*>(m)), end = begin + size;
-    for (auto& [name, child] : m->children_)
-      if (address(child) >= begin && address(child) < end && std::ranges::find(moving, child) == moving.end())
-        moving.push_back(child);
-  }
-  // A module registered in one that stays behind: that one would go on pointing at the old object.
-  for (const Module* m : moving)
-    for (const std::weak_ptr<Module*>& box : m->registered_in_)
-      if (const std::shared_ptr<Module*> p = box.lock(); p && std::ranges::find(moving, *p) == moving.end())
-        for (auto& [name, child] : (*p)->children_)
-          MG_CHECK(child != m, ValueError,
-                   "moving a module: this {} is registered in {} as \"{}\", which does not move with it and would "
-                   "go on pointing at the old object; move the model that holds both, or keep modules that move "
-                   "in an nn::ModuleList",
-                   m->type_name(), (*p)->type_name(), name);
-  const std::uintptr_t begin = address(dynamic_cast<const void*>(this)), end = begin + object_size();
+  const std::uintptr_t begin = address(dynamic_cast<const void*>(this)), end = begin + size;
+  LiveModules& live = live_modules();
+  std::lock_guard lock(live.mutex);
+  const auto first = live.all.lower_bound(reinterpret_cast<const Module*>(begin));
+  const auto last = live.all.lower_bound(reinterpret_cast<const Module*>(end));
+  auto moves = [&](const Module* m) { return address(m) >= begin && address(m) < end; };
+  // A module registered in one that stays behind: a part of a model, which would go on pointing at
+  // the old object. (Modules inside this one that are registered elsewhere follow it instead.)
+  for (const std::weak_ptr<Module*>& box : registered_in_)
+    if (const std::shared_ptr<Module*> p = box.lock(); p && !moves(*p))
+      for (auto& [name, child] : (*p)->children_)
+        MG_CHECK(child != this, ValueError,
+                 "moving a module: this {} is registered in {} as \"{}\", which does not move with it and would go "
+                 "on pointing at the old object; move the model that holds it (modules made at run time belong in "
+                 "an nn::ModuleList)",
+                 type_name(), (*p)->type_name(), name);
   auto shift = [&](auto*& p) {
-    if (address(p) >= begin && address(p) < end) p = reinterpret_cast<std::remove_reference_t<decltype(p)>>(address(p) + delta);
+    if (address(p) >= begin && address(p) < end)
+      p = reinterpret_cast<std::remove_reference_t<decltype(p)>>(address(p) + delta);
   };
-  for (Module* m : moving) {
+  for (const Module* c : live.all) {
+    Module* m = const_cast<Module*>(c);
     for (auto& entry : m->params_) shift(entry.second);
     for (auto& entry : m->buffers_) shift(entry.second);
     for (auto& entry : m->children_) shift(entry.second);
-    if (m != this) m->moving_with_model_ = true;  // its own move only takes the entries over
   }
-}
-
-// After `Base b = std::move(derived)` (slicing), the entries of the derived part would point past
-// the end of b: every walk of the registry checks for that first.
-void Module::check_whole() const {
-  MG_CHECK(moved_from_ == nullptr || typeid(*this) == *moved_from_, ValueError,
-           "{}: this module was moved from a {}, a class derived from it (slicing), and lost that class's members; "
-           "move it into a variable of its own type",
-           type_name(), moved_from_name_);
+  for (auto it = first; it != last; ++it)
+    if (*it != this) const_cast<Module*>(*it)->moving_with_model_ = true;
 }
 
 Module::Module(Module&& other) : training_(other.training_) {
+  const std::type_info* target = t_move_target;
+  t_move_target = nullptr;  // the members that move next note their own
   if (!other.moving_with_model_)  // throws before anything of other changes
-    other.prepare_move(reinterpret_cast<std::uintptr_t>(this) - reinterpret_cast<std::uintptr_t>(&other));
+    other.prepare_move(target, reinterpret_cast<std::uintptr_t>(this) - reinterpret_cast<std::uintptr_t>(&other));
   other.moving_with_model_ = false;
   params_ = std::move(other.params_);
   buffers_ = std::move(other.buffers_);
@@ -96,25 +124,25 @@ Module::Module(Module&& other) : training_(other.training_) {
   owned_buffers_ = std::move(other.owned_buffers_);
   pre_hooks_ = std::move(other.pre_hooks_);
   forward_hooks_ = std::move(other.forward_hooks_);
-  // The box moves here: handles, children's parent links and captures now reach this object.
+  // The box moves here: hook handles and children's parent links now reach this object.
   self_ = std::move(other.self_);
   *self_ = this;
   other.self_ = std::make_shared<Module*>(&other);
-  // Still the child of the parents that move with it (prepare_move refused any other).
-  parent_ = other.parent_;
-  name_in_parent_ = other.name_in_parent_;
-  registered_in_ = std::move(other.registered_in_);
+  other.life_ = std::make_shared<int>(0);  // captures of the old object see it expire
+  // Still the child of the modules that moved with it (prepare_move refused any other).
+  parent_ = std::exchange(other.parent_, {});
+  name_in_parent_ = std::exchange(other.name_in_parent_, {});
+  registered_in_ = std::exchange(other.registered_in_, {});
   other.params_.clear();
   other.buffers_.clear();
   other.children_.clear();
-  other.registered_in_.clear();
-  moved_from_ = &typeid(other);
-  moved_from_name_ = other.type_name();
+  LiveModules& live = live_modules();
+  std::lock_guard lock(live.mutex);
+  live.all.insert(this);
 }
 
 // A name may be used once in a module, by a parameter, a buffer or a submodule.
 void Module::check_unused(const std::string& name, const char* what) const {
-  check_whole();
   auto clash = [&](const char* kind) {
     return ValueError(fmt::format("register_{}: \"{}\" is already a {} of {}", what, name, kind, type_name()));
   };
@@ -185,7 +213,6 @@ std::string Module::path() const {
 }
 
 std::vector<std::pair<std::string, Variable>> Module::named_parameters(bool recurse, bool remove_duplicate) const {
-  check_whole();
   std::vector<std::pair<std::string, Variable>> all;
   for (auto& [n, slot] : params_)
     if (slot->defined()) all.emplace_back(n, *slot);
@@ -209,7 +236,6 @@ std::vector<Variable> Module::parameters(bool recurse) const {
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
-  check_whole();
   std::vector<std::pair<std::string, Tensor>> out;
   for (auto& [n, slot] : buffers_)
     if (slot->defined()) out.emplace_back(n, *slot);
@@ -220,14 +246,12 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) 
 }
 
 std::vector<Module*> Module::children() const {
-  check_whole();
   std::vector<Module*> out;
   for (auto& [n, c] : children_) out.push_back(c);
   return out;
 }
 
 std::vector<std::pair<std::string, Module*>> Module::named_modules() {
-  check_whole();
   std::vector<std::pair<std::string, Module*>> out{{"", this}};
   std::set<Module*> seen{this};
   for (auto& [cname, child] : children_)
@@ -249,7 +273,6 @@ Tensor Module::buffer(const std::string& name) const {
 }
 
 void Module::train(bool on) {
-  check_whole();
   training_ = on;
   for (auto& [n, c] : children_) c->train(on);
 }
@@ -265,13 +288,11 @@ int64_t Module::num_parameters() const {
 }
 
 void Module::apply(const std::function<void(Module&)>& fn) {
-  check_whole();
   for (auto& [n, c] : children_) c->apply(fn);
   fn(*this);
 }
 
 void Module::to(DType dtype) {
-  check_whole();
   // As PyTorch's Module.to(dtype): floating dtypes only, and only floating tensors convert.
   MG_CHECK(
       dtype != DType::BFloat16, DTypeError,
@@ -292,7 +313,6 @@ void Module::to(DType dtype) {
 }
 
 void Module::summary_into(std::string& out, int indent) const {
-  check_whole();
   out += type_name() + "(" + extra_repr();
   const std::string pad(indent + 2, ' ');
   if (params_.empty() && children_.empty()) {

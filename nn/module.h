@@ -64,18 +64,19 @@ class HookHandle {
 
 class Module {
  public:
-  Module() = default;
-  virtual ~Module() = default;
+  Module();
+  virtual ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   /// Move a module (return it from a function, keep it in a std::vector or std::optional). The
-  /// derived class's members move as usual; the registry entries that pointed at members of
-  /// `other` now point at the same members of this object, entries outside it (a container's
-  /// children, owned parameters) stay, and the hooks, hook handles, children's parent links and
-  /// the module's own place in a parent follow. `other` is left empty. Refused (ValueError,
-  /// `other` unchanged) when `other` is registered in a module that is not moving with it (move
-  /// the whole model, or keep such modules in a ModuleList), and when its size is unknown (a class
-  /// derived from nn::Module alone: derive it from nn::Callable<Self>, or override object_size).
+  /// derived class's members move as usual. Every registry entry that pointed at a member of
+  /// `other` (in this module, its submodules, or a module that borrowed one of them) now points at
+  /// the same member of this object; entries that point elsewhere (a container's children, owned
+  /// parameters) stay; hooks, hook handles and children's parent links follow. `other` is left
+  /// empty. Refused with a ValueError, before anything changes, when `other` is registered in a
+  /// module that does not move with it (a part of a model moved out alone: move the model), when
+  /// its size is unknown (a class derived from nn::Module alone: derive it from nn::Callable<Self>,
+  /// or override object_size), and when it would be sliced (moved into a variable of a base class).
   Module(Module&& other);
   /// Not assignable: replacing a module in place would have to rewire every model it sits in
   /// (construct a new one instead, or load another's state_dict).
@@ -110,10 +111,7 @@ class Module {
   /// Buffers with dotted paths (undefined slots skipped).
   std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
   /// Direct submodules with their names.
-  std::vector<std::pair<std::string, Module*>> named_children() const {
-    check_whole();
-    return children_;
-  }
+  std::vector<std::pair<std::string, Module*>> named_children() const { return children_; }
   /// Direct submodules.
   std::vector<Module*> children() const;
   /// This module and every descendant, with dotted paths ("" for this one).
@@ -171,9 +169,9 @@ class Module {
   }
   /// This module's dotted path from the root of its model ("blocks.2.attn"; "" for a root).
   std::string path() const;
-  /// Expires when this module is destroyed (or the module it was moved into is): whatever keeps
-  /// a pointer to a module (a capture) checks it before touching the module again.
-  std::weak_ptr<void> lifetime() const { return self_; }
+  /// Expires when this module is destroyed or moved from: whatever keeps a pointer to a module (a
+  /// capture) checks it before touching the module again.
+  std::weak_ptr<void> lifetime() const { return life_; }
 
  protected:
   void add_child(const std::string& name, Module* child);
@@ -187,13 +185,15 @@ class Module {
   size_t exact_size(const Self* self) const {
     return typeid(*self) == typeid(Self) ? sizeof(Self) : 0;
   }
+  /// Called by nn::Callable<Self>'s move constructor before its bases move: the type of the object
+  /// being made, so that a move into a base class (slicing) is refused before anything changes.
+  static void note_move_target(const std::type_info& type);
 
  private:
   friend class HookHandle;
   void check_unused(const std::string& name, const char* what) const;
   void check_runs_hooks(const char* what) const;
-  void prepare_move(std::uintptr_t delta);
-  void check_whole() const;
+  void prepare_move(const std::type_info* target, std::uintptr_t delta);
   void summary_into(std::string& out, int indent) const;
   // Each registry entry points at its slot: a member, or an element of owned_params_ /
   // owned_buffers_ (deques: their elements never move, and a moved deque keeps them).
@@ -210,8 +210,7 @@ class Module {
   std::weak_ptr<Module*> parent_;                   // the module this one was first registered in
   std::string name_in_parent_;                      // and its name there
   std::vector<std::weak_ptr<Module*>> registered_in_;  // every module it is registered in
-  const std::type_info* moved_from_ = nullptr;      // the type of the object this one was moved from
-  std::string moved_from_name_;                     // and its type_name()
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);  // lifetime(): this object's, not moved
   bool moving_with_model_ = false;  // its entries were shifted by the move of a module it is a member of
   bool training_ = true;
 };
@@ -364,6 +363,11 @@ template <class Self, class Base = Module>
 class Callable : public Base {
  public:
   using Base::Base;
+  /// Default construction, when Base has one.
+  Callable() = default;
+  /// Move (see Module(Module&&)): the type being made is noted first, so that moving a class
+  /// derived from Self into a Self (slicing) is refused.
+  Callable(Callable&& other) : Base((Module::note_move_target(typeid(Self)), std::move(other))) {}
   /// Run forward(args...) with hooks and errors that say where.
   template <class... Args>
   auto operator()(Args&&... args) const {

@@ -121,9 +121,9 @@ std::string GroupNorm::extra_repr() const {
 }
 
 BatchNorm1d::BatchNorm1d(int64_t num_features, BatchNormOptions options)
-    : BatchNorm(num_features, options, "BatchNorm1d") {}
+    : Callable(num_features, options, "BatchNorm1d") {}
 
 BatchNorm2d::BatchNorm2d(int64_t num_features, BatchNormOptions options)
-    : BatchNorm(num_features, options, "BatchNorm2d") {}
+    : Callable(num_features, options, "BatchNorm2d") {}
 
 }  // namespace mg::nn

@@ -89,26 +89,22 @@ class BatchNorm : public Callable<BatchNorm> {
 };
 
 /// Batch norm over (N, C) or (N, C, L) inputs.
-class BatchNorm1d : public BatchNorm {
+class BatchNorm1d : public Callable<BatchNorm1d, BatchNorm> {
  public:
   explicit BatchNorm1d(int64_t num_features, BatchNormOptions options = {});
   std::string type_name() const override { return "BatchNorm1d"; }
 
  protected:
-  /// Movable: its size is known.
-  size_t object_size() const override { return exact_size(this); }
   void check_input(const Variable& x) const override;
 };
 
 /// Batch norm over (N, C, H, W) inputs: one mean and variance per channel, over N, H and W.
-class BatchNorm2d : public BatchNorm {
+class BatchNorm2d : public Callable<BatchNorm2d, BatchNorm> {
  public:
   explicit BatchNorm2d(int64_t num_features, BatchNormOptions options = {});
   std::string type_name() const override { return "BatchNorm2d"; }
 
  protected:
-  /// Movable: its size is known.
-  size_t object_size() const override { return exact_size(this); }
   void check_input(const Variable& x) const override;
 };
 

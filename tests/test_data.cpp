@@ -1,6 +1,7 @@
 // data::TensorDataset and data::DataLoader: batch sizes, the last batch, seeded shuffles that
 // cover every example once per epoch, resuming at an epoch, bad settings; data::DistributedSampler's
 // shards for 1, 2 and 3 ranks.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
@@ -251,4 +252,52 @@ TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {
   EXPECT_THROW(data::DistributedSampler(kMax, 2, 0), ValueError);
   EXPECT_EQ(data::DistributedSampler(kMax, 2, 0, false, 0, true).num_samples(), kMax / 2);
   EXPECT_THROW(data::DistributedSampler(int64_t{1} << 62, 2, 0, false).indices(), MemoryError);
+}
+
+// An elastic restart: 3 ranks take 4 steps of a global batch of 12 (rank r reads b = 12/N indices
+// per step), the run stops, and 2 ranks finish the epoch from position 4 x 12. Every sample of the
+// epoch is read exactly once, and each step's global batch is the one one process would read.
+TEST(DistributedSampler, AnEpochResumedOnFewerRanksReadsEverySampleOnce) {
+  const int64_t n = 120, G = 12, done_steps = 4;
+  data::DistributedSampler one(n, 1, 0, true, 5);
+  one.set_epoch(2);
+  const std::vector<int64_t> order = one.indices();  // one process: the global batches in order
+  std::multiset<int64_t> seen;
+  std::vector<std::vector<int64_t>> steps;  // each step's global batch, as the ranks read it
+  auto run = [&](int N, int64_t start, int64_t num_steps) {
+    std::vector<std::vector<int64_t>> mine;
+    for (int r = 0; r < N; ++r) {
+      data::DistributedSampler s(n, N, r, true, 5);
+      s.set_epoch(2, start);
+      EXPECT_EQ(s.num_samples(), (n - start) / N);
+      mine.push_back(s.indices());
+    }
+    for (int64_t k = 0; k < num_steps; ++k) {
+      std::vector<int64_t> batch;
+      for (int r = 0; r < N; ++r)
+        for (int64_t t = 0; t < G / N; ++t) batch.push_back(mine[r][k * (G / N) + t]);
+      seen.insert(batch.begin(), batch.end());
+      std::sort(batch.begin(), batch.end());
+      steps.push_back(batch);
+    }
+  };
+  run(3, 0, done_steps);
+  run(2, done_steps * G, n / G - done_steps);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen.count(i), 1u) << i;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    std::vector<int64_t> expected(order.begin() + static_cast<int64_t>(k) * G, order.begin() + static_cast<int64_t>(k + 1) * G);
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(steps[k], expected) << "step " << k;
+  }
+  // the end of an epoch is a valid start (nothing left); past it is not
+  data::DistributedSampler s(n, 2, 1);
+  s.set_epoch(0, n);
+  EXPECT_TRUE(s.indices().empty());
+  EXPECT_THROW(s.set_epoch(0, n + 1), ValueError);
+  EXPECT_THROW(s.set_epoch(0, -1), ValueError);
+  // a remainder that does not divide is padded from the rest of the epoch, as a whole epoch is
+  data::DistributedSampler pad(10, 3, 2, false);
+  pad.set_epoch(0, 5);  // 5 left for 3 ranks: positions 5..9 then 5 again
+  EXPECT_EQ(pad.indices(), (std::vector<int64_t>{7, 5}));
 }

@@ -219,7 +219,8 @@ struct Wider : nn::Linear {
   std::string type_name() const override { return "Wider"; }
 };
 struct Doubled : nn::Callable<Doubled, nn::Linear> {
-  Doubled() : Callable(3, 2) {}
+  Variable scale;
+  Doubled() : Callable(3, 2) { register_parameter("scale", scale, ones({2})); }
   Variable forward(const Variable& x) const { return nn::Linear::forward(x) * 2.0; }
   std::string type_name() const override { return "Doubled"; }
 };
@@ -254,17 +255,18 @@ TEST(ModuleMove, MovesThatCouldNotKeepTheRegistryRightAreRefused) {
     EXPECT_THAT(e.what(), HasSubstr("Linear is registered in Net as \"fc1\""));
   }
   expect_close(net(x).data(), y, 0, 0);  // unchanged
-  // A module registered in a second model that does not move with it.
-  Net owner = make_net(8);
-  Borrower borrower(owner.fc2);
-  EXPECT_THROW(Net moved(std::move(owner)), ValueError);
-  EXPECT_EQ(owner.parameters().size(), 5u);  // unchanged
-  // Once the borrower is gone, the model moves.
+  // The same for a module another one borrowed: it would go on pointing at the old object.
+  nn::Linear lent(2, 2);
+  Borrower borrower(lent);
+  EXPECT_THROW(nn::Linear moved(std::move(lent)), ValueError);
+  EXPECT_EQ(lent.parameters().size(), 2u);  // unchanged
+  EXPECT_EQ(borrower.named_children().at(0).second, &lent);
+  // Once the borrower is gone, it moves.
   {
-    Net alone = make_net(9);
-    { Borrower b(alone.fc1); }
-    Net moved(std::move(alone));
-    EXPECT_EQ(moved.parameters().size(), 5u);
+    nn::Linear alone(2, 2);
+    { Borrower b(alone); }
+    nn::Linear moved(std::move(alone));
+    EXPECT_EQ(moved.parameters().size(), 2u);
   }
   // Sizes that are not known: derived without naming itself, or from Module alone.
   Wider wider;
@@ -277,14 +279,48 @@ TEST(ModuleMove, MovesThatCouldNotKeepTheRegistryRightAreRefused) {
   EXPECT_EQ(wider.parameters().size(), 3u);
   Plain plain;
   EXPECT_THROW(Plain p2(std::move(plain)), ValueError);
-  // Slicing: a Doubled moved into a Linear; the Linear says so instead of reading past its end.
+  // Slicing: a Doubled moved into a Linear would lose what Doubled adds.
   Doubled d;
-  nn::Linear sliced(std::move(d));
   try {
-    sliced.parameters();
+    nn::Linear sliced(std::move(d));
     ADD_FAILURE();
   } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("moved from a"));
-    EXPECT_THAT(e.what(), HasSubstr("slicing"));
+    EXPECT_THAT(e.what(), HasSubstr("this Doubled would be moved into a variable of a class it derives from (slicing)"));
   }
+  EXPECT_EQ(d.parameters().size(), 3u);  // unchanged: weight, bias and its own scale
+  EXPECT_EQ(d.parameter("scale").impl(), d.scale.impl());
+}
+
+namespace {
+// A member registered only outside the model, and a member borrowed by a module the model keeps
+// in a ModuleList (on the heap: it does not move, its entry must follow).
+struct Lender : nn::Callable<Lender> {
+  nn::Linear own{2, 2}, lent{2, 2};
+  Plain plain;  // its size is not known, but it moves as a part of a model whose size is
+  nn::ModuleList list;
+  Lender() {
+    register_module("own", own);
+    register_module("plain", plain);
+    list.emplace_back<Borrower>(own);
+    register_module("list", list);
+  }
+  void forward() const {}
+  std::string type_name() const override { return "Lender"; }
+};
+}  // namespace
+
+TEST(ModuleMove, EntriesPointingIntoTheModelFollowItFromAnywhere) {
+  Lender a;
+  Borrower outside(a.lent);  // registered nowhere in the model: an outside module borrowed it
+  const auto life = a.lifetime();
+  Lender b(std::move(a));
+  EXPECT_TRUE(life.expired());  // a capture holding the old object's address learns it moved
+  EXPECT_EQ(outside.named_children().at(0).second, &b.lent);
+  EXPECT_EQ(b.list.at<Borrower>(0).named_children().at(0).second, &b.own);
+  EXPECT_EQ(b.parameter("list.0.shared.weight").impl(), b.own.weight.impl());
+  EXPECT_EQ(b.parameter("plain.w").impl(), b.plain.w.impl());
+  EXPECT_EQ(b.parameters().size(), 3u);  // own's 2 (listed once), plain's w
+  EXPECT_EQ(b.plain.parent(), &b);
+  EXPECT_EQ(a.own.parent(), nullptr);  // the moved-from parts belong to nothing
+  EXPECT_TRUE(a.parameters().empty());
 }
