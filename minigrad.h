@@ -67,4 +67,5 @@
 #ifdef MG_HAVE_MPI
 #include "minigrad/distributed/ddp.h"
 #include "minigrad/distributed/process_group.h"
+#include "minigrad/distributed/zero.h"
 #endif

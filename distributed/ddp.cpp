@@ -36,21 +36,12 @@ void broadcast_into(const Tensor& t) {
 
 }  // namespace
 
-DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
-  MG_CHECK(options.bucket_cap_mb > 0, ValueError, "DistributedDataParallel: bucket_cap_mb must be positive, got {}",
-           options.bucket_cap_mb);
-  std::vector<Variable> all_params;  // frozen ones too: checked and broadcast, not averaged
-  for (auto& [name, p] : module.named_parameters()) {
-    all_params.push_back(p);
-    if (p.requires_grad()) {
-      MG_CHECK(is_floating(p.dtype()), DTypeError,
-               "DistributedDataParallel: parameter {} is {}; float32 or float64 only", name, dtype_name(p.dtype()));
-      params_.push_back(p), names_.push_back(name);
-    }
-  }
+void sync_model(nn::Module& module, bool buffers, const char* who) {
+  std::vector<Variable> all_params;  // frozen ones too: checked and broadcast
+  for (auto& [name, p] : module.named_parameters()) all_params.push_back(p);
   // Same model everywhere? Compare (count, fingerprint) across ranks: one fixed-size exchange, so
   // a mismatch is an error on every rank instead of a collective that some ranks never join. Which
-  // parameters are trainable is part of it (they decide the buckets).
+  // parameters are trainable is part of it (they decide the buckets and the shards).
   uint64_t print = static_cast<uint64_t>(fingerprint(all_params));  // unsigned: wraps, never overflows
   for (const Variable& p : all_params) print = print * 31 + (p.requires_grad() ? 1 : 2);
   const std::vector<int64_t> all = all_gather({static_cast<int64_t>(all_params.size()), static_cast<int64_t>(print)});
@@ -60,18 +51,28 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
       for (int q = 0; q < world_size(); ++q)
         counts += fmt::format("{}rank {}: {} parameters", q ? ", " : "", q, all[2 * q]);
       throw ShapeError(
-          fmt::format("DistributedDataParallel: the processes hold different models ({}; or the same count "
+          fmt::format("{}: the processes hold different models ({}; or the same count "
                       "with different shapes or dtypes); every process must build the same model "
                       "(this is rank {})",
-                      counts, rank()));
+                      who, counts, rank()));
     }
-  {
-    NoGradGuard no_grad;
-    for (const Variable& p : all_params) broadcast_into(p.data());
-    if (options.broadcast_buffers)
-      for (auto& [name, b] : module.named_buffers())
-        if (b.dtype() == DType::Float32 || b.dtype() == DType::Float64 || b.dtype() == DType::Int64) broadcast_into(b);
-  }
+  NoGradGuard no_grad;
+  for (const Variable& p : all_params) broadcast_into(p.data());
+  if (buffers)
+    for (auto& [name, b] : module.named_buffers())
+      if (b.dtype() == DType::Float32 || b.dtype() == DType::Float64 || b.dtype() == DType::Int64) broadcast_into(b);
+}
+
+DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions options) : module_(module) {
+  MG_CHECK(options.bucket_cap_mb > 0, ValueError, "DistributedDataParallel: bucket_cap_mb must be positive, got {}",
+           options.bucket_cap_mb);
+  for (auto& [name, p] : module.named_parameters())
+    if (p.requires_grad()) {
+      MG_CHECK(is_floating(p.dtype()), DTypeError,
+               "DistributedDataParallel: parameter {} is {}; float32 or float64 only", name, dtype_name(p.dtype()));
+      params_.push_back(p), names_.push_back(name);
+    }
+  sync_model(module, options.broadcast_buffers, "DistributedDataParallel");
   // Buckets over the parameters in reverse order, one dtype each, about bucket_cap_mb each.
   const double cap = options.bucket_cap_mb * 1024 * 1024;
   bucket_of_.assign(params_.size(), -1);

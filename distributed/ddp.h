@@ -61,6 +61,13 @@ struct DDPEvent {
   int64_t ready_params;  ///< gradients ready so far this backward (of num_params())
 };
 
+/// What DistributedDataParallel's and ZeroRedundancyOptimizer's constructors do first: check that
+/// every process holds the same model (the parameters' count, shapes and dtypes, and which require
+/// grad: one fixed-size exchange, so a mismatch is a ShapeError naming `who` on every rank, not a
+/// collective that some never join), then copy rank 0's parameters (and, with `buffers`, its
+/// float and int64 buffers) to every process.
+void sync_model(nn::Module& module, bool buffers, const char* who);
+
 /// Wraps a model for data-parallel training (see the file comment). The model must outlive it, and
 /// every process must build the same model: the constructor checks every parameter's shape and dtype
 /// across processes, frozen ones included (a ShapeError on every rank if they differ), and copies rank

@@ -182,6 +182,68 @@ std::vector<int64_t> all_gather(const std::vector<int64_t>& values) {
   return out;
 }
 
+namespace {
+// MPI's int counts and displacements for parts of `counts` elements; `total` the sum.
+std::pair<std::vector<int>, std::vector<int>> parts(const std::vector<int64_t>& counts, int64_t total, const char* op) {
+  MG_CHECK(static_cast<int>(counts.size()) == world_size(), ValueError,
+           "distributed::{}: {} counts for {} processes (one per rank)", op, counts.size(), world_size());
+  std::vector<int> n, at;
+  int64_t sum = 0;
+  for (int64_t c : counts) {
+    MG_CHECK(c >= 0, ValueError, "distributed::{}: a count is negative ({})", op, c);
+    MG_CHECK(sum <= INT32_MAX, ValueError, "distributed::{}: offset {} is more than MPI's int holds", op, sum);
+    at.push_back(static_cast<int>(sum));
+    sum = checked_add(sum, c, op);
+    MG_CHECK(c <= INT32_MAX, ValueError, "distributed::{}: {} elements are more than MPI's int count holds", op, c);
+    n.push_back(static_cast<int>(c));
+  }
+  MG_CHECK(sum == total, ShapeError, "distributed::{}: the counts add up to {}, the tensor has {} elements", op, sum,
+           total);
+  return {n, at};
+}
+void* data_of(const Tensor& t) { return static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()); }
+}  // namespace
+
+void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
+  const MPI_Datatype type = mpi_type(in, "reduce_scatter_sum");
+  mpi_type(out, "reduce_scatter_sum");
+  MG_CHECK(in.dtype() == out.dtype(), DTypeError, "distributed::reduce_scatter_sum: in is {}, out is {}",
+           dtype_name(in.dtype()), dtype_name(out.dtype()));
+  const auto [n, at] = parts(counts, in.numel(), "reduce_scatter_sum");
+  MG_CHECK(out.numel() == n[rank()], ShapeError,
+           "distributed::reduce_scatter_sum: rank {}'s part has {} elements, its out tensor {}", rank(), n[rank()],
+           out.numel());
+  if (world_size() == 1) {
+    if (out.numel() > 0) out.copy_(in.view(out.shape()));
+    return;
+  }
+  MPI_Request req;
+  check(MPI_Ireduce_scatter(data_of(in), out.numel() ? data_of(out) : nullptr, n.data(), type, MPI_SUM,
+                            MPI_COMM_WORLD, &req),
+        "MPI_Ireduce_scatter");
+  wait_bounded(req, "reduce-scatter");
+}
+
+void all_gather_into(const Tensor& mine, const Tensor& all, const std::vector<int64_t>& counts) {
+  const MPI_Datatype type = mpi_type(all, "all_gather_into");
+  mpi_type(mine, "all_gather_into");
+  MG_CHECK(mine.dtype() == all.dtype(), DTypeError, "distributed::all_gather_into: mine is {}, all is {}",
+           dtype_name(mine.dtype()), dtype_name(all.dtype()));
+  const auto [n, at] = parts(counts, all.numel(), "all_gather_into");
+  MG_CHECK(mine.numel() == n[rank()], ShapeError,
+           "distributed::all_gather_into: rank {}'s part has {} elements, its tensor {}", rank(), n[rank()],
+           mine.numel());
+  if (world_size() == 1) {
+    if (mine.numel() > 0) all.view(mine.shape()).copy_(mine);
+    return;
+  }
+  MPI_Request req;
+  check(MPI_Iallgatherv(mine.numel() ? data_of(mine) : nullptr, n[rank()], type, data_of(all), n.data(), at.data(),
+                        type, MPI_COMM_WORLD, &req),
+        "MPI_Iallgatherv");
+  wait_bounded(req, "all-gather");
+}
+
 Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
   const MPI_Datatype type = mpi_type(t, "all_reduce_sum");
   Work w;

@@ -58,6 +58,15 @@ void broadcast(const Tensor& t, int root = 0);
 void all_reduce_sum(const Tensor& t);
 /// Every process's `values`, rank by rank (all must pass the same count).
 std::vector<int64_t> all_gather(const std::vector<int64_t>& values);
+/// Sum `in` (contiguous float32/float64, the same length everywhere: the sum of `counts`) over
+/// all processes and give each rank its part: rank r's `out` (counts[r] elements, in's dtype)
+/// receives elements counts[0] + ... + counts[r-1] onwards of the sum. MPI_Reduce_scatter: half
+/// an all-reduce's traffic.
+void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts);
+/// The reverse: rank r's `mine` (counts[r] elements) lands at offset counts[0] + ... + counts[r-1]
+/// of every process's `all` (the sum of `counts` elements, contiguous, the same dtype).
+/// MPI_Allgatherv: the other half.
+void all_gather_into(const Tensor& mine, const Tensor& all, const std::vector<int64_t>& counts);
 
 /// An all-reduce under way: started by all_reduce_sum_async, finished by wait().
 class Work {

@@ -18,7 +18,7 @@
 // members). It can be moved, e.g. returned from a function or kept in a std::vector: the moved
 // module's registry entries that pointed into the old object are shifted into the new one, and its
 // hooks and children come along (see Module(Module&&)). Containers that create modules at run
-// time (Sequential, ModuleList) own them through shared_ptr.
+// time (Sequential, ModuleList, ModuleDict) own them through shared_ptr.
 #include <cstdint>
 #include <deque>
 #include <functional>

@@ -13,8 +13,11 @@
 #                   MG_DIST_TIMEOUT, no rank process is left, the last checkpoint loads; then the
 #                   run resumes from it on 2 hosts (elastic): no sample skipped or read twice, and
 #                   the result equals one process's uninterrupted run
+#   zero            ZeRO-1 (optimizer state sharded) on 3 hosts for 10 steps, resumed from its
+#                   consolidated checkpoint on 2 hosts: one process's model, every sample once
 #   bad-launches    a hostfile naming a host that does not exist, and more ranks than slots: each
-#                   a clear error from mpirun, within seconds
+#                   a clear error from mpirun, within seconds; a rank that joins later than
+#                   MG_DIST_TIMEOUT: a DistributedError on the ranks that waited, and the run ends
 #
 # Exit 77 (ctest's skip) when this machine cannot make network namespaces (not root).
 set -uo pipefail
@@ -120,6 +123,19 @@ case "$case_name" in
     "$train" --count "$work/run" 40 "$ckpt_step" 3 2 || fail "samples skipped or read twice"
     ;;
 
+  zero)
+    "$train" --out "$work/one" --steps 20 >/dev/null || fail "the one-process run"
+    OUT=$work/run TRAIN=$train "$cluster" 3 -- bash -c '
+      $MG_CLUSTER_MPIRUN -np 3 -x MG_DIST_TIMEOUT=60 "$TRAIN" --out "$OUT" --steps 10 --zero' ||
+      fail "ZeRO on 3 hosts"
+    OUT=$work/run TRAIN=$train "$cluster" 2 -- bash -c '
+      $MG_CLUSTER_MPIRUN -np 2 -x MG_DIST_TIMEOUT=60 "$TRAIN" --out "$OUT" --steps 20 --zero --resume' ||
+      fail "ZeRO resumed on 2 hosts"
+    "$train" --compare "$work/one/final.safetensors" "$work/run/final.safetensors" ||
+      fail "ZeRO on 3 hosts then 2 did not give one process's model"
+    "$train" --count "$work/run" 20 10 3 2 || fail "samples skipped or read twice"
+    ;;
+
   bad-launches)
     TRAIN=$train "$cluster" 2 -- bash -c '
       start=$SECONDS
@@ -136,10 +152,18 @@ case "$case_name" in
       [ $rc -ne 0 ] && [ $rc -ne 124 ] || { echo "$out"; echo "more ranks than slots was not refused" >&2; exit 1; }
       grep -qi "not enough slots" <<< "$out" || { echo "$out"; echo "the error does not say there are not enough slots" >&2; exit 1; }' ||
       fail "bad launches"
+    # Rank 1 arrives 8 s late, past a 3 s timeout: rank 0 ends with the error, mpirun ends the run.
+    start=$SECONDS
+    OUT=$work/late TRAIN=$train "$cluster" 2 -- bash -c '
+      timeout 60 $MG_CLUSTER_MPIRUN -np 2 -x MG_DIST_TIMEOUT=3 "$TRAIN" --out "$OUT" --steps 5 --late-rank 1 --late-ms 8000 \
+        > /dev/null 2>&1
+      rc=$?; [ $rc -ne 0 ] && [ $rc -ne 124 ]' || fail "a late rank did not end the run with an error (or it hung)"
+    echo "a rank 8 s late: the run ended after $((SECONDS - start)) s; rank 0: $(cut -d" " -f2- "$work/late/error.0")"
+    grep -q "did not finish within 3 s on rank 0" "$work/late/error.0" || fail "rank 0 did not report the late rank"
     ;;
 
   *)
-    fail "unknown case (hosts2, hosts3, lossy, link-down, bad-launches)"
+    fail "unknown case (hosts2, hosts3, lossy, link-down, zero, bad-launches)"
     ;;
 esac
 echo "PASS ($case_name)"

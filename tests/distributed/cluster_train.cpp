@@ -3,7 +3,7 @@
 // of 12 per step shared out by data::DistributedSampler (20 steps an epoch), rank 0 writing a
 // checkpoint after every step. Started without mpirun it is the one-process reference.
 //
-//   cluster_train --out DIR --steps S [--resume] [--hidden H] [--step-ms T] [--late-rank R --late-ms T]
+//   cluster_train --out DIR --steps S [--resume] [--zero] [--hidden H] [--step-ms T] [--late-rank R --late-ms T]
 //   cluster_train --compare A B        exit 0 if two saved models agree to 1e-12, else 1
 //   cluster_train --check CHECKPOINT   exit 0 if the checkpoint loads into the model, else 1
 //   cluster_train --count DIR STEPS CHECKPOINT_STEP W1 W2
@@ -21,6 +21,8 @@
 // --resume continues from DIR/checkpoint.safetensors on however many processes run now: the step
 // count gives the epoch and the position in it (step x 12), and the sampler shares out the rest of
 // that epoch among the new ranks (an elastic restart: no sample skipped or read twice).
+// --zero trains with distributed::ZeroRedundancyOptimizer (AdamW's state sharded over the ranks,
+// checkpoints consolidated) instead of DistributedDataParallel and a whole AdamW on every rank.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,7 @@
 
 #include "minigrad/data/sampler.h"
 #include "minigrad/distributed/ddp.h"
+#include "minigrad/distributed/zero.h"
 #include "minigrad/minigrad.h"
 
 using namespace mg;
@@ -55,7 +58,7 @@ struct MLP : nn::Callable<MLP> {
 struct Args {
   std::string out, compare_a, compare_b, check, count;
   int64_t steps = 20, hidden = 64, step_ms = 0, late_rank = -1, late_ms = 0, ckpt_step = 0, w1 = 0, w2 = 0;
-  bool resume = false;
+  bool resume = false, zero = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -73,6 +76,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--late-rank") a.late_rank = std::stoll(value());
     else if (k == "--late-ms") a.late_ms = std::stoll(value());
     else if (k == "--resume") a.resume = true;
+    else if (k == "--zero") a.zero = true;
     else if (k == "--check") a.check = value();
     else if (k == "--count") {
       a.count = value();
@@ -157,11 +161,22 @@ int train(const Args& a) {
   model.to(DType::Float64);
   const Tensor x = randn({kSamples, 6}, gd).to(DType::Float64);
   const Tensor y = sin(x.narrow(1, 0, 3) * 2.0) + x.narrow(1, 3, 3) * 0.5;
-  dist::DistributedDataParallel ddp(model);
-  optim::AdamW opt(model.parameters(), {.lr = 3e-3});
+  auto adamw = [](const std::vector<Variable>& params) {
+    return std::make_unique<optim::AdamW>(params, optim::AdamWOptions{.lr = 3e-3});
+  };
+  // Plain data parallelism (every rank a whole AdamW), or ZeRO-1 (each rank its shard's)
+  std::unique_ptr<dist::DistributedDataParallel> ddp;
+  std::unique_ptr<optim::Optimizer> opt;
+  std::unique_ptr<dist::ZeroRedundancyOptimizer> zero;
+  if (a.zero) {
+    zero = std::make_unique<dist::ZeroRedundancyOptimizer>(model, adamw);
+  } else {
+    ddp = std::make_unique<dist::DistributedDataParallel>(model);
+    opt = adamw(model.parameters());
+  }
   const std::string ckpt = a.out + "/checkpoint.safetensors";
   int64_t step = 0;
-  if (a.resume) step = optim::load_checkpoint(ckpt, model, opt);
+  if (a.resume) step = zero ? zero->load_checkpoint(ckpt) : optim::load_checkpoint(ckpt, model, *opt);
   data::DistributedSampler sampler(kSamples, world, rank, true, 7);
   std::ofstream log(a.out + "/samples." + std::to_string(world) + "." + std::to_string(rank), std::ios::app);
   const int64_t per_rank = kGlobalBatch / world;
@@ -174,14 +189,23 @@ int train(const Args& a) {
     const Tensor idx = from_vector(mine, {per_rank});
     const Variable d = model(Variable(x.index_select(0, idx))) - Variable(y.index_select(0, idx));
     Variable loss = mean(d * d);
-    opt.zero_grad();
-    loss.backward();
-    ddp.wait();
-    opt.step();
+    if (zero) {
+      zero->zero_grad();
+      loss.backward();
+      zero->step();
+    } else {
+      opt->zero_grad();
+      loss.backward();
+      ddp->wait();
+      opt->step();
+    }
     log << step;
     for (int64_t i : mine) log << ' ' << i;
     log << std::endl;
-    if (rank == 0) optim::save_checkpoint(ckpt, model, opt, step + 1);
+    if (zero)
+      zero->save_checkpoint(ckpt, step + 1);  // every rank: the shards' state is gathered to rank 0
+    else if (rank == 0)
+      optim::save_checkpoint(ckpt, model, *opt, step + 1);
     if (a.step_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(a.step_ms));
   }
   if (rank == 0) nn::save(model, a.out + "/final.safetensors");

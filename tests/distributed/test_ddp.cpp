@@ -10,6 +10,7 @@
 
 #include "helpers.h"
 #include "minigrad/distributed/ddp.h"
+#include "minigrad/distributed/zero.h"
 #include "minigrad/minigrad.h"
 
 using namespace mg;
@@ -195,6 +196,10 @@ TEST(DDP, DifferentModelsAreATypedErrorOnEveryRank) {
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("different models"), std::string::npos) << e.what();
   }
+  // the same layers in another dtype on rank 1 are another model too
+  nn::Linear same(4, 6, {}, g);
+  if (dist::rank() == 1) same.to(DType::Float64);
+  EXPECT_THROW(dist::DistributedDataParallel ddp(same), ShapeError);
   // and the processes can go on afterwards: a collective still works
   Tensor t = full({3}, 1.0, DType::Float64);
   dist::all_reduce_sum(t);
@@ -245,6 +250,124 @@ TEST(DDP, FrozenParametersAreCheckedAndBroadcastToo) {
   Generator g0(50);
   Net ref(g0);
   mgtest::expect_close(net.fc1.weight.data(), ref.fc1.weight.data(), 0, 0);  // but it is rank 0's
+}
+
+// ---- ZeRO stage 1 (distributed/zero.h): the optimizer state sharded over the processes
+
+namespace {
+dist::ZeroRedundancyOptimizer::OptimizerFactory adamw(double lr = 1e-2) {
+  return [lr](const std::vector<Variable>& params) {
+    return std::make_unique<optim::AdamW>(params, optim::AdamWOptions{.lr = lr});
+  };
+}
+
+// Steps [from, to) of the same problem as train(): ZeRO on this rank's shard of the batch.
+std::vector<Tensor> train_zero(DType dt, int from = 0, int to = 20, const std::string& load = "",
+                               const std::string& save = "") {
+  Generator g(42 + dist::rank());  // different starting weights per rank: ZeRO must broadcast rank 0's
+  Net net(g);
+  net.to(dt);
+  const int64_t B = 12, n = dist::world_size(), r = dist::rank(), shard = B / n;
+  Generator gd(7);
+  const Tensor x = randn({B, 6}, gd).to(dt), y = randn({B, 3}, gd).to(dt);
+  dist::ZeroRedundancyOptimizer opt(net, adamw());
+  if (!load.empty()) EXPECT_EQ(opt.load_checkpoint(load), from);
+  for (int step = from; step < to; ++step) {
+    Variable l = loss_on(net, x, y, r * shard, (r + 1) * shard);
+    opt.zero_grad();
+    l.backward();
+    opt.step();
+  }
+  if (!save.empty()) opt.save_checkpoint(save, to);
+  return params_of(net);
+}
+}  // namespace
+
+TEST(ZeRO, SameParametersAsDDPAndAsOneProcess) {
+  const auto zero = train_zero(DType::Float64);
+  expect_same(zero, train(DType::Float64, true), 1e-12);
+  expect_same(zero, train(DType::Float64, false), 1e-12);
+  expect_same(train_zero(DType::Float32), train(DType::Float32, false), 1e-6);
+}
+
+TEST(ZeRO, EachProcessHoldsAboutOneNthOfTheOptimizerState) {
+  Generator g(3);
+  Net net(g, 64);
+  net.to(DType::Float64);
+  dist::ZeroRedundancyOptimizer opt(net, adamw());
+  Generator gd(4);
+  opt.zero_grad();
+  loss_on(net, randn({6, 6}, gd).to(DType::Float64), randn({6, 3}, gd).to(DType::Float64), 0, 6).backward();
+  opt.step();
+  // AdamW keeps exp_avg and exp_avg_sq (8 bytes each per element) and a step count: a whole
+  // model's worth in one process, a shard's in each here
+  int64_t elements = 0;
+  for (const Variable& p : net.parameters()) elements += p.numel();
+  const int64_t whole = elements * 16 + 6 * 8, N = dist::world_size();
+  const std::vector<int64_t>& counts = opt.shard_sizes();
+  ASSERT_EQ(static_cast<int64_t>(counts.size()), N);
+  int64_t sum = 0;
+  for (int64_t c : counts) {
+    EXPECT_LE(std::abs(c - elements / N), 1);  // equal shards, whatever the parameters' sizes
+    sum += c;
+  }
+  EXPECT_EQ(sum, elements);
+  EXPECT_EQ(opt.state_bytes(), counts[dist::rank()] * 16 + 8);
+  const std::vector<int64_t> bytes = dist::all_gather({opt.state_bytes()});
+  if (dist::is_main_process()) {
+    std::printf("AdamW state: %lld bytes in one process; per rank of %lld:", static_cast<long long>(whole),
+                static_cast<long long>(N));
+    for (int64_t b : bytes) std::printf(" %lld (%.3f)", static_cast<long long>(b), double(b) / whole);
+    std::printf("\n");
+  }
+}
+
+TEST(ZeRO, ACheckpointIsOneProcessesAndResumesWithOrWithoutZeRO) {
+  const std::string path = ::testing::TempDir() + "zero_resume_" + std::to_string(dist::world_size()) + ".safetensors";
+  const auto straight = train_zero(DType::Float64, 0, 20);
+  train_zero(DType::Float64, 0, 10, "", path);  // consolidated by rank 0; complete when save returns
+  expect_same(train_zero(DType::Float64, 10, 20, path), straight, 1e-12);
+  // The same file is an ordinary checkpoint: one process with a plain AdamW, on the whole batch,
+  // continues the same run.
+  Generator g(0);
+  Net net(g);
+  net.to(DType::Float64);
+  optim::AdamW opt(net.parameters(), {.lr = 1e-2});
+  EXPECT_EQ(optim::load_checkpoint(path, net, opt), 10);
+  Generator gd(7);
+  const Tensor x = randn({12, 6}, gd).to(DType::Float64), y = randn({12, 3}, gd).to(DType::Float64);
+  for (int step = 10; step < 20; ++step) {
+    Variable l = loss_on(net, x, y, 0, 12);
+    opt.zero_grad();
+    l.backward();
+    opt.step();
+  }
+  expect_same(params_of(net), straight, 1e-12);
+  dist::barrier();
+  if (dist::is_main_process()) std::remove(path.c_str());
+}
+
+TEST(ZeRO, BadUseIsATypedErrorOnEveryRank) {
+  Generator g(5);
+  Net net(g);
+  dist::ZeroRedundancyOptimizer opt(net, adamw());
+  opt.zero_grad();
+  mean(net.fc3(Variable(randn({2, 16}, g)))).backward();  // fc1 and fc2 get no gradient
+  try {
+    opt.step();
+    ADD_FAILURE() << "no error";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("fc1.weight"), std::string::npos) << e.what();
+  }
+  nn::Linear tiny(1, 1, {.bias = false}, g);  // one element for 2 or 3 processes
+  EXPECT_THROW(dist::ZeroRedundancyOptimizer(tiny, adamw()), ValueError);
+  Net mixed(g);
+  mixed.fc2.to(DType::Float64);  // the same on every rank: the check is before any communication
+  EXPECT_THROW(dist::ZeroRedundancyOptimizer(mixed, adamw()), DTypeError);
+  // the processes can go on afterwards: a collective still works
+  Tensor t = full({1}, 1.0, DType::Float64);
+  dist::all_reduce_sum(t);
+  EXPECT_EQ(t.at({0}), dist::world_size());
 }
 
 // Prints a failing assertion with the rank it happened on (for the ranks other than 0).
