@@ -17,7 +17,9 @@
 #                   consolidated checkpoint on 2 hosts: one process's model, every sample once
 #   bad-launches    a hostfile naming a host that does not exist, and more ranks than slots: each
 #                   a clear error from mpirun, within seconds; a rank that joins later than
-#                   MG_DIST_TIMEOUT: a DistributedError on the ranks that waited, and the run ends
+#                   MG_DIST_TIMEOUT: a DistributedError on the ranks that waited, and the run ends;
+#                   the cluster script without root, or without ip: it refuses, saying what is missing;
+#                   a COMMAND that fails and a cluster stopped mid-run leave no namespace behind
 #
 # Exit 77 (ctest's skip) when this machine cannot make network namespaces (not root).
 set -uo pipefail
@@ -160,6 +162,25 @@ case "$case_name" in
       rc=$?; [ $rc -ne 0 ] && [ $rc -ne 124 ]' || fail "a late rank did not end the run with an error (or it hung)"
     echo "a rank 8 s late: the run ended after $((SECONDS - start)) s; rank 0: $(cut -d" " -f2- "$work/late/error.0")"
     grep -q "did not finish within 3 s on rank 0" "$work/late/error.0" || fail "rank 0 did not report the late rank"
+    # The cluster script itself: as a user other than root, and without ip on the PATH.
+    out=$(setpriv --reuid=65534 --regid=65534 --clear-groups bash "$cluster" 2 -- true 2>&1) && fail "it ran without root"
+    grep -q "needs root" <<< "$out" || fail "without root it said: $out"
+    echo "without root: $out"
+    mkdir -p "$work/bin" && ln -sf "$(command -v readlink)" "$(command -v id)" "$work/bin/"
+    out=$(PATH=$work/bin /bin/bash "$cluster" 2 -- true 2>&1) && fail "it ran without ip"
+    grep -q "needs 'ip'" <<< "$out" || fail "without ip it said: $out"
+    echo "without ip: $out"
+    # Nothing is left behind when COMMAND fails, or when the script is stopped mid-run.
+    "$cluster" --name "mgf$$" 2 -- sh -c 'exit 7'
+    [ $? -eq 7 ] || fail "COMMAND's exit status was not passed on"
+    "$cluster" --rate 100mbit --loss 1 --name "mgt$$" 2 -- sleep 60 &
+    pid=$!
+    for ((k = 0; k < 50; k++)); do ip netns list | grep -q "^mgt$$-launch" && break; sleep 0.1; done
+    kill -TERM $pid
+    wait $pid
+    left=$(ip netns list | grep -c "^mg[ft]$$-")
+    [ "$left" -eq 0 ] || fail "$left namespaces left after a failed and a stopped cluster"
+    echo "a failed COMMAND and a stopped cluster: nothing left behind"
     ;;
 
   *)
