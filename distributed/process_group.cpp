@@ -5,6 +5,8 @@
 #include "minigrad/distributed/process_group.h"
 
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include <mpi.h>
@@ -47,21 +49,41 @@ int count_of(const Tensor& t, const char* op) {
   return static_cast<int>(t.numel());
 }
 
-// Test `req` until it completes or the deadline passes. After a collective of the run failed or
-// timed out, none can be trusted to finish: fail at once instead of waiting out another timeout
-// (DistributedDataParallel's destructor waits for the buckets still under way).
-void wait_bounded(MPI_Request& req, const std::string& what) {
+// After a collective of the run failed or timed out, none can be trusted to finish: a new one is
+// refused before it is started, and a wait for one already under way fails at once instead of
+// waiting out another timeout (DistributedDataParallel's destructor waits for its buckets).
+void check_not_broken(const std::string& what) {
   if (broken)
     throw DistributedError(fmt::format(
         "distributed: {} cannot finish on rank {} of {}: an earlier collective of this run failed or timed out", what,
         rank(), world_size()));
+}
+
+// What an operation that was given up on still points at: MPI may write into its buffers until the
+// run ends (there is no cancelling a collective), so they are kept alive until then.
+using KeepAlive = std::vector<std::shared_ptr<const void>>;
+void abandon(KeepAlive keep) {
+  static std::mutex mutex;
+  static auto* abandoned = new KeepAlive;  // never freed: MPI may still be writing at exit
+  std::lock_guard lock(mutex);
+  abandoned->insert(abandoned->end(), keep.begin(), keep.end());
+}
+
+// Test `req` until it completes or the deadline passes; on giving up, `keep` (the buffers the
+// operation uses) stays alive for good.
+void wait_bounded(MPI_Request& req, const std::string& what, KeepAlive keep = {}) {
+  if (broken) abandon(std::move(keep));
+  check_not_broken(what);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds());
   for (int spins = 0;; ++spins) {
     int done = 0;
-    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) abandon(keep);
+    check(rc, "MPI_Test");
     if (done) return;
     if (std::chrono::steady_clock::now() > deadline) {
       broken = true;
+      abandon(std::move(keep));
       throw DistributedError(
           fmt::format("distributed: {} did not finish within {} s on rank {} of {}; another process may "
                       "have died or be stuck (MG_DIST_TIMEOUT sets the limit)",
@@ -147,6 +169,7 @@ double timeout_seconds() {
 
 void barrier() {
   if (world_size() == 1) return;
+  check_not_broken("barrier");
   MPI_Request req;
   check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
   wait_bounded(req, "barrier");
@@ -157,12 +180,13 @@ void broadcast(const Tensor& t, int root) {
   MG_CHECK(root >= 0 && root < world_size(), ValueError, "distributed::broadcast: root {} is not a rank of {}", root,
            world_size());
   if (world_size() == 1 || t.numel() == 0) return;
+  check_not_broken("broadcast");
   MPI_Request req;
   check(MPI_Ibcast(
             t.storage()->data() ? static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()) : nullptr,
             count_of(t, "broadcast"), type, root, MPI_COMM_WORLD, &req),
         "MPI_Ibcast");
-  wait_bounded(req, "broadcast");
+  wait_bounded(req, "broadcast", {t.storage()});
 }
 
 void all_reduce_sum(const Tensor& t) {
@@ -173,18 +197,22 @@ void all_reduce_sum(const Tensor& t) {
 std::vector<int64_t> all_gather(const std::vector<int64_t>& values) {
   const int n = world_size();
   if (n == 1) return values;
-  std::vector<int64_t> out(values.size() * n);
+  check_not_broken("all-gather");
+  // MPI reads and writes these until the gather is done: shared, to outlive a gather given up on
+  const auto in = std::make_shared<std::vector<int64_t>>(values);
+  const auto out = std::make_shared<std::vector<int64_t>>(values.size() * n);
   MPI_Request req;
-  check(MPI_Iallgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, out.data(),
+  check(MPI_Iallgather(in->data(), static_cast<int>(values.size()), MPI_INT64_T, out->data(),
                        static_cast<int>(values.size()), MPI_INT64_T, MPI_COMM_WORLD, &req),
         "MPI_Iallgather");
-  wait_bounded(req, "all-gather");
-  return out;
+  wait_bounded(req, "all-gather", {in, out});
+  return *out;
 }
 
 namespace {
 // MPI's int counts and displacements for parts of `counts` elements; `total` the sum.
-std::pair<std::vector<int>, std::vector<int>> parts(const std::vector<int64_t>& counts, int64_t total, const char* op) {
+using Ints = std::shared_ptr<std::vector<int>>;  // shared: MPI may read them until the operation ends
+std::pair<Ints, Ints> parts(const std::vector<int64_t>& counts, int64_t total, const char* op) {
   MG_CHECK(static_cast<int>(counts.size()) == world_size(), ValueError,
            "distributed::{}: {} counts for {} processes (one per rank)", op, counts.size(), world_size());
   std::vector<int> n, at;
@@ -199,7 +227,7 @@ std::pair<std::vector<int>, std::vector<int>> parts(const std::vector<int64_t>& 
   }
   MG_CHECK(sum == total, ShapeError, "distributed::{}: the counts add up to {}, the tensor has {} elements", op, sum,
            total);
-  return {n, at};
+  return {std::make_shared<std::vector<int>>(std::move(n)), std::make_shared<std::vector<int>>(std::move(at))};
 }
 void* data_of(const Tensor& t) { return static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()); }
 }  // namespace
@@ -210,18 +238,21 @@ void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<i
   MG_CHECK(in.dtype() == out.dtype(), DTypeError, "distributed::reduce_scatter_sum: in is {}, out is {}",
            dtype_name(in.dtype()), dtype_name(out.dtype()));
   const auto [n, at] = parts(counts, in.numel(), "reduce_scatter_sum");
-  MG_CHECK(out.numel() == n[rank()], ShapeError,
-           "distributed::reduce_scatter_sum: rank {}'s part has {} elements, its out tensor {}", rank(), n[rank()],
+  MG_CHECK(out.numel() == (*n)[rank()], ShapeError,
+           "distributed::reduce_scatter_sum: rank {}'s part has {} elements, its out tensor {}", rank(), (*n)[rank()],
            out.numel());
+  MG_CHECK(in.is_contiguous() && out.is_contiguous(), ValueError,
+           "distributed::reduce_scatter_sum: in and out must be contiguous");
   if (world_size() == 1) {
     if (out.numel() > 0) out.copy_(in.view(out.shape()));
     return;
   }
+  check_not_broken("reduce-scatter");
   MPI_Request req;
-  check(MPI_Ireduce_scatter(data_of(in), out.numel() ? data_of(out) : nullptr, n.data(), type, MPI_SUM,
+  check(MPI_Ireduce_scatter(data_of(in), out.numel() ? data_of(out) : nullptr, n->data(), type, MPI_SUM,
                             MPI_COMM_WORLD, &req),
         "MPI_Ireduce_scatter");
-  wait_bounded(req, "reduce-scatter");
+  wait_bounded(req, "reduce-scatter", {in.storage(), out.storage(), n});
 }
 
 void all_gather_into(const Tensor& mine, const Tensor& all, const std::vector<int64_t>& counts) {
@@ -230,18 +261,21 @@ void all_gather_into(const Tensor& mine, const Tensor& all, const std::vector<in
   MG_CHECK(mine.dtype() == all.dtype(), DTypeError, "distributed::all_gather_into: mine is {}, all is {}",
            dtype_name(mine.dtype()), dtype_name(all.dtype()));
   const auto [n, at] = parts(counts, all.numel(), "all_gather_into");
-  MG_CHECK(mine.numel() == n[rank()], ShapeError,
-           "distributed::all_gather_into: rank {}'s part has {} elements, its tensor {}", rank(), n[rank()],
+  MG_CHECK(mine.numel() == (*n)[rank()], ShapeError,
+           "distributed::all_gather_into: rank {}'s part has {} elements, its tensor {}", rank(), (*n)[rank()],
            mine.numel());
+  MG_CHECK(mine.is_contiguous() && all.is_contiguous(), ValueError,
+           "distributed::all_gather_into: mine and all must be contiguous");
   if (world_size() == 1) {
     if (mine.numel() > 0) all.view(mine.shape()).copy_(mine);
     return;
   }
+  check_not_broken("all-gather");
   MPI_Request req;
-  check(MPI_Iallgatherv(mine.numel() ? data_of(mine) : nullptr, n[rank()], type, data_of(all), n.data(), at.data(),
-                        type, MPI_COMM_WORLD, &req),
+  check(MPI_Iallgatherv(mine.numel() ? data_of(mine) : nullptr, (*n)[rank()], type, data_of(all), n->data(),
+                        at->data(), type, MPI_COMM_WORLD, &req),
         "MPI_Iallgatherv");
-  wait_bounded(req, "all-gather");
+  wait_bounded(req, "all-gather", {mine.storage(), all.storage(), n, at});
 }
 
 Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
@@ -254,6 +288,7 @@ Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
     w.impl_->done = true;
     return w;
   }
+  check_not_broken(what);
   void* data = static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype());
   check(MPI_Iallreduce(MPI_IN_PLACE, data, count_of(t, "all_reduce_sum"), type, MPI_SUM, MPI_COMM_WORLD, &w.impl_->req),
         "MPI_Iallreduce");
@@ -263,14 +298,16 @@ Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
 bool Work::test() {
   if (!impl_ || impl_->done) return true;
   int done = 0;
-  check(MPI_Test(&impl_->req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  const int rc = MPI_Test(&impl_->req, &done, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) abandon({impl_->buffer.storage()});
+  check(rc, "MPI_Test");
   impl_->done = done != 0;
   return impl_->done;
 }
 
 void Work::wait() {
   if (!impl_ || impl_->done) return;
-  wait_bounded(impl_->req, impl_->what);
+  wait_bounded(impl_->req, impl_->what, {impl_->buffer.storage()});
   impl_->done = true;
 }
 

@@ -1,7 +1,9 @@
 // ZeroRedundancyOptimizer (distributed/zero.h): optimizer state sharded over the processes.
 #include "minigrad/distributed/zero.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 
 #include <fmt/ranges.h>
 
@@ -52,44 +54,66 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(nn::Module& model, OptimizerFac
   // N shards of total / N elements (the first total % N one more), in the parameters' order
   for (int r = 0; r < n; ++r) counts_.push_back(total / n + (r < total % n ? 1 : 0));
   for (int r = 0; r < me; ++r) start_ += counts_[r];
-  grads_ = empty({total}, dtype);
-  values_ = empty({total}, dtype);
-  pack(params_, values_, false);
-  shard_ = Variable(values_.narrow(0, start_, counts_[me]).clone(), true);
+  flat_ = empty({total}, dtype);
+  pack(params_, flat_, false);
+  shard_ = Variable(flat_.narrow(0, start_, counts_[me]).clone(), true);
   local_ = make_({shard_});
   MG_CHECK(local_ != nullptr, ValueError, "ZeroRedundancyOptimizer: the optimizer factory returned null");
 }
 
 void ZeroRedundancyOptimizer::zero_grad() {
   for (const Variable& p : params_) p.zero_grad();
+  shard_.zero_grad();
+  reduced_ = false;
 }
 
-void ZeroRedundancyOptimizer::step() {
+// Step 1: every gradient / N side by side; summed over the processes, shard r's part reaches rank r.
+void ZeroRedundancyOptimizer::reduce_gradients() {
   std::vector<std::string> missing;
   for (int64_t i = 0; i < num_params(); ++i)
     if (!params_[i].grad().defined()) missing.push_back(names_[i]);
   MG_CHECK(missing.empty(), StateError,
-           "ZeroRedundancyOptimizer::step: {} of {} parameters have no gradient (missing: {}); every parameter must "
+           "ZeroRedundancyOptimizer: {} of {} parameters have no gradient (missing: {}); every parameter must "
            "take part in every step",
            missing.size(), num_params(), fmt::join(missing, ", "));
   NoGradGuard no_grad;
-  const int me = rank();
-  // 1. every gradient / N side by side; summed over the processes, shard r's part reaches rank r
-  pack(params_, grads_, true, 1.0 / world_size());
-  const Tensor averaged = empty({counts_[me]}, grads_.dtype());
-  reduce_scatter_sum(grads_, averaged, counts_);
-  // 2. the shard's values as the parameters hold them now (a load or set_data since the last step
-  // counts), its averaged gradient, and its step
-  pack(params_, values_, false);
-  shard_.data().copy_(values_.narrow(0, start_, counts_[me]));
+  pack(params_, flat_, true, 1.0 / world_size());
+  const Tensor averaged = empty({counts_[rank()]}, flat_.dtype());
+  reduce_scatter_sum(flat_, averaged, counts_);
   shard_.set_grad(averaged);
+  reduced_ = true;
+}
+
+double ZeroRedundancyOptimizer::clip_grad_norm_(double max_norm) {
+  MG_CHECK(max_norm >= 0, ValueError, "ZeroRedundancyOptimizer::clip_grad_norm_: max_norm must be >= 0, got {}",
+           max_norm);
+  if (!reduced_) reduce_gradients();
+  NoGradGuard no_grad;
+  const Tensor g = shard_.grad().to(DType::Float64);
+  const Tensor squares = full({1}, sum(g * g).item(), DType::Float64);
+  all_reduce_sum(squares);  // the whole averaged gradient's sum of squares
+  const double total = std::sqrt(squares.item());
+  const double coef = max_norm / (total + 1e-6);
+  if (!(coef >= 1)) shard_.set_grad(shard_.grad() * coef);  // below 1, or NaN: as optim::clip_grad_norm_
+  return total;
+}
+
+void ZeroRedundancyOptimizer::step() {
+  if (!reduced_) reduce_gradients();
+  reduced_ = false;
+  NoGradGuard no_grad;
+  const int me = rank();
+  // 2. the shard's values as the parameters hold them now (a load or set_data since the last step
+  // counts), and its step
+  pack(params_, flat_, false);
+  shard_.data().copy_(flat_.narrow(0, start_, counts_[me]));
   local_->step();
   // 3. every shard's new values to every process, and into the parameters
-  all_gather_into(shard_.data(), values_, counts_);
+  all_gather_into(shard_.data(), flat_, counts_);
   int64_t off = 0;
   for (const Variable& p : params_) {
     const int64_t n = p.numel();
-    p.data().copy_(values_.narrow(0, off, n).view(p.shape()));
+    p.data().copy_(flat_.narrow(0, off, n).view(p.shape()));
     off += n;
   }
 }
@@ -104,7 +128,8 @@ int64_t ZeroRedundancyOptimizer::state_bytes() const {
 // A shard's state is per element (a 1-d tensor as long as the shard: AdamW's exp_avg) or one number
 // for the whole shard (0-d: its step count, the same on every rank). In the consolidated file each
 // parameter has its own: its slice of the per-element state, and a copy of the number.
-void ZeroRedundancyOptimizer::save_checkpoint(const std::string& path, int64_t step) {
+void ZeroRedundancyOptimizer::save_checkpoint(const std::string& path, int64_t step,
+                                              const optim::LRScheduler* scheduler) {
   const int me = rank();
   std::unique_ptr<optim::Optimizer> whole = me == 0 ? make_(params_) : nullptr;
   if (local_->has_state(shard_)) {  // every rank or none: they step together
@@ -118,7 +143,7 @@ void ZeroRedundancyOptimizer::save_checkpoint(const std::string& path, int64_t s
                "ZeroRedundancyOptimizer::save_checkpoint: the optimizer's state \"{}\" has {} elements for a shard of "
                "{}; only state per element or one number per shard can be gathered",
                name, t.numel(), counts_[me]);
-      const Tensor all = empty({values_.numel()}, t.dtype());
+      const Tensor all = empty({flat_.numel()}, t.dtype());
       all_gather_into(t.contiguous(), all, counts_);
       int64_t off = 0;
       for (const Variable& p : params_) {
@@ -136,7 +161,7 @@ void ZeroRedundancyOptimizer::save_checkpoint(const std::string& path, int64_t s
     whole->groups()[0].initial_lr = local_->groups()[0].initial_lr;
     whole->groups()[0].momentum = local_->groups()[0].momentum;
     try {
-      optim::save_checkpoint(path, model_, *whole, step);
+      optim::save_checkpoint(path, model_, *whole, step, scheduler);
     } catch (const Error& e) {
       error = e.what();
     }
@@ -148,15 +173,13 @@ void ZeroRedundancyOptimizer::save_checkpoint(const std::string& path, int64_t s
            "ZeroRedundancyOptimizer::save_checkpoint: rank 0 could not write {} (its error says why)", path);
 }
 
-int64_t ZeroRedundancyOptimizer::load_checkpoint(const std::string& path) {
-  // The whole state into an optimizer over every parameter (optim::load_checkpoint validates the
-  // file before anything changes), then this process's slice of it into a fresh shard optimizer.
-  const SafeTensors file = load_safetensors(path);
-  // Shards step all parameters together: the file must have state for all of them or for none,
-  // and one step count (each one-number state the same for every parameter). Checked first.
-  std::map<std::string, double> numbers;  // name -> the value every parameter must share
+namespace {
+// Shards step all parameters together: a checkpoint to cut into shards has optimizer state for all
+// the trainable parameters or for none, and each one-number state (the step count) the same for all.
+void check_shardable(const SafeTensors& file, const std::string& path, const std::vector<std::string>& names) {
+  std::map<std::string, double> numbers;  // state name -> the value every parameter must share
   size_t with_state = 0;
-  for (const std::string& pname : names_) {
+  for (const std::string& pname : names) {
     const std::string prefix = "optimizer." + pname + ".";
     bool any = false;
     for (auto& [key, t] : file.tensors) {
@@ -168,30 +191,52 @@ int64_t ZeroRedundancyOptimizer::load_checkpoint(const std::string& path) {
       MG_CHECK(!numbers.count(k) || numbers[k] == v, FileError,
                "ZeroRedundancyOptimizer::load_checkpoint: {} has {} = {} for {} but {} for {}; the shards step all "
                "parameters together",
-               path, k, v, pname, numbers[k], names_.front());
+               path, k, v, pname, numbers[k], names.front());
       numbers[k] = v;
     }
     with_state += any ? 1 : 0;
   }
-  MG_CHECK(with_state == 0 || with_state == names_.size(), FileError,
+  MG_CHECK(with_state == 0 || with_state == names.size(), FileError,
            "ZeroRedundancyOptimizer::load_checkpoint: {} has optimizer state for {} of the {} trainable parameters; "
            "the shards step all parameters together",
-           path, with_state, names_.size());
+           path, with_state, names.size());
+}
+}  // namespace
+
+int64_t ZeroRedundancyOptimizer::load_checkpoint(const std::string& path, optim::LRScheduler* scheduler) {
+  // Every process reads the file and checks that its state can be cut into shards; they agree
+  // whether all could before anything changes. Then the whole state goes into an optimizer over
+  // every parameter (optim::load_checkpoint_from validates the rest first), and this process's
+  // slice of it into its own optimizer, which stays the same object (a scheduler holds it).
+  std::optional<SafeTensors> file;
+  std::string error;
+  try {
+    file = load_safetensors(path);
+    check_shardable(*file, path, names_);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  const std::vector<int64_t> ok = all_gather({error.empty() ? 1 : 0});
+  if (!error.empty()) throw FileError(error);
+  for (size_t r = 0; r < ok.size(); ++r)
+    MG_CHECK(ok[r] == 1, FileError,
+             "ZeroRedundancyOptimizer::load_checkpoint: rank {} could not read {} (its error says why); nothing was "
+             "loaded",
+             r, path);
   std::unique_ptr<optim::Optimizer> whole = make_(params_);
-  const int64_t step = optim::load_checkpoint_from(file, path, model_, *whole);
+  const int64_t step = optim::load_checkpoint_from(*file, path, model_, *whole, scheduler);
   const int me = rank();
   NoGradGuard no_grad;
-  pack(params_, values_, false);
-  Variable shard(values_.narrow(0, start_, counts_[me]).clone(), true);
-  std::unique_ptr<optim::Optimizer> local = make_({shard});
-  if (whole->has_state(params_.front())) {
-    optim::ParamState& st = local->state(shard);
+  pack(params_, flat_, false);
+  shard_.data().copy_(flat_.narrow(0, start_, counts_[me]));
+  optim::ParamState st;
+  if (whole->has_state(params_.front()))
     for (auto& [name, first] : whole->state(params_.front())) {
       if (first.dim() == 0) {
         st[name] = first.clone();
         continue;
       }
-      const Tensor all = empty({values_.numel()}, first.dtype());
+      const Tensor all = empty({flat_.numel()}, first.dtype());
       int64_t off = 0;
       for (int64_t i = 0; i < num_params(); ++i) {
         all.narrow(0, off, params_[i].numel()).copy_(whole->state(params_[i]).at(name).reshape({params_[i].numel()}));
@@ -199,12 +244,11 @@ int64_t ZeroRedundancyOptimizer::load_checkpoint(const std::string& path) {
       }
       st[name] = all.narrow(0, start_, counts_[me]).clone();
     }
-  }
-  local->groups()[0].lr = whole->groups()[0].lr;
-  local->groups()[0].initial_lr = whole->groups()[0].initial_lr;
-  local->groups()[0].momentum = whole->groups()[0].momentum;
-  shard_ = shard;
-  local_ = std::move(local);
+  local_->state(shard_) = std::move(st);
+  local_->groups()[0].lr = whole->groups()[0].lr;
+  local_->groups()[0].initial_lr = whole->groups()[0].initial_lr;
+  local_->groups()[0].momentum = whole->groups()[0].momentum;
+  reduced_ = false;
   return step;
 }
 

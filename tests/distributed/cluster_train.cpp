@@ -14,8 +14,9 @@
 // What the tests read back (DIR is shared by the ranks: the "hosts" share one file system):
 //   DIR/checkpoint.safetensors   rank 0's, after every step (written atomically)
 //   DIR/final.safetensors        rank 0's model after the last step
-//   DIR/samples.<world>.<rank>   one line per finished step: "<step> <index> <index> ...", the
-//                                samples this rank (of a run on <world> processes) trained on
+//   DIR/samples.<world>.<rank>   one line per step: "<step> <index> <index> ...", the samples this
+//                                rank (of a run on <world> processes) read, written before the
+//                                step's all-reduce
 //   DIR/error.<rank>             an error that ended the run on this rank: "<unix time> <message>"
 //
 // --resume continues from DIR/checkpoint.safetensors on however many processes run now: the step
@@ -186,6 +187,11 @@ int train(const Args& a) {
     sampler.set_epoch(step / kStepsPerEpoch, (step % kStepsPerEpoch) * kGlobalBatch);
     std::vector<int64_t> mine = sampler.indices();
     mine.resize(per_rank);
+    // Logged before the step's all-reduce: a step rank 0 finished (and checkpointed) had every
+    // rank's samples, and every rank has written them by then.
+    log << step;
+    for (int64_t i : mine) log << ' ' << i;
+    log << std::endl;
     const Tensor idx = from_vector(mine, {per_rank});
     const Variable d = model(Variable(x.index_select(0, idx))) - Variable(y.index_select(0, idx));
     Variable loss = mean(d * d);
@@ -199,9 +205,6 @@ int train(const Args& a) {
       ddp->wait();
       opt->step();
     }
-    log << step;
-    for (int64_t i : mine) log << ' ' << i;
-    log << std::endl;
     if (zero)
       zero->save_checkpoint(ckpt, step + 1);  // every rank: the shards' state is gathered to rank 0
     else if (rank == 0)

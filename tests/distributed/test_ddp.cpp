@@ -8,6 +8,8 @@
 #include <limits>
 #include <set>
 
+#include <unistd.h>
+
 #include "helpers.h"
 #include "minigrad/distributed/ddp.h"
 #include "minigrad/distributed/zero.h"
@@ -43,7 +45,8 @@ std::vector<Tensor> params_of(const Net& net) {
 }
 
 // 20 AdamW steps on the whole batch in one process, or on this rank's shard under DDP.
-std::vector<Tensor> train(DType dt, bool ddp_run, double bucket_mb = 25) {
+// 20 AdamW steps; with clip > 0, the (averaged) gradient clipped to that norm before each.
+std::vector<Tensor> train(DType dt, bool ddp_run, double bucket_mb = 25, double clip = 0) {
   Generator g(42 + (ddp_run ? dist::rank() : 0));  // different starting weights per rank: DDP must broadcast rank 0's
   Generator g0(42);
   Net net(ddp_run ? g : g0);
@@ -60,9 +63,17 @@ std::vector<Tensor> train(DType dt, bool ddp_run, double bucket_mb = 25) {
     opt.zero_grad();
     l.backward();
     if (ddp) ddp->wait();
+    if (clip > 0) optim::clip_grad_norm_(net.parameters(), clip);
     opt.step();
   }
   return params_of(net);
+}
+
+// A file name every rank of this run agrees on and no other run uses (ctest runs DDP.Processes2 and
+// Cluster.hosts2 at once): rank 0's process id.
+std::string shared_path(const std::string& name) {
+  const int64_t id = dist::all_gather({static_cast<int64_t>(::getpid())})[0];
+  return ::testing::TempDir() + name + "_" + std::to_string(id) + ".safetensors";
 }
 
 void expect_same(const std::vector<Tensor>& a, const std::vector<Tensor>& b, double tol) {
@@ -158,7 +169,7 @@ TEST(DDP, NoSyncAccumulationEqualsOneStepOnTheConcatenatedBatch) {
 TEST(DDP, ResumingFromRankZerosCheckpointContinuesTheSameRun) {
   // 4 steps, rank 0 saves a checkpoint, every rank loads it into a fresh model and optimizer and
   // takes 4 more: the same parameters as 8 steps straight (same world size).
-  const std::string path = ::testing::TempDir() + "ddp_resume.safetensors";
+  const std::string path = shared_path("ddp_resume");
   const int64_t N = dist::world_size(), r = dist::rank(), B = 12, shard = B / N;
   Generator gd(9);
   const Tensor x = randn({B, 6}, gd).to(DType::Float64), y = randn({B, 3}, gd).to(DType::Float64);
@@ -261,9 +272,10 @@ dist::ZeroRedundancyOptimizer::OptimizerFactory adamw(double lr = 1e-2) {
   };
 }
 
-// Steps [from, to) of the same problem as train(): ZeRO on this rank's shard of the batch.
+// Steps [from, to) of the same problem as train(): ZeRO on this rank's shard of the batch; with
+// clip > 0 the averaged gradient clipped first; with a schedule, the rate halved every 3 steps.
 std::vector<Tensor> train_zero(DType dt, int from = 0, int to = 20, const std::string& load = "",
-                               const std::string& save = "") {
+                               const std::string& save = "", double clip = 0, bool schedule = false) {
   Generator g(42 + dist::rank());  // different starting weights per rank: ZeRO must broadcast rank 0's
   Net net(g);
   net.to(dt);
@@ -271,14 +283,18 @@ std::vector<Tensor> train_zero(DType dt, int from = 0, int to = 20, const std::s
   Generator gd(7);
   const Tensor x = randn({B, 6}, gd).to(dt), y = randn({B, 3}, gd).to(dt);
   dist::ZeroRedundancyOptimizer opt(net, adamw());
-  if (!load.empty()) EXPECT_EQ(opt.load_checkpoint(load), from);
+  std::unique_ptr<optim::StepLR> sched;
+  if (schedule) sched = std::make_unique<optim::StepLR>(opt.local_optimizer(), 3, 0.5);
+  if (!load.empty()) EXPECT_EQ(opt.load_checkpoint(load, sched.get()), from);
   for (int step = from; step < to; ++step) {
     Variable l = loss_on(net, x, y, r * shard, (r + 1) * shard);
     opt.zero_grad();
     l.backward();
+    if (clip > 0) opt.clip_grad_norm_(clip);
     opt.step();
+    if (sched) sched->step();
   }
-  if (!save.empty()) opt.save_checkpoint(save, to);
+  if (!save.empty()) opt.save_checkpoint(save, to, sched.get());
   return params_of(net);
 }
 }  // namespace
@@ -288,6 +304,10 @@ TEST(ZeRO, SameParametersAsDDPAndAsOneProcess) {
   expect_same(zero, train(DType::Float64, true), 1e-12);
   expect_same(zero, train(DType::Float64, false), 1e-12);
   expect_same(train_zero(DType::Float32), train(DType::Float32, false), 1e-6);
+  // clipped to a norm the gradients exceed: ZeRO's clip_grad_norm_ is DDP's followed by clipping
+  const auto clipped = train_zero(DType::Float64, 0, 20, "", "", 0.05);
+  expect_same(clipped, train(DType::Float64, true, 25, 0.05), 1e-12);
+  EXPECT_GT(max(abs(clipped[0] - zero[0])).item(), 1e-6);  // and the clipping acted
 }
 
 TEST(ZeRO, EachProcessHoldsAboutOneNthOfTheOptimizerState) {
@@ -323,10 +343,15 @@ TEST(ZeRO, EachProcessHoldsAboutOneNthOfTheOptimizerState) {
 }
 
 TEST(ZeRO, ACheckpointIsOneProcessesAndResumesWithOrWithoutZeRO) {
-  const std::string path = ::testing::TempDir() + "zero_resume_" + std::to_string(dist::world_size()) + ".safetensors";
+  const std::string path = shared_path("zero_resume");
   const auto straight = train_zero(DType::Float64, 0, 20);
   train_zero(DType::Float64, 0, 10, "", path);  // consolidated by rank 0; complete when save returns
   expect_same(train_zero(DType::Float64, 10, 20, path), straight, 1e-12);
+  // with a schedule on the shard's optimizer: saved, loaded, and the rate where it was
+  const auto scheduled = train_zero(DType::Float64, 0, 20, "", "", 0, true);
+  train_zero(DType::Float64, 0, 10, "", path, 0, true);
+  expect_same(train_zero(DType::Float64, 10, 20, path, "", 0, true), scheduled, 1e-12);
+  train_zero(DType::Float64, 0, 10, "", path);  // the file again without a schedule, for the rest
   // The same file is an ordinary checkpoint: one process with a plain AdamW, on the whole batch,
   // continues the same run.
   Generator g(0);
@@ -343,6 +368,27 @@ TEST(ZeRO, ACheckpointIsOneProcessesAndResumesWithOrWithoutZeRO) {
     opt.step();
   }
   expect_same(params_of(net), straight, 1e-12);
+  dist::barrier();
+  if (dist::is_main_process()) std::remove(path.c_str());
+}
+
+TEST(ZeRO, AFileOneRankCannotReadIsAnErrorOnEveryRankAndLoadsNothing) {
+  const std::string path = shared_path("zero_partial");
+  train_zero(DType::Float64, 0, 3, "", path);
+  Generator g(9);
+  Net net(g);
+  net.to(DType::Float64);
+  dist::ZeroRedundancyOptimizer opt(net, adamw());
+  const auto before = params_of(net);
+  // rank 1 is given a file that is not there (as if it were on another machine's disk)
+  try {
+    opt.load_checkpoint(dist::rank() == 1 ? path + ".missing" : path);
+    ADD_FAILURE() << "no error on rank " << dist::rank();
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find(dist::rank() == 1 ? "missing" : "rank 1 could not read"), std::string::npos)
+        << e.what();
+  }
+  expect_same(params_of(net), before, 0);  // nothing loaded anywhere
   dist::barrier();
   if (dist::is_main_process()) std::remove(path.c_str());
 }
