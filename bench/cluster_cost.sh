@@ -5,14 +5,15 @@
 #
 # for the large benchmark GPT's gradient (S = 43.2 MB of float32) on N = 2, 3, 4 hosts whose links
 # are shaped to B = 100 Mbit/s and 1 Gbit/s (tc tbf). Open MPI's non-blocking all-reduce (what
-# DistributedDataParallel starts per bucket) is timed with its own choice of algorithm and with
-# the ring forced (OMPI_MCA_coll_libnbc_iallreduce_algorithm=1). Then the latency term: links given
+# DistributedDataParallel starts per bucket) is timed with Open MPI's own choice of algorithm
+# (OMPI_MCA_coll_libnbc_iallreduce_algorithm=0) and with the ring (=1, what distributed::init
+# chooses unless told otherwise). Then the latency term: links given
 # a one-way delay d (netns-cluster --delay), a one-number all-reduce against its prediction, and
 # the large one again. Then a whole training step of the large GPT (bench_gpt, one thread per
 # process) on the same hosts: its time, and how much of the all-reduce the backward hid. Needs
 # root (the hosts are network namespaces). Prints markdown tables.
 #
-#   bench/cluster_cost.sh [BUILD_DIR] [allreduce|latency|step|all]   (default: build, all; about 15 minutes)
+#   bench/cluster_cost.sh [BUILD_DIR] [allreduce|latency|step|all]   (default: build, all; about 7 minutes on 2 cores)
 set -euo pipefail
 build=${1:-build}
 parts=${2:-all}
@@ -37,7 +38,8 @@ for rate in 100mbit 1gbit; do
   bps=$([ $rate = 100mbit ] && echo 100000000 || echo 1000000000)
   reps=$([ $rate = 100mbit ] && echo 2 || echo 5)
   for n in 2 3 4; do
-    own=$("$cluster" --rate $rate $n -- sh -c "\$MG_CLUSTER_MPIRUN -np $n $allreduce --reps $reps")
+    own=$("$cluster" --rate $rate $n -- sh -c \
+      "\$MG_CLUSTER_MPIRUN -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=0 -np $n $allreduce --reps $reps")
     ring=$("$cluster" --rate $rate $n -- sh -c \
       "\$MG_CLUSTER_MPIRUN -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=1 -np $n $allreduce --reps $reps")
     lat_us=$(field small_allreduce_us <<< "$own")
@@ -55,9 +57,12 @@ echo
 echo "| hosts | one-way delay d | one-number all-reduce: Open MPI's choice (tree) | predicted, 2 ceil(log2 N) d + base | ring forced | predicted, 2 (N-1) d + base | 43.2 MB ring at 1 Gbit/s | predicted |"
 echo "|---|---|---|---|---|---|---|---|"
 for n in 2 3 4; do
-  base=$("$cluster" --rate 1gbit $n -- sh -c "\$MG_CLUSTER_MPIRUN -np $n $allreduce --elements 1000 --reps 3" | field small_allreduce_us)
+  base=$("$cluster" --rate 1gbit $n -- sh -c \
+    "\$MG_CLUSTER_MPIRUN -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=0 -np $n $allreduce --elements 1000 --reps 3" |
+    field small_allreduce_us)
   for d in 1 5; do
-    own=$("$cluster" --rate 1gbit --delay $d $n -- sh -c "\$MG_CLUSTER_MPIRUN -np $n $allreduce --reps 2")
+    own=$("$cluster" --rate 1gbit --delay $d $n -- sh -c \
+      "\$MG_CLUSTER_MPIRUN -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=0 -np $n $allreduce --reps 2")
     ring=$("$cluster" --rate 1gbit --delay $d $n -- sh -c \
       "\$MG_CLUSTER_MPIRUN -x OMPI_MCA_coll_libnbc_iallreduce_algorithm=1 -np $n $allreduce --reps 2")
     awk -v n=$n -v d=$d -v base=$base -v s=$S -v tree=$(field small_allreduce_us <<< "$own") \

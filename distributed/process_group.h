@@ -32,7 +32,10 @@ struct DistributedError : Error {
 };
 
 /// Start MPI for this process (once; later calls do nothing). argc/argv may be null. Registers
-/// finalize() to run at exit.
+/// finalize() to run at exit. Under Open MPI it makes the ring the non-blocking all-reduce's
+/// algorithm (OMPI_MCA_coll_libnbc_iallreduce_algorithm=1) unless the environment chose one:
+/// Open MPI's own choice for fewer than 4 processes is a tree, 2-3 times slower on large buffers
+/// (docs/07, "The model, measured").
 void init(int* argc = nullptr, char*** argv = nullptr);
 /// Whether init() has run (and finalize() has not).
 bool is_initialized();
