@@ -1,6 +1,7 @@
 // ZeroRedundancyOptimizer (distributed/zero.h): optimizer state sharded over the processes.
 #include "minigrad/distributed/zero.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -105,8 +106,13 @@ void ZeroRedundancyOptimizer::step() {
   const int me = rank();
   // 2. the shard's values as the parameters hold them now (a load or set_data since the last step
   // counts), and its step
-  pack(params_, flat_, false);
-  shard_.data().copy_(flat_.narrow(0, start_, counts_[me]));
+  const Tensor shard = shard_.data();
+  int64_t at = 0;  // where parameter p begins in the flat vector: copy its overlap with the shard only
+  for (const Variable& p : params_) {
+    const int64_t n = p.numel(), from = std::max(at, start_), to = std::min(at + n, start_ + counts_[me]);
+    if (from < to) shard.narrow(0, from - start_, to - from).copy_(p.data().reshape({n}).narrow(0, from - at, to - from));
+    at += n;
+  }
   local_->step();
   // 3. every shard's new values to every process, and into the parameters
   all_gather_into(shard_.data(), flat_, counts_);
