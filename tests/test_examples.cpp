@@ -229,20 +229,66 @@ TEST_F(Examples, OneMatrixPerHeadFoldsAndTrainsAlike) {
   one_matrix::Config c;
   Generator g(c.seed);
   EXPECT_LT(one_matrix::fold_difference(c, g), 1e-5);
-  c.steps = 250;
-  Generator g1(1), g2(1);
-  one_matrix::TaskModel<nn::MultiheadAttention> standard(c, g1);
-  one_matrix::TaskModel<one_matrix::OverParamAttention> over(c, g2);
-  EXPECT_EQ(over.num_parameters() - standard.num_parameters(), 3 * c.heads * (c.dim / c.heads) * (c.dim / c.heads));
-  const std::vector<double> la = one_matrix::train(standard, c, 2, "standard"),
-                            lb = one_matrix::train(over, c, 2, "per-head");
-  EXPECT_LT(one_matrix::tail_mean(la), 0.01);
-  EXPECT_LT(one_matrix::tail_mean(lb), 0.01);
-  // same functions, different dynamics: the product form's curve stays above in every quarter after the first
-  for (size_t k = 1; k < 4; ++k) {
-    const size_t from = k * 250 / 4 + 1, to = (k + 1) * 250 / 4;
-    EXPECT_GT(one_matrix::window_mean(lb, from, to), 1.2 * one_matrix::window_mean(la, from, to)) << from;
+  {
+    Generator g1(1);
+    one_matrix::TaskModel<nn::MultiheadAttention> standard(c, g1);
+    one_matrix::TaskModel<one_matrix::OverParamAttention> over(c, g1);
+    EXPECT_EQ(over.num_parameters() - standard.num_parameters(),
+              3 * c.heads * (c.dim / c.heads) * (c.dim / c.heads));
   }
+  // The paper's W_i^Q is row block i of the one W_Q (as stored, out x in): head i's queries are
+  // x W_Q[i]^T + b_Q[i], exactly what split_heads(w_q(x)) puts in head slot i.
+  {
+    nn::MultiheadAttention mha(c.dim, c.heads, {}, g);
+    const int64_t d = c.dim / c.heads;
+    Variable x(randn({2, 5, c.dim}, g));
+    NoGradGuard no_grad;
+    const Tensor q = nn::split_heads(mha.w_q(x), c.heads).data();  // (2, H, 5, d)
+    for (int64_t i = 0; i < c.heads; ++i) {
+      const Tensor qi = matmul(x.data(), mha.w_q.weight.data().narrow(0, i * d, d).transpose(0, 1)) +
+                        mha.w_q.bias.data().narrow(0, i * d, d);
+      EXPECT_LT(max(abs(q.narrow(1, i, 1).squeeze(1) - qi)).item(), 1e-6) << "head " << i;
+    }
+  }
+  // The fair experiment on 3 seeds: each pair starts as the same function, then the curves
+  // separate. Which one ends lower depends on the seed (docs/05), so that is not asserted.
+  c.steps = 200;
+  std::vector<one_matrix::SeedRun> runs;
+  for (uint64_t s = 0; s < 3; ++s) runs.push_back(one_matrix::run_seed(c, s));
+  for (const one_matrix::SeedRun& r : runs) {
+    EXPECT_LT(r.start_logit_diff, 1e-5) << "seed " << r.seed;
+    EXPECT_NEAR(r.start_loss_standard, r.start_loss_product, 1e-6) << "seed " << r.seed;
+    EXPECT_NEAR(r.standard[0], r.product[0], 1e-6) << "seed " << r.seed;  // the same batch, the same function
+    const int sep = one_matrix::separation_step(r);
+    EXPECT_GT(sep, 1) << "seed " << r.seed;
+    EXPECT_LE(sep, 60) << "seed " << r.seed;
+    // both learn the task: the last quarter's loss is far below the first step's ~log(16)
+    EXPECT_LT(one_matrix::window_mean(r.standard, 151, 200), 0.1) << "seed " << r.seed;
+    EXPECT_LT(one_matrix::window_mean(r.product, 151, 200), 0.1) << "seed " << r.seed;
+  }
+  // The printed conclusion follows the measured ratios, whichever way they fall.
+  const std::vector<one_matrix::Quarter> qs = one_matrix::quarters(runs);
+  ASSERT_EQ(qs.size(), 4u);
+  EXPECT_EQ(qs[3].from, 151u);
+  EXPECT_EQ(qs[3].to, 200u);
+  auto with_ratios = [&](std::vector<std::vector<double>> r) {
+    std::vector<one_matrix::Quarter> q = qs;
+    for (size_t k = 0; k < 4; ++k) {
+      q[k].ratios = r[k];
+      q[k].lo = *std::min_element(r[k].begin(), r[k].end());
+      q[k].hi = *std::max_element(r[k].begin(), r[k].end());
+    }
+    return one_matrix::conclusion(runs, q);
+  };
+  const std::string slower = with_ratios({{1, 1, 1}, {1.2, 1.5, 1.1}, {1.3, 2, 1.4}, {1.1, 1.2, 1.3}});
+  EXPECT_NE(slower.find("trains more slowly than the standard one in every seed"), std::string::npos) << slower;
+  const std::string faster = with_ratios({{1, 1, 1}, {0.8, 0.5, 0.9}, {0.7, 0.9, 0.6}, {0.9, 0.8, 0.7}});
+  EXPECT_NE(faster.find("trains faster than the standard one in every seed"), std::string::npos) << faster;
+  const std::string most = with_ratios({{1, 1, 1}, {1.2, 1.5, 0.9}, {1.3, 0.8, 1.4}, {1.1, 1.2, 0.7}});
+  EXPECT_NE(most.find("more slowly in most seeds, but not in all of them"), std::string::npos) << most;
+  const std::string mixed = with_ratios({{1, 1, 1}, {1.2, 0.5, 0.9}, {1.3, 0.8, 1.4}, {1.1, 1.2, 0.7}});
+  EXPECT_NE(mixed.find("depends on the seed"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("higher in 1 of 3 seeds, lower in 2"), std::string::npos) << mixed;
 }
 
 TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
