@@ -101,12 +101,73 @@ double accuracy(const Model& m, const Batch& b) {
   return mean(eq(argmax(m(b.ids).data(), -1), b.targets).to(DType::Float32)).item();
 }
 
+// For each row of a (T, T) score table: column 0 minus the mean of the other columns.
+std::vector<double> key0_lead(const Tensor& scores) {
+  std::vector<double> out;
+  const Tensor s = scores.to(DType::Float64).contiguous();
+  const int64_t n = s.size(1);
+  for (int64_t t = 0; t < s.size(0); ++t) {
+    double others = 0;
+    for (int64_t j = 1; j < n; ++j) others += s.data<double>()[t * n + j];
+    out.push_back(s.data<double>()[t * n] - others / static_cast<double>(n - 1));
+  }
+  return out;
+}
+
+// How far key position 0 leads the other keys, row by row, and which of the score's terms give the
+// lead. With x = tok[i] + pos[p], a score (q . k / sqrt(d), q = x W_Q^T + b_Q, k = x W_K^T + b_K)
+// is a sum of position.position, token.position, position.token and token.token products, the
+// query bias against the key, and terms with the key bias, which add the same to every key of a
+// row and so lead by nothing. Averaged over a batch of sequences, a term's lead is its value at
+// key 0 minus its mean over the other keys, so the terms' leads add up to the whole score's.
+struct KeyZeroLeads {
+  std::vector<std::pair<std::string, std::vector<double>>> terms;  // per term, one lead per query position
+  std::vector<double> whole;
+  std::vector<double> weight_on_0;  // per query position: the attention weight on key 0 (mean over the batch)
+};
+
+KeyZeroLeads key0_leads(const Model& m, const Config& c) {
+  NoGradGuard no_grad;
+  const Tensor Wq = m.attn.w_q.weight.data(), Wk = m.attn.w_k.weight.data(), bq = m.attn.w_q.bias.data();
+  const Tensor E = m.tok.weight.data(), P = m.pos.weight.data();
+  const double scale = 1 / std::sqrt(static_cast<double>(c.dim));
+  Generator g(c.seed + 11);  // its own sequences: the run's generator is left as it was
+  const Batch probe = make_batch(c, g, 256);
+  const Tensor qe = matmul(embedding(probe.ids, E), Wq.transpose(0, 1)),  // (B, T, d): token part of q
+      ke = matmul(embedding(probe.ids, E), Wk.transpose(0, 1)),          //            token part of k
+      qp = matmul(P, Wq.transpose(0, 1)), kp = matmul(P, Wk.transpose(0, 1));  // (T, d): position parts
+  const int64_t T = c.seq_len;
+  const std::vector<std::pair<std::string, Tensor>> terms = {
+      {"position . position", matmul(qp, kp.transpose(0, 1)) * scale},
+      {"token . position", mean(matmul(qe, kp.transpose(0, 1)), {0}) * scale},
+      {"position . token", mean(matmul(qp, ke.transpose(1, 2)), {0}) * scale},
+      {"token . token", mean(matmul(qe, ke.transpose(1, 2)), {0}) * scale},
+      {"query bias . key", (matmul(kp, bq) + mean(matmul(ke, bq), {0})).reshape({1, T}).expand({T, T}) * scale},
+  };
+  KeyZeroLeads r;
+  Tensor total = zeros({T, T}, DType::Float32);
+  for (const auto& [name, term] : terms) {
+    r.terms.emplace_back(name, key0_lead(term));
+    total = total + term;
+  }
+  r.whole = key0_lead(total);
+  const Variable x = m.embed(probe.ids);
+  const Tensor w = mean(softmax(matmul(m.attn.w_q(x).data(), m.attn.w_k(x).data().transpose(1, 2)) * scale, -1), {0})
+                       .to(DType::Float64)
+                       .contiguous();  // (T, T)
+  for (int64_t t = 0; t < T; ++t) r.weight_on_0.push_back(w.data<double>()[t * T]);
+  return r;
+}
+
 struct RunResult {
   std::string graph_dot;  // the recorded graph of the first step's loss
   double final_loss = 0, test_loss = 0, test_accuracy = 0;
   std::vector<double> losses;
   std::vector<std::pair<std::string, double>> first_grad_norms;  // parameter -> |grad| at step 1
   Tensor w_q0, w_k0, w_v0;                                       // at initialisation
+  // after steps 20, 40, 80: the position term's lead for key 0 and the attention weight on key 0,
+  // per query position (key0_leads)
+  std::vector<std::pair<int, KeyZeroLeads>> leads_at;
 };
 
 RunResult train(Model& m, const Config& c, Variant v, Generator& g) {
@@ -133,6 +194,8 @@ RunResult train(Model& m, const Config& c, Variant v, Generator& g) {
     }
     opt.step();
     r.losses.push_back(loss.item());
+    if (v == Variant::Learned && (step == 20 || step == 40 || step == 80))
+      r.leads_at.emplace_back(step, key0_leads(m, c));
     bar.update(step, loss.item(), -1, c.batch * c.seq_len);
   }
   bar.finish();
@@ -207,8 +270,21 @@ double pair_cosine(const Model& m) {
   return s / static_cast<double>(pairs);
 }
 
+// The control: mean cosine over every two tokens of different pairs (0 and 2, 1 and 6, ...), which
+// never appear in the same sequence more often than chance allows.
+double other_cosine(const Model& m) {
+  const Tensor E = m.tok.weight.data();
+  double s = 0;
+  int n = 0;
+  for (int64_t i = 0; i < E.size(0); ++i)
+    for (int64_t j = i + 1; j < E.size(0); ++j)
+      if (i / 2 != j / 2) s += cosine(E.narrow(0, i, 1), E.narrow(0, j, 1)), ++n;
+  return s / n;
+}
+
 struct CooccurrenceResult {
-  double before, after;  // pair_cosine at initialisation and after training
+  double before, after;              // pair_cosine at initialisation and after training
+  double other_before, other_after;  // other_cosine, the same
   double final_loss;
 };
 
@@ -221,7 +297,7 @@ CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps,
   Generator g(c.seed + 7);
   Model m(c, g);
   m.causal = objective == Objective::NextToken;
-  CooccurrenceResult r{pair_cosine(m), 0, 0};
+  CooccurrenceResult r{pair_cosine(m), 0, other_cosine(m), 0, 0};
   optim::AdamW opt(m.parameters(), {.lr = c.lr, .weight_decay = weight_decay});
   for (int step = 1; step <= steps; ++step) {
     const Tensor ids = paired_ids(c, g, c.batch);
@@ -239,6 +315,7 @@ CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps,
     r.final_loss = loss.item();
   }
   r.after = pair_cosine(m);
+  r.other_after = other_cosine(m);
   return r;
 }
 
@@ -301,6 +378,32 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
                               .diverging = true}),
         "The learned QK circuit over positions: every query position scores key position 0 highest, "
         "which is where the answer (the first token) is. This is what W_Q and W_K learned, read through the embeddings.");
+    const KeyZeroLeads leads = key0_leads(m, c);
+    std::string table =
+        "What makes key position 0 win: each term's lead at key 0 over the other keys' mean, per query position\n"
+        "(score units, before softmax; mean over 256 sequences; the terms add up to the whole score):\n";
+    table += fmt::format("  {:<20}", "query position");
+    for (int64_t t = 0; t < c.seq_len; ++t) table += fmt::format("{:>7}", t);
+    auto row = [&](const std::string& name, const std::vector<double>& v, int decimals = 2) {
+      table += fmt::format("\n  {:<20}", name);
+      for (double x : v) table += fmt::format("{:>7.{}f}", x, decimals);
+    };
+    for (const auto& [name, lead] : leads.terms) row(name, lead);
+    row("whole score", leads.whole);
+    row("weight on key 0", leads.weight_on_0, 4);
+    table += "\nDuring training, after step:";
+    for (const auto& [step, at] : r.leads_at) {
+      row(fmt::format("{:>3}: position term", step), at.terms.at(0).second);
+      row("     weight on key 0", at.weight_on_0, 4);
+    }
+    const auto [lo, hi] = std::minmax_element(leads.whole.begin(), leads.whole.end());
+    const auto [plo, phi] = std::minmax_element(leads.terms[0].second.begin(), leads.terms[0].second.end());
+    table += fmt::format(
+        "\nEvery query position's whole score puts key 0 ahead by {:.1f} to {:.1f}; the position term alone gives "
+        "{:.1f} (query {}) to {:.1f} (query {}).\n",
+        *lo, *hi, *plo, plo - leads.terms[0].second.begin(), *phi, phi - leads.terms[0].second.begin());
+    std::printf("\n%s", table.c_str());
+    rep.add_note(table, true);
     rep.add_svg(
         "qk_tokens.svg",
         viz::heatmap_svg(tt, {.title = "QK circuit, tokens: E W_Q^T W_K E^T / sqrt(d)",
@@ -378,22 +481,44 @@ void report_ablation(viz::Report& rep, const std::vector<RunResult>& results, co
               "Loss curves of the three variants.");
 }
 
+// What the co-occurrence table shows, computed from it: for each objective, how much closer the
+// pairs moved than the control (tokens of different pairs) did, without and with weight decay.
+std::string cooccurrence_conclusion(const CooccurrenceResult& first0, const CooccurrenceResult& next0,
+                                    const CooccurrenceResult& first1, const CooccurrenceResult& next1) {
+  auto gain = [](const CooccurrenceResult& r) { return (r.after - r.before) - (r.other_after - r.other_before); };
+  std::string s = fmt::format(
+      "How much closer the pairs moved than the control (change in cosine, pairs minus control):\n"
+      "  name the first token {:+.3f} without weight decay, {:+.3f} with; predict the next token {:+.3f}, {:+.3f}\n",
+      gain(first0), gain(first1), gain(next0), gain(next1));
+  const bool alone = gain(first0) > 0.02 && gain(first1) > 0.02, none = std::abs(gain(first0)) <= 0.02;
+  s += alone  ? "Co-occurrence alone moves a pair closer, even when the task must tell the two apart; "
+       : none ? "Co-occurrence alone barely moves a pair when the task must tell the two apart; "
+              : "Co-occurrence alone moves a pair closer in one setting and not in the other; ";
+  const bool further = gain(next0) > gain(first0) && gain(next1) > gain(first1);
+  s += further ? fmt::format("an objective that rewards treating them alike moves them further in both settings, to "
+                             "{:+.3f} with weight decay (which removes the random parts no objective uses).\n",
+                             gain(next1))
+               : "an objective that rewards treating them alike does not move them further in both settings.\n";
+  return s;
+}
+
 void report_cooccurrence(viz::Report& rep, const Config& c) {
   std::string table = fmt::format(
-      "Tokens 0-1, 2-3, 4-5, 6-7 appear together (a sequence is 90% one pair). Mean embedding cosine of the pairs:\n"
-      "  {:<48} {:>12} {:>7} {:>7}\n",
-      "objective (same data)", "weight decay", "before", "after");
+      "Tokens 0-1, 2-3, 4-5, 6-7 appear together (a sequence is 90% one pair). Mean embedding cosine of the pairs,\n"
+      "and of tokens from different pairs (the control):\n"
+      "  {:<48} {:>12} {:>7} {:>7} {:>15} {:>7}\n",
+      "objective (same data)", "weight decay", "before", "after", "control before", "after");
+  std::vector<CooccurrenceResult> rs;
   for (double wd : {0.0, 1.0})
     for (Objective o : {Objective::FirstToken, Objective::NextToken}) {
       const CooccurrenceResult r = cooccurrence(c, o, c.steps, wd);
-      table += fmt::format("  {:<48} {:>12} {:>7.3f} {:>7.3f}\n",
+      rs.push_back(r);
+      table += fmt::format("  {:<48} {:>12} {:>7.3f} {:>7.3f} {:>15.3f} {:>7.3f}\n",
                            o == Objective::FirstToken ? "name the first token (must tell 0 from 1)"
                                                       : "predict the next token (0 and 1 predict alike)",
-                           wd, r.before, r.after);
+                           wd, r.before, r.after, r.other_before, r.other_after);
     }
-  table +=
-      "Co-occurring is not enough: a pair's embeddings become alike only when the objective gains from it,\n"
-      "and clearly so once weight decay removes the random parts that no objective uses.\n";
+  table += cooccurrence_conclusion(rs[0], rs[1], rs[2], rs[3]);
   std::printf("\n%s", table.c_str());
   rep.add_note(
       "Do tokens that co-occur get similar embeddings? Nothing in self-attention makes them so; the objective "
