@@ -555,6 +555,25 @@ TEST_F(Examples, InductionHeadsFormInAPhaseChangeAndTheCircuitIsCausal) {
   const induction_heads::Circuits circ = induction_heads::circuits(m, r);
   EXPECT_GE(circ.qk_diagonal, 0.9);
   EXPECT_GE(circ.ov_layer_diagonal, 0.9);
+  // The previous-token heads look at t - 1 where the induction head needs such keys (inside the
+  // first copies), and not where it never does: why their score is well below 1.
+  const induction_heads::PositionProfile profile = induction_heads::position_profile(m, c);
+  const induction_heads::ProfileSplit split = induction_heads::split_profile(profile);
+  EXPECT_GT(split.where_needed, 0.6) << split.elsewhere;
+  EXPECT_GT(split.where_needed, split.elsewhere + 0.4) << split.elsewhere;
+  EXPECT_LT(r.prev_head.previous_token, 0.9);
+  // the share of needed keys is the batch's own count: key t is needed in a sequence exactly when
+  // t lies in the first copy after its first token
+  Generator gb(5);
+  const induction_heads::Batch b = induction_heads::make_batch(c, gb, 64);
+  for (int64_t i = 0; i < 64; ++i) {
+    int64_t needed = 0, predictable = 0;
+    for (int64_t t = 0; t < c.seq_len; ++t) {
+      needed += b.key_needed.data<bool>()[i * c.seq_len + t];
+      predictable += b.in_span.data<bool>()[i * c.seq_len + t];
+    }
+    EXPECT_EQ(needed, predictable) << "sequence " << i;  // one needed key per predictable position
+  }
 }
 
 TEST_F(Examples, InductionHeadsNeedTwoLayers) {
