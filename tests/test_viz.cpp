@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "helpers.h"
 #include "minigrad/viz/report.h"
@@ -95,6 +96,40 @@ TEST(LineChart, LogAxisCoversDataOverManyDecades) {
   ASSERT_GE(ticks.size(), 2u);
   EXPECT_LE(std::stod(ticks.front().second), 1e-7 * 0.5);
   EXPECT_GE(std::stod(ticks.back().second), 2.3);
+}
+
+TEST(LineChart, LogXAxisHasRoundTicksAndPlacesPointsByTheirLogarithm) {
+  // d_k = 2 ... 1024 against sqrt(d_k): on log-log axes a straight line
+  std::vector<double> x, y;
+  for (double d = 2; d <= 1024; d *= 2) x.push_back(d), y.push_back(std::sqrt(d));
+  viz::Series guide{"slope 1/2", x, y, true};
+  x.insert(x.begin(), 0.0), y.insert(y.begin(), 1.0);  // x = 0 has no place on a log axis: left out
+  const std::string svg = viz::line_chart_svg({{"std of q.k", x, y}, guide}, "t", "d_k", "std", true, {}, true);
+  // x tick labels: the text under the frame (400 - 50 + 16)
+  std::vector<std::pair<double, std::string>> xt;
+  const std::regex re("<text x=\"([0-9.]+)\" y=\"366\" text-anchor=\"middle\">([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    xt.emplace_back(std::stod((*it)[1]), (*it)[2]);
+  ASSERT_EQ(xt.size(), 3u);  // 2, 5, 10, ..., 1000 would be 9: only the powers of ten
+  EXPECT_EQ(xt[0].second, "10");
+  EXPECT_EQ(xt[1].second, "100");
+  EXPECT_EQ(xt[2].second, "1000");
+  EXPECT_NEAR(xt[1].first - xt[0].first, xt[2].first - xt[1].first, 0.2);  // decades equally spaced
+  // the data line has 10 points (x = 0 dropped) and lies straight: equal steps in both directions
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, std::regex("<polyline points=\"([^\"]*)\" fill=\"none\" stroke=\"#1f77b4\"")));
+  std::vector<double> px, py;
+  std::istringstream pts(m[1].str());
+  for (std::string p; pts >> p;) px.push_back(std::stod(p.substr(0, p.find(',')))), py.push_back(std::stod(p.substr(p.find(',') + 1)));
+  ASSERT_EQ(px.size(), 10u);
+  for (size_t i = 2; i < px.size(); ++i) {
+    EXPECT_NEAR(px[i] - px[i - 1], px[1] - px[0], 0.15);
+    EXPECT_NEAR(py[i] - py[i - 1], py[1] - py[0], 0.15);
+  }
+  // the guide is dashed, in its legend too
+  size_t dashes = 0;
+  for (size_t at = svg.find("stroke-dasharray=\"6,4\""); at != std::string::npos; at = svg.find("stroke-dasharray=\"6,4\"", at + 1)) ++dashes;
+  EXPECT_EQ(dashes, 2u);
 }
 
 TEST(LineChart, NearlyConstantSeriesEndsWithTicksAroundIt) {

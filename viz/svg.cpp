@@ -185,15 +185,18 @@ std::string tick_label(double v) {
 }  // namespace
 
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
-                           const std::string& y_label, bool log_y, const std::vector<Marker>& markers) {
+                           const std::string& y_label, bool log_y, const std::vector<Marker>& markers,
+                           bool log_x) {
   size_t longest = 0;
   for (auto& se : series) longest = std::max(longest, se.name.size());
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   auto fy = [&](double y) { return log_y ? std::log10(std::max(y, 1e-12)) : y; };
+  auto fx = [&](double x) { return log_x ? std::log10(x) : x; };  // axis units
+  auto drawn = [&](const Series& s, size_t i) { return std::isfinite(s.y[i]) && std::isfinite(s.x[i]) && (!log_x || s.x[i] > 0); };
   for (auto& s : series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-      if (std::isfinite(s.y[i]))
-        x0 = std::min(x0, s.x[i]), x1 = std::max(x1, s.x[i]), y0 = std::min(y0, fy(s.y[i])),
+      if (drawn(s, i))
+        x0 = std::min(x0, fx(s.x[i])), x1 = std::max(x1, fx(s.x[i])), y0 = std::min(y0, fy(s.y[i])),
         y1 = std::max(y1, fy(s.y[i]));
   if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
   widen_if_flat(x0, x1);
@@ -215,7 +218,21 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     if (yticks.back() < y1 - 1e-9 * step) yticks.push_back(yticks.back() + step);
     y0 = yticks.front(), y1 = yticks.back();
   }
-  const std::vector<double> xticks = linear_ticks(x0, x1, 5);
+  // x ticks: round values on a linear axis; on a log axis 1, 2 and 5 x 10^k inside the range (only
+  // the powers of ten when that would be more than 8), in axis units
+  std::vector<double> xticks;
+  if (log_x) {
+    for (int pass = 0; pass < 2 && (xticks.empty() || xticks.size() > 8); ++pass) {
+      xticks.clear();
+      for (double k = std::floor(x0); k <= std::ceil(x1); ++k)
+        for (double m : pass == 0 ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) {
+          const double t = k + std::log10(m);
+          if (t >= x0 - 1e-9 && t <= x1 + 1e-9) xticks.push_back(t);
+        }
+    }
+  } else {
+    xticks = linear_ticks(x0, x1, 5);
+  }
   size_t widest = 0;  // the widest y tick label sets the left margin, so the axis title clears it
   for (double t : yticks) widest = std::max(widest, tick_label(log_y ? std::pow(10.0, t) : t).size());
   const int L = 36 + static_cast<int>(widest) * 7, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40,
@@ -232,9 +249,12 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", L - 6, py(t) + 4,
                      tick_label(log_y ? std::pow(10.0, t) : t));
   }
-  for (double t : xticks)
-    s +=
-        fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 16, tick_label(t));
+  for (double t : xticks) {
+    if (log_x)
+      s += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#eee\"/>\n", px(t), T, H - B);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 16,
+                     tick_label(log_x ? std::pow(10.0, t) : t));
+  }
   s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", L, T,
                    W - L - R, H - T - B);
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 12,
@@ -245,19 +265,20 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     const auto& se = series[k];
     std::string pts;
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i)
-      if (std::isfinite(se.y[i])) pts += fmt::format("{:.1f},{:.1f} ", px(se.x[i]), py(fy(se.y[i])));
-    s +=
-        fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"/>\n", pts, colors[k % 6]);
+      if (drawn(se, i)) pts += fmt::format("{:.1f},{:.1f} ", px(fx(se.x[i])), py(fy(se.y[i])));
+    const std::string color = se.dashed ? "#777" : colors[k % 6];
+    const std::string style = se.dashed ? "stroke-width=\"1.2\" stroke-dasharray=\"6,4\"" : "stroke-width=\"1.8\"";
+    s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" {}/>\n", pts, color, style);
     s += fmt::format(
-        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"3\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
-        W - R + 12, T + 10 + 20 * k, colors[k % 6], W - R + 32, T + 15 + 20 * k, escape(se.name));
+        "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" {4}/><text x=\"{5}\" y=\"{6}\">{7}</text>\n",
+        W - R + 12, W - R + 26, T + 11 + 20 * k, color, style, W - R + 32, T + 15 + 20 * k, escape(se.name));
   }
   for (const Marker& m : markers) {
-    if (!std::isfinite(m.x) || m.x < x0 || m.x > x1) continue;
+    if (!std::isfinite(m.x) || (log_x && m.x <= 0) || fx(m.x) < x0 || fx(m.x) > x1) continue;
     s += fmt::format(
         "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\" stroke-dasharray=\"5,4\"/>\n"
         "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
-        px(m.x), T, H - B, px(m.x) + 4, T + 14, escape(m.label));
+        px(fx(m.x)), T, H - B, px(fx(m.x)) + 4, T + 14, escape(m.label));
   }
   return s + "</svg>\n";
 }

@@ -30,6 +30,7 @@ std::string heatmap_svg(const Tensor& matrix, const HeatmapOptions& options);
 struct Series {
   std::string name;
   std::vector<double> x, y;
+  bool dashed = false;  // drawn dashed and thin: a guide (a slope, a bound), not data
   /// y against the step number 1, 2, ..., y.size() (a training curve).
   static Series over_steps(std::string name, std::vector<double> y) {
     std::vector<double> x(y.size());
@@ -45,9 +46,11 @@ struct Marker {
 };
 
 /// Curves on shared axes with a legend (e.g. train and validation loss against step), and
-/// optional vertical markers.
+/// optional vertical markers. log_y / log_x: logarithmic axes (points at or below 0 are left out
+/// of a log axis).
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
-                           const std::string& y_label, bool log_y = false, const std::vector<Marker>& markers = {});
+                           const std::string& y_label, bool log_y = false, const std::vector<Marker>& markers = {},
+                           bool log_x = false);
 
 /// A 2-D classifier's picture: `probs` (H, W) is P(class 1) over the square [-1, 1]^2 (row 0 at
 /// the top), drawn as a background, with the points (N, 2) coloured by their labels (N) on top.

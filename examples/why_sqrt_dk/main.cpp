@@ -1,0 +1,319 @@
+// why_sqrt_dk: "Why divide the scores by sqrt(d_k)?"
+//
+// A score is q . k = sum_i q_i k_i over d_k features. If the features of q and k are independent
+// with mean 0 and variance 1, each product q_i k_i has mean 0 and variance 1, and the variances of
+// the d_k independent terms add: Var(q . k) = d_k. The spread of the scores grows like sqrt(d_k),
+// and softmax of widely spread scores is nearly one-hot: its largest weight goes to 1 and its
+// Jacobian, diag(p) - p p^T, goes to 0 in more and more rows. Dividing by sqrt(d_k) brings the
+// variance back to 1 at every width.
+//
+// Part 1 measures those things (the spread of q . k, the largest softmax weight, the norm of the
+// softmax Jacobian and the share of rows where it is nearly 0) on random unit-variance q and k for
+// d_k = 2 ... 1024, with and without the scale. Part 2 trains one attention head at d_k = 64 on two
+// tasks, each twice from the same weights on the same batches, with and without the scale: naming
+// the first token (a sharp look-up) and counting the 0s (attention spread over every position).
+// What the scale changes is printed from the measurements, not assumed.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
+
+namespace why_sqrt_dk {
+using namespace mg;
+
+// Part 2's two tasks, on sequences of seq_len random tokens, one answer per sequence given at
+// every position: the first token (over 16 tokens), or how many of the tokens are 0 (over 4).
+enum class Task { FirstToken, CountZeros };
+const char* task_name(Task t) { return t == Task::FirstToken ? "name the first token" : "count the 0s"; }
+
+struct Config {
+  int64_t keys = 16;        // keys per query in part 1 (a sequence of 16 tokens)
+  int64_t queries = 4096;   // random queries per width in part 1
+  int64_t max_dk = 1024;    // part 1 runs d_k = 2, 4, ..., max_dk
+  int64_t dk = 64;          // part 2's head width (= the model width: one head)
+  int64_t seq_len = 16;
+  int64_t batch = 64;
+  int steps = 600;          // steps per run in part 2
+  double lr = 1e-3;         // Adam's (or SGD's) learning rate
+  bool sgd = false;         // plain SGD instead of Adam (which rescales every gradient)
+  uint64_t seed = 0;
+  std::string out = "runs/why_sqrt_dk";
+};
+
+// A softmax row counts as "passing almost no gradient" when its Jacobian's norm is below this.
+constexpr double kFrozen = 0.01;
+
+// ---- part 1: statistics of random scores ----------------------------------------------------
+
+// For one width and one choice of scale: the spread of the scores, the mean largest softmax
+// weight and the mean Frobenius norm of the softmax Jacobian over the queries.
+struct ScoreStats {
+  double score_std = 0;     // standard deviation of the scores (q . k, or q . k / sqrt(d_k))
+  double max_weight = 0;    // mean over queries of the largest softmax weight
+  double jacobian_norm = 0;  // mean over queries of ||diag(p) - p p^T||_F
+  double frozen = 0;         // share of queries whose Jacobian norm is below kFrozen
+};
+
+// ||diag(p) - p p^T||_F^2 = sum_i (p_i - p_i^2)^2 + sum_{i != j} p_i^2 p_j^2, for each row p of
+// probs (N, n) -> (N). The second sum is (sum p^2)^2 - sum p^4, which cancels to a rounding error
+// (possibly below 0) when p is one-hot: clamped at 0.
+Tensor softmax_jacobian_norm(const Tensor& probs) {
+  const Tensor d = probs - probs * probs, sq = probs * probs;
+  const Tensor p2 = sum(sq, {-1}), p4 = sum(sq * sq, {-1});
+  return sqrt(sum(d * d, {-1}) + clamp(p2 * p2 - p4, 0.0, std::nullopt));
+}
+
+ScoreStats score_stats(const Tensor& q, const Tensor& k, bool scaled) {
+  // q (N, d), k (N, n, d) -> scores (N, n): query i against its own n keys
+  const double d = static_cast<double>(q.size(1));
+  Tensor s = matmul(k, q.unsqueeze(2)).squeeze(2);
+  if (scaled) s = s * (1 / std::sqrt(d));
+  const Tensor p = softmax(s, -1);
+  ScoreStats r;
+  r.score_std = std::sqrt(mean(s * s).item() - std::pow(mean(s).item(), 2));
+  r.max_weight = mean(std::get<0>(max(p, -1))).item();
+  const Tensor j = softmax_jacobian_norm(p);
+  r.jacobian_norm = mean(j).item();
+  r.frozen = mean(lt(j, full({1}, kFrozen, DType::Float64)).to(DType::Float64)).item();
+  return r;
+}
+
+struct WidthRow {
+  int64_t dk;
+  ScoreStats unscaled, scaled;
+};
+
+std::vector<WidthRow> sweep_widths(const Config& c) {
+  std::vector<WidthRow> rows;
+  for (int64_t d = 2; d <= c.max_dk; d *= 2) {
+    Generator g(c.seed * 1000 + static_cast<uint64_t>(d));
+    const Tensor q = randn({c.queries, d}, g, DType::Float64), k = randn({c.queries, c.keys, d}, g, DType::Float64);
+    rows.push_back({d, score_stats(q, k, false), score_stats(q, k, true)});
+  }
+  return rows;
+}
+
+// ---- part 2: one head trained with and without the scale ------------------------------------
+
+int64_t vocab(Task t) { return t == Task::FirstToken ? 16 : 4; }
+int64_t classes(const Config& c, Task t) { return t == Task::FirstToken ? vocab(t) : c.seq_len + 1; }
+
+// Embeddings -> one attention head (W_Q, W_K, W_V, no biases) -> read-out, no residual: all the
+// read-out sees is what attention gathered. Every weight is drawn so that the features of x, q, k
+// and v have variance about 1, the premise of the argument.
+struct Head : nn::Callable<Head> {
+  nn::Embedding tok, pos;
+  nn::Linear w_q, w_k, w_v, readout;
+  bool scaled = true;
+  Head(const Config& c, Task t, Generator& g)
+      : tok(vocab(t), c.dk, {}, g),
+        pos(c.seq_len, c.dk, {}, g),
+        w_q(c.dk, c.dk, {.bias = false}, g),
+        w_k(c.dk, c.dk, {.bias = false}, g),
+        w_v(c.dk, c.dk, {.bias = false}, g),
+        readout(c.dk, classes(c, t), {}, g) {
+    for (auto [name, m] : {std::pair<const char*, nn::Module*>{"tok", &tok}, {"pos", &pos}, {"w_q", &w_q},
+                           {"w_k", &w_k}, {"w_v", &w_v}, {"readout", &readout}})
+      register_module(name, *m);
+    const double half = std::sqrt(0.5), inv = 1 / std::sqrt(static_cast<double>(c.dk));
+    nn::init::normal_(tok.weight, 0, half, g);  // x = tok + pos: variance 1/2 + 1/2
+    nn::init::normal_(pos.weight, 0, half, g);
+    for (nn::Linear* l : {&w_q, &w_k, &w_v}) nn::init::normal_(l->weight, 0, inv, g);  // q_i: d_k terms of 1/d_k
+  }
+  /// (B, T, d) embeddings -> (B, T, T) scores before softmax: q k^T, divided by sqrt(d_k) if scaled.
+  Variable scores(const Variable& x) const {
+    Variable s = matmul(w_q(x), transpose(w_k(x), 1, 2));
+    return scaled ? s / std::sqrt(static_cast<double>(w_q.in_features)) : s;
+  }
+  /// (B, T) ids -> (B, T, d) token plus position embeddings.
+  Variable embed(const Tensor& ids) const { return tok(ids) + pos(arange(ids.size(1))); }
+  /// (B, T) ids -> (B, T, classes) logits.
+  Variable forward(const Tensor& ids) const {
+    Variable x = embed(ids);
+    return readout(matmul(softmax(scores(x), -1), w_v(x)));
+  }
+  std::string type_name() const override { return "Head"; }
+};
+
+// n sequences and their targets, one per position, flattened: (n, T) ids, (n * T) classes.
+std::pair<Tensor, Tensor> batch(const Config& c, Task t, Generator& g, int64_t n) {
+  Tensor ids = randint(0, vocab(t), {n, c.seq_len}, g);
+  Tensor answer = t == Task::FirstToken ? ids.narrow(1, 0, 1)
+                                        : sum(eq(ids, zeros({1}, DType::Int64)).to(DType::Int64), {1}, true);
+  return {ids, answer.expand({n, c.seq_len}).contiguous().reshape({-1})};
+}
+
+// The head's softmax rows on 256 probe sequences: spread of the scores, mean largest weight, and
+// the share of rows whose Jacobian norm is below kFrozen.
+struct RowStats {
+  double score_std = 0, max_weight = 0, frozen = 0;
+};
+
+RowStats row_stats(const Head& m, const Config& c, Task t) {
+  NoGradGuard no_grad;
+  Generator probe(c.seed + 7);
+  const Tensor s = m.scores(m.embed(batch(c, t, probe, 256).first)).data().to(DType::Float64);
+  const Tensor p = softmax(s, -1);
+  const Tensor j = softmax_jacobian_norm(p.reshape({-1, c.seq_len}));
+  return {std::sqrt(mean(s * s).item() - std::pow(mean(s).item(), 2)), mean(std::get<0>(max(p, -1))).item(),
+          mean(lt(j, full({1}, kFrozen, DType::Float64)).to(DType::Float64)).item()};
+}
+
+struct TrainResult {
+  Task task;
+  bool scaled;
+  std::vector<double> loss, grad_wq;  // per step: the loss and ||dL/dW_Q||
+  RowStats start, end;                // the softmax rows before and after training
+  double accuracy = 0;                // on 1024 fresh sequences
+};
+
+TrainResult train(const Config& c, Task t, bool scaled) {
+  Generator g(c.seed);  // the same initial weights for both runs of a task
+  Head m(c, t, g);
+  m.scaled = scaled;
+  TrainResult r{t, scaled, {}, {}, row_stats(m, c, t), {}, 0};
+  Generator data(c.seed + 1);  // the same batches for both runs of a task
+  std::unique_ptr<optim::Optimizer> opt;
+  if (c.sgd)
+    opt = std::make_unique<optim::SGD>(m.parameters(), optim::SGDOptions{.lr = c.lr});
+  else
+    opt = std::make_unique<optim::Adam>(m.parameters(), optim::AdamOptions{.lr = c.lr});
+  viz::ProgressBar bar(c.steps, fmt::format("{:<22}{:<9}", task_name(t), scaled ? "scaled" : "unscaled"));
+  for (int step = 1; step <= c.steps; ++step) {
+    auto [ids, targets] = batch(c, t, data, c.batch);
+    Variable loss = cross_entropy(reshape(m(ids), {-1, classes(c, t)}), targets);
+    opt->zero_grad();
+    loss.backward();
+    r.grad_wq.push_back(std::sqrt(sum(m.w_q.weight.grad() * m.w_q.weight.grad()).item()));
+    opt->step();
+    r.loss.push_back(loss.item());
+    bar.update(step, loss.item(), -1, c.batch * c.seq_len);
+  }
+  bar.finish();
+  r.end = row_stats(m, c, t);
+  NoGradGuard no_grad;
+  Generator test(c.seed + 1000);
+  auto [ids, targets] = batch(c, t, test, 1024);
+  r.accuracy = mean(eq(argmax(m(ids).data(), -1).reshape({-1}), targets).to(DType::Float32)).item();
+  return r;
+}
+
+double window_mean(const std::vector<double>& v, size_t from, size_t to) {  // steps [from, to], 1-based
+  double s = 0;
+  for (size_t i = from; i <= to; ++i) s += v[i - 1];
+  return s / static_cast<double>(to - from + 1);
+}
+
+// What part 2 shows about one task, from its two runs: does the run without the scale fall
+// behind, and is the gradient reaching W_Q smaller without it?
+std::string task_conclusion(const TrainResult& scaled, const TrainResult& unscaled) {
+  const double gap = scaled.accuracy - unscaled.accuracy;
+  const double g_s = window_mean(scaled.grad_wq, 1, 50), g_u = window_mean(unscaled.grad_wq, 1, 50);
+  std::string s = fmt::format("{}: ", task_name(scaled.task));
+  if (std::abs(gap) < 0.05)
+    s += fmt::format("learned with and without the scale ({:.1f}% and {:.1f}%)", 100 * scaled.accuracy,
+                     100 * unscaled.accuracy);
+  else if (gap > 0)
+    s += fmt::format("learned with the scale ({:.1f}%), not without it ({:.1f}%; its softmax rows still put {:.2f} "
+                     "on one key at the end, {:.0f}% of them passing almost no gradient)",
+                     100 * scaled.accuracy, 100 * unscaled.accuracy, unscaled.end.max_weight,
+                     100 * unscaled.end.frozen);
+  else
+    s += fmt::format("better without the scale ({:.1f}% against {:.1f}%)", 100 * unscaled.accuracy,
+                     100 * scaled.accuracy);
+  s += fmt::format("; the gradient reaching W_Q over steps 1-50 is {} without the scale ({:.2e} against {:.2e}).\n",
+                   g_u < g_s ? "smaller" : "larger", g_u, g_s);
+  return s;
+}
+
+}  // namespace why_sqrt_dk
+
+#ifndef MG_EXAMPLE_NO_MAIN
+int main(int argc, char** argv) {
+  using namespace why_sqrt_dk;
+  Config c;
+  CLI::App app{"why_sqrt_dk: why attention divides its scores by sqrt(d_k)"};
+  app.add_option("--steps", c.steps, "training steps per run (part 2)");
+  app.add_option("--dk", c.dk, "head width in part 2")->check(CLI::Range(1, 4096));
+  app.add_option("--lr", c.lr, "learning rate (part 2)");
+  app.add_flag("--sgd", c.sgd, "plain SGD instead of Adam in part 2");
+  app.add_option("--seed", c.seed, "random seed");
+  app.add_option("--out", c.out, "output folder");
+  CLI11_PARSE(app, argc, argv);
+  if (c.steps < 50) {
+    std::fprintf(stderr, "--steps must be at least 50 (the tables average steps 1-50 and the last 50)\n");
+    return 2;
+  }
+
+  viz::Report rep(c.out, "why_sqrt_dk: why attention divides its scores by sqrt(d_k)",
+                  "The spread of q.k grows like sqrt(d_k); what that does to softmax, and to training.");
+  const std::vector<WidthRow> rows = sweep_widths(c);
+  std::string t1 = fmt::format(
+      "Part 1: random q, k with unit-variance features, {} keys per query, {} queries per width\n"
+      "{:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+      c.keys, c.queries, "d_k", "std q.k", "scaled", "max w", "scaled", "|J|", "scaled", "frozen", "scaled");
+  for (const WidthRow& r : rows)
+    t1 += fmt::format("{:>6} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.4f} {:>10.4f} {:>9.1f}% {:>9.1f}%\n", r.dk,
+                      r.unscaled.score_std, r.scaled.score_std, r.unscaled.max_weight, r.scaled.max_weight,
+                      r.unscaled.jacobian_norm, r.scaled.jacobian_norm, 100 * r.unscaled.frozen, 100 * r.scaled.frozen);
+  t1 += fmt::format("(max w: mean largest softmax weight; |J|: mean norm of the softmax Jacobian; frozen: rows with "
+                    "|J| < {})\n",
+                    kFrozen);
+  std::printf("%s", t1.c_str());
+  rep.add_note(t1, true);
+  std::vector<double> dks, sq, std_u, std_s, max_u, max_s, j_u, j_s;
+  for (const WidthRow& r : rows) {
+    dks.push_back(static_cast<double>(r.dk)), sq.push_back(std::sqrt(static_cast<double>(r.dk)));
+    std_u.push_back(r.unscaled.score_std), std_s.push_back(r.scaled.score_std);
+    max_u.push_back(r.unscaled.max_weight), max_s.push_back(r.scaled.max_weight);
+    j_u.push_back(r.unscaled.jacobian_norm), j_s.push_back(r.scaled.jacobian_norm);
+  }
+  rep.add_svg("score_std.svg",
+              viz::line_chart_svg({{"q.k", dks, std_u}, {"q.k / sqrt(d_k)", dks, std_s}, {"sqrt(d_k)", dks, sq, true}},
+                                  "Spread of the scores", "d_k", "standard deviation", true, {}, true),
+              "The standard deviation of q.k follows sqrt(d_k) (dashed); divided by sqrt(d_k) it stays at 1.");
+  rep.add_svg("max_weight.svg",
+              viz::line_chart_svg({{"q.k", dks, max_u}, {"q.k / sqrt(d_k)", dks, max_s}},
+                                  fmt::format("Largest softmax weight over {} keys", c.keys), "d_k",
+                                  "mean largest weight", false, {}, true),
+              "Without the scale the softmax approaches one-hot as d_k grows; with it, it does not depend on d_k.");
+  rep.add_svg("jacobian.svg",
+              viz::line_chart_svg({{"q.k", dks, j_u}, {"q.k / sqrt(d_k)", dks, j_s}}, "Norm of the softmax Jacobian",
+                                  "d_k", "mean ||diag(p) - p p^T||", false, {}, true),
+              "How much a change of the scores moves the weights: it falls with d_k without the scale.");
+
+  std::vector<TrainResult> runs;
+  for (Task t : {Task::FirstToken, Task::CountZeros})
+    for (bool scaled : {true, false}) runs.push_back(train(c, t, scaled));
+  std::string t2 = fmt::format(
+      "Part 2: one head at d_k = {}, {} steps of {}, each task twice from the same weights on the same batches\n"
+      "{:<22} {:<9} {:>9} {:>8} {:>8} {:>12} {:>10} {:>8} {:>9}\n",
+      c.dk, c.steps, c.sgd ? "SGD" : "Adam", "task", "scale", "score std", "max w", "frozen", "|dW_Q| 1-50",
+      "last loss", "max w", "accuracy");
+  for (const TrainResult& r : runs)
+    t2 += fmt::format("{:<22} {:<9} {:>9.2f} {:>8.3f} {:>7.1f}% {:>12.2e} {:>10.4f} {:>8.3f} {:>8.1f}%\n",
+                      task_name(r.task), r.scaled ? "yes" : "no", r.start.score_std, r.start.max_weight,
+                      100 * r.start.frozen, window_mean(r.grad_wq, 1, 50),
+                      window_mean(r.loss, r.loss.size() - 49, r.loss.size()), r.end.max_weight, 100 * r.accuracy);
+  t2 += "(score std, max w, frozen: at the start; last loss: mean of the last 50 steps; then max w at the end)\n";
+  t2 += task_conclusion(runs[0], runs[1]) + task_conclusion(runs[2], runs[3]);
+  std::printf("\n%s", t2.c_str());
+  rep.add_note(t2, true);
+  std::vector<viz::Series> curves;
+  for (const TrainResult& r : runs)
+    curves.push_back(viz::Series::over_steps(
+        fmt::format("{}, {}", task_name(r.task), r.scaled ? "scaled" : "unscaled"), r.loss));
+  rep.add_svg("loss.svg",
+              viz::line_chart_svg(curves, fmt::format("One head at d_k = {}: training loss", c.dk), "step",
+                                  "cross-entropy", true),
+              "The same head, the same weights and batches for each task, with and without the scale.");
+  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  return 0;
+}
+#endif
