@@ -2,6 +2,7 @@
 // attention mass sits, equal outputs after folding, equal losses), not just that a program ran.
 // Each example's main.cpp is compiled here without its main().
 #define MG_EXAMPLE_NO_MAIN
+#include "examples/attention_cost/main.cpp"
 #include "examples/char_gpt/main.cpp"
 #include "examples/char_lstm/main.cpp"
 #include "examples/digits_cnn/main.cpp"
@@ -405,6 +406,44 @@ TEST_F(Examples, WhySqrtDkWithoutTheScaleAHeadCannotSpreadItsAttention) {
     const std::string said = why_sqrt_dk::task_conclusion(cs, cu);
     EXPECT_NE(said.find("not without it"), std::string::npos) << said;
   }
+}
+
+TEST_F(Examples, AttentionCostMemoryGrowsWithTSquaredOnlyOnTheComposedPath) {
+  // Not timings (those are measured by the example, not asserted): the FLOP counts, the crossover
+  // arithmetic, and the memory, which is deterministic. The composed path keeps the (H, T, T)
+  // scores and weights for its backward, 4x more per doubling of T; the fused one keeps O(T).
+  attention_cost::Config c;
+  c.dim = 64, c.max_len = 1024, c.reps = 1;
+  EXPECT_EQ(attention_cost::attention_flops(128, 64), attention_cost::projection_flops(128, 64));  // T = 2d
+  const auto rows = attention_cost::measure_costs(c);
+  ASSERT_EQ(rows.size(), 5u);  // 64 ... 1024
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double tt = 4.0 * static_cast<double>(c.heads * rows[i].T * rows[i].T);  // one (H, T, T) float32
+    EXPECT_GE(static_cast<double>(rows[i].composed_bytes), 2 * tt) << rows[i].T;     // scores and weights
+    EXPECT_LT(static_cast<double>(rows[i].fused_bytes), 0.25 * tt + 1e6) << rows[i].T;
+    if (i > 0) {
+      const double fused_growth = static_cast<double>(rows[i].fused_bytes) / static_cast<double>(rows[i - 1].fused_bytes);
+      EXPECT_NEAR(fused_growth, 2, 0.3) << rows[i].T;
+    }
+  }
+  EXPECT_GT(static_cast<double>(rows.back().composed_bytes) / static_cast<double>(rows[rows.size() - 2].composed_bytes), 3.5);
+  // the crossover of two made-up timings: attention 1, 4, 16 against 2, 4, 8 crosses at the second T
+  std::vector<attention_cost::CostRow> made = {{64, 0, 0, 1, 0, 0, 0}, {128, 0, 0, 4, 0, 0, 0}, {256, 0, 0, 16, 0, 0, 0}};
+  EXPECT_NEAR(attention_cost::crossover(made, &attention_cost::CostRow::fused_ms, {2, 4, 8}), 128, 1e-9);
+  EXPECT_EQ(attention_cost::crossover(made, &attention_cost::CostRow::fused_ms, {100, 200, 400}), 0);
+}
+
+TEST_F(Examples, AttentionCostCopyingFromFarBackNeedsTheDirectPath) {
+  // One attention layer copies from k back at any k; the LSTM does at k = 1 and not at k = 16.
+  attention_cost::Config c;
+  c.distances = {1, 16};
+  c.seq_len = 24, c.steps = 200;  // shorter than the example's 48 and 300, to keep the test quick
+  const auto rows = attention_cost::copy_at_distance(c);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_GT(rows[0].attention, 0.95);
+  EXPECT_GT(rows[1].attention, 0.95);
+  EXPECT_GT(rows[0].lstm, 0.95);
+  EXPECT_LT(rows[1].lstm, 0.3);
 }
 
 TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {

@@ -1,0 +1,322 @@
+// attention_cost: "What does attention cost as the sequence grows, and what does it buy?"
+//
+// Part 1, the cost. For T tokens of width d, the four projections (W_Q, W_K, W_V, W_O) are
+// 4 products of (T, d) by (d, d): 8 T d^2 multiply-adds... counted as FLOPs, 2 per multiply-add:
+//   projections  8 T d^2   (forward)       attention  4 T^2 d   (Q K^T and weights V, forward)
+// The projections grow like T, attention like T^2: attention costs as much as the projections at
+// T = 2d, and as much as the projections and a 4d-wide MLP (16 T d^2 more) at T = 6d. The example
+// times them, forward and backward, for T = 64 ... 4096 at d = 128, attention both fused
+// (scaled_dot_product_attention, which never stores the (T, T) weights) and composed (matmul,
+// softmax, matmul, which keeps them for the backward), and measures the memory each needs.
+//
+// Part 2, what it buys. Copy the token k positions back: one attention layer reaches position
+// t - k in one step, whatever k, through a score that depends on the two positions; a recurrent
+// network (an LSTM, as in char_lstm) must carry the token through k steps of its state. Both are
+// trained on the same batches for each k, and their accuracy is printed against k.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
+
+namespace attention_cost {
+using namespace mg;
+
+struct Config {
+  // part 1
+  int64_t dim = 128;       // model width d
+  int64_t heads = 4;       // heads of d / heads features
+  int64_t max_len = 4096;  // T = 64, 128, ..., max_len
+  int reps = 5;            // timed repetitions per measurement (the median is kept), after one warm-up
+  // part 2
+  int64_t vocab = 16;
+  int64_t seq_len = 48;
+  std::vector<int64_t> distances = {1, 2, 4, 8, 16, 32};
+  int64_t width = 64;   // the attention model's width
+  int64_t hidden = 128;  // the LSTM's hidden size
+  int64_t batch = 32;
+  int steps = 300;  // Adam steps per model and distance
+  double lr = 3e-3;
+  uint64_t seed = 0;
+  int part = 0;  // 1 or 2: run only that part; 0: both
+  std::string out = "runs/attention_cost";
+};
+
+// ---- part 1: time and memory against T ---------------------------------------------------
+
+/// Forward FLOPs of the four projections and of attention (Q K^T and weights V) for T tokens.
+double projection_flops(int64_t T, int64_t d) { return 8.0 * static_cast<double>(T) * static_cast<double>(d * d); }
+double attention_flops(int64_t T, int64_t d) {
+  return 4.0 * static_cast<double>(T) * static_cast<double>(T) * static_cast<double>(d);
+}
+
+// Milliseconds of f(), the median of `reps` runs after one warm-up run.
+template <class F>
+double median_ms(int reps, F&& f) {
+  f();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Bytes held at the peak of f() beyond what was held before it.
+template <class F>
+size_t peak_bytes(F&& f) {
+  const size_t before = memory_allocated();
+  reset_peak_memory_stats();
+  f();
+  return max_memory_allocated() - before;
+}
+
+// softmax(q k^T / sqrt(d)) v written out: the (T, T) scores and weights are tensors of the graph.
+Variable composed_attention(const Variable& q, const Variable& k, const Variable& v) {
+  const double scale = 1 / std::sqrt(static_cast<double>(q.size(-1)));
+  return matmul(softmax(matmul(q, transpose(k, -2, -1)) * scale, -1), v);
+}
+
+struct CostRow {
+  int64_t T;
+  double projections_ms, mlp_ms, fused_ms, composed_ms;  // forward + backward
+  size_t fused_bytes, composed_bytes;                   // peak memory of attention's forward + backward
+};
+
+std::vector<CostRow> measure_costs(const Config& c) {
+  Generator g(c.seed);
+  const int64_t d = c.dim, dh = d / c.heads;
+  nn::Linear w_q(d, d, {}, g), w_k(d, d, {}, g), w_v(d, d, {}, g), w_o(d, d, {}, g);
+  nn::Linear up(d, 4 * d, {}, g), down(4 * d, d, {}, g);
+  std::vector<CostRow> rows;
+  for (int64_t T = 64; T <= c.max_len; T *= 2) {
+    CostRow r{T, 0, 0, 0, 0, 0, 0};
+    Variable x(randn({1, T, d}, g), true);
+    r.projections_ms = median_ms(c.reps, [&] { sum(w_q(x) + w_k(x) + w_v(x) + w_o(x)).backward(); });
+    r.mlp_ms = median_ms(c.reps, [&] { sum(down(gelu(up(x)))).backward(); });
+    Variable q(randn({1, c.heads, T, dh}, g), true), k(randn({1, c.heads, T, dh}, g), true),
+        v(randn({1, c.heads, T, dh}, g), true);
+    auto fused = [&] { sum(scaled_dot_product_attention(q, k, v)).backward(); };
+    auto composed = [&] { sum(composed_attention(q, k, v)).backward(); };
+    r.fused_ms = median_ms(c.reps, fused);
+    r.composed_ms = median_ms(c.reps, composed);
+    for (Variable* p : {&q, &k, &v}) p->zero_grad();
+    r.fused_bytes = peak_bytes(fused);
+    for (Variable* p : {&q, &k, &v}) p->zero_grad();
+    r.composed_bytes = peak_bytes(composed);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// The T at which attention's time first reaches `other`'s, interpolated between measured T on
+// log axes; 0 if it never does in the measured range.
+double crossover(const std::vector<CostRow>& rows, double CostRow::*attention, const std::vector<double>& other) {
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const double a0 = std::log(rows[i - 1].*attention / other[i - 1]), a1 = std::log(rows[i].*attention / other[i]);
+    if (a0 < 0 && a1 >= 0) {
+      const double f = -a0 / (a1 - a0);
+      return std::exp(std::log(static_cast<double>(rows[i - 1].T)) * (1 - f) + std::log(static_cast<double>(rows[i].T)) * f);
+    }
+    if (i == 1 && a0 >= 0) return static_cast<double>(rows[0].T);
+  }
+  return 0;
+}
+
+// ---- part 2: copying from k positions back ------------------------------------------------
+
+// ids (B, T) -> logits (B, T, vocab), causal: position t sees tokens 0..t.
+struct AttentionCopier : nn::Callable<AttentionCopier> {
+  nn::Embedding tok, pos;
+  nn::MultiheadAttention attn;
+  nn::Linear readout;
+  AttentionCopier(const Config& c, Generator& g)
+      : tok(c.vocab, c.width, {}, g), pos(c.seq_len, c.width, {}, g), attn(c.width, 1, {}, g),
+        readout(c.width, c.vocab, {}, g) {
+    register_module("tok", tok), register_module("pos", pos), register_module("attn", attn);
+    register_module("readout", readout);
+  }
+  Variable forward(const Tensor& ids) const {
+    Variable x = tok(ids) + pos(arange(ids.size(1)));
+    return readout(x + attn(x, {.is_causal = true}).output);
+  }
+  std::string type_name() const override { return "AttentionCopier"; }
+};
+
+struct LSTMCopier : nn::Callable<LSTMCopier> {
+  nn::Embedding tok;
+  nn::LSTM lstm;
+  nn::Linear readout;
+  LSTMCopier(const Config& c, Generator& g)
+      : tok(c.vocab, c.width, {}, g), lstm(c.width, c.hidden, {.batch_first = true}, g),
+        readout(c.hidden, c.vocab, {}, g) {
+    register_module("tok", tok), register_module("lstm", lstm), register_module("readout", readout);
+  }
+  Variable forward(const Tensor& ids) const { return readout(std::get<0>(lstm(tok(ids)))); }
+  std::string type_name() const override { return "LSTMCopier"; }
+};
+
+// Random tokens; the target at position t >= k is the token at t - k (positions t < k have none).
+std::pair<Tensor, Tensor> copy_batch(const Config& c, int64_t k, Generator& g, int64_t n) {
+  Tensor ids = randint(0, c.vocab, {n, c.seq_len}, g);
+  return {ids, ids.narrow(1, 0, c.seq_len - k).contiguous().reshape({-1})};
+}
+
+template <class M>
+Variable copy_logits(const M& m, const Config& c, int64_t k, const Tensor& ids) {
+  return reshape(narrow(m(ids), 1, k, c.seq_len - k), {-1, c.vocab});  // the positions that have a target
+}
+
+// Train a fresh model to copy from k back; its accuracy on 512 fresh sequences.
+template <class M>
+double train_copier(const Config& c, int64_t k, const std::string& label) {
+  Generator g(c.seed);
+  M m(c, g);
+  Generator data(c.seed + 100 + static_cast<uint64_t>(k));  // the same batches for both models
+  optim::Adam opt(m.parameters(), {.lr = c.lr});
+  viz::ProgressBar bar(c.steps, label);
+  for (int step = 1; step <= c.steps; ++step) {
+    auto [ids, targets] = copy_batch(c, k, data, c.batch);
+    Variable loss = cross_entropy(copy_logits(m, c, k, ids), targets);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    bar.update(step, loss.item(), -1, c.batch * c.seq_len);
+  }
+  bar.finish();
+  NoGradGuard no_grad;
+  Generator test(c.seed + 1000 + static_cast<uint64_t>(k));
+  auto [ids, targets] = copy_batch(c, k, test, 512);
+  return mean(eq(argmax(copy_logits(m, c, k, ids).data(), -1), targets).to(DType::Float32)).item();
+}
+
+struct CopyRow {
+  int64_t k;
+  double attention, lstm;  // accuracy
+};
+
+std::vector<CopyRow> copy_at_distance(const Config& c) {
+  std::vector<CopyRow> rows;
+  for (int64_t k : c.distances)
+    rows.push_back({k, train_copier<AttentionCopier>(c, k, fmt::format("attention, k = {:<3}", k)),
+                    train_copier<LSTMCopier>(c, k, fmt::format("LSTM,      k = {:<3}", k))});
+  return rows;
+}
+
+// Part 1's table, conclusions and chart.
+void report_costs(const Config& c, viz::Report& rep) {
+  const std::vector<CostRow> rows = measure_costs(c);
+  std::printf("Part 1: d = %lld, %lld heads, batch 1, forward + backward, median of %d runs, %d threads\n",
+              static_cast<long long>(c.dim), static_cast<long long>(c.heads), c.reps, get_num_threads());
+  std::string t1 = fmt::format("{:>6} {:>14} {:>10} {:>12} {:>14} {:>16} {:>16} {:>14}\n", "T", "projections ms",
+                               "MLP ms", "fused ms", "composed ms", "fused memory", "composed memory",
+                               "attn/proj FLOPs");
+  std::vector<double> Ts, proj, block, fused, composed, lin, quad;
+  for (const CostRow& r : rows) {
+    t1 += fmt::format("{:>6} {:>14.2f} {:>10.2f} {:>12.2f} {:>14.2f} {:>13.1f} MB {:>13.1f} MB {:>14.2f}\n", r.T,
+                      r.projections_ms, r.mlp_ms, r.fused_ms, r.composed_ms, r.fused_bytes / 1e6,
+                      r.composed_bytes / 1e6, attention_flops(r.T, c.dim) / projection_flops(r.T, c.dim));
+    Ts.push_back(static_cast<double>(r.T));
+    proj.push_back(r.projections_ms), block.push_back(r.projections_ms + r.mlp_ms);
+    fused.push_back(r.fused_ms), composed.push_back(r.composed_ms);
+  }
+  // slope guides through the first projections point (slope 1) and the first fused point (slope 2)
+  for (double T : Ts) lin.push_back(proj[0] * T / Ts[0]), quad.push_back(fused[0] * T * T / (Ts[0] * Ts[0]));
+  const double x_proj = crossover(rows, &CostRow::fused_ms, proj), x_block = crossover(rows, &CostRow::fused_ms, block);
+  const CostRow& last = rows.back();
+  const double tt_bytes = 4.0 * static_cast<double>(c.heads) * static_cast<double>(last.T * last.T);
+  t1 += fmt::format(
+      "By FLOPs attention equals the projections at T = 2d = {} and the projections plus the MLP at T = 6d = {}.\n"
+      "Measured (fused attention): it passes the projections at T = {:.0f}, and projections plus MLP at T = {}.\n"
+      "Each doubling of T multiplies attention's time by {:.1f} (fused) and the projections' by {:.1f}, over the last "
+      "three doublings.\n"
+      "The composed path holds the (T, T) matrices: at T = {} one (H, T, T) float32 tensor is {:.0f} MB, and its peak "
+      "is {:.0f} MB against {:.1f} MB fused.\n",
+      2 * c.dim, 6 * c.dim, x_proj, x_block > 0 ? fmt::format("{:.0f}", x_block) : "beyond the measured range",
+      std::pow(rows.back().fused_ms / rows[rows.size() - 4].fused_ms, 1.0 / 3),
+      std::pow(rows.back().projections_ms / rows[rows.size() - 4].projections_ms, 1.0 / 3), last.T, tt_bytes / 1e6,
+      last.composed_bytes / 1e6, last.fused_bytes / 1e6);
+  std::printf("%s", t1.c_str());
+  rep.add_note(t1, true);
+  rep.add_svg(
+      "cost.svg",
+      viz::line_chart_svg({{"attention, fused", Ts, fused},
+                           {"attention, composed", Ts, composed},
+                           {"4 projections", Ts, proj},
+                           {"4 projections + MLP", Ts, block},
+                           {"slope 1 (time ~ T)", Ts, lin, true},
+                           {"slope 2 (time ~ T^2)", Ts, quad, true}},
+                          fmt::format("Forward + backward time against T (d = {})", c.dim), "T (tokens)", "ms", true,
+                          {{2.0 * static_cast<double>(c.dim), "T = 2d"}, {6.0 * static_cast<double>(c.dim), "T = 6d"}},
+                          true),
+      "Log-log: the projections follow slope 1, attention bends to slope 2. The dashed lines mark where attention's "
+      "FLOPs equal the projections' (T = 2d) and the projections' plus a 4d MLP's (T = 6d).");
+
+}
+
+// Part 2's table, conclusion and chart.
+void report_copying(const Config& c, viz::Report& rep) {
+  const std::vector<CopyRow> copy = copy_at_distance(c);
+  std::string t2 = fmt::format(
+      "\nPart 2: copy the token k positions back ({} tokens over {}, {} Adam steps each, the same batches for both)\n"
+      "{:>4} {:>22} {:>22}\n",
+      c.seq_len, c.vocab, c.steps,
+      "k", fmt::format("attention (d {})", c.width), fmt::format("LSTM (hidden {})", c.hidden));
+  std::vector<double> ks, acc_a, acc_l;
+  for (const CopyRow& r : copy) {
+    t2 += fmt::format("{:>4} {:>21.1f}% {:>21.1f}%\n", r.k, 100 * r.attention, 100 * r.lstm);
+    ks.push_back(static_cast<double>(r.k)), acc_a.push_back(100 * r.attention), acc_l.push_back(100 * r.lstm);
+  }
+  const auto worst_a = std::min_element(acc_a.begin(), acc_a.end());
+  const auto first_l = std::find_if(copy.begin(), copy.end(), [](const CopyRow& r) { return r.lstm < 0.9; });
+  t2 += fmt::format("Attention's accuracy is at least {:.1f}% at every k; ", *worst_a);
+  t2 += first_l == copy.end()
+            ? "the LSTM's stays above 90% at every k measured.\n"
+            : fmt::format("the LSTM's falls below 90% from k = {} (to {:.1f}% at k = {}).\n", first_l->k,
+                          100 * copy.back().lstm, copy.back().k);
+  std::printf("%s", t2.c_str());
+  rep.add_note(t2, true);
+  rep.add_svg("copy.svg",
+              viz::line_chart_svg({{"attention", ks, acc_a}, {"LSTM", ks, acc_l}},
+                                  "Copy the token k positions back: accuracy against k", "k", "accuracy (%)", false,
+                                  {}, true),
+              "One attention layer reaches t - k in one step for any k; the LSTM must carry the token through k steps "
+              "of its state.");
+}
+
+}  // namespace attention_cost
+
+#ifndef MG_EXAMPLE_NO_MAIN
+int main(int argc, char** argv) {
+  using namespace attention_cost;
+  Config c;
+  CLI::App app{"attention_cost: attention's cost against sequence length, and what its direct path buys"};
+  app.add_option("--dim", c.dim, "model width d in part 1");
+  app.add_option("--max-len", c.max_len, "longest T in part 1 (from 64, doubling)")->check(CLI::Range(64, 65536));
+  app.add_option("--reps", c.reps, "timed runs per measurement")->check(CLI::Range(1, 100));
+  app.add_option("--steps", c.steps, "training steps per model in part 2");
+  app.add_option("--seed", c.seed, "random seed");
+  app.add_option("--part", c.part, "1: only the cost against T; 2: only the copying task; 0: both")
+      ->check(CLI::Range(0, 2));
+  app.add_option("--out", c.out, "output folder");
+  CLI11_PARSE(app, argc, argv);
+  if (c.dim % c.heads != 0) {
+    std::fprintf(stderr, "--dim must be a multiple of %lld\n", static_cast<long long>(c.heads));
+    return 2;
+  }
+
+  viz::Report rep(c.out, "attention_cost: what attention costs against T, and what it buys",
+                  "Time and memory of attention against the projections; copying from k positions back.");
+  if (c.part != 2) report_costs(c, rep);
+  if (c.part != 1) report_copying(c, rep);
+  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  return 0;
+}
+#endif
