@@ -13,6 +13,7 @@
 #include "examples/mlp/main.cpp"
 #include "examples/one_matrix_per_head/main.cpp"
 #include "examples/pretrained_heads/main.cpp"
+#include "examples/related_not_similar/main.cpp"
 #include "examples/second_order/main.cpp"
 #include "examples/seq2seq_cross_attention/main.cpp"
 #include "examples/where_weights_come_from/main.cpp"
@@ -147,6 +148,7 @@ TEST_F(Examples, WhereWeightsComeFrom) {
   EXPECT_EQ(where_weights::embedding_vs_onehot(m, c, g), 0.0);
   const where_weights::ContextResult ctx = where_weights::static_vs_contextual(m, c);
   EXPECT_DOUBLE_EQ(ctx.embedding_cosine, 1.0);
+  EXPECT_NEAR(ctx.value_cosine, 1.0, 1e-6);  // V = x W_V: in layer 1, of this position's input only
   EXPECT_LT(ctx.contextual_cosine, 0.9);
   // the composed graph, W_Q/W_K/W_V as separate leaves, each box with its gradient's norm
   for (const char* w : {"attn.w_q.weight", "attn.w_k.weight", "attn.w_v.weight"})
@@ -444,6 +446,36 @@ TEST_F(Examples, AttentionCostCopyingFromFarBackNeedsTheDirectPath) {
   EXPECT_GT(rows[1].attention, 0.95);
   EXPECT_GT(rows[0].lstm, 0.95);
   EXPECT_LT(rows[1].lstm, 0.3);
+}
+
+TEST_F(Examples, RelatedNotSimilarNeedsTwoMatrices) {
+  // Attend to the successor x + 1 mod 16: separate W_Q, W_K learn it (an asymmetric form); one
+  // shared matrix gives a symmetric form whose best key is the token itself for most tokens, and
+  // (Cauchy-Schwarz around the cycle) never the successor for every token.
+  related::Config c;
+  {  // the batches: distinct tokens, and every target is the position of the token's successor
+    Generator g(3);
+    auto [ids, targets] = related::make_batch(c, g, 32);
+    for (int64_t i = 0; i < 32; ++i)
+      for (int64_t t = 0; t < 8; ++t) {
+        const int64_t tg = targets.data<int64_t>()[i * 8 + t], x = ids.data<int64_t>()[i * 8 + t];
+        int64_t where = -1;
+        for (int64_t u = 0; u < 8; ++u)
+          if (ids.data<int64_t>()[i * 8 + u] == (x + 1) % 16) where = u;
+        EXPECT_EQ(tg, where);
+      }
+  }
+  for (uint64_t seed : {0, 1, 2}) {
+    c.seed = seed;
+    const related::RunResult sep = related::train(c, false), tie = related::train(c, true);
+    EXPECT_GE(sep.accuracy, 0.99) << seed;
+    EXPECT_GT(sep.asymmetry, 0.5) << seed;
+    EXPECT_EQ(sep.successor_best, 1.0) << seed;
+    EXPECT_LT(tie.asymmetry, 1e-6) << seed;
+    EXPECT_LT(tie.accuracy, 0.2) << seed;
+    EXPECT_GE(tie.self_best, 0.8) << seed;
+    EXPECT_LT(tie.successor_best, 1.0) << seed;
+  }
 }
 
 TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {

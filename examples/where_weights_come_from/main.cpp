@@ -217,6 +217,7 @@ double cosine(const Tensor& a, const Tensor& b) {
 struct ContextResult {
   double embedding_cosine;   // the token's embedding row in two contexts (always 1)
   double contextual_cosine;  // its vector after attention in two contexts
+  double value_cosine;       // its value vector v = x W_V in two contexts
 };
 // Token 3 at position 4 in two sequences that differ in their first token.
 ContextResult static_vs_contextual(const Model& m, const Config& c) {
@@ -230,9 +231,9 @@ ContextResult static_vs_contextual(const Model& m, const Config& c) {
         return v;
       }(),
       {2, c.seq_len});
-  Tensor e = m.tok(ids).data(), h = m.contextual(ids).data();
+  Tensor e = m.tok(ids).data(), h = m.contextual(ids).data(), v = m.attn.w_v(m.embed(ids)).data();
   auto at = [&](const Tensor& t, int64_t b) { return t.narrow(0, b, 1).narrow(1, 4, 1).reshape({-1}); };
-  return {cosine(at(e, 0), at(e, 1)), cosine(at(h, 0), at(h, 1))};
+  return {cosine(at(e, 0), at(e, 1)), cosine(at(h, 0), at(h, 1)), cosine(at(v, 0), at(v, 1))};
 }
 
 // The embedding lookup against one_hot(ids) @ W: the largest difference (0: the same numbers).
@@ -440,8 +441,9 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
       "The embedding is a Linear layer on one-hot rows: max |embedding(ids) - one_hot(ids) @ W| = {}\n"
       "Static vs contextual, token 3 at position 4 in two sequences with different first tokens:\n"
       "  cosine of its embedding rows          {:.4f}  (a table lookup: always the same row)\n"
+      "  cosine of its value vectors x W_V     {:.4f}  (an activation, but of this position's input only)\n"
       "  cosine of its vectors after attention {:.4f}  (they carry what attention gathered)\n",
-      diff, ctx.embedding_cosine, ctx.contextual_cosine);
+      diff, ctx.embedding_cosine, ctx.value_cosine, ctx.contextual_cosine);
   std::printf("%s", facts.c_str());
   rep.add_note(facts, true);
   inspect::AttentionCapture cap(m);
