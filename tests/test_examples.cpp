@@ -241,6 +241,17 @@ TEST_F(Examples, HeadsSpecialise) {
   EXPECT_THAT(r.telemetry_json, testing::HasSubstr(R"("query_tokens":["x0=)"));
   EXPECT_GE(r.full.both, 0.95);
   // one head on the previous token, the other on the first token (measured)
+  // the pictures' data: scores masked exactly above the diagonal, weights = softmax of the scores
+  // row by row, mean maps whose rows sum to 1, one token label per position
+  ASSERT_EQ(r.roles.tokens.size(), static_cast<size_t>(c.seq_len));
+  for (int h = 0; h < 2; ++h) {
+    const Tensor sc = r.roles.example_scores[h].to(DType::Float64), w = r.roles.example[h].to(DType::Float64);
+    for (int64_t i = 0; i < c.seq_len; ++i)
+      for (int64_t j = 0; j < c.seq_len; ++j)
+        EXPECT_EQ(std::isinf(sc.at({i, j})), j > i) << h << " " << i << " " << j;
+    EXPECT_LT(max(abs(softmax(sc, -1) - w)).item(), 1e-5);
+    EXPECT_LT(max(abs(sum(r.roles.mean[h], {1}) - 1.0)).item(), 1e-5);
+  }
   const int prev_head = r.roles.on_prev[0] > r.roles.on_prev[1] ? 0 : 1, first_head = 1 - prev_head;
   EXPECT_GT(r.roles.on_prev[prev_head], 0.8);
   EXPECT_GT(r.roles.on_first[first_head], 0.8);

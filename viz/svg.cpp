@@ -85,9 +85,13 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
     for (double x : v) unit = unit && (!std::isfinite(x) || (x >= 0 && x <= 1));
     decimals = unit && o.cell >= 32 ? 3 : 2;
   }
-  size_t label_len = 0;
+  size_t label_len = 0, col_len = 0;
   for (auto& l : o.row_labels) label_len = std::max(label_len, l.size());
-  const int cell = o.cell, left = 30 + static_cast<int>(label_len) * 8, top = 70;
+  for (auto& l : o.col_labels) col_len = std::max(col_len, l.size());
+  // column labels wider than a cell are written upwards, and the map moves down to make room
+  const bool upright = static_cast<int>(col_len) * 8 >= o.cell;
+  const int cell = o.cell, left = 30 + static_cast<int>(label_len) * 8,
+            top = upright ? 56 + static_cast<int>(col_len) * 7 : 70;
   const int width = std::max(left + static_cast<int>(C) * cell + 90, 20 + static_cast<int>(o.title.size()) * 9),
             height = top + static_cast<int>(R) * cell + 50;
   std::string s =
@@ -104,9 +108,13 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
     s += fmt::format(
         "<text x=\"12\" y=\"{}\" text-anchor=\"middle\" fill=\"#444\" transform=\"rotate(-90 12 {})\">{} &#8594;</text>\n",
         top + R * cell / 2, top + R * cell / 2, escape(o.row_title));
-  for (int64_t c = 0; c < C && c < static_cast<int64_t>(o.col_labels.size()); ++c)
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + c * cell + cell / 2, top - 6,
-                     escape(o.col_labels[c]));
+  for (int64_t c = 0; c < C && c < static_cast<int64_t>(o.col_labels.size()); ++c) {
+    const int64_t x = left + c * cell + cell / 2 + (upright ? 4 : 0);
+    s += upright ? fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"start\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
+                               x, top - 6, escape(o.col_labels[c]))
+                 : fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x, top - 6,
+                               escape(o.col_labels[c]));
+  }
   for (int64_t r = 0; r < R && r < static_cast<int64_t>(o.row_labels.size()); ++r)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, top + r * cell + cell / 2 + 4,
                      escape(o.row_labels[r]));

@@ -119,14 +119,19 @@ double head_difference(const Model& m) {
 
 struct HeadRoles {
   std::vector<double> on_prev, on_first;  // mean attention weight on t-1 and on 0, per head, over t >= 2
-  std::vector<Tensor> example;            // (T, T) attention of each head on one sequence
+  std::vector<Tensor> example;            // (T, T) attention weights of each head on one sequence
+  std::vector<Tensor> example_scores;     // (T, T) its scores before softmax (-inf above the diagonal)
+  std::vector<Tensor> mean;               // (T, T) attention weights averaged over the whole batch
+  std::vector<std::string> tokens;        // the one sequence, "x0=3", "x1=5", ...
 };
 HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
   NoGradGuard no_grad;
   inspect::AttentionCapture cap(m);
   m(b.ids);
-  const Tensor w = cap.at("attn").weights;  // (B, H, T, T)
+  const Tensor w = cap.at("attn").weights, sc = cap.at("attn").scores;  // (B, H, T, T)
   HeadRoles r;
+  const Tensor row = b.ids.narrow(0, 0, 1).contiguous();
+  for (int64_t t = 0; t < c.seq_len; ++t) r.tokens.push_back(fmt::format("x{}={}", t, row.data<int64_t>()[t]));
   for (int64_t h = 0; h < c.heads; ++h) {
     double prev = 0, first = 0;
     int64_t count = 0;
@@ -137,6 +142,8 @@ HeadRoles measure_heads(Model& m, const Batch& b, const Config& c) {
     }
     r.on_prev.push_back(prev / count), r.on_first.push_back(first / count);
     r.example.push_back(w.narrow(0, 0, 1).narrow(1, h, 1).reshape({c.seq_len, c.seq_len}).contiguous());
+    r.example_scores.push_back(sc.narrow(0, 0, 1).narrow(1, h, 1).reshape({c.seq_len, c.seq_len}).contiguous());
+    r.mean.push_back(mean(w.narrow(1, h, 1), {0, 1}));
   }
   return r;
 }
@@ -289,36 +296,67 @@ int main(int argc, char** argv) {
   rep.add_note(t3, true);
   std::vector<std::string> pos;
   for (int64_t i = 0; i < c.seq_len; ++i) pos.push_back(std::to_string(i));
-  auto map = [&](const std::string& file, const Tensor& w, const std::string& title, const std::string& caption) {
+  // Weights on one shared scale, [0, 1]; scores (before softmax) in diverging colours, the masked
+  // future hatched grey, both heads on one scale. The one sequence is labelled with its tokens.
+  const std::vector<std::string>& toks = two.roles.tokens;
+  auto weights_map = [&](const std::string& file, const Tensor& w, const std::string& title,
+                         const std::vector<std::string>& labels, const std::string& caption) {
     rep.add_svg(file,
                 viz::heatmap_svg(w, {.title = title,
-                                     .row_labels = pos,
-                                     .col_labels = pos,
-                                     .row_title = "query position",
-                                     .col_title = "key position"}),
+                                     .row_labels = labels,
+                                     .col_labels = labels,
+                                     .row_title = "query",
+                                     .col_title = "key",
+                                     .vmin = 0,
+                                     .vmax = 1}),
                 caption);
   };
+  double score_range = 0;
+  for (int h = 0; h < 2; ++h) {
+    const Tensor sc = two.roles.example_scores[h];
+    for (double v : sc.to_vector<double>())
+      if (std::isfinite(v)) score_range = std::max(score_range, std::abs(v));
+  }
   for (int h = 0; h < 2; ++h) {
     std::printf("\ntwo heads, head %d on one test sequence (rows: query position, cols: key position)\n%s", h,
                 viz::terminal_heatmap(two.roles.example[h], pos, pos).c_str());
-    map(fmt::format("head{}.svg", h), two.roles.example[h], fmt::format("Two heads: head {}", h),
-        fmt::format(
-            "Two-head run, head {} on a test sequence: mean attention {:.2f} on the previous token, {:.2f} on the first.",
-            h, two.roles.on_prev[h], two.roles.on_first[h]));
+    rep.add_svg(fmt::format("head{}_scores.svg", h),
+                viz::heatmap_svg(two.roles.example_scores[h],
+                                 {.title = fmt::format("Head {}: scores, one sequence", h),
+                                  .row_labels = toks,
+                                  .col_labels = toks,
+                                  .row_title = "query",
+                                  .col_title = "key",
+                                  .diverging = true,
+                                  .vmin = -score_range,
+                                  .vmax = score_range}),
+                fmt::format("Two-head run, head {}, one test sequence (its tokens on both axes): the scores "
+                            "q.k / sqrt(d_k) before softmax; hatched grey: the future, masked. Both heads on one "
+                            "colour scale.",
+                            h));
+    weights_map(fmt::format("head{}.svg", h), two.roles.example[h], fmt::format("Head {}: weights, one sequence", h),
+                toks,
+                fmt::format("The same sequence after softmax: head {} puts {:.2f} of its weight on the previous token "
+                            "and {:.2f} on the first, on average over the test set.",
+                            h, two.roles.on_prev[h], two.roles.on_first[h]));
+    weights_map(fmt::format("head{}_mean.svg", h), two.roles.mean[h],
+                fmt::format("Head {}: weights, mean of 512", h), pos,
+                fmt::format("Head {}'s weights averaged over the 512 test sequences (positions on the axes, since "
+                            "the tokens differ): the pattern does not depend on which tokens are there.",
+                            h));
   }
   std::printf("\none head, on the same test sequence\n%s",
               viz::terminal_heatmap(one.roles.example[0], pos, pos).c_str());
-  map("one_head.svg", one.roles.example[0], "One head",
-      fmt::format(
-          "The one-head control on the same sequence: it splits its attention, {:.2f} on the previous token and {:.2f} "
-          "on the first.",
-          one.roles.on_prev[0], one.roles.on_first[0]));
+  weights_map("one_head.svg", one.roles.example[0], "One head: weights, one sequence", toks,
+              fmt::format("The one-head control on the same sequence: it splits its attention, {:.2f} on the previous "
+                          "token and {:.2f} on the first (means over the test set).",
+                          one.roles.on_prev[0], one.roles.on_first[0]));
   for (int h = 0; h < 2; ++h)
-    map(fmt::format("identical_head{}.svg", h), same.roles.example[h], fmt::format("Identical start: head {}", h),
-        fmt::format(
-            "Two heads that started identical, head {}: {:.2f} on the previous token, {:.2f} on the first, like the "
-            "single head.",
-            h, same.roles.on_prev[h], same.roles.on_first[h]));
+    weights_map(fmt::format("identical_head{}.svg", h), same.roles.example[h],
+                fmt::format("Identical start: head {}, one sequence", h), toks,
+                fmt::format("Two heads that started identical, head {}, on the same sequence: {:.2f} on the previous "
+                            "token, {:.2f} on the first, like the single head.",
+                            h, same.roles.on_prev[h], same.roles.on_first[h]));
   std::vector<viz::Series> curves;
   for (size_t k = 0; k < runs.size(); ++k)
     curves.push_back(viz::Series::over_steps(variant_name(static_cast<Variant>(k)), runs[k].losses));
