@@ -699,6 +699,20 @@ TEST_F(Examples, InductionHeadsFormInAPhaseChangeAndTheCircuitIsCausal) {
   const induction_heads::Circuits circ = induction_heads::circuits(m, r);
   EXPECT_GE(circ.qk_diagonal, 0.9);
   EXPECT_GE(circ.ov_layer_diagonal, 0.9);
+  // Before and after softmax: on a span repeated twice, the induction head's weights in the
+  // second copy peak n - 1 back (the token after the earlier copy of the query's token), and
+  // the scores are masked exactly above the diagonal
+  const induction_heads::HeadMaps maps =
+      induction_heads::head_maps(m, c, r.induction_head.layer, r.induction_head.head);
+  const int64_t n = c.seq_len / 2;
+  ASSERT_EQ(maps.mean.size(0), 2 * n);
+  int64_t on_stripe = 0;
+  const Tensor best = argmax(maps.mean, 1);
+  for (int64_t t = n; t < 2 * n; ++t) on_stripe += best.data<int64_t>()[t] == t - n + 1;
+  EXPECT_GE(on_stripe, n - 1) << on_stripe;
+  const Tensor sc = maps.scores.to(DType::Float64);
+  for (int64_t i = 0; i < 2 * n; i += 5)
+    for (int64_t j = 0; j < 2 * n; ++j) EXPECT_EQ(std::isinf(sc.at({i, j})), j > i) << i << " " << j;
   // The previous-token heads look at t - 1 where the induction head needs such keys (inside the
   // first copies), and not where it never does: why their score is well below 1.
   const induction_heads::PositionProfile profile = induction_heads::position_profile(m, c);

@@ -269,6 +269,28 @@ ProfileSplit split_profile(const PositionProfile& p) {
   return r;
 }
 
+// One head's pattern on random tokens repeated twice, r_1..r_n r_1..r_n (n = seq_len / 2): its
+// scores and weights on one such sequence, and its weights averaged over 64 of them.
+struct HeadMaps {
+  Tensor scores, weights, mean;     // (T, T) each; scores -inf where the causal mask forbids
+  std::vector<std::string> tokens;  // the one sequence's tokens
+};
+
+HeadMaps head_maps(Model& m, const Config& c, const std::string& layer, int64_t head) {
+  NoGradGuard no_grad;
+  Generator g(c.seed + 555);
+  const Tensor half = randint(0, c.vocab, {64, c.seq_len / 2}, g);
+  const Tensor ids = concat({half, half}, 1);
+  inspect::AttentionCapture cap(m);
+  m(ids);
+  const int64_t T = ids.size(1);
+  const Tensor w = cap.at(layer).weights.narrow(1, head, 1), s = cap.at(layer).scores.narrow(1, head, 1);
+  HeadMaps r{s.narrow(0, 0, 1).reshape({T, T}).contiguous(), w.narrow(0, 0, 1).reshape({T, T}).contiguous(),
+             mean(w, {0, 1}), {}};
+  for (int64_t t = 0; t < T; ++t) r.tokens.push_back(std::to_string(ids.data<int64_t>()[t]));
+  return r;
+}
+
 // ---- interventions -----------------------------------------------------------------------
 struct Ablation {
   std::string removed;         // which heads, in words
@@ -399,7 +421,7 @@ std::string progress_table(const RunResult& r, const Config& c) {
 }
 
 void report(viz::Report& rep, const Config& c, const RunResult& two, const RunResult& one,
-            const std::vector<Ablation>& ab, const Circuits& circ) {
+            const std::vector<Ablation>& ab, const Circuits& circ, const HeadMaps& maps) {
   auto steps_of = [](const RunResult& r) {
     std::vector<double> x;
     for (auto& rec : r.records) x.push_back(static_cast<double>(rec.step));
@@ -442,6 +464,55 @@ void report(viz::Report& rep, const Config& c, const RunResult& two, const RunRe
                           "attention on the token after the earlier copy", false, phase),
       "On a random span repeated twice: mean attention from each token of the 2nd copy to the position after the "
       "same token in the 1st copy, per head of the last layer.");
+  {  // the induction head before and after softmax, on one repeated sequence and on average
+    double range = 0;
+    for (double v : maps.scores.to_vector<double>())
+      if (std::isfinite(v)) range = std::max(range, std::abs(v));
+    const std::string name = fmt::format("{} head {}", two.induction_head.layer, two.induction_head.head);
+    const int64_t n = c.seq_len / 2;
+    rep.add_svg("induction_head_scores.svg",
+                viz::heatmap_svg(maps.scores, {.title = fmt::format("{}: scores, one sequence", name),
+                                               .row_labels = maps.tokens,
+                                               .col_labels = maps.tokens,
+                                               .row_title = "query token",
+                                               .col_title = "key token",
+                                               .diverging = true,
+                                               .vmin = -range,
+                                               .vmax = range,
+                                               .annotate = 0,
+                                               .cell = 12}),
+                fmt::format("The induction head's scores before softmax on one sequence of {0} random tokens repeated "
+                            "twice (its tokens on both axes; hatched grey: the masked future). In the second copy "
+                            "each query's highest score is {1} positions back, on the token after the earlier copy "
+                            "of its own token: the stripe below the diagonal.",
+                            n, n - 1));
+    rep.add_svg("induction_head_weights.svg",
+                viz::heatmap_svg(maps.weights, {.title = fmt::format("{}: weights, the same sequence", name),
+                                                .row_labels = maps.tokens,
+                                                .col_labels = maps.tokens,
+                                                .row_title = "query token",
+                                                .col_title = "key token",
+                                                .vmin = 0,
+                                                .vmax = 1,
+                                                .annotate = 0,
+                                                .cell = 12}),
+                "The same sequence after softmax: the stripe takes nearly all of each row's weight in the second "
+                "copy; in the first copy, where nothing repeats yet, the weight goes elsewhere.");
+    std::vector<std::string> pos;
+    for (int64_t t = 0; t < 2 * n; ++t) pos.push_back(std::to_string(t));
+    rep.add_svg("induction_head_mean.svg",
+                viz::heatmap_svg(maps.mean, {.title = fmt::format("{}: weights, mean of 64 sequences", name),
+                                             .row_labels = pos,
+                                             .col_labels = pos,
+                                             .row_title = "query position",
+                                             .col_title = "key position",
+                                             .vmin = 0,
+                                             .vmax = 1,
+                                             .annotate = 0,
+                                             .cell = 12}),
+                "Averaged over 64 such sequences (positions on the axes): the stripe is where the repeat puts it, "
+                "whatever the tokens.");
+  }
   rep.add_note(progress_table(two, c), true);
   rep.add_note(score_table(two.records.back()), true);
   std::string t = fmt::format("{:<40} {:>14} {:>14} {:>20}\n", "removed (head_mask)", "span accuracy", "span loss",
@@ -568,7 +639,7 @@ int main(int argc, char** argv) {
       "%.0f%% for the sum over all of %s's heads); the QK circuit through the previous-token head in %.0f%%\n"
       "(matching the token before the key).\n",
       100 * circ.ov_diagonal, 100 * circ.ov_layer_diagonal, r2.induction_head.layer.c_str(), 100 * circ.qk_diagonal);
-  report(rep, c, r2, r1, ab, circ);
+  report(rep, c, r2, r1, ab, circ, head_maps(two, c, r2.induction_head.layer, r2.induction_head.head));
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   viz::write_file(rep.path("telemetry.json"), r2.telemetry_json);
   std::printf("explorer: %s\n",
