@@ -54,7 +54,8 @@ std::string to_dot(const Variable& output, const DotOptions& options) {
           name, shape_str(n->out_shape), extra_lines(v.get(), options));
     } else {
       std::shared_ptr<VariableImpl> v = n->output.lock();
-      out += fmt::format("  n{} [shape=ellipse, label=\"{}\\n{}{}\"];\n", id[n], n->name, shape_str(n->out_shape),
+      const std::string what = n->label.empty() ? n->name : fmt::format("{} = {}", n->label, n->name);
+      out += fmt::format("  n{} [shape=ellipse, label=\"{}\\n{}{}\"];\n", id[n], what, shape_str(n->out_shape),
                          extra_lines(v.get(), options));
     }
   }

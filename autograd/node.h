@@ -46,6 +46,10 @@ struct Node : std::enable_shared_from_this<Node> {
 
   /// Op name shown by to_dot and in error messages ("matmul", "add", ...).
   std::string name;
+  /// What the op's output stands for, if someone named it ("Q", "scores"): Variable::set_name on a
+  /// non-leaf sets it, and to_dot shows it before the op ("scores = div"). Kept on the node because
+  /// the graph does not keep the output Variable alive.
+  std::string label;
   /// For each input: the node that receives its gradient, or null when it needs none.
   std::vector<std::shared_ptr<Node>> next;
   /// For each input: its shape. The engine sums each returned gradient down to it, so ops that

@@ -107,6 +107,7 @@ const std::string& Variable::name() const {
 }
 Variable& Variable::set_name(std::string name) {
   MG_CHECK_DEFINED("set_name");
+  if (impl_->grad_fn) impl_->grad_fn->label = name;  // to_dot finds an op's output only through its node
   impl_->name = std::move(name);
   return *this;
 }

@@ -104,7 +104,8 @@ class Variable {
   Variable detach() const;
   /// Name shown by to_dot (nn::Module sets "fc1.weight" etc.).
   const std::string& name() const;
-  /// Set the display name.
+  /// Set the display name. On a variable an op made, to_dot shows it on that op's node too
+  /// ("scores = div"), after the variable itself is gone.
   Variable& set_name(std::string name);
 
   /// data().shape() and friends.

@@ -161,10 +161,13 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
   //    With grouped heads, each key/value head serves num_heads / num_kv_heads query heads.
   k = repeat_kv_heads(k, num_heads / num_kv_heads);  // (B, H, Tk, d_k)
   v = repeat_kv_heads(v, num_heads / num_kv_heads);
+  q.set_name("Q"), k.set_name("K"), v.set_name("V");  // what to_dot calls these nodes
   // 3, 4. Scores q k^T / sqrt(d_k) of every query against every key, masked (attention_scores below).
-  const Variable scores = attention_scores(q, k, opt);  // (B, H, Tq, Tk)
+  Variable scores = attention_scores(q, k, opt);  // (B, H, Tq, Tk)
+  scores.set_name("scores");
   // 5. Softmax over the keys: each query's weights are positive and sum to 1.
-  const Variable weights = softmax(scores, -1);  // (B, H, Tq, Tk)
+  Variable weights = softmax(scores, -1);  // (B, H, Tq, Tk)
+  weights.set_name("weights");
   // 6. Mix: each query's output is the weighted average of the values.
   const Variable mixed = matmul(attn_dropout(weights), v);  // (B, H, Tq, d_k)
   // 7, 8. Merge the heads side by side again and project with W_O.

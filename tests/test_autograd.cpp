@@ -291,6 +291,25 @@ TEST(Autograd, ToDotShowsOpsAndParameters) {
   EXPECT_THAT(dot, testing::Not(HasSubstr("(4, 2)\\nparam")));
 }
 
+TEST(Autograd, ToDotNamesAnOpsOutputAfterTheVariableIsGone) {
+  // set_name on a variable an op made labels that op's node, which outlives the variable
+  Variable W(rnd({3, 2}, 3), true), x(rnd({4, 2}, 4));
+  Variable loss = [&] {
+    Variable q = matmul(x, transpose(W, 0, 1));
+    q.set_name("Q");
+    return sum(relu(q));
+  }();
+  const std::string dot = to_dot(loss);
+  EXPECT_THAT(dot, HasSubstr("Q = matmul\\n(4, 3)"));
+  EXPECT_THAT(dot, HasSubstr("\"relu\\n(4, 3)\""));  // unnamed ops keep their plain label
+  // MultiheadAttention's composed path names its Q, K, V, scores and weights
+  Generator g(1);
+  nn::MultiheadAttention mha(8, 2, {.fused = false}, g);
+  Variable in(randn({1, 3, 8}, g), true);
+  const std::string adot = to_dot(sum(mha(in).output));
+  for (const char* n : {"Q = ", "K = ", "V = ", "scores = ", "weights = softmax"}) EXPECT_THAT(adot, HasSubstr(n)) << n;
+}
+
 TEST(Autograd, TrainingIsBitForBitReproducible) {
   // Two identical runs of a small MLP with the same seed give identical weights.
   auto run = [] {

@@ -155,7 +155,23 @@ TEST_F(Examples, WhereWeightsComeFrom) {
     EXPECT_THAT(r.graph_dot, testing::ContainsRegex(
                                  std::string(w) + "\\\\n\\(16, 16\\)\\\\nparam \\(gets .grad\\)\\\\n\\|grad\\| [0-9]"));
   EXPECT_THAT(r.graph_dot, testing::HasSubstr("softmax"));
+  for (const char* n : {"Q = ", "K = ", "V = ", "scores = ", "weights = softmax"})
+    EXPECT_THAT(r.graph_dot, testing::HasSubstr(n)) << n;  // the nodes of attention, named
   EXPECT_THAT(r.graph_dot, testing::Not(testing::HasSubstr("scaled_dot_product_attention")));
+  // W_Q's change is mostly one outer product u v^T (the stripes), v near the mean input vector
+  {
+    Generator gp(9);
+    const Tensor mean_input = mean(m.embed(where_weights::make_batch(c, gp, 256).ids).data().reshape({-1, c.dim}), {0});
+    const where_weights::RankOne r1 = where_weights::rank_one(m.attn.w_q.weight.data() - r.w_q0, mean_input);
+    EXPECT_GT(r1.share, 0.6);
+    EXPECT_GT(r1.cos_mean_input, 0.5);
+    // the measure itself: the identity spreads evenly over 16 directions; an outer product is all one
+    EXPECT_NEAR(where_weights::rank_one(eye(16), mean_input).share, 1.0 / 16, 1e-9);
+    const Tensor u = randn({16, 1}, gp), v = randn({1, 16}, gp);
+    const where_weights::RankOne outer = where_weights::rank_one(matmul(u, v), v.reshape({-1}));
+    EXPECT_NEAR(outer.share, 1.0, 1e-9);
+    EXPECT_NEAR(outer.cos_mean_input, 1.0, 1e-9);
+  }
   // What makes key position 0 win: the terms' leads add up to the whole score's; every row puts
   // nearly all its weight on key 0, and the whole score leads by far in every row.
   const where_weights::KeyZeroLeads leads = where_weights::key0_leads(m, c);

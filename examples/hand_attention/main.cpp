@@ -294,18 +294,30 @@ std::string gap_table(const TrainResult& r) {
 }
 
 void report_learned(const HandResult& h, const TrainResult& r, const Config& c, viz::Report& rep) {
+  // W_Q, W_K in the row-vector convention: rows are the input features (one per token, one-hot),
+  // columns the query or key features.
   auto mat = [&](const Tensor& t, const std::string& title) {
-    return viz::heatmap_svg(t, {.title = title, .row_labels = kTokens, .col_labels = {"d0", "d1"}, .diverging = true});
+    return viz::heatmap_svg(t, {.title = title,
+                                .row_labels = kTokens,
+                                .col_labels = {"d0", "d1"},
+                                .row_title = "input (token)",
+                                .col_title = "output feature",
+                                .diverging = true});
   };
+  const Tensor M_hand = matmul(h.w_q, h.w_k.transpose(0, 1)), M = matmul(r.W_Q, r.W_K.transpose(0, 1));
+  // The hand-set and learned forms on one colour scale, so that their colours compare: the
+  // learned gap (column B - column A) is larger than the hand-set 10.
+  const double form_range = std::max(max(abs(M_hand)).item(), max(abs(M)).item());
   auto form = [&](const Tensor& t, const std::string& title) {
     return viz::heatmap_svg(t, {.title = title,
                                 .row_labels = kTokens,
                                 .col_labels = kTokens,
                                 .row_title = "query token",
                                 .col_title = "key token",
-                                .diverging = true});
+                                .diverging = true,
+                                .vmin = -form_range,
+                                .vmax = form_range});
   };
-  const Tensor M_hand = matmul(h.w_q, h.w_k.transpose(0, 1)), M = matmul(r.W_Q, r.W_K.transpose(0, 1));
   std::printf("\nW_Q W_K^T, the bilinear form (rows: query token, cols: key token)\n hand-set:\n%s learned:\n%s",
               viz::terminal_heatmap(M_hand, kTokens, kTokens).c_str(),
               viz::terminal_heatmap(M, kTokens, kTokens).c_str());
@@ -340,11 +352,15 @@ void report_learned(const HandResult& h, const TrainResult& r, const Config& c, 
               "Learned W_Q: different numbers from the hand-set one...");
   rep.add_svg("W_K_learned.svg", mat(r.W_K, "W_K after training"), "...and a different W_K...");
   rep.add_svg("form_hand.svg", form(M_hand, "W_Q W_K^T, hand-set"),
-              "The bilinear form of the hand-set head: column B is large.");
+              fmt::format("The bilinear form of the hand-set head: column B is 10 above column A. It shares its "
+                          "colour scale with the learned form beside it (-{0:.1f} to {0:.1f}).",
+                          form_range));
   rep.add_svg(
       "form_learned.svg", form(M, "W_Q W_K^T, learned"),
-      "...but the learned bilinear form has the same shape: for both query tokens, column B is far above column A. "
-      "Many weight settings give the same attention.");
+      fmt::format("...but the learned bilinear form has the same shape: for both query tokens, column B is far above "
+                  "column A, by {:.1f} and {:.1f}, more than the hand-set 10 (the same colour scale). Many weight "
+                  "settings give the same attention.",
+                  M.at({0, 1}) - M.at({0, 0}), M.at({1, 1}) - M.at({1, 0})));
   const std::vector<std::string> seq = labels(r.eval.example_ids);
   rep.add_svg("learned_attention.svg",
               viz::heatmap_svg(r.eval.example_attn, {.title = "Learned attention on a test sequence",

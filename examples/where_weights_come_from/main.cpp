@@ -101,6 +101,24 @@ double accuracy(const Model& m, const Batch& b) {
   return mean(eq(argmax(m(b.ids).data(), -1), b.targets).to(DType::Float32)).item();
 }
 
+// How close a matrix A (out, in) is to one outer product u v^T: the share of its squared norm in
+// its largest singular value (power iteration on A^T A), and |cosine| between v (the input
+// direction) and a given input vector.
+struct RankOne {
+  double share = 0, cos_mean_input = 0;
+};
+
+RankOne rank_one(const Tensor& a, const Tensor& input) {
+  const Tensor A = a.to(DType::Float64), x = input.to(DType::Float64).reshape({-1, 1});
+  Tensor v = ones({A.size(1), 1}, DType::Float64);
+  for (int i = 0; i < 300; ++i) {
+    v = matmul(A.transpose(0, 1), matmul(A, v));
+    v = v * (1 / std::sqrt(sum(v * v).item()));
+  }
+  const Tensor u = matmul(A, v);
+  return {sum(u * u).item() / sum(A * A).item(), std::abs(sum(v * x).item()) / std::sqrt(sum(x * x).item())};
+}
+
 // For each row of a (T, T) score table: column 0 minus the mean of the other columns.
 std::vector<double> key0_lead(const Tensor& scores) {
   std::vector<double> out;
@@ -324,10 +342,14 @@ CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps,
 // gradient norms, embedding == one-hot @ W, static vs contextual vectors, the attention map.
 void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config& c, Generator& g) {
   // Before, after and the change, the first two on one shared colour scale so that colours compare.
+  std::vector<std::string> features;
+  for (int64_t i = 0; i < c.dim; ++i) features.push_back(std::to_string(i));
   auto heat = [&](const Tensor& t, const std::string& title, double range) {
     return viz::heatmap_svg(t, {.title = title,
-                                .row_title = "output feature",
-                                .col_title = "input feature",
+                                .row_labels = features,
+                                .col_labels = features,
+                                .row_title = "output feature (row of weight)",
+                                .col_title = "input feature (column)",
                                 .diverging = true,
                                 .vmin = -range,
                                 .vmax = range,
@@ -335,6 +357,8 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
                                 .cell = 18});
   };
   auto absmax = [](const Tensor& t) { return max(abs(t)).item(); };
+  Generator probe(c.seed + 13);
+  RankOne change_q;
   for (auto [name, w0, l] :
        {std::tuple{"W_Q", r.w_q0, &m.attn.w_q}, {"W_K", r.w_k0, &m.attn.w_k}, {"W_V", r.w_v0, &m.attn.w_v}}) {
     const Tensor w1 = l->weight.data(), dw = w1 - w0;
@@ -345,11 +369,22 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
                     name));
     rep.add_svg(fmt::format("{}_trained.svg", name), heat(w1, fmt::format("{} after training", name), range),
                 fmt::format("{} after {} AdamW steps: the same matrix, moved by its gradients.", name, c.steps));
+    const RankOne r1 = rank_one(dw, mean(m.embed(make_batch(c, probe, 256).ids).data().reshape({-1, c.dim}), {0}));
     rep.add_svg(
         fmt::format("{}_change.svg", name), heat(dw, fmt::format("{}: after minus before", name), absmax(dw)),
-        fmt::format("What training changed in {} (largest change {:.2f}; the largest initial entry was {:.2f}).", name,
-                    absmax(dw), absmax(w0)));
+        fmt::format("What training changed in {0} (largest change {1:.2f}; the largest initial entry was {2:.2f}). "
+                    "{3:.0f}% of the change is one outer product u v^T, which is why it looks striped: every row is "
+                    "nearly a multiple of v, every column of u. v, the input direction, has |cosine| {4:.2f} with the "
+                    "mean input vector.",
+                    name, absmax(dw), absmax(w0), 100 * r1.share, r1.cos_mean_input));
+    if (std::string(name) == "W_Q") change_q = r1;
   }
+  const std::string stripes = fmt::format(
+      "W_Q's change: {:.0f}% of it is one outer product u v^T (its largest singular value squared over the total); "
+      "v has |cosine| {:.2f} with the mean input vector.\n",
+      100 * change_q.share, change_q.cos_mean_input);
+  std::printf("\n%s", stripes.c_str());
+  rep.add_note(stripes, true);
   // The QK circuit: what the scores are made of. x = tok[i] + pos[p], so a score is a sum of
   // token-token, token-position, position-token and position-position terms (and bias terms);
   // W_Q alone is unreadable, these products are not.
