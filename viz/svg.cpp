@@ -243,14 +243,15 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
   }
   size_t widest = 0;  // the widest y tick label sets the left margin, so the axis title clears it
   for (double t : yticks) widest = std::max(widest, tick_label(log_y ? std::pow(10.0, t) : t).size());
-  const int L = 36 + static_cast<int>(widest) * 7, R = 40 + static_cast<int>(longest) * 7, W = 560 + R, H = 400, T = 40,
-            B = 50;
+  // font 14 (titles 16): about 8 px per character, which sets the margins
+  const int L = 40 + static_cast<int>(widest) * 8, R = 44 + static_cast<int>(longest) * 8, W = 560 + R, H = 400, T = 40,
+            B = 54;
   auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto py = [&](double a) { return T + (1 - (a - y0) / (y1 - y0)) * (H - T - B); };  // a in axis units
   const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
   std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"12\">\n", W, H, kFont);
-  s += fmt::format("<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", escape(title));
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" {} font-size=\"14\">\n", W, H, kFont);
+  s += fmt::format("<text x=\"10\" y=\"24\" font-size=\"16\" font-weight=\"bold\">{}</text>\n", escape(title));
   for (double t : yticks) {
     s += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#eee\"/>\n", L, W - R, py(t),
                      py(t));
@@ -260,14 +261,14 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
   for (double t : xticks) {
     if (log_x)
       s += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#eee\"/>\n", px(t), T, H - B);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 16,
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 18,
                      tick_label(log_x ? std::pow(10.0, t) : t));
   }
   s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#888\"/>\n", L, T,
                    W - L - R, H - T - B);
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (L + W - R) / 2, H - 12,
                    escape(x_label));
-  s += fmt::format("<text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>\n",
+  s += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
                    (T + H - B) / 2, (T + H - B) / 2, escape(y_label));
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& se = series[k];
@@ -279,7 +280,7 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" {}/>\n", pts, color, style);
     s += fmt::format(
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" {4}/><text x=\"{5}\" y=\"{6}\">{7}</text>\n",
-        W - R + 12, W - R + 26, T + 11 + 20 * k, color, style, W - R + 32, T + 15 + 20 * k, escape(se.name));
+        W - R + 12, W - R + 26, T + 11 + 22 * k, color, style, W - R + 32, T + 16 + 22 * k, escape(se.name));
   }
   for (const Marker& m : markers) {
     if (!std::isfinite(m.x) || (log_x && m.x <= 0) || fx(m.x) < x0 || fx(m.x) > x1) continue;

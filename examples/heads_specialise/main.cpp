@@ -318,8 +318,10 @@ int main(int argc, char** argv) {
       if (std::isfinite(v)) score_range = std::max(score_range, std::abs(v));
   }
   for (int h = 0; h < 2; ++h) {
-    std::printf("\ntwo heads, head %d on one test sequence (rows: query position, cols: key position)\n%s", h,
-                viz::terminal_heatmap(two.roles.example[h], pos, pos).c_str());
+    std::printf("\ntwo heads, head %d on one test sequence: scores before softmax (masked: the future)\n%s", h,
+                viz::terminal_heatmap(two.roles.example_scores[h], toks, toks).c_str());
+    std::printf("two heads, head %d on the same sequence: weights after softmax\n%s", h,
+                viz::terminal_heatmap(two.roles.example[h], toks, toks).c_str());
     rep.add_svg(fmt::format("head{}_scores.svg", h),
                 viz::heatmap_svg(two.roles.example_scores[h],
                                  {.title = fmt::format("Head {}: scores, one sequence", h),
@@ -364,6 +366,16 @@ int main(int argc, char** argv) {
               "Loss of the three runs: all three solve the task.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   std::printf("explorer: %s\n", save_explorer(c, two, "heads_specialise: two heads").c_str());
+  // What the explorer's slider shows over the first steps, as numbers: each head's mean weight on
+  // t - 1 and on position 0 in the recorded probe.
+  std::printf("the explorer's records (two heads; head: on t-1 / on position 0):\n");
+  for (const inspect::TelemetryRecord& rec : two.records)
+    if (rec.step == 1 || rec.step == 20 || rec.step == 40 || rec.step == 50) {
+      std::printf("  step %3d:", rec.step);
+      for (const inspect::HeadScore& h : rec.heads)
+        std::printf("  head %lld %.2f / %.2f", static_cast<long long>(h.head), h.previous_token, h.first_token);
+      std::printf("\n");
+    }
   return two.full.both >= 0.95 && one.full.both >= 0.95 ? 0 : 1;
 }
 #endif

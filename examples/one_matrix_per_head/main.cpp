@@ -317,8 +317,9 @@ std::string conclusion(const std::vector<SeedRun>& runs, const std::vector<Quart
   else if (late([&](const Quarter& q) { return 2 * above(q) > n; }) || late([&](const Quarter& q) { return 2 * above(q) < n; }))
     s += fmt::format(
         "Same set of functions, different training: after the first quarter the product form trains {} in most "
-        "seeds, but not in all of them, so no seed's curve tells you the direction.\n",
-        2 * above(qs[1]) > n ? "more slowly" : "faster");
+        "seeds ({} of {} in the last quarter), but not in all of them, so no seed's curve tells you the direction.\n",
+        2 * above(qs[1]) > n ? "more slowly" : "faster",
+        2 * above(qs[1]) > n ? above(qs.back()) : n - above(qs.back()), n);
   else
     s += "Same set of functions, different training: the curves differ, but which one is lower depends on the "
          "seed and the stage of the run.\n";

@@ -524,7 +524,7 @@ std::string cooccurrence_conclusion(const CooccurrenceResult& first0, const Cooc
                                     const CooccurrenceResult& first1, const CooccurrenceResult& next1) {
   auto gain = [](const CooccurrenceResult& r) { return (r.after - r.before) - (r.other_after - r.other_before); };
   std::string s = fmt::format(
-      "How much closer the pairs moved than the control (change in cosine, pairs minus control):\n"
+      "Change in cosine, the pairs' minus the control's:\n"
       "  name the first token {:+.3f} without weight decay, {:+.3f} with; predict the next token {:+.3f}, {:+.3f}\n",
       gain(first0), gain(first1), gain(next0), gain(next1));
   const bool alone = gain(first0) > 0.02 && gain(first1) > 0.02, none = std::abs(gain(first0)) <= 0.02;
