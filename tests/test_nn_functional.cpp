@@ -24,6 +24,35 @@ TEST(NNFunctional, SoftmaxAndLayerNormHandValues) {
   expect_values(layer_norm(Variable(tensor({1, 2, 3}, {3})), {3}).data(), {3}, {-r, 0, r}, 1e-5);
 }
 
+// docs/03-writing-an-op.md derives layer norm's backward by hand; here are its lines as plain
+// tensor arithmetic, against autograd (through the fused kernel) and against finite differences.
+TEST(NNFunctional, LayerNormBackwardAsDerivedInDocs03) {
+  Generator g(7);
+  const int64_t M = 4, N = 6;
+  const double eps = 1e-5;
+  const Tensor x = randn({M, N}, g, DType::Float64) * 3.0 + 1.0, w = randn({N}, g, DType::Float64),
+               b = randn({N}, g, DType::Float64), dy = randn({M, N}, g, DType::Float64);
+  // forward: mu, var (biased), r = 1 / sqrt(var + eps), xhat = (x - mu) r, y = w xhat + b
+  const Tensor mu = mean(x, {1}, true), var = mean((x - mu) * (x - mu), {1}, true);
+  const Tensor r = 1.0 / sqrt(var + eps), xhat = (x - mu) * r;
+  // backward, the derived lines: g = dy w; dx = r (g - mean(g) - xhat mean(g xhat)); dw, db
+  const Tensor gh = dy * w;
+  const Tensor dx = r * (gh - mean(gh, {1}, true) - xhat * mean(gh * xhat, {1}, true));
+  const Tensor dw = sum(dy * xhat, {0}), db = sum(dy, {0});
+  Variable X(x, true), W(w, true), B(b, true);
+  layer_norm(X, {N}, W, B, eps).backward(dy);
+  EXPECT_LT(max(abs(dx - X.grad())).item(), 1e-13);
+  EXPECT_LT(max(abs(dw - W.grad())).item(), 1e-13);
+  EXPECT_LT(max(abs(db - B.grad())).item(), 1e-13);
+  // and the sum of dx over a row is 0: shifting a row by a constant does not change x-hat
+  EXPECT_LT(max(abs(sum(dx, {1}))).item(), 1e-12);
+  // one entry by central differences of L = sum(dy * y)
+  const auto L = [&](const Tensor& xs) { return sum(dy * layer_norm(xs, {N}, w, b, eps)).item(); };
+  Tensor up = x.clone(), down = x.clone();
+  up.data<double>()[7] += 1e-6, down.data<double>()[7] -= 1e-6;
+  EXPECT_NEAR(dx.contiguous().data<double>()[7], (L(up) - L(down)) / 2e-6, 1e-7);
+}
+
 TEST(NNFunctional, Gradcheck) {
   Tensor x = rnd({3, 5}, 1, -2, 2);
   expect_gradcheck([](const V& v) { return softmax(v[0], 1); }, {x});
