@@ -78,6 +78,44 @@ TEST(MultiheadAttention, CausalFlagEqualsExplicitMaskAndHidesTheFuture) {
   expect_close(softmax(a.scores.data(), -1), a.weights.data(), 1e-6, 0);
 }
 
+// The backward through the masks (docs/05-attention.md): a masked score is -inf, its weight is 0,
+// and dS = P * (dP - rowsum(dP * P)) is 0 there, so a query sends no gradient to a key it may not
+// see. Through the causal mask, the last token's input gets gradient only from its own query; a
+// padded key's input gets none from the attention at all (only from its own query's row).
+TEST(MultiheadAttention, NoGradientFlowsThroughAMaskedScore) {
+  Generator g(3);
+  nn::MultiheadAttention mha(6, 2, {.bias = false}, g);
+  Variable x(randn({1, 4, 6}, g, DType::Float64), true);
+  mha.to(DType::Float64);
+  // scores' gradient: exactly 0 above the diagonal
+  nn::AttentionForwardOptions causal;
+  causal.is_causal = true, causal.need_weights = true;
+  nn::AttentionOutput a = mha(x, causal);
+  a.scores.retain_grad();
+  sum(a.output * Variable(randn({1, 4, 6}, g, DType::Float64))).backward();
+  const Tensor ds = a.scores.grad();
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        if (j > i || i == 0)  // row 0 sees one key: its weight is 1 whatever the score, so dS is 0 too
+          EXPECT_EQ(ds.at({0, h, i, j}), 0.0) << h << i << j;
+        else
+          EXPECT_NE(ds.at({0, h, i, j}), 0.0) << h << i << j;
+  // query 0's output depends on token 0 alone: d out[0] / d x[1..3] = 0
+  Variable x2(x.data().clone(), true);
+  sum(narrow(mha(x2, causal).output, 1, 0, 1)).backward();
+  EXPECT_GT(max(abs(x2.grad().narrow(1, 0, 1))).item(), 0.0);
+  EXPECT_EQ(max(abs(x2.grad().narrow(1, 1, 3))).item(), 0.0);
+  // a padded key: the other queries' outputs do not depend on it at all
+  Variable x3(x.data().clone(), true);
+  nn::AttentionForwardOptions pad;
+  pad.key_padding_mask = from_vector<bool>({false, false, true, false}, {1, 4});
+  const Variable out = mha(x3, pad).output;
+  (sum(narrow(out, 1, 0, 2)) + sum(narrow(out, 1, 3, 1))).backward();  // queries 0, 1 and 3
+  EXPECT_EQ(max(abs(x3.grad().narrow(1, 2, 1))).item(), 0.0);
+  EXPECT_GT(max(abs(x3.grad().narrow(1, 3, 1))).item(), 0.0);
+}
+
 TEST(MultiheadAttention, HeadsAreSlicesOfOneProjection) {
   // Head h of Q is x @ W_Q[h*d:(h+1)*d, :]^T (+ bias slice): no per-head matrix on top.
   Generator g(2);
