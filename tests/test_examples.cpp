@@ -242,7 +242,11 @@ TEST_F(Examples, WhereWeightsCooccurrenceNeedsAnObjectiveThatRewardsIt) {
   // nothing gets a different sentence
   where_weights::CooccurrenceResult flat{0.1, 0.1, 0.0, 0.0, 0};
   const std::string none = where_weights::cooccurrence_conclusion(flat, flat, flat, flat);
-  EXPECT_NE(none.find("barely moves"), std::string::npos) << none;
+  EXPECT_NE(none.find("moves a pair hardly at all with and without weight decay"), std::string::npos) << none;
+  where_weights::CooccurrenceResult closer{0.1, 0.2, 0.0, 0.0, 0};  // +0.1 against the control
+  EXPECT_NE(where_weights::cooccurrence_conclusion(closer, closer, flat, flat)
+                .find("moves a pair closer without weight decay and hardly at all with it"),
+            std::string::npos);
   EXPECT_NE(none.find("does not move them further"), std::string::npos) << none;
 }
 
@@ -437,6 +441,10 @@ TEST_F(Examples, WhySqrtDkWithoutTheScaleAHeadCannotSpreadItsAttention) {
     const std::string said = why_sqrt_dk::task_conclusion(cs, cu);
     EXPECT_NE(said.find("not without it"), std::string::npos) << said;
   }
+  // the verdict follows the accuracies: two runs at chance have learned nothing, however close
+  why_sqrt_dk::TrainResult chance_s = fs, chance_u = fu;
+  chance_s.accuracy = 0.26, chance_u.accuracy = 0.25;
+  EXPECT_NE(why_sqrt_dk::task_conclusion(chance_s, chance_u).find("learned neither"), std::string::npos);
 }
 
 TEST_F(Examples, AttentionCostMemoryGrowsWithTSquaredOnlyOnTheComposedPath) {

@@ -270,13 +270,17 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
                    escape(x_label));
   s += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
                    (T + H - B) / 2, (T + H - B) / 2, escape(y_label));
+  size_t guides = 0;
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& se = series[k];
     std::string pts;
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i)
       if (drawn(se, i)) pts += fmt::format("{:.1f},{:.1f} ", px(fx(se.x[i])), py(fy(se.y[i])));
+    // guides: grey, each with its own dash pattern so that the legend tells them apart
+    const char* dashes[] = {"6,4", "2,3", "10,3,2,3"};
     const std::string color = se.dashed ? "#777" : colors[k % 6];
-    const std::string style = se.dashed ? "stroke-width=\"1.2\" stroke-dasharray=\"6,4\"" : "stroke-width=\"1.8\"";
+    const std::string style = se.dashed ? fmt::format("stroke-width=\"1.2\" stroke-dasharray=\"{}\"", dashes[guides++ % 3])
+                                        : std::string("stroke-width=\"1.8\"");
     s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" {}/>\n", pts, color, style);
     s += fmt::format(
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" {4}/><text x=\"{5}\" y=\"{6}\">{7}</text>\n",

@@ -46,8 +46,8 @@ struct Marker {
 };
 
 /// Curves on shared axes with a legend (e.g. train and validation loss against step), and
-/// optional vertical markers. log_y / log_x: logarithmic axes (points at or below 0 are left out
-/// of a log axis).
+/// optional vertical markers. log_y / log_x: logarithmic axes (on a log x axis, points at x <= 0
+/// are left out; on a log y axis, values below 1e-12 are drawn at 1e-12).
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
                            const std::string& y_label, bool log_y = false, const std::vector<Marker>& markers = {},
                            bool log_x = false);

@@ -234,12 +234,13 @@ void report_costs(const Config& c, viz::Report& rep) {
   const double tt_bytes = 4.0 * static_cast<double>(c.heads) * static_cast<double>(last.T * last.T);
   t1 += fmt::format(
       "By FLOPs attention equals the projections at T = 2d = {} and the projections plus the MLP at T = 6d = {}.\n"
-      "Measured (fused attention): it passes the projections at T = {:.0f}, and projections plus MLP at T = {}.\n"
+      "Measured (fused attention): it passes the projections at T = {}, and projections plus MLP at T = {}.\n"
       "Each doubling of T multiplies attention's time by {:.1f} (fused) and the projections' by {:.1f}, over the last "
       "three doublings.\n"
       "The composed path holds the (T, T) matrices: at T = {} one (H, T, T) float32 tensor is {:.0f} MB, and its peak "
       "is {:.0f} MB against {:.1f} MB fused.\n",
-      2 * c.dim, 6 * c.dim, x_proj, x_block > 0 ? fmt::format("{:.0f}", x_block) : "beyond the measured range",
+      2 * c.dim, 6 * c.dim, x_proj > 0 ? fmt::format("{:.0f}", x_proj) : "beyond the measured range",
+      x_block > 0 ? fmt::format("{:.0f}", x_block) : "beyond the measured range",
       std::pow(rows.back().fused_ms / rows[rows.size() - 4].fused_ms, 1.0 / 3),
       std::pow(rows.back().projections_ms / rows[rows.size() - 4].projections_ms, 1.0 / 3), last.T, tt_bytes / 1e6,
       last.composed_bytes / 1e6, last.fused_bytes / 1e6);
@@ -298,8 +299,9 @@ int main(int argc, char** argv) {
   using namespace attention_cost;
   Config c;
   CLI::App app{"attention_cost: attention's cost against sequence length, and what its direct path buys"};
-  app.add_option("--dim", c.dim, "model width d in part 1");
-  app.add_option("--max-len", c.max_len, "longest T in part 1 (from 64, doubling)")->check(CLI::Range(64, 65536));
+  app.add_option("--dim", c.dim, "model width d in part 1 (a multiple of 4)")->check(CLI::Range(4, 8192));
+  app.add_option("--max-len", c.max_len, "longest T in part 1 (from 64, doubling; at least 512)")
+      ->check(CLI::Range(512, 65536));
   app.add_option("--reps", c.reps, "timed runs per measurement")->check(CLI::Range(1, 100));
   app.add_option("--steps", c.steps, "training steps per model in part 2");
   app.add_option("--seed", c.seed, "random seed");

@@ -527,10 +527,16 @@ std::string cooccurrence_conclusion(const CooccurrenceResult& first0, const Cooc
       "Change in cosine, the pairs' minus the control's:\n"
       "  name the first token {:+.3f} without weight decay, {:+.3f} with; predict the next token {:+.3f}, {:+.3f}\n",
       gain(first0), gain(first1), gain(next0), gain(next1));
-  const bool alone = gain(first0) > 0.02 && gain(first1) > 0.02, none = std::abs(gain(first0)) <= 0.02;
-  s += alone  ? "Co-occurrence alone moves a pair closer, even when the task must tell the two apart; "
-       : none ? "Co-occurrence alone barely moves a pair when the task must tell the two apart; "
-              : "Co-occurrence alone moves a pair closer in one setting and not in the other; ";
+  // co-occurrence alone, in each setting: closer (> +0.02), apart (< -0.02), or about unmoved
+  auto moved = [](double g) { return g > 0.02 ? 1 : g < -0.02 ? -1 : 0; };
+  const int without = moved(gain(first0)), with = moved(gain(first1));
+  auto in_words = [](int m) { return m > 0 ? "closer" : m < 0 ? "further apart" : "hardly at all"; };
+  s += without == with ? fmt::format("Co-occurrence alone moves a pair {} with and without weight decay, when the task "
+                                     "must tell the two apart; ",
+                                     in_words(without))
+                       : fmt::format("Co-occurrence alone moves a pair {} without weight decay and {} with it, when the "
+                                     "task must tell the two apart; ",
+                                     in_words(without), in_words(with));
   const bool further = gain(next0) > gain(first0) && gain(next1) > gain(first1);
   s += further ? fmt::format("an objective that rewards treating them alike moves them further in both settings, to "
                              "{:+.3f} with weight decay (which removes the random parts no objective uses).\n",
