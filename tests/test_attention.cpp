@@ -80,8 +80,8 @@ TEST(MultiheadAttention, CausalFlagEqualsExplicitMaskAndHidesTheFuture) {
 
 // The backward through the masks (docs/05-attention.md): a masked score is -inf, its weight is 0,
 // and dS = P * (dP - rowsum(dP * P)) is 0 there, so a query sends no gradient to a key it may not
-// see. Through the causal mask, the last token's input gets gradient only from its own query; a
-// padded key's input gets none from the attention at all (only from its own query's row).
+// see. Through the causal mask, query 0's output gets gradient into token 0's input only; a padded
+// key's input gets none from the other queries' outputs (only from its own query's row).
 TEST(MultiheadAttention, NoGradientFlowsThroughAMaskedScore) {
   Generator g(3);
   nn::MultiheadAttention mha(6, 2, {.bias = false}, g);
