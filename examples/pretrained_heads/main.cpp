@@ -15,10 +15,13 @@
 // 2. Heads are removed (head_mask) one at a time, a layer at a time and a label at a time, and the
 //    sentence embeddings are measured again: how similar paraphrases stay, how similar unrelated
 //    sentences become, and whether each sentence's nearest neighbour is still its paraphrase.
-// 3. runs/pretrained_heads/explorer.html: every head's pattern on a real sentence, in the browser.
+// 3. What the heads that park on [CLS] write from it (its value through W_O, against the other
+//    tokens'), and what taking [CLS] away from them does, against removing them: an attention sink.
+// 4. runs/pretrained_heads/explorer.html: every head's pattern on a real sentence, in the browser.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <numeric>
 
@@ -297,6 +300,103 @@ Tensor mask_without(const nn::BertConfig& c, Drop drop, int64_t* dropped = nullp
   return from_vector<double>(v, {c.num_hidden_layers, c.num_attention_heads}).to(DType::Float32);
 }
 
+// ---------------------------------------------------------------- 3. what the [CLS] heads write
+
+/// Hooks on the self-attention of every layer that has a head in `heads` (layer * H + head): for
+/// each listed head, `each(layer, head, w, u, output)` runs after the module's forward, with the
+/// head's weights w (B, 1, Tq, Tk), what it writes from each key before weighting, u = v_j W_O^h^T
+/// (B, 1, Tk, E), and the module's output (B, Tq, E), which it may change. Removed on destruction.
+class HeadHooks {
+ public:
+  using Each = std::function<void(int64_t, int64_t, const Variable&, const Variable&, Variable&)>;
+  HeadHooks(nn::BertModel& bert, const std::vector<int64_t>& heads, Each each) {
+    const int64_t H = bert.config.num_attention_heads;
+    for (int64_t l = 0; l < bert.config.num_hidden_layers; ++l) {
+      std::vector<int64_t> here;
+      for (int64_t k : heads)
+        if (k / H == l) here.push_back(k % H);
+      if (here.empty()) continue;
+      nn::Module* attn = nullptr;
+      for (auto& [name, mod] : bert.named_modules())
+        if (name == fmt::format("encoder.layer.{}.self_attn", l)) attn = mod;
+      MG_CHECK(attn, ValueError, "pretrained_heads: no encoder.layer.{}.self_attn in this model", l);
+      hooks_.push_back(attn->register_forward_hook(
+          [l, here, each](const nn::Module& m, const std::vector<Variable>& in, std::vector<Variable>& out) {
+            const auto& a = dynamic_cast<const nn::MultiheadAttention&>(m);
+            const int64_t d = a.head_dim;
+            const Variable v = nn::split_heads(a.w_v.forward(in[2]), a.num_heads);  // (B, H, Tk, d)
+            for (int64_t h : here) {
+              const Variable u = matmul(narrow(v, 1, h, 1), transpose(narrow(a.w_o.weight, 1, h * d, d), 0, 1));
+              each(l, h, narrow(out[1], 1, h, 1), u, out[0]);
+            }
+          }));
+    }
+  }
+  ~HeadHooks() {
+    for (nn::HookHandle& h : hooks_) h.remove();
+  }
+  HeadHooks(const HeadHooks&) = delete;
+  HeadHooks& operator=(const HeadHooks&) = delete;
+
+ private:
+  std::vector<nn::HookHandle> hooks_;
+};
+
+/// How the [CLS] heads use [CLS], averaged over the heads and the sentences (each run alone).
+struct ClsUse {
+  int64_t heads = 0;
+  double weight = 0;      // mean attention weight on [CLS] (over every query)
+  double cls_norm = 0;    // |v_CLS W_O^h^T|: how much [CLS]'s value writes
+  double other_norm = 0;  // the same, averaged over the other tokens
+  double share = 0;       // of what the head writes (sum over keys of weight * |u_j|), [CLS]'s fraction
+  Similarity without_cls;  // the embeddings when [CLS] is taken away from these heads
+};
+
+/// The heads labelled [CLS], as layer * H + head.
+inline std::vector<int64_t> cls_heads(const std::vector<HeadProfile>& heads, int64_t H) {
+  std::vector<int64_t> k;
+  for (const HeadProfile& h : heads)
+    if (h.label == "[CLS]") k.push_back(h.layer * H + h.head);
+  return k;
+}
+
+inline ClsUse measure_cls_use(Pretrained& m, const std::vector<HeadProfile>& profiles) {
+  const std::vector<int64_t> heads = cls_heads(profiles, m.bert->config.num_attention_heads);
+  ClsUse r;
+  r.heads = static_cast<int64_t>(heads.size());
+  if (heads.empty()) return r;
+  const std::vector<std::string> sentences = corpus();
+  const double n = static_cast<double>(heads.size() * sentences.size());
+  {
+    HeadHooks hooks(*m.bert, heads, [&](int64_t, int64_t, const Variable& w, const Variable& u, Variable&) {
+      const Tensor norms = sqrt(sum(u.data() * u.data(), {-1}));                    // (1, 1, T)
+      const int64_t T = norms.size(2);
+      const Tensor w0 = w.data().narrow(3, 0, 1);                                  // (1, 1, T, 1)
+      const Tensor written = (w.data() * norms.unsqueeze(2)).sum({3});             // (1, 1, T): per query
+      r.weight += w0.mean().item() / n;
+      r.cls_norm += norms.narrow(2, 0, 1).mean().item() / n;
+      r.other_norm += norms.narrow(2, 1, T - 1).mean().item() / n;
+      r.share += ((w0.squeeze(3) * norms.narrow(2, 0, 1)).sum() / written.sum()).item() / n;
+    });
+    NoGradGuard no_grad;
+    for (const std::string& s : sentences) {
+      const Tokens t = tokenize(m.tokenizer, s);
+      (*m.bert)(from_vector<int64_t>(t.ids, {1, static_cast<int64_t>(t.ids.size())}));
+    }
+  }
+  // Take [CLS] away from these heads: each query's weight on it goes to the other keys in proportion
+  // to theirs, so the head's output o = sum_j w_j u_j becomes (o - w_0 u_0) / (1 - w_0).
+  HeadHooks hooks(*m.bert, heads, [](int64_t, int64_t, const Variable& w, const Variable& u, Variable& out) {
+    const Variable o = matmul(w, u);                                       // (B, 1, Tq, E)
+    const Variable w0 = narrow(w, 3, 0, 1);                                // (B, 1, Tq, 1)
+    const Variable renorm = (o - w0 * narrow(u, 2, 0, 1)) / (1.0 - w0);    // no row is all [CLS]: checked below
+    MG_CHECK(w0.data().max().item() < 1.0, ValueError, "pretrained_heads: a query puts all its weight on [CLS]");
+    out = out + reshape(renorm - o, out.shape());
+  });
+  r.without_cls = similarity(m);
+  return r;
+}
+
 /// Everything the example measures.
 struct Result {
   std::vector<HeadProfile> heads;
@@ -304,6 +404,7 @@ struct Result {
   std::vector<Ablation> single;    // one head at a time, in model order
   std::vector<Ablation> layers;    // one whole layer at a time
   std::vector<Ablation> by_label;  // every head of one label at once
+  ClsUse cls_use;                  // what the [CLS] heads write, and taking [CLS] away from them
   std::string telemetry_json;      // the explorer page's data
   std::vector<std::string> probe_pieces;
 };
@@ -328,6 +429,7 @@ inline Result run(Pretrained& m, const Config& c) {
         &n);
     r.by_label.push_back({label, n, similarity(m, mask)});
   }
+  r.cls_use = measure_cls_use(m, r.heads);
   // The explorer page: every head's pattern on one real sentence.
   const Tokens probe = tokenize(m.tokenizer, kMoreSentences[2]);
   r.probe_pieces = probe.pieces;
@@ -386,6 +488,7 @@ inline Summary summarize(const Result& r, const nn::BertConfig&) {
   return s;
 }
 
+
 // ---------------------------------------------------------------- printing
 
 inline std::string head_table(const std::vector<HeadProfile>& heads) {
@@ -404,6 +507,23 @@ inline std::string similarity_line(const std::string& what, int64_t heads, const
                      "nearest = paraphrase {:>2}/{}\n",
                      what, heads, s.paraphrase, s.paraphrase - base.paraphrase, s.unrelated, s.unrelated - base.unrelated,
                      s.gap(), s.gap() - base.gap(), s.nearest_ok, 2 * kParaphrases.size());
+}
+
+/// Section 3's conclusion, computed: how much less [CLS] writes than it receives, and whether taking
+/// it away from the heads hurts the embeddings more than removing the heads.
+inline std::string cls_verdict(const ClsUse& u, const Similarity& removed, const Similarity& base) {
+  std::string v = fmt::format("[CLS] gets {:.0f}% of these heads' weight but makes {:.0f}% of what they write: its value "
+                              "vector writes {:.2f}x as much as the other tokens'.",
+                              100 * u.weight, 100 * u.share, u.cls_norm / u.other_norm);
+  const double lost_removed = base.gap() - removed.gap(), lost_taken = base.gap() - u.without_cls.gap();
+  if (lost_taken > lost_removed)
+    v += fmt::format(" Taking [CLS] away narrows the gap by {:.3f}, {:.1f}x the {:.3f} of removing the heads: forced to "
+                     "spend that weight on real tokens, they write what they otherwise keep out.",
+                     lost_taken, lost_taken / std::max(lost_removed, 1e-12), lost_removed);
+  else
+    v += fmt::format(" Taking [CLS] away narrows the gap by {:.3f}, no more than removing the heads ({:.3f}).", lost_taken,
+                     lost_removed);
+  return v;
 }
 
 }  // namespace pretrained_heads
@@ -473,9 +593,23 @@ int main(int argc, char** argv) {
              "{} of {} sentences.\n",
              sum.worst_layer, r.base.gap(), sum.worst_layer_gap, sum.worst_layer_nearest, 2 * kParaphrases.size());
 
+  const ClsUse& u = r.cls_use;
+  const Ablation* cls_removed = nullptr;
+  for (const Ablation& a : r.by_label)
+    if (a.what == "[CLS]") cls_removed = &a;
+  if (u.heads > 0 && cls_removed) {
+    fmt::print("\n3. The {} [CLS] heads, averaged over heads and sentences:\n", u.heads);
+    fmt::print("  weight on [CLS] {:.3f}; what [CLS]'s value writes, |v W_O^h^T|, {:.3f} against {:.3f} for the other tokens; "
+               "[CLS]'s share of what the head writes {:.3f}\n",
+               u.weight, u.cls_norm, u.other_norm, u.share);
+    fmt::print("{}", similarity_line("every [CLS] head", u.heads, cls_removed->after, r.base));
+    fmt::print("{}", similarity_line("[CLS] taken from them", u.heads, u.without_cls, r.base));
+    fmt::print("  {}\n", cls_verdict(u, cls_removed->after, r.base));
+  }
+
   std::filesystem::create_directories(c.out);
   const std::string page = viz::write_explorer(c.out + "/explorer.html", "pretrained_heads: all-MiniLM-L6-v2", r.telemetry_json);
-  fmt::print("\n3. every head's pattern on \"{}\" ({} tokens: {}): {}\n", kMoreSentences[2], r.probe_pieces.size(),
+  fmt::print("\n4. every head's pattern on \"{}\" ({} tokens: {}): {}\n", kMoreSentences[2], r.probe_pieces.size(),
              fmt::join(r.probe_pieces, " "), page);
   return 0;
 }
