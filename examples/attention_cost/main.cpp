@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -26,6 +27,7 @@
 
 namespace attention_cost {
 using namespace mg;
+using example::median_ms;
 
 struct Config {
   // part 1
@@ -53,20 +55,6 @@ struct Config {
 double projection_flops(int64_t T, int64_t d) { return 8.0 * static_cast<double>(T) * static_cast<double>(d * d); }
 double attention_flops(int64_t T, int64_t d) {
   return 4.0 * static_cast<double>(T) * static_cast<double>(T) * static_cast<double>(d);
-}
-
-// Milliseconds of f(), the median of `reps` runs after one warm-up run.
-template <class F>
-double median_ms(int reps, F&& f) {
-  f();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 // Bytes held at the peak of f() beyond what was held before it.

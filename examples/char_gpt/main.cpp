@@ -10,6 +10,7 @@
 // While it trains it records every head (inspect::Telemetry) on a fixed piece of validation text:
 // runs/char_gpt/explorer.html replays the attention maps and head scores over the steps.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -80,6 +81,7 @@ struct History {
   std::vector<double> steps, losses, val_steps, val_losses;
   std::vector<inspect::TelemetryRecord> records;  // the steps of this run (after a resume: from there on)
   std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
+  double seconds = 0, record_seconds = 0;         // the training loop's time, and the part spent recording
 };
 
 // B windows of T = min(context, 64) characters from the start of the validation text: the probe
@@ -119,6 +121,11 @@ inspect::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
                              .scores = {.induction_batch = 4, .logits = logits}});
 }
 
+// Seconds from t0 to now.
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // AdamW steps start+1 ... last, with gradient clipping and the schedule; a checkpoint every
 // ckpt_every steps and at the end. Each step's batch depends only on (seed, step), so a resumed
 // run sees exactly the batches the uninterrupted one would have.
@@ -128,6 +135,7 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
   inspect::Telemetry tel = make_telemetry(m, d, c);
   const int64_t last = c.stop_at > 0 ? std::min(c.stop_at, c.steps) : c.steps;
   viz::ProgressBar bar(last - start, "train");
+  const auto loop_start = std::chrono::steady_clock::now();
   for (int64_t step = start + 1; step <= last; ++step) {
     auto [x, y] = char_text::train_batch(d, c.batch, c.context, c.seed, step);
     if (c.world > 1) {  // data parallel: this process's rows of the step's batch (the same batch everywhere)
@@ -147,13 +155,18 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
     opt.step();
     sched.step();
     h.steps.push_back(static_cast<double>(step)), h.losses.push_back(loss_value);
-    if (c.rank == 0 && tel.due(step)) tel.record(step, loss_value);
+    if (c.rank == 0 && tel.due(step)) {
+      const auto t0 = std::chrono::steady_clock::now();
+      tel.record(step, loss_value);
+      h.record_seconds += seconds_since(t0);
+    }
     if (c.rank == 0) bar.update(step - start, loss_value, -1, c.batch * c.context);
     if (step % c.eval_every == 0 || step == c.steps)
       h.val_steps.push_back(static_cast<double>(step)), h.val_losses.push_back(val_loss(m, d, c));
     if (c.rank == 0 && (step % c.ckpt_every == 0 || step == last)) optim::save_checkpoint(ckpt, m, opt, step, &sched);
   }
   if (c.rank == 0) bar.finish();
+  h.seconds = seconds_since(loop_start);
   h.records = tel.records();
   h.telemetry_json = tel.json({{"example", "char_gpt"},
                                {"data", c.data.empty() ? std::string("fortunes") : c.data},
@@ -250,6 +263,28 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
   return rep.write_index();
 }
 
+// What the explorer shows, as numbers: the previous-token score, at every record, of the head that
+// ends highest on it; the range of the in-context-learning score; what recording cost. "" when
+// this run recorded nothing.
+std::string explorer_summary(const History& h) {
+  if (h.records.empty()) return "";
+  const std::vector<inspect::HeadScore>& last = h.records.back().heads;
+  size_t best = 0;
+  for (size_t k = 0; k < last.size(); ++k)
+    if (last[k].previous_token > last[best].previous_token) best = k;
+  std::string s = fmt::format("explorer: {} head {}, previous-token score by step:", last[best].layer, last[best].head);
+  for (const inspect::TelemetryRecord& r : h.records)
+    s += fmt::format(" {} {:.2f}", r.step, r.heads[best].previous_token);
+  double lo = INFINITY, hi = -INFINITY;
+  for (const inspect::TelemetryRecord& r : h.records)
+    if (std::isfinite(r.icl.score)) lo = std::min(lo, r.icl.score), hi = std::max(hi, r.icl.score);
+  if (lo <= hi)
+    s += fmt::format("\nexplorer: the ICL score over the {} records: from {:+.2f} to {:+.2f} nats", h.records.size(),
+                     lo, hi);
+  return s + fmt::format("\nexplorer: recording took {:.1f} s of the {:.1f} s of training ({:.0f}%)\n",
+                         h.record_seconds, h.seconds, 100 * h.record_seconds / std::max(h.seconds, 1e-9));
+}
+
 // OUT/telemetry.json and OUT/explorer.html (viz/explorer.h); returns the page's path, or "" when
 // this run trained no step (a resume at its last step).
 std::string save_explorer(const Config& c, const History& h) {
@@ -323,7 +358,8 @@ int main(int argc, char** argv) {
     const std::vector<inspect::HeadScore> scores = label_heads(m, d, c);
     std::printf("\nwhat each head does (measured):\n%s", score_table(scores).c_str());
     std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled, scores).c_str());
-    if (const std::string page = save_explorer(c, h); !page.empty()) std::printf("explorer: %s\n", page.c_str());
+    if (const std::string page = save_explorer(c, h); !page.empty())
+      std::printf("%sexplorer: %s\n", explorer_summary(h).c_str(), page.c_str());
   } catch (const mg::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     stop_other_processes();

@@ -37,8 +37,10 @@ inline std::string read_corpus(const std::string& file, int64_t context, std::st
     while (std::getline(in, line))
       if (line != "%") text += line + "\n";
   }
-  MG_CHECK(text.size() > static_cast<size_t>(4 * context), ValueError,
-           "{}: the text has {} characters; need more than {}", who, text.size(), 4 * context);
+  // The last 10% is the validation split, and a window is context + 1 characters: it must hold one.
+  MG_CHECK(text.size() >= static_cast<size_t>(10 * (context + 2)), ValueError,
+           "{}: the text has {} characters; need at least {}, so that its last 10% holds a window of {} + 1", who,
+           text.size(), 10 * (context + 2), context);
   return text;
 }
 
@@ -81,6 +83,8 @@ inline Data load_data(const std::string& file, int64_t context, std::string_view
 /// next-character targets (batch, context), both int64.
 inline std::pair<Tensor, Tensor> batch_of(const std::vector<int64_t>& ids, int64_t batch, int64_t context,
                                           Generator& g) {
+  MG_CHECK(ids.size() >= static_cast<size_t>(context + 2), ValueError,
+           "char_text: {} characters cannot hold a window of {} + 1", ids.size(), context);
   Tensor x = empty({batch, context}, DType::Int64), y = empty({batch, context}, DType::Int64);
   for (int64_t b = 0; b < batch; ++b) {
     const size_t start = g.next_u64() % (ids.size() - context - 1);

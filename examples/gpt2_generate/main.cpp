@@ -13,7 +13,7 @@
 //
 // Without --model it runs on tests/golden/tiny_gpt2 and tests/golden/bpe, a 2-layer GPT-2 with
 // random weights that transformers saved (the test fixture): the words are nonsense, but every
-// step is the one the real model takes, and tests/test_examples.cpp checks the ids and the text
+// step is the one the real model takes, and tests/test_example_models.cpp checks the ids and the text
 // against transformers' own generate().
 #include <chrono>
 #include <filesystem>

@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -311,12 +312,8 @@ int main(int argc, char** argv) {
                                      .vmax = 1}),
                 caption);
   };
-  double score_range = 0;
-  for (int h = 0; h < 2; ++h) {
-    const Tensor sc = two.roles.example_scores[h];
-    for (double v : sc.to_vector<double>())
-      if (std::isfinite(v)) score_range = std::max(score_range, std::abs(v));
-  }
+  double score_range = 0;  // one colour scale for both heads' scores
+  for (int h = 0; h < 2; ++h) score_range = std::max(score_range, example::finite_abs_max(two.roles.example_scores[h]));
   for (int h = 0; h < 2; ++h) {
     std::printf("\ntwo heads, head %d on one test sequence: scores before softmax (masked: the future)\n%s", h,
                 viz::terminal_heatmap(two.roles.example_scores[h], toks, toks).c_str());

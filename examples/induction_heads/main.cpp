@@ -25,6 +25,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -49,6 +50,23 @@ struct Config {
   uint64_t seed = 0;   // same seed, same run
   std::string out = "runs/induction_heads";
 };
+
+/// A ValueError naming the flag when a setting cannot make a run: a span needs 2 tokens to predict
+/// one by induction, and two copies of the longest span must fit in a sequence.
+inline void validate(const Config& c) {
+  MG_CHECK(c.vocab >= 2, ValueError, "induction_heads: --vocab must be at least 2, got {}", c.vocab);
+  MG_CHECK(c.span_min >= 2 && c.span_min <= c.span_max, ValueError,
+           "induction_heads: need 2 <= --span-min <= --span-max, got {} and {}", c.span_min, c.span_max);
+  MG_CHECK(c.span_max <= c.seq_len / 2, ValueError,
+           "induction_heads: --span-max {} does not fit twice in --seq-len {} (at most {})", c.span_max, c.seq_len,
+           c.seq_len / 2);
+  MG_CHECK(c.heads >= 1 && c.dim >= c.heads && c.dim % c.heads == 0, ValueError,
+           "induction_heads: --dim {} must be a positive multiple of --heads {}", c.dim, c.heads);
+  MG_CHECK(c.batch >= 1 && c.steps >= 1 && c.every >= 1, ValueError,
+           "induction_heads: --batch, --steps and --every must be at least 1, got {}, {} and {}", c.batch, c.steps,
+           c.every);
+  MG_CHECK(std::isfinite(c.lr) && c.lr > 0, ValueError, "induction_heads: --lr must be positive, got {}", c.lr);
+}
 
 // ids (B, T) -> logits (B, T, vocab): x = tok + pos; x += attn_l(x) per layer; logits = x W_U^T
 struct Model : nn::Callable<Model> {
@@ -214,7 +232,7 @@ PositionProfile position_profile(Model& m, const Config& c) {
   inspect::AttentionCapture cap(m);
   m(b.ids);
   const Tensor w = mean(cap.at("attn0").weights, {0}).to(DType::Float64).contiguous();  // (H, T, T)
-  const Tensor need = mean(b.key_needed.to(DType::Float64), {0}).contiguous();            // (T)
+  const Tensor need = mean(b.key_needed.to(DType::Float64), {0}).contiguous();          // (T)
   const int64_t T = c.seq_len;
   PositionProfile p;
   p.previous.assign(static_cast<size_t>(c.heads), std::vector<double>(static_cast<size_t>(T), 0.0));
@@ -229,7 +247,8 @@ PositionProfile position_profile(Model& m, const Config& c) {
 std::string profile_table(const PositionProfile& p, const Config& c) {
   const int64_t T = c.seq_len, band = 8;
   std::string s = fmt::format("  {:<26}", "query positions t");
-  for (int64_t lo = 0; lo < T; lo += band) s += fmt::format("{:>8}", fmt::format("{}-{}", std::max<int64_t>(lo, 1), std::min(lo + band, T) - 1));
+  for (int64_t lo = 0; lo < T; lo += band)
+    s += fmt::format("{:>8}", fmt::format("{}-{}", std::max<int64_t>(lo, 1), std::min(lo + band, T) - 1));
   auto row = [&](const std::string& name, const std::vector<double>& v) {
     s += fmt::format("\n  {:<26}", name);
     for (int64_t lo = 0; lo < T; lo += band) {
@@ -285,8 +304,10 @@ HeadMaps head_maps(Model& m, const Config& c, const std::string& layer, int64_t 
   m(ids);
   const int64_t T = ids.size(1);
   const Tensor w = cap.at(layer).weights.narrow(1, head, 1), s = cap.at(layer).scores.narrow(1, head, 1);
-  HeadMaps r{s.narrow(0, 0, 1).reshape({T, T}).contiguous(), w.narrow(0, 0, 1).reshape({T, T}).contiguous(),
-             mean(w, {0, 1}), {}};
+  HeadMaps r{s.narrow(0, 0, 1).reshape({T, T}).contiguous(),
+             w.narrow(0, 0, 1).reshape({T, T}).contiguous(),
+             mean(w, {0, 1}),
+             {}};
   for (int64_t t = 0; t < T; ++t) r.tokens.push_back(std::to_string(ids.data<int64_t>()[t]));
   return r;
 }
@@ -465,9 +486,7 @@ void report(viz::Report& rep, const Config& c, const RunResult& two, const RunRe
       "On a random span repeated twice: mean attention from each token of the 2nd copy to the position after the "
       "same token in the 1st copy, per head of the last layer.");
   {  // the induction head before and after softmax, on one repeated sequence and on average
-    double range = 0;
-    for (double v : maps.scores.to_vector<double>())
-      if (std::isfinite(v)) range = std::max(range, std::abs(v));
+    const double range = example::finite_abs_max(maps.scores);
     const std::string name = fmt::format("{} head {}", two.induction_head.layer, two.induction_head.head);
     const int64_t n = c.seq_len / 2;
     rep.add_svg("induction_head_scores.svg",
@@ -589,6 +608,12 @@ int main(int argc, char** argv) {
   app.add_option("--seed", c.seed, "random seed");
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
+  try {
+    validate(c);
+  } catch (const mg::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
 
   viz::Report rep(
       c.out, "induction_heads: a circuit forms during training",
@@ -620,7 +645,8 @@ int main(int argc, char** argv) {
 
   const PositionProfile profile = position_profile(two, c);
   const ProfileSplit split = split_profile(profile);
-  std::printf("\nWhere layer 0 looks at t - 1, by query position (512 fresh sequences):\n%s", profile_table(profile, c).c_str());
+  std::printf("\nWhere layer 0 looks at t - 1, by query position (512 fresh sequences):\n%s",
+              profile_table(profile, c).c_str());
   std::printf(
       "Where the induction head needs the key in at least 10%% of sequences, the best layer-0 head puts %.2f on t - 1;\n"
       "where it does not (mostly t >= %lld), %.2f. The previous-token score averages over every t, so it stays below 1.\n",

@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../char_gpt/text_data.h"  // the text, its split and batches, shared with char_gpt
+#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -29,6 +30,7 @@
 
 namespace llama_style {
 using namespace mg;
+using example::median;
 
 struct Config {
   std::string data;      // text file; empty: the fortunes corpus
@@ -252,12 +254,6 @@ Run train_one(const Arch& a, int64_t hidden, const Data& d, const Config& c, uin
 }
 
 // ---------------------------------------------------------------- the comparison
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Every run of one architecture, summarised.
 struct Summary {

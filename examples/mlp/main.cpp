@@ -4,7 +4,7 @@
 // a momentum SGD step on each weight after every backward().
 //
 //   make build && build/examples/mlp/mlp     (make demo builds it too, the demo does not run it;
-//   tests/test_examples.cpp checks what it prints, across seeds)
+//   tests/test_example_models.cpp checks what it prints, across seeds)
 #include <cmath>
 #include <cstdio>
 #include <numbers>
@@ -145,7 +145,8 @@ int main(int argc, char** argv) {
   const std::vector<double> losses = train(model, data, c);
   draw(model, data);
   const double acc = accuracy(model, data);
-  std::printf("\nfinal training accuracy: %.1f%%\n", 100 * acc);
+  std::printf("\nloss %.4f at step 1, %.4f at step %zu; final training accuracy: %.1f%%\n", losses.front(), losses.back(),
+              losses.size(), 100 * acc);
 
   viz::Report rep(c.out, "mlp: two spirals", "A 2 -> 64 -> 2 perceptron trained with autograd and momentum SGD.");
   rep.add_svg("decision_boundary.svg",

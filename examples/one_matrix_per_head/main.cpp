@@ -22,6 +22,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -29,10 +30,12 @@
 
 namespace one_matrix {
 using namespace mg;
+using example::median;
+using example::window_mean;
 
 struct Config {
-  int64_t dim = 16;   // model width
-  int64_t heads = 4;  // heads of dim/heads = 4 features
+  int64_t dim = 16;    // model width
+  int64_t heads = 4;   // heads of dim/heads = 4 features
   int64_t vocab = 16;  // task: at every position, name the largest token of the sequence
   int64_t seq_len = 12;
   int64_t batch = 64;
@@ -183,18 +186,11 @@ double fold_difference(const Config& c, Generator& g) {
   return max(abs(over(x).data() - mha(x).output.data())).item();
 }
 
-// Mean of losses over steps [from, to] (1-based, inclusive).
-double window_mean(const std::vector<double>& v, size_t from, size_t to) {
-  double s = 0;
-  for (size_t i = from; i <= to; ++i) s += v[i - 1];
-  return s / static_cast<double>(to - from + 1);
-}
-
 // One seed of the experiment.
 struct SeedRun {
   uint64_t seed = 0;
-  double start_logit_diff = 0;       // max |logits| difference of the two models at step 0
-  double start_loss_standard = 0;    // loss of each on one batch at step 0
+  double start_logit_diff = 0;     // max |logits| difference of the two models at step 0
+  double start_loss_standard = 0;  // loss of each on one batch at step 0
   double start_loss_product = 0;
   std::vector<double> standard, product;  // training loss at every step
 };
@@ -238,12 +234,10 @@ std::vector<Quarter> quarters(const std::vector<SeedRun>& runs) {
       q.ratios.push_back(window_mean(r.product, q.from, q.to) / window_mean(r.standard, q.from, q.to));
     std::vector<double> levels;
     for (const SeedRun& r : runs) levels.push_back(window_mean(r.standard, q.from, q.to));
-    std::sort(levels.begin(), levels.end());
-    q.standard_loss = levels[levels.size() / 2];
-    std::vector<double> s = q.ratios;
-    std::sort(s.begin(), s.end());
-    q.median = s.size() % 2 ? s[s.size() / 2] : (s[s.size() / 2 - 1] + s[s.size() / 2]) / 2;
-    q.lo = s.front(), q.hi = s.back();
+    q.standard_loss = median(levels);
+    q.median = median(q.ratios);
+    q.lo = *std::min_element(q.ratios.begin(), q.ratios.end()),
+    q.hi = *std::max_element(q.ratios.begin(), q.ratios.end());
     out.push_back(q);
   }
   return out;
@@ -271,8 +265,7 @@ std::vector<double> median_smoothed(const std::vector<SeedRun>& runs, bool produ
       const size_t from = i + 1 > window ? i + 1 - window : 0;
       at.push_back(window_mean(l, from + 1, i + 1));
     }
-    std::sort(at.begin(), at.end());
-    out[i] = at.size() % 2 ? at[at.size() / 2] : (at[at.size() / 2 - 1] + at[at.size() / 2]) / 2;
+    out[i] = median(at);
   }
   return out;
 }
@@ -297,9 +290,10 @@ std::string conclusion(const std::vector<SeedRun>& runs, const std::vector<Quart
   if (sep.front() == 0)
     s += "In some seed the two losses never differ by more than 5%: the curves did not separate.\n";
   else
-    s += fmt::format("Training then moves them apart: their losses first differ by more than 5% at step {} "
-                     "(median; {} to {} across seeds). The product form's mean loss is\n",
-                     sep[sep.size() / 2], sep.front(), sep.back());
+    s += fmt::format(
+        "Training then moves them apart: their losses first differ by more than 5% at step {} "
+        "(median; {} to {} across seeds). The product form's mean loss is\n",
+        median(std::vector<double>(sep.begin(), sep.end())), sep.front(), sep.back());
   for (const Quarter& q : qs)
     s += fmt::format("  steps {}-{}: {} (median ratio {:.2f}x)\n", q.from, q.to, direction(q), q.median);
   // After the first quarter: does one form stay lower in every seed, in most seeds, or neither?
@@ -314,12 +308,13 @@ std::string conclusion(const std::vector<SeedRun>& runs, const std::vector<Quart
   else if (late([](const Quarter& q) { return q.hi < 1; }))
     s += "Same set of functions, different training: after the first quarter the product form trains faster than "
          "the standard one in every seed.\n";
-  else if (late([&](const Quarter& q) { return 2 * above(q) > n; }) || late([&](const Quarter& q) { return 2 * above(q) < n; }))
+  else if (late([&](const Quarter& q) { return 2 * above(q) > n; }) ||
+           late([&](const Quarter& q) { return 2 * above(q) < n; }))
     s += fmt::format(
         "Same set of functions, different training: after the first quarter the product form trains {} in most "
         "seeds ({} of {} in the last quarter), but not in all of them, so no seed's curve tells you the direction.\n",
-        2 * above(qs[1]) > n ? "more slowly" : "faster",
-        2 * above(qs[1]) > n ? above(qs.back()) : n - above(qs.back()), n);
+        2 * above(qs[1]) > n ? "more slowly" : "faster", 2 * above(qs[1]) > n ? above(qs.back()) : n - above(qs.back()),
+        n);
   else
     s += "Same set of functions, different training: the curves differ, but which one is lower depends on the "
          "seed and the stage of the run.\n";

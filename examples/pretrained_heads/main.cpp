@@ -34,7 +34,7 @@ namespace pretrained_heads {
 using namespace mg;
 
 struct Config {
-  std::string model_dir;  // the all-MiniLM-L6-v2 folder (default: where scripts/fetch-minilm puts it)
+  std::string model_dir;   // the all-MiniLM-L6-v2 folder (default: where scripts/fetch-minilm puts it)
   double threshold = 0.4;  // the least score that earns a label
   double broad = 0.75;     // entropy / log(T) from which a head with no label is "broad"
   uint64_t seed = 1234;    // the random token spans of the induction score (nothing else is random)
@@ -125,12 +125,12 @@ inline Tokens tokenize(const data::WordPieceTokenizer& tok, const std::string& t
 /// Where one head's attention goes, averaged over every query of every sentence (Clark et al.).
 struct HeadProfile {
   int64_t layer = 0, head = 0;
-  double cls = 0, sep = 0;          // weight on [CLS], on [SEP]
-  double previous = 0, next = 0;    // weight on the token just before, just after
-  double self = 0;                  // weight on itself
-  double same_word = 0;             // queries inside a word of several pieces: weight on its other pieces
-  double punctuation = 0;           // weight on . , ! ? ; : ' tokens
-  double breadth = 0;               // entropy of the row / log(number of keys): 1 = uniform
+  double cls = 0, sep = 0;        // weight on [CLS], on [SEP]
+  double previous = 0, next = 0;  // weight on the token just before, just after
+  double self = 0;                // weight on itself
+  double same_word = 0;           // queries inside a word of several pieces: weight on its other pieces
+  double punctuation = 0;         // weight on . , ! ? ; : ' tokens
+  double breadth = 0;             // entropy of the row / log(number of keys): 1 = uniform
   double previous_token = 0, first_token = 0, induction = 0;  // inspect::score_heads, as the other examples
   std::string label;
 };
@@ -144,8 +144,8 @@ inline bool is_punctuation(const std::string& p) {
 /// when the head spreads its attention (breadth >= c.broad), else "mixed".
 inline std::string label_of(const HeadProfile& h, const Config& c) {
   const std::vector<std::pair<double, const char*>> scores = {
-      {h.cls, "[CLS]"},   {h.sep, "[SEP]"},           {h.previous, "previous token"}, {h.next, "next token"},
-      {h.self, "self"},   {h.same_word, "same word"}, {h.punctuation, "punctuation"}};
+      {h.cls, "[CLS]"}, {h.sep, "[SEP]"},           {h.previous, "previous token"}, {h.next, "next token"},
+      {h.self, "self"}, {h.same_word, "same word"}, {h.punctuation, "punctuation"}};
   const auto best = std::max_element(scores.begin(), scores.end());
   if (best->first >= c.threshold) return best->second;
   return h.breadth >= c.broad ? "broad" : "mixed";
@@ -181,7 +181,8 @@ inline std::vector<HeadProfile> profile_heads(Pretrained& m, const std::vector<s
           for (int64_t j = 0; j < T; ++j) {
             if (row[j] > 0) entropy -= row[j] * std::log(row[j]);
             if (is_punctuation(t.pieces[static_cast<size_t>(j)])) punct += row[j];
-            if (j != q && t.word[static_cast<size_t>(q)] >= 0 && t.word[static_cast<size_t>(j)] == t.word[static_cast<size_t>(q)])
+            if (j != q && t.word[static_cast<size_t>(q)] >= 0 &&
+                t.word[static_cast<size_t>(j)] == t.word[static_cast<size_t>(q)])
               word += row[j];
           }
           p.breadth += entropy / std::log(static_cast<double>(T));
@@ -205,11 +206,13 @@ inline std::vector<HeadProfile> profile_heads(Pretrained& m, const std::vector<s
   toks.resize(std::min<size_t>(8, toks.size()));
   const size_t shortest = toks.back().ids.size();
   std::vector<int64_t> probe_ids;
-  for (const Tokens& t : toks) probe_ids.insert(probe_ids.end(), t.ids.begin(), t.ids.begin() + static_cast<long>(shortest));
-  const Tensor probe = from_vector<int64_t>(probe_ids, {static_cast<int64_t>(toks.size()), static_cast<int64_t>(shortest)});
-  const std::vector<inspect::HeadScore> general = inspect::score_heads(
-      *m.bert, [&](const Tensor& ids) { (*m.bert)(ids); }, probe, bc.vocab_size,
-      {.induction_length = static_cast<int64_t>(shortest) / 2, .seed = c.seed});
+  for (const Tokens& t : toks)
+    probe_ids.insert(probe_ids.end(), t.ids.begin(), t.ids.begin() + static_cast<long>(shortest));
+  const Tensor probe =
+      from_vector<int64_t>(probe_ids, {static_cast<int64_t>(toks.size()), static_cast<int64_t>(shortest)});
+  const std::vector<inspect::HeadScore> general =
+      inspect::score_heads(*m.bert, [&](const Tensor& ids) { (*m.bert)(ids); }, probe, bc.vocab_size,
+                           {.induction_length = static_cast<int64_t>(shortest) / 2, .seed = c.seed});
   for (size_t k = 0; k < prof.size(); ++k) {
     HeadProfile& p = prof[k];
     p.layer = static_cast<int64_t>(k) / H;
@@ -246,9 +249,9 @@ inline Tensor embed(Pretrained& m, const std::vector<std::string>& texts, const 
   NoGradGuard no_grad;
   // At most 256 tokens, as sentence-transformers runs this model (its sentence_bert_config.json).
   const data::BatchEncoding enc = m.tokenizer.encode_batch(texts, 256);
-  const nn::BertOutput r = (*m.bert)(enc.input_ids, {.attention_mask = enc.attention_mask,
-                                                     .token_type_ids = enc.token_type_ids,
-                                                     .head_mask = head_mask});
+  const nn::BertOutput r =
+      (*m.bert)(enc.input_ids,
+                {.attention_mask = enc.attention_mask, .token_type_ids = enc.token_type_ids, .head_mask = head_mask});
   const Tensor e = nn::mean_pooling(r.last_hidden_state, enc.attention_mask).data();
   return e / sqrt(sum(e * e, {1}, true));
 }
@@ -345,10 +348,10 @@ class HeadHooks {
 /// How the [CLS] heads use [CLS], averaged over the heads and the sentences (each run alone).
 struct ClsUse {
   int64_t heads = 0;
-  double weight = 0;      // mean attention weight on [CLS] (over every query)
-  double cls_norm = 0;    // |v_CLS W_O^h^T|: how much [CLS]'s value writes
-  double other_norm = 0;  // the same, averaged over the other tokens
-  double share = 0;       // of what the head writes (sum over keys of weight * |u_j|), [CLS]'s fraction
+  double weight = 0;       // mean attention weight on [CLS] (over every query)
+  double cls_norm = 0;     // |v_CLS W_O^h^T|: how much [CLS]'s value writes
+  double other_norm = 0;   // the same, averaged over the other tokens
+  double norm_share = 0;   // [CLS]'s fraction of sum_j w_j |u_j|, the weighted value norms (vectors may cancel)
   Similarity without_cls;  // the embeddings when [CLS] is taken away from these heads
 };
 
@@ -369,14 +372,14 @@ inline ClsUse measure_cls_use(Pretrained& m, const std::vector<HeadProfile>& pro
   const double n = static_cast<double>(heads.size() * sentences.size());
   {
     HeadHooks hooks(*m.bert, heads, [&](int64_t, int64_t, const Variable& w, const Variable& u, Variable&) {
-      const Tensor norms = sqrt(sum(u.data() * u.data(), {-1}));                    // (1, 1, T)
+      const Tensor norms = sqrt(sum(u.data() * u.data(), {-1}));  // (1, 1, T)
       const int64_t T = norms.size(2);
-      const Tensor w0 = w.data().narrow(3, 0, 1);                                  // (1, 1, T, 1)
-      const Tensor written = (w.data() * norms.unsqueeze(2)).sum({3});             // (1, 1, T): per query
+      const Tensor w0 = w.data().narrow(3, 0, 1);                       // (1, 1, T, 1)
+      const Tensor written = (w.data() * norms.unsqueeze(2)).sum({3});  // (1, 1, T): per query
       r.weight += w0.mean().item() / n;
       r.cls_norm += norms.narrow(2, 0, 1).mean().item() / n;
       r.other_norm += norms.narrow(2, 1, T - 1).mean().item() / n;
-      r.share += ((w0.squeeze(3) * norms.narrow(2, 0, 1)).sum() / written.sum()).item() / n;
+      r.norm_share += ((w0.squeeze(3) * norms.narrow(2, 0, 1)).sum() / written.sum()).item() / n;
     });
     NoGradGuard no_grad;
     for (const std::string& s : sentences) {
@@ -387,9 +390,9 @@ inline ClsUse measure_cls_use(Pretrained& m, const std::vector<HeadProfile>& pro
   // Take [CLS] away from these heads: each query's weight on it goes to the other keys in proportion
   // to theirs, so the head's output o = sum_j w_j u_j becomes (o - w_0 u_0) / (1 - w_0).
   HeadHooks hooks(*m.bert, heads, [](int64_t, int64_t, const Variable& w, const Variable& u, Variable& out) {
-    const Variable o = matmul(w, u);                                       // (B, 1, Tq, E)
-    const Variable w0 = narrow(w, 3, 0, 1);                                // (B, 1, Tq, 1)
-    const Variable renorm = (o - w0 * narrow(u, 2, 0, 1)) / (1.0 - w0);    // no row is all [CLS]: checked below
+    const Variable o = matmul(w, u);                                     // (B, 1, Tq, E)
+    const Variable w0 = narrow(w, 3, 0, 1);                              // (B, 1, Tq, 1)
+    const Variable renorm = (o - w0 * narrow(u, 2, 0, 1)) / (1.0 - w0);  // no row is all [CLS]: checked below
     MG_CHECK(w0.data().max().item() < 1.0, ValueError, "pretrained_heads: a query puts all its weight on [CLS]");
     out = out + reshape(renorm - o, out.shape());
   });
@@ -415,8 +418,9 @@ inline Result run(Pretrained& m, const Config& c) {
   r.heads = profile_heads(m, corpus(), c);
   r.base = similarity(m);
   for (const HeadProfile& h : r.heads)
-    r.single.push_back({fmt::format("{}.{}", h.layer, h.head), 1,
-                        similarity(m, mask_without(bc, [&](int64_t l, int64_t k) { return l == h.layer && k == h.head; }))});
+    r.single.push_back(
+        {fmt::format("{}.{}", h.layer, h.head), 1,
+         similarity(m, mask_without(bc, [&](int64_t l, int64_t k) { return l == h.layer && k == h.head; }))});
   for (int64_t l = 0; l < bc.num_hidden_layers; ++l)
     r.layers.push_back({fmt::format("layer {}", l), bc.num_attention_heads,
                         similarity(m, mask_without(bc, [&](int64_t ll, int64_t) { return ll == l; }))});
@@ -425,7 +429,10 @@ inline Result run(Pretrained& m, const Config& c) {
   for (const auto& [label, members] : groups) {
     int64_t n = 0;
     const Tensor mask = mask_without(
-        bc, [&](int64_t l, int64_t k) { return std::count(members.begin(), members.end(), l * bc.num_attention_heads + k) > 0; },
+        bc,
+        [&](int64_t l, int64_t k) {
+          return std::count(members.begin(), members.end(), l * bc.num_attention_heads + k) > 0;
+        },
         &n);
     r.by_label.push_back({label, n, similarity(m, mask)});
   }
@@ -447,12 +454,12 @@ inline Result run(Pretrained& m, const Config& c) {
 
 /// The conclusions, computed from a Result.
 struct Summary {
-  int64_t cls_heads = 0, sep_heads = 0;  // heads labelled [CLS], [SEP]
+  int64_t cls_heads = 0, sep_heads = 0;    // heads labelled [CLS], [SEP]
   double mean_single = 0, max_single = 0;  // |gap change| of removing one head: mean, largest
   std::string max_single_head;
-  int64_t widening = 0;      // heads whose removal widens the gap
-  double max_widening = 0;   // by at most this much
-  double max_sep = 0;        // the largest [SEP] score of any head
+  int64_t widening = 0;     // heads whose removal widens the gap
+  double max_widening = 0;  // by at most this much
+  double max_sep = 0;       // the largest [SEP] score of any head
   std::string worst_layer;  // the layer whose removal narrows the gap most
   double worst_layer_gap = 0;
   int64_t worst_layer_nearest = 0;
@@ -476,8 +483,9 @@ inline Summary summarize(const Result& r, const nn::BertConfig&) {
       s.max_single_head = a.what;
     }
   }
-  const auto worst = std::min_element(r.layers.begin(), r.layers.end(),
-                                      [](const Ablation& a, const Ablation& b) { return a.after.gap() < b.after.gap(); });
+  const auto worst = std::min_element(r.layers.begin(), r.layers.end(), [](const Ablation& a, const Ablation& b) {
+    return a.after.gap() < b.after.gap();
+  });
   s.worst_layer = worst->what;
   s.worst_layer_gap = worst->after.gap();
   s.worst_layer_nearest = worst->after.nearest_ok;
@@ -488,41 +496,48 @@ inline Summary summarize(const Result& r, const nn::BertConfig&) {
   return s;
 }
 
-
 // ---------------------------------------------------------------- printing
 
 inline std::string head_table(const std::vector<HeadProfile>& heads) {
-  std::string s = fmt::format("{:>5}  {:<15} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}   {:>6} {:>6} {:>6}\n", "head",
-                              "label", "[CLS]", "[SEP]", "prev", "next", "self", "word", "punct", "breadth", "prev*",
-                              "first*", "induc*");
+  std::string s = fmt::format("{:>5}  {:<15} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>7}   {:>6} {:>6} {:>6}\n",
+                              "head", "label", "[CLS]", "[SEP]", "prev", "next", "self", "word", "punct", "breadth",
+                              "prev*", "first*", "induc*");
   for (const HeadProfile& h : heads)
-    s += fmt::format("{:>3}.{:<2} {:<15} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:7.2f}   {:6.2f} {:6.2f} {:6.2f}\n",
-                     h.layer, h.head, h.label, h.cls, h.sep, h.previous, h.next, h.self, h.same_word, h.punctuation,
-                     h.breadth, h.previous_token, h.first_token, h.induction);
+    s += fmt::format(
+        "{:>3}.{:<2} {:<15} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:6.2f} {:7.2f}   {:6.2f} {:6.2f} {:6.2f}\n",
+        h.layer, h.head, h.label, h.cls, h.sep, h.previous, h.next, h.self, h.same_word, h.punctuation, h.breadth,
+        h.previous_token, h.first_token, h.induction);
   return s;
 }
 
-inline std::string similarity_line(const std::string& what, int64_t heads, const Similarity& s, const Similarity& base) {
-  return fmt::format("  {:<22} {:>3} heads   paraphrase {:.3f} ({:+.3f})   unrelated {:.3f} ({:+.3f})   gap {:.3f} ({:+.3f})   "
-                     "nearest = paraphrase {:>2}/{}\n",
-                     what, heads, s.paraphrase, s.paraphrase - base.paraphrase, s.unrelated, s.unrelated - base.unrelated,
-                     s.gap(), s.gap() - base.gap(), s.nearest_ok, 2 * kParaphrases.size());
+inline std::string similarity_line(const std::string& what, int64_t heads, const Similarity& s,
+                                   const Similarity& base) {
+  return fmt::format(
+      "  {:<22} {:>3} heads   paraphrase {:.3f} ({:+.3f})   unrelated {:.3f} ({:+.3f})   gap {:.3f} ({:+.3f})   "
+      "nearest = paraphrase {:>2}/{}\n",
+      what, heads, s.paraphrase, s.paraphrase - base.paraphrase, s.unrelated, s.unrelated - base.unrelated, s.gap(),
+      s.gap() - base.gap(), s.nearest_ok, 2 * kParaphrases.size());
 }
 
 /// Section 3's conclusion, computed: how much less [CLS] writes than it receives, and whether taking
 /// it away from the heads hurts the embeddings more than removing the heads.
 inline std::string cls_verdict(const ClsUse& u, const Similarity& removed, const Similarity& base) {
-  std::string v = fmt::format("[CLS] gets {:.0f}% of these heads' weight but makes {:.0f}% of what they write: its value "
-                              "vector writes {:.2f}x as much as the other tokens'.",
-                              100 * u.weight, 100 * u.share, u.cls_norm / u.other_norm);
+  std::string v = fmt::format(
+      "[CLS] gets {:.0f}% of these heads' weight but holds {:.0f}% of their weighted value norms: its value "
+      "vector, through W_O, is {:.2f}x as long as the other tokens'.",
+      100 * u.weight, 100 * u.norm_share, u.cls_norm / u.other_norm);
   const double lost_removed = base.gap() - removed.gap(), lost_taken = base.gap() - u.without_cls.gap();
-  if (lost_taken > lost_removed)
-    v += fmt::format(" Taking [CLS] away narrows the gap by {:.3f}, {:.1f}x the {:.3f} of removing the heads: forced to "
-                     "spend that weight on real tokens, they write what they otherwise keep out.",
-                     lost_taken, lost_taken / std::max(lost_removed, 1e-12), lost_removed);
+  if (lost_taken > lost_removed && lost_removed > 0)
+    v += fmt::format(
+        " Taking [CLS] away narrows the gap by {:.3f}, {:.1f}x the {:.3f} of removing the heads: the weight parked "
+        "on [CLS] is not free to move.",
+        lost_taken, lost_taken / lost_removed, lost_removed);
+  else if (lost_taken > lost_removed)
+    v += fmt::format(" Taking [CLS] away narrows the gap by {:.3f}; removing the heads does not narrow it ({:+.3f}).",
+                     lost_taken, -lost_removed);
   else
-    v += fmt::format(" Taking [CLS] away narrows the gap by {:.3f}, no more than removing the heads ({:.3f}).", lost_taken,
-                     lost_removed);
+    v += fmt::format(" Taking [CLS] away narrows the gap by {:.3f}, no more than removing the heads ({:.3f}).",
+                     lost_taken, lost_removed);
   return v;
 }
 
@@ -567,31 +582,37 @@ int main(int argc, char** argv) {
   fmt::print("\nlabels per layer (layer 0 ... {}):\n", m.bert->config.num_hidden_layers - 1);
   for (const auto& [label, v] : per_layer) fmt::print("  {:<15} {}\n", label, fmt::join(v, " "));
 
-  fmt::print("\n2. Removing heads (head_mask = 0), sentence embeddings of {} paraphrase pairs\n\n", kParaphrases.size());
+  fmt::print("\n2. Removing heads (head_mask = 0), sentence embeddings of {} paraphrase pairs\n\n",
+             kParaphrases.size());
   fmt::print("{}", similarity_line("every head", 0, r.base, r.base));
   for (const Ablation& a : r.layers) fmt::print("{}", similarity_line(a.what, a.heads, a.after, r.base));
   for (const Ablation& a : r.by_label) fmt::print("{}", similarity_line("all " + a.what, a.heads, a.after, r.base));
   std::vector<Ablation> sorted = r.single;
-  std::sort(sorted.begin(), sorted.end(), [](const Ablation& a, const Ablation& b) { return a.after.gap() < b.after.gap(); });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Ablation& a, const Ablation& b) { return a.after.gap() < b.after.gap(); });
   fmt::print("\n  one head at a time: the 5 whose removal narrows the gap most, and the 5 that widen it most\n");
-  for (size_t i = 0; i < 5; ++i) fmt::print("{}", similarity_line("head " + sorted[i].what, 1, sorted[i].after, r.base));
+  for (size_t i = 0; i < 5; ++i)
+    fmt::print("{}", similarity_line("head " + sorted[i].what, 1, sorted[i].after, r.base));
   for (size_t i = sorted.size() - 5; i < sorted.size(); ++i)
     fmt::print("{}", similarity_line("head " + sorted[i].what, 1, sorted[i].after, r.base));
   const Summary sum = summarize(r, m.bert->config);
   fmt::print("\nWhat the numbers say:\n");
-  fmt::print("  {} of {} heads put the largest share of their attention on [CLS] (mean weight >= {}), {} on [SEP] "
-             "(no head gives [SEP] more than {:.2f}).\n",
-             sum.cls_heads, r.heads.size(), c.threshold, sum.sep_heads, sum.max_sep);
-  fmt::print("  removing one head moves the paraphrase/unrelated gap by {:.4f} on average, {:.4f} at most (head {}): "
-             "{}.\n",
-             sum.mean_single, sum.max_single, sum.max_single_head,
-             sum.max_single < 0.1 * r.base.gap() ? "no single head is essential, the model spreads the job over its heads"
-                                                   : "that head carries a large part of the job");
+  fmt::print(
+      "  {} of {} heads put the largest share of their attention on [CLS] (mean weight >= {}), {} on [SEP] "
+      "(no head gives [SEP] more than {:.2f}).\n",
+      sum.cls_heads, r.heads.size(), c.threshold, sum.sep_heads, sum.max_sep);
+  fmt::print(
+      "  removing one head moves the paraphrase/unrelated gap by {:.4f} on average, {:.4f} at most (head {}): "
+      "{}.\n",
+      sum.mean_single, sum.max_single, sum.max_single_head,
+      sum.max_single < 0.1 * r.base.gap() ? "no single head is essential, the model spreads the job over its heads"
+                                          : "that head carries a large part of the job");
   fmt::print("  {} heads widen the gap when removed, by at most {:.4f}.\n", sum.widening, sum.max_widening);
   fmt::print("  per head removed, by label: {}\n", sum.cost_per_label);
-  fmt::print("  the costliest layer to remove is {}: gap {:.3f} -> {:.3f}; the nearest neighbour stays the paraphrase for "
-             "{} of {} sentences.\n",
-             sum.worst_layer, r.base.gap(), sum.worst_layer_gap, sum.worst_layer_nearest, 2 * kParaphrases.size());
+  fmt::print(
+      "  the costliest layer to remove is {}: gap {:.3f} -> {:.3f}; the nearest neighbour stays the paraphrase for "
+      "{} of {} sentences.\n",
+      sum.worst_layer, r.base.gap(), sum.worst_layer_gap, sum.worst_layer_nearest, 2 * kParaphrases.size());
 
   const ClsUse& u = r.cls_use;
   const Ablation* cls_removed = nullptr;
@@ -599,16 +620,18 @@ int main(int argc, char** argv) {
     if (a.what == "[CLS]") cls_removed = &a;
   if (u.heads > 0 && cls_removed) {
     fmt::print("\n3. The {} [CLS] heads, averaged over heads and sentences:\n", u.heads);
-    fmt::print("  weight on [CLS] {:.3f}; what [CLS]'s value writes, |v W_O^h^T|, {:.3f} against {:.3f} for the other tokens; "
-               "[CLS]'s share of what the head writes {:.3f}\n",
-               u.weight, u.cls_norm, u.other_norm, u.share);
+    fmt::print(
+        "  weight on [CLS] {:.3f}; what [CLS]'s value writes, |v W_O^h^T|, {:.3f} against {:.3f} for the other tokens; "
+        "[CLS]'s share of the weighted value norms {:.3f}\n",
+        u.weight, u.cls_norm, u.other_norm, u.norm_share);
     fmt::print("{}", similarity_line("every [CLS] head", u.heads, cls_removed->after, r.base));
     fmt::print("{}", similarity_line("[CLS] taken from them", u.heads, u.without_cls, r.base));
     fmt::print("  {}\n", cls_verdict(u, cls_removed->after, r.base));
   }
 
   std::filesystem::create_directories(c.out);
-  const std::string page = viz::write_explorer(c.out + "/explorer.html", "pretrained_heads: all-MiniLM-L6-v2", r.telemetry_json);
+  const std::string page =
+      viz::write_explorer(c.out + "/explorer.html", "pretrained_heads: all-MiniLM-L6-v2", r.telemetry_json);
   fmt::print("\n4. every head's pattern on \"{}\" ({} tokens: {}): {}\n", kMoreSentences[2], r.probe_pieces.size(),
              fmt::join(r.probe_pieces, " "), page);
   return 0;

@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   using namespace related;
   Config c;
   CLI::App app{"related_not_similar: separate W_Q and W_K let a token attend to the token it predicts"};
-  app.add_option("--steps", c.steps, "Adam steps per model");
+  app.add_option("--steps", c.steps, "Adam steps per model")->check(CLI::Range(1, 10000000));
   app.add_option("--seed", c.seed, "random seed");
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);

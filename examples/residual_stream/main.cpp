@@ -10,7 +10,7 @@
 //    current character and its position, so the best it could do is a bigram table; we compare
 //    its loss with the bigram counted from the training text, and read the stream after each
 //    block through the same final LayerNorm and head ("logit lens").
-// 3. Each part's share of the right character's logit. The final LayerNorm divides by the whole
+// 3. Each part's term in the right character's logit. The final LayerNorm divides by the whole
 //    stream's standard deviation; with that number held fixed, it is linear, and the logit splits
 //    exactly into one term per part.
 // 4. First-token heads: heads that put most of their weight on position 0 whatever the query.
@@ -79,8 +79,9 @@ inline Tensor pick(const Tensor& t, int64_t dim, int64_t i) { return t.narrow(di
 // ---------------------------------------------------------------- 1. the stream as a sum
 
 /// Changes one attention layer's output: (layer, its input ln_1(x) (B, T, d), its output (B, T, d),
-/// its weights (B, H, T, T)) -> the output to add to the stream instead.
-using AttentionEdit = std::function<Tensor(size_t, const Tensor&, const Tensor&, const Tensor&)>;
+/// its weights (B, H, T, T), its scores (B, H, T, T), masked entries -inf) -> the output to add to
+/// the stream instead.
+using AttentionEdit = std::function<Tensor(size_t, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>;
 
 /// What the forward wrote into the residual stream, part by part.
 struct Stream {
@@ -105,8 +106,9 @@ inline Stream run_stream(nn::GPT& m, const Tensor& ids, const AttentionEdit& edi
     const auto& b = m.blocks.at<nn::GPTBlock>(l);
     const Variable in = b.ln_1(x);
     Tensor a = b.attn(in, nn::AttentionForwardOptions{.is_causal = true}).output.data();
-    const Tensor w = capture.at(fmt::format("blocks.{}.attn", l)).weights;
-    if (edit) a = edit(l, in.data(), a, w);
+    const inspect::AttentionCapture::Record& rec = capture.at(fmt::format("blocks.{}.attn", l));
+    const Tensor w = rec.weights;
+    if (edit) a = edit(l, in.data(), a, w, rec.scores);
     x = x + Variable(a);
     const Tensor mlp = b.proj(gelu(b.fc(b.ln_2(x)), b.gelu_approximate)).data();
     x = x + Variable(mlp);
@@ -125,8 +127,16 @@ inline double loss_of(const Tensor& logits, const Tensor& targets) {
   return cross_entropy(Variable(logits.reshape({-1, logits.size(2)})), targets.reshape({-1})).item();
 }
 
-/// The validation windows every measurement reads: char_gpt's 8 batches, as one (8B, T) batch.
+/// The validation windows every measurement reads: char_gpt's 8 batches, as one (8B, T) batch. Every
+/// layer's (8B, H, T, T) weights are kept at once: a ValueError when they would pass 2 GB in all.
 inline std::pair<Tensor, Tensor> eval_set(const Data& d, const Config& c) {
+  const double bytes = 8.0 * static_cast<double>(c.batch) * static_cast<double>(c.heads) *
+                       static_cast<double>(c.context) * static_cast<double>(c.context) * 4.0 * 2.0 *
+                       static_cast<double>(c.layers);  // weights and scores
+  MG_CHECK(bytes <= 2e9, ValueError,
+           "residual_stream: measuring {} windows of {} characters keeps {:.1f} GB of attention weights and scores; "
+           "lower --batch or --context (at most 2 GB)",
+           8 * c.batch, c.context, bytes / 1e9);
   std::vector<Tensor> xs, ys;
   for (const auto& [x, y] : char_text::val_batches(d, c.batch, c.context, c.seed)) xs.push_back(x), ys.push_back(y);
   return {concat(xs, 0), concat(ys, 0)};
@@ -142,6 +152,7 @@ struct Counted {
   std::vector<int64_t> bigram_best;  // per character: the bigram's most likely next one
 };
 
+/// The Counted losses of next characters y after characters x (both (B, T)), counted from d.train.
 inline Counted counted_losses(const Data& d, const Tensor& x, const Tensor& y, double alpha = 0.5) {
   const int64_t V = d.vocab.size();
   std::vector<double> uni(V, alpha), bi(V * V, alpha);
@@ -199,30 +210,30 @@ inline double agreement_with_bigram(nn::GPT& m, const Stream& s, const Tensor& x
   return static_cast<double>(same) / static_cast<double>(xs.size());
 }
 
-// ---------------------------------------------------------------- 3. each part's share of the logit
+// ---------------------------------------------------------------- 3. each part's term in the logit
 
 /// Each part's term in the right character's logit minus the mean of all logits, averaged over
 /// the positions. ln_f(x) = gamma * (x - mean(x)) / sigma + beta. With sigma, the whole stream's,
 /// held fixed, x - mean(x) is the sum of (part - mean(part)), so
 ///   head(ln_f(x)) = sum over parts of W (gamma * (part - mean(part)) / sigma)  +  (W beta + b),
 /// exactly. The last entry of the result is that constant term; the entries add up to the model's.
-inline std::vector<double> logit_shares(nn::GPT& m, const Stream& s, const Tensor& y) {
+inline std::vector<double> logit_terms(nn::GPT& m, const Stream& s, const Tensor& y) {
   NoGradGuard no_grad;
   const double eps = m.ln_f.eps;
   const Tensor& x = s.final_stream;
   const Tensor centred = x - x.mean({-1}, true);
   const Tensor sigma = sqrt((centred * centred).mean({-1}, true) + eps);  // (B, T, 1)
-  const Tensor W = m.head.weight.data();                                // (V, d)
-  const Tensor targets = y.unsqueeze(-1);                               // (B, T, 1)
+  const Tensor W = m.head.weight.data();                                  // (V, d)
+  const Tensor targets = y.unsqueeze(-1);                                 // (B, T, 1)
   // A (B, T, V) logit-like tensor -> the mean over positions of (its value at the target - its mean over V).
-  auto share = [&](const Tensor& z) { return (z.gather(-1, targets).squeeze(-1) - z.mean({-1})).mean().item(); };
-  std::vector<double> shares;
+  auto term = [&](const Tensor& z) { return (z.gather(-1, targets).squeeze(-1) - z.mean({-1})).mean().item(); };
+  std::vector<double> terms;
   for (const Tensor& p : s.parts)
-    shares.push_back(share(matmul((p - p.mean({-1}, true)) * m.ln_f.weight.data() / sigma, W.transpose(0, 1))));
+    terms.push_back(term(matmul((p - p.mean({-1}, true)) * m.ln_f.weight.data() / sigma, W.transpose(0, 1))));
   Tensor constant = matmul(m.ln_f.bias.data(), W.transpose(0, 1));
   if (m.head.bias.defined()) constant = constant + m.head.bias.data();
-  shares.push_back(share(constant.expand({x.size(0), x.size(1), W.size(0)})));
-  return shares;
+  terms.push_back(term(constant.expand({x.size(0), x.size(1), W.size(0)})));
+  return terms;
 }
 
 // ---------------------------------------------------------------- 4. first-token heads
@@ -235,7 +246,7 @@ struct FirstToken {
   double weight;      // mean attention weight on key 0
   double write_norm;  // mean over windows of |W_O^h v_0|: how much key 0's value writes
   double other_norm;  // the same for the keys t >= 1
-  double share;       // of what the head writes (sum over keys of weight * |W_O^h v_j|), key 0's fraction
+  double norm_share;  // key 0's fraction of sum_j w_tj |W_O^h v_j| (weighted value norms; the vectors may cancel)
 };
 
 /// What head h of layer l adds to the stream from each key, before weighting: u_j = W_O^h v_j^h,
@@ -244,52 +255,53 @@ inline Tensor head_writes(nn::GPT& m, size_t l, int64_t h, const Tensor& attn_in
   NoGradGuard no_grad;
   const nn::MultiheadAttention& attn = m.blocks.at<nn::GPTBlock>(l).attn;
   const int64_t dh = attn.head_dim;
-  const Tensor v = attn.w_v(Variable(attn_in)).data().narrow(-1, h * dh, dh);           // (B, T, dh)
-  return matmul(v, attn.w_o.weight.data().narrow(1, h * dh, dh).transpose(0, 1));                    // (B, T, d)
+  const Tensor v = attn.w_v(Variable(attn_in)).data().narrow(-1, h * dh, dh);      // (B, T, dh)
+  return matmul(v, attn.w_o.weight.data().narrow(1, h * dh, dh).transpose(0, 1));  // (B, T, d)
 }
 
+/// Every head's use of key 0 on the run `s` recorded, in model order.
 inline std::vector<FirstToken> first_token_heads(nn::GPT& m, const Stream& s) {
   std::vector<FirstToken> out;
   for (size_t l = 0; l < s.weights.size(); ++l)
     for (int64_t h = 0; h < s.weights[l].size(1); ++h) {
       const Tensor w = pick(s.weights[l], 1, h).narrow(1, 1, s.weights[l].size(2) - 1);  // (B, T-1, T): queries t >= 1
-      const Tensor u = head_writes(m, l, h, s.attn_in[l]);                                // (B, T, d)
-      const Tensor norms = (u * u).sum({-1}).sqrt();                                      // (B, T)
-      const Tensor written = w * norms.unsqueeze(1);                                      // weight * |u_j|
+      const Tensor u = head_writes(m, l, h, s.attn_in[l]);                               // (B, T, d)
+      const Tensor norms = (u * u).sum({-1}).sqrt();                                     // (B, T)
+      const Tensor written = w * norms.unsqueeze(1);                                     // weight * |u_j|
       FirstToken f{l, h};
       f.weight = pick(w, 2, 0).mean().item();
       f.write_norm = pick(norms, 1, 0).mean().item();
       f.other_norm = norms.narrow(1, 1, norms.size(1) - 1).mean().item();
-      f.share = (pick(written, 2, 0).sum() / written.sum()).item();
+      f.norm_share = (pick(written, 2, 0).sum() / written.sum()).item();
       out.push_back(f);
     }
   return out;
 }
 
 /// An edit of run_stream that takes key 0 away from head h of layer `layer` for every query t >= 1:
-/// its weight there goes to the other keys in proportion to theirs (softmax over keys 1..t), so the
-/// head's output becomes (o_h - w_t0 u_0) / (1 - w_t0) with o_h = sum_j w_tj u_j.
+/// the head's softmax is taken again over its scores with key 0's set to -inf, so its weight goes to
+/// the other keys in proportion to theirs (exact even where the weight on key 0 rounded to 1).
+/// Query 0 has only key 0 and keeps it.
 inline AttentionEdit without_key0(nn::GPT& m, size_t layer, int64_t h) {
-  return [&m, layer, h](size_t l, const Tensor& in, const Tensor& out, const Tensor& w) -> Tensor {
-    if (l != layer) return out;
-    const Tensor u = head_writes(m, l, h, in);                  // (B, T, d)
-    const Tensor wh = pick(w, 1, h);                           // (B, T, T)
-    const Tensor o = matmul(wh, u);                             // this head's part of out (B, T, d)
-    const Tensor w0 = wh.narrow(2, 0, 1);                       // (B, T, 1)
-    const Tensor u0 = u.narrow(1, 0, 1);                        // (B, 1, d)
-    Tensor renorm = (o - w0 * u0) / (1.0 - w0).clamp(1e-12);
-    renorm.narrow(1, 0, 1).copy_(o.narrow(1, 0, 1));            // query 0 keeps its only key
-    return out - o + renorm;
-  };
+  return
+      [&m, layer, h](size_t l, const Tensor& in, const Tensor& out, const Tensor& w, const Tensor& scores) -> Tensor {
+        if (l != layer) return out;
+        const int64_t T = scores.size(2);
+        std::vector<float> hide(static_cast<size_t>(T * T), 0.0f);
+        for (int64_t t = 1; t < T; ++t) hide[static_cast<size_t>(t * T)] = -INFINITY;
+        Tensor w_new = softmax(pick(scores, 1, h) + from_vector<float>(hide, {T, T}), -1);  // (B, T, T)
+        w_new.narrow(1, 0, 1).copy_(pick(w, 1, h).narrow(1, 0, 1));                         // query 0 as it was
+        const Tensor u = head_writes(m, l, h, in);                                          // (B, T, d)
+        return out - matmul(pick(w, 1, h), u) + matmul(w_new, u);
+      };
 }
 
 /// An edit of run_stream that removes head h of layer `layer` (its part of the output is dropped).
 inline AttentionEdit without_head(nn::GPT& m, size_t layer, int64_t h) {
-  return [&m, layer, h](size_t l, const Tensor& in, const Tensor& out, const Tensor& w) -> Tensor {
+  return [&m, layer, h](size_t l, const Tensor& in, const Tensor& out, const Tensor& w, const Tensor&) -> Tensor {
     return l != layer ? out : out - matmul(pick(w, 1, h), head_writes(m, l, h, in));
   };
 }
-
 
 // ---------------------------------------------------------------- what the run measured
 
@@ -302,10 +314,10 @@ struct Results {
   std::vector<double> lens;        // loss after the first k parts, k = 1 ... parts
   double agreement = 0;            // direct path's best next character = the bigram's
   double token_paths = 0;          // loss of e + mlp_0(ln_2(e)): the current character alone, through the first MLP
-  std::vector<double> shares;      // per part, then the constant: share of (right logit - mean logit)
-  double share_total = 0;          // the model's own right-minus-mean logit
+  std::vector<double> terms;       // per part, then the constant: its term in (right logit - mean logit)
+  double term_total = 0;           // the model's own right-minus-mean logit
   std::vector<FirstToken> heads;
-  double uniform_key0 = 0;         // mean over queries t >= 1 of 1 / (t + 1): key 0's weight if a head spread evenly
+  double uniform_key0 = 0;  // mean over queries t >= 1 of 1 / (t + 1): key 0's weight if a head spread evenly
   struct Removal {
     size_t layer;
     int64_t head;
@@ -314,6 +326,7 @@ struct Results {
   std::vector<Removal> removals;  // for each first-token head
 };
 
+/// Measure everything on the evaluation windows x (B, T) with next characters y, from the run s of m on x.
 inline Results analyse(nn::GPT& m, const Data& d, const Config& c, const Stream& s, const Tensor& x, const Tensor& y) {
   Results r;
   {
@@ -327,11 +340,11 @@ inline Results analyse(nn::GPT& m, const Data& d, const Config& c, const Stream&
   r.lens = logit_lens(m, s, y);
   r.agreement = agreement_with_bigram(m, s, x, r.counted);
   r.token_paths = token_paths_loss(m, s, y);
-  r.shares = logit_shares(m, s, y);
+  r.terms = logit_terms(m, s, y);
   {
     NoGradGuard no_grad;
     const Tensor targets = y.unsqueeze(-1);
-    r.share_total = (s.logits.gather(-1, targets).squeeze(-1) - s.logits.mean({-1})).mean().item();
+    r.term_total = (s.logits.gather(-1, targets).squeeze(-1) - s.logits.mean({-1})).mean().item();
   }
   r.heads = first_token_heads(m, s);
   const int64_t T = x.size(1);
@@ -347,39 +360,42 @@ inline Results analyse(nn::GPT& m, const Data& d, const Config& c, const Stream&
 /// the bigram, and how much of the gap to the bigram the first MLP closes on the same character.
 inline std::string direct_path_verdict(const Results& r) {
   const double direct = r.lens.front(), uni = r.counted.unigram, bi = r.counted.bigram;
-  const double way = (uni - direct) / (uni - bi);  // of the way from the unigram to the bigram
+  // of the way from the unigram to the bigram (a text where the bigram is no better has no such way)
+  const double way = uni > bi + 1e-9 ? (uni - direct) / (uni - bi) : (direct < uni ? 1.0 : 0.0);
   std::string v;
   if (direct <= bi + 0.05)
     v = fmt::format("The direct path alone does as well as the bigram ({:.4f} against {:.4f}).", direct, bi);
   else if (way >= 0.5)
-    v = fmt::format("The direct path alone ({:.4f}) is more than halfway from the unigram ({:.4f}) to the bigram ({:.4f}).",
-                    direct, uni, bi);
+    v = fmt::format(
+        "The direct path alone ({:.4f}) is more than halfway from the unigram ({:.4f}) to the bigram ({:.4f}).", direct,
+        uni, bi);
   else if (way > 0)
-    v = fmt::format("The direct path alone ({:.4f}) is only {:.0f}% of the way from the unigram ({:.4f}) to the bigram "
-                    "({:.4f}), though it sees the current character: only the sum is trained, and no path has to be "
-                    "useful on its own.",
-                    direct, 100 * way, uni, bi);
+    v = fmt::format(
+        "The direct path alone ({:.4f}) is only {:.0f}% of the way from the unigram ({:.4f}) to the bigram "
+        "({:.4f}), though it sees the current character: only the sum is trained, and no path has to be "
+        "useful on its own.",
+        direct, 100 * way, uni, bi);
   else
     v = fmt::format(
         "The direct path alone ({:.4f}) does worse than the unigram ({:.4f}), though it sees the current character: "
         "only the sum is trained, and no path has to be useful on its own.",
         direct, uni);
-  const double closed = (direct - r.token_paths) / (direct - bi);
-  if (direct > bi)
+  if (direct > bi + 0.05)
     v += fmt::format(
-        "\n   Through the first MLP, the current character alone gives {:.4f}: {:.0f}% of the way from the direct "
+        "\n   MLP 0 applied to the embedding alone (no attention) gives {:.4f}: {:.0f}% of the way from the direct "
         "path to the bigram.",
-        r.token_paths, 100 * closed);
+        r.token_paths, 100 * (direct - r.token_paths) / (direct - bi));
   return v;
 }
 
 /// Section 3's conclusion: how the right-minus-mean logit divides between the embedding, the
 /// attention layers, the MLPs and the constant term.
-inline std::string shares_verdict(const Results& r) {
+inline std::string terms_verdict(const Results& r) {
   double attn = 0, mlp = 0;
-  for (size_t k = 1; k < r.names.size(); ++k) (r.names[k].ends_with(".attn") ? attn : mlp) += r.shares[k];
-  return fmt::format("   Of {:+.3f}: the embedding {:+.3f}, the attention layers {:+.3f}, the MLPs {:+.3f}, the biases {:+.3f}.",
-                     r.share_total, r.shares.front(), attn, mlp, r.shares.back());
+  for (size_t k = 1; k < r.names.size(); ++k) (r.names[k].ends_with(".attn") ? attn : mlp) += r.terms[k];
+  return fmt::format(
+      "   Of {:+.3f}: the embedding {:+.3f}, the attention layers {:+.3f}, the MLPs {:+.3f}, the biases {:+.3f}.",
+      r.term_total, r.terms.front(), attn, mlp, r.terms.back());
 }
 
 /// Section 4's conclusion: which heads (if any) are first-token heads.
@@ -393,19 +409,21 @@ inline std::string first_token_verdict(const Results& r, double sink) {
         "(head {}.{}), {} the {:.3f} of spreading evenly.",
         sink, most->weight, most->layer, most->head, most->weight < r.uniform_key0 ? "less than" : "more than",
         r.uniform_key0);
-  std::string v = fmt::format("   {} first-token head(s) (mean weight on key 0 >= {:.2f}); loss {:.4f}, and with one changed:\n",
-                              r.removals.size(), sink, r.model_loss);
+  std::string v = fmt::format(
+      "   {} first-token head(s) (mean weight on key 0 >= {:.2f}). Loss {:.4f}; for each, the loss with that head's key "
+      "0 taken away and with the head removed:\n",
+      r.removals.size(), sink, r.model_loss);
   for (const auto& rm : r.removals)
-    v += fmt::format("   {}.{}: key 0 taken away {:.4f}, head removed {:.4f}\n", rm.layer, rm.head, rm.loss_without_key0,
-                     rm.loss_without_head);
+    v += fmt::format("   {}.{}: key 0 taken away {:.4f}, head removed {:.4f}\n", rm.layer, rm.head,
+                     rm.loss_without_key0, rm.loss_without_head);
   return v;
 }
 
 /// The printed report: every number measured, every conclusion computed from them.
 inline std::string report(const Results& r, const Config& c) {
   const size_t layers = (r.names.size() - 1) / 2;
-  std::string o = fmt::format("1. The stream is a sum: the embedding + {} attention outputs + {} MLP outputs.\n",
-                              layers, layers);
+  std::string o =
+      fmt::format("1. The stream is a sum: the embedding + {} attention outputs + {} MLP outputs.\n", layers, layers);
   o += fmt::format("   The logits of the sum {} the model's (max difference {:.1e}); validation loss {:.4f}.\n\n",
                    r.recompose_diff < 1e-3 ? "are" : "are NOT", r.recompose_diff, r.model_loss);
   o += "2. The stream read part way (ln_f and the head on the sum of the first parts):\n";
@@ -417,18 +435,18 @@ inline std::string report(const Results& r, const Config& c) {
                    100 * r.agreement);
   o += "   " + direct_path_verdict(r) + "\n\n";
   o += "3. Each part's term in (right character's logit - mean logit), ln_f's sigma held fixed:\n";
-  for (size_t k = 0; k < r.names.size(); ++k) o += fmt::format("   {:<22} {:>+8.3f}\n", r.names[k], r.shares[k]);
-  o += fmt::format("   {:<22} {:>+8.3f}\n", "ln_f bias, head bias", r.shares.back());
+  for (size_t k = 0; k < r.names.size(); ++k) o += fmt::format("   {:<22} {:>+8.3f}\n", r.names[k], r.terms[k]);
+  o += fmt::format("   {:<22} {:>+8.3f}\n", "ln_f bias, head bias", r.terms.back());
   double sum = 0;
-  for (double v : r.shares) sum += v;
-  o += fmt::format("   {:<22} {:>+8.3f}   (the model's own: {:+.3f})\n", "sum", sum, r.share_total);
-  o += shares_verdict(r) + "\n\n";
+  for (double v : r.terms) sum += v;
+  o += fmt::format("   {:<22} {:>+8.3f}   (the model's own: {:+.3f})\n", "sum", sum, r.term_total);
+  o += terms_verdict(r) + "\n\n";
   o += fmt::format("4. Weight on key 0 (queries t >= 1; spread evenly it would be {:.3f}):\n", r.uniform_key0);
   o += fmt::format("   {:<6} {:>4} {:>8} {:>12} {:>12} {:>14}\n", "layer", "head", "weight", "|W_O v_0|", "|W_O v_j|",
-                   "share written");
+                   "norm share");
   for (const FirstToken& f : r.heads)
     o += fmt::format("   {:<6} {:>4} {:>8.3f} {:>12.3f} {:>12.3f} {:>14.3f}\n", f.layer, f.head, f.weight, f.write_norm,
-                     f.other_norm, f.share);
+                     f.other_norm, f.norm_share);
   o += first_token_verdict(r, c.sink);
   return o;
 }
@@ -445,8 +463,10 @@ inline std::string draw(const Results& r, const Config& c) {
       {fmt::format("bigram {:.2f}", r.counted.bigram), ends, {r.counted.bigram, r.counted.bigram}, true}};
   std::filesystem::create_directories(c.out);
   const std::string path = c.out + "/lens.svg";
-  viz::write_file(path, viz::line_chart_svg(series, "Loss of the residual stream read part way", "parts added to the embedding (k: 2l+1 = attention of layer l, 2l+2 = its MLP)",
-                                            "validation loss (nats/char)"));
+  viz::write_file(path,
+                  viz::line_chart_svg(series, "Loss of the residual stream read part way",
+                                      "parts added to the embedding (k: 2l+1 = attention of layer l, 2l+2 = its MLP)",
+                                      "validation loss (nats/char)"));
   return path;
 }
 

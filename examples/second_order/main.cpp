@@ -23,12 +23,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
 
 namespace second_order {
 using namespace mg;
+using example::median_ms;
 using VL = VariableList;
 
 struct Config {
@@ -380,19 +382,6 @@ std::unordered_set<Node*> graph_nodes(const VL& vs) {
       if (nx && seen.insert(nx.get()).second) stack.push_back(nx.get());
   }
   return seen;
-}
-
-// Median milliseconds of `reps` runs of f.
-template <class F>
-double median_ms(int reps, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 Costs measure_costs() {

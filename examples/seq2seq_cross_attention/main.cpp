@@ -14,6 +14,7 @@
 // Training records every head of the three attention layers (inspect::Telemetry): the encoder's
 // self-attention, the decoder's self-attention and the cross-attention, whose (L + 1) x L map
 // runs/seq2seq_cross_attention/explorer.html shows turning into the anti-diagonal step by step.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -143,7 +144,16 @@ struct TrainResult {
   std::vector<double> losses;                     // per step
   std::vector<inspect::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
   std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
+  std::vector<double> mirrored;  // per record: the cross-attention's weight on the mirrored digit (probe row 0)
 };
+
+// The mean weight of output step t on source position L-1-t, t < L, over the heads: how much of
+// the anti-diagonal a cross-attention map (H, L + 1, L) holds.
+double mirrored_weight(const Tensor& w, int64_t L) {
+  double diag = 0;
+  for (int64_t t = 0; t < L; ++t) diag += mean(w.narrow(1, t, 1).narrow(2, L - 1 - t, 1)).item();
+  return diag / static_cast<double>(L);
+}
 
 TrainResult train(Model& m, const Config& c, Generator& g) {
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
@@ -167,6 +177,12 @@ TrainResult train(Model& m, const Config& c, Generator& g) {
   bar.finish();
   r.records = tel.records();
   r.telemetry_json = tel.json({{"example", "seq2seq_cross_attention"}, {"length", std::to_string(c.length)}});
+  const auto& layers = tel.layers();
+  const size_t cross =
+      static_cast<size_t>(std::find(layers.begin(), layers.end(), "dec.multihead_attn") - layers.begin());
+  MG_CHECK(cross < layers.size(), ValueError, "seq2seq_cross_attention: the telemetry has no dec.multihead_attn");
+  for (const inspect::TelemetryRecord& rec : r.records)
+    r.mirrored.push_back(mirrored_weight(rec.patterns[cross].weights, c.length));
   return r;
 }
 
@@ -356,7 +372,12 @@ int main(int argc, char** argv) {
                                   "cross-entropy", true),
               "Teacher-forced training loss.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
-  std::printf("explorer: %s\n", save_explorer(c, tr).c_str());
+  std::string line = "explorer: cross-attention on the probe string, weight on the mirrored digit by step:";
+  for (size_t k = 0; k < tr.records.size(); ++k) {
+    if (k > 0 && tr.records[k].step > 100 && k + 1 < tr.records.size()) continue;  // the forming, and the end
+    line += fmt::format(" {} {:.2f}", tr.records[k].step, tr.mirrored[k]);
+  }
+  std::printf("%s\nexplorer: %s\n", line.c_str(), save_explorer(c, tr).c_str());
   return e.exact_match >= 0.99 ? 0 : 1;
 }
 #endif

@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -26,6 +27,7 @@
 
 namespace why_sqrt_dk {
 using namespace mg;
+using example::window_mean;
 
 // Part 2's two tasks, on sequences of seq_len random tokens, one answer per sequence given at
 // every position: the first token (over 16 tokens), or how many of the tokens are 0 (over 4).
@@ -202,12 +204,6 @@ TrainResult train(const Config& c, Task t, bool scaled) {
   auto [ids, targets] = batch(c, t, test, 1024);
   r.accuracy = mean(eq(argmax(m(ids).data(), -1).reshape({-1}), targets).to(DType::Float32)).item();
   return r;
-}
-
-double window_mean(const std::vector<double>& v, size_t from, size_t to) {  // steps [from, to], 1-based
-  double s = 0;
-  for (size_t i = from; i <= to; ++i) s += v[i - 1];
-  return s / static_cast<double>(to - from + 1);
 }
 
 // A run "learned" its task when its held-out accuracy reaches this.

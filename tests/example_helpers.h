@@ -1,0 +1,52 @@
+#pragma once
+// What the example tests share: a fixture that runs on one thread (the models are tiny), and the
+// check of what an example that records telemetry leaves behind.
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "minigrad/minigrad.h"
+namespace example_tests {
+
+/// The fixture of every example test.
+class Examples : public testing::Test {
+ protected:
+  void SetUp() override { mg::set_num_threads(1); }  // tiny models: one thread is fastest
+};
+
+/// The whole file at p, as bytes.
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// What an example that records telemetry leaves behind: `n` records, each with one score per
+/// head of every attention layer (`heads`: the layers' head counts, in model order), the same in
+/// the JSON (format "minigrad-telemetry-1"), and an explorer page at `page` that holds that JSON
+/// (with "</" written "<\/", as a <script> needs).
+inline void expect_telemetry(const std::vector<mg::inspect::TelemetryRecord>& records, const std::string& json,
+                             const std::string& page, size_t n, const std::vector<int64_t>& heads) {
+  const size_t total = static_cast<size_t>(std::accumulate(heads.begin(), heads.end(), int64_t{0}));
+  ASSERT_EQ(records.size(), n);
+  for (const mg::inspect::TelemetryRecord& r : records) {
+    EXPECT_EQ(r.heads.size(), total) << "step " << r.step;
+    EXPECT_EQ(r.patterns.size(), heads.size()) << "step " << r.step;
+  }
+  const nlohmann::json j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["format"], "minigrad-telemetry-1");
+  ASSERT_EQ(j["layers"].size(), heads.size());
+  for (size_t l = 0; l < heads.size(); ++l) EXPECT_EQ(j["layers"][l]["heads"], heads[l]);
+  ASSERT_EQ(j["records"].size(), n);
+  for (const auto& r : j["records"]) EXPECT_EQ(r["heads"].size(), total);
+  ASSERT_TRUE(std::filesystem::exists(page));
+  std::string embedded;
+  for (const char c : json)
+    embedded += c == '<' ? std::string("\\u003c") : std::string(1, c);  // as explorer_html embeds it
+  EXPECT_NE(read_text(page).find(embedded), std::string::npos) << page << " does not hold the run's JSON";
+}
+}  // namespace example_tests
