@@ -161,6 +161,14 @@ IclScore icl_score(const std::function<Variable(const Tensor& ids)>& logits, int
   return r;
 }
 
+Variable head_value_writes(const MultiheadAttention& mha, const Variable& value, int64_t head) {
+  MG_CHECK(head >= 0 && head < mha.num_heads, ValueError, "head_value_writes: head {} does not exist (it has {} heads)",
+           head, mha.num_heads);
+  const int64_t d = mha.head_dim, group = mha.num_heads / mha.num_kv_heads;
+  const Variable v = narrow(mha.w_v.forward(value), -1, (head / group) * d, d);  // (B, Tk, d)
+  return matmul(v, transpose(narrow(mha.w_o.weight, 1, head * d, d), 0, 1));     // (B, Tk, E)
+}
+
 HeadAblation::HeadAblation(Module& model, const std::string& layer, std::vector<int64_t> heads) {
   Module* found = nullptr;
   for (auto& [name, m] : model.named_modules())
@@ -175,14 +183,10 @@ HeadAblation::HeadAblation(Module& model, const std::string& layer, std::vector<
         // The module the hook runs on (not a pointer kept from here: the model may have moved).
         const auto& mha = dynamic_cast<const MultiheadAttention&>(m);
         // out = {output (B, Tq, E), weights (B, H, Tq, Tk), scores}; in = {query, key, value}
-        // With grouped-query attention, head h reads value head h / group.
-        const int64_t d = mha.head_dim, group = mha.num_heads / mha.num_kv_heads;
-        const Variable v = split_heads(mha.w_v.forward(in[2]), mha.num_kv_heads);  // (B, H_kv, Tk, d)
         Variable output = out[0];
-        for (int64_t h : heads) {
-          const Variable mixed = matmul(narrow(out[1], 1, h, 1), narrow(v, 1, h / group, 1));  // (B, 1, Tq, d)
-          const Variable w_o = narrow(mha.w_o.weight, 1, h * d, d);                       // (E, d): head h's columns
-          output = output - reshape(matmul(mixed, transpose(w_o, 0, 1)), output.shape());  // minus head h's share
+        for (int64_t h : heads) {  // minus head h's part: its weights times what it writes from each key
+          const Variable weights = reshape(narrow(out[1], 1, h, 1), {out[1].size(0), out[1].size(2), out[1].size(3)});
+          output = output - matmul(weights, head_value_writes(mha, in[2], h));
         }
         out[0] = output;
       });

@@ -80,6 +80,13 @@ struct IclScore {
 IclScore icl_score(const std::function<Variable(const Tensor& ids)>& logits, int64_t vocab, int64_t n,
                    int64_t batch = 16, uint64_t seed = 1234);
 
+/// What head `head` of `mha` writes from each key before its attention weights apply:
+/// u_j = W_O^h v_j^h, (B, Tk, E) for a value input (B, Tk, E), where v^h is the head's slice of
+/// w_v(value) (with grouped heads, value head head / group) and W_O^h its columns of W_O. The
+/// head's part of the module's output is weights_h (B, Tq, Tk) @ u; the output is the sum of the
+/// parts over the heads plus W_O's bias. A ValueError when the head does not exist.
+Variable head_value_writes(const nn::MultiheadAttention& mha, const Variable& value, int64_t head);
+
 /// Remove heads of one MultiheadAttention from every forward while this object lives: a forward
 /// hook subtracts each listed head's contribution (its weights times its values, through its
 /// columns of W_O) from the module's output, the same numbers as passing head_mask with zeros

@@ -19,6 +19,16 @@ class Examples : public testing::Test {
   void SetUp() override { mg::set_num_threads(1); }  // tiny models: one thread is fastest
 };
 
+/// A text of `sentence` written `times` times, in temp/minigrad_test_<name>/text.txt (the folder
+/// is made): the training text of a small character model. Returns the folder.
+inline std::filesystem::path repeated_text(const std::string& name, const std::string& sentence, int times) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("minigrad_test_" + name);
+  std::filesystem::create_directories(dir);
+  std::ofstream text(dir / "text.txt");
+  for (int i = 0; i < times; ++i) text << sentence;
+  return dir;
+}
+
 /// The whole file at p, as bytes.
 inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

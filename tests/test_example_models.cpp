@@ -44,12 +44,7 @@ TEST_F(Examples, CharGptRunsWithAShortContext) {
   // A context shorter than the 24 characters the attention pictures show once made char_gpt train
   // and then exit 1. A tiny run on a text of its own, from loading to the report.
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_char_gpt";
-  fs::create_directories(dir);
-  {
-    std::ofstream text(dir / "text.txt");
-    for (int i = 0; i < 80; ++i) text << "the cat sat on the mat. ";
-  }
+  const fs::path dir = example_tests::repeated_text("char_gpt", "the cat sat on the mat. ", 80);
   char_gpt::Config c;
   c.data = (dir / "text.txt").string();
   c.context = 16, c.dim = 16, c.heads = 2, c.layers = 1, c.batch = 4, c.steps = 40, c.eval_every = 20,
@@ -125,12 +120,7 @@ TEST_F(Examples, CharLstmLearnsARepeatedSentence) {
   // A sentence repeated: after a few characters the next one is determined, and an LSTM that carries
   // them in its state predicts it. From nearly log(12) = 2.5 nats to a small fraction of that.
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_char_lstm";
-  fs::create_directories(dir);
-  {
-    std::ofstream text(dir / "text.txt");
-    for (int i = 0; i < 80; ++i) text << "the cat sat on the mat. ";
-  }
+  const fs::path dir = example_tests::repeated_text("char_lstm", "the cat sat on the mat. ", 80);
   char_lstm::Config c;
   c.data = (dir / "text.txt").string();
   c.context = 16, c.embed = 16, c.hidden = 48, c.layers = 2, c.batch = 8, c.steps = 150, c.eval_every = 50;

@@ -1,6 +1,7 @@
 // What each attention head does, measured: inspect::score_heads on heads forced by masks or by
 // hand-set weights (hand-computed scores), the copying and in-context-learning scores,
-// inspect::HeadAblation against head_mask, and cross-attention layers (no positional scores; their
+// inspect::HeadAblation against head_mask, inspect::head_value_writes against the module's output,
+// and cross-attention layers (no positional scores; their
 // own labels in inspect::Telemetry).
 #include <cmath>
 
@@ -173,6 +174,35 @@ TEST(HeadAblation, SameNumbersAsHeadMaskAndGradientsFlow) {
   EXPECT_GT(max(abs(full.data() - hooked.data())).item(), 1e-3);
   EXPECT_THROW(inspect::HeadAblation(m, "attn", {3}), ValueError);
   EXPECT_THROW(inspect::HeadAblation(m, "nothing", {0}), ValueError);
+}
+
+// inspect::head_value_writes: each head's weights times what it writes from each key, summed over
+// the heads, plus W_O's bias, is the module's output; with grouped heads, biases everywhere, a
+// cross-attention, and value inputs that are transposed or expanded (stride 0) views.
+TEST(HeadValueWrites, HeadPartsAddUpToTheModulesOutput) {
+  Generator g(21);
+  nn::MultiheadAttention attn(12, 4, {.num_kv_heads = 2}, g);
+  attn.to(DType::Float64);
+  for (nn::Linear* l : {&attn.w_q, &attn.w_k, &attn.w_v, &attn.w_o})
+    l->bias.data().copy_(randn({l->out_features}, g, DType::Float64));
+  const Tensor q = randn({2, 3, 12}, g, DType::Float64);
+  const Tensor kv_t = randn({2, 12, 5}, g, DType::Float64).transpose(1, 2);     // (2, 5, 12), strided
+  const Tensor kv_e = randn({1, 5, 12}, g, DType::Float64).expand({2, 5, 12});  // stride 0 on the batch
+  for (const Tensor& kv : {kv_t, kv_e}) {
+    const nn::AttentionOutput out = attn(Variable(q), Variable(kv), Variable(kv), {.need_weights = true});
+    Tensor sum = attn.w_o.bias.data().reshape({1, 1, 12}).expand({2, 3, 12});
+    for (int64_t h = 0; h < 4; ++h) {
+      const Tensor u = inspect::head_value_writes(attn, Variable(kv), h).data();  // (2, 5, 12)
+      ASSERT_EQ(u.shape(), (Shape{2, 5, 12}));
+      sum = sum + matmul(out.weights.data().narrow(1, h, 1).reshape({2, 3, 5}), u);
+    }
+    expect_close(sum, out.output.data(), 1e-12);
+    // the same from a contiguous copy of the input: the layout changes nothing
+    expect_close(inspect::head_value_writes(attn, Variable(kv.contiguous()), 3).data(),
+                 inspect::head_value_writes(attn, Variable(kv), 3).data(), 1e-14);
+  }
+  EXPECT_THROW(inspect::head_value_writes(attn, Variable(kv_t), 4), ValueError);
+  EXPECT_THROW(inspect::head_value_writes(attn, Variable(kv_t), -1), ValueError);
 }
 
 namespace {

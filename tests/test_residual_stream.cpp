@@ -3,6 +3,7 @@
 // own masks and head removal), its counted losses are right by hand, and its conclusions follow
 // the numbers. What the docs say the default run learns is asserted on a small run across seeds.
 #define MG_EXAMPLE_NO_MAIN
+#include "example_helpers.h"
 #include "examples/residual_stream/main.cpp"
 #include "helpers.h"
 
@@ -17,12 +18,8 @@ namespace fs = std::filesystem;
 
 // A small model on a text of its own; trains in about a second.
 residual_stream::Config small_config(uint64_t seed = 0) {
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_residual_stream";
-  fs::create_directories(dir);
-  {
-    std::ofstream text(dir / "text.txt");
-    for (int i = 0; i < 150; ++i) text << "the cat sat on the mat; a dog lay on a log. ";
-  }
+  const fs::path dir =
+      example_tests::repeated_text("residual_stream", "the cat sat on the mat; a dog lay on a log. ", 150);
   residual_stream::Config c;
   c.data = (dir / "text.txt").string();
   c.context = 24, c.dim = 32, c.heads = 4, c.layers = 2, c.batch = 8, c.steps = 80, c.seed = seed;

@@ -326,12 +326,8 @@ class HeadHooks {
       hooks_.push_back(attn->register_forward_hook(
           [l, here, each](const nn::Module& m, const std::vector<Variable>& in, std::vector<Variable>& out) {
             const auto& a = dynamic_cast<const nn::MultiheadAttention&>(m);
-            const int64_t d = a.head_dim;
-            const Variable v = nn::split_heads(a.w_v.forward(in[2]), a.num_heads);  // (B, H, Tk, d)
-            for (int64_t h : here) {
-              const Variable u = matmul(narrow(v, 1, h, 1), transpose(narrow(a.w_o.weight, 1, h * d, d), 0, 1));
-              each(l, h, narrow(out[1], 1, h, 1), u, out[0]);
-            }
+            for (int64_t h : here)  // what head h writes from each key: (B, 1, Tk, E), beside its weights
+              each(l, h, narrow(out[1], 1, h, 1), unsqueeze(inspect::head_value_writes(a, in[2], h), 1), out[0]);
           }));
     }
   }

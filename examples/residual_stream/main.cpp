@@ -250,13 +250,10 @@ struct FirstToken {
 };
 
 /// What head h of layer l adds to the stream from each key, before weighting: u_j = W_O^h v_j^h,
-/// (B, T, d), where v^h is head h's slice of w_v(ln_1(x)).
+/// (B, T, d), where v^h is head h's slice of w_v(ln_1(x)) (inspect::head_value_writes).
 inline Tensor head_writes(nn::GPT& m, size_t l, int64_t h, const Tensor& attn_in) {
   NoGradGuard no_grad;
-  const nn::MultiheadAttention& attn = m.blocks.at<nn::GPTBlock>(l).attn;
-  const int64_t dh = attn.head_dim;
-  const Tensor v = attn.w_v(Variable(attn_in)).data().narrow(-1, h * dh, dh);      // (B, T, dh)
-  return matmul(v, attn.w_o.weight.data().narrow(1, h * dh, dh).transpose(0, 1));  // (B, T, d)
+  return inspect::head_value_writes(m.blocks.at<nn::GPTBlock>(l).attn, Variable(attn_in), h).data();
 }
 
 /// Every head's use of key 0 on the run `s` recorded, in model order.
