@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "helpers.h"
@@ -120,7 +121,8 @@ TEST(LineChart, LogXAxisHasRoundTicksAndPlacesPointsByTheirLogarithm) {
   ASSERT_TRUE(std::regex_search(svg, m, std::regex("<polyline points=\"([^\"]*)\" fill=\"none\" stroke=\"#1f77b4\"")));
   std::vector<double> px, py;
   std::istringstream pts(m[1].str());
-  for (std::string p; pts >> p;) px.push_back(std::stod(p.substr(0, p.find(',')))), py.push_back(std::stod(p.substr(p.find(',') + 1)));
+  for (std::string p; pts >> p;)
+    px.push_back(std::stod(p.substr(0, p.find(',')))), py.push_back(std::stod(p.substr(p.find(',') + 1)));
   ASSERT_EQ(px.size(), 10u);
   for (size_t i = 2; i < px.size(); ++i) {
     EXPECT_NEAR(px[i] - px[i - 1], px[1] - px[0], 0.15);
@@ -128,8 +130,24 @@ TEST(LineChart, LogXAxisHasRoundTicksAndPlacesPointsByTheirLogarithm) {
   }
   // the guide is dashed, in its legend too
   size_t dashes = 0;
-  for (size_t at = svg.find("stroke-dasharray=\"6,4\""); at != std::string::npos; at = svg.find("stroke-dasharray=\"6,4\"", at + 1)) ++dashes;
+  for (size_t at = svg.find("stroke-dasharray=\"6,4\""); at != std::string::npos;
+       at = svg.find("stroke-dasharray=\"6,4\"", at + 1))
+    ++dashes;
   EXPECT_EQ(dashes, 2u);
+}
+
+TEST(LineChart, SeveralGuidesEachHaveTheirOwnDashPattern) {
+  // three dashed guides beside a curve: the legend can only tell them apart by their dashes
+  const std::vector<double> x = {1, 2};
+  const std::string svg = viz::line_chart_svg(
+      {{"data", x, {1, 2}}, {"unigram", x, {3, 3}, true}, {"bigram", x, {2, 2}, true}, {"slope", x, {1, 3}, true}}, "t",
+      "x", "y");
+  std::set<std::string> patterns;
+  const std::regex re("stroke=\"#777\" stroke-width=\"1.2\" stroke-dasharray=\"([0-9,]+)\"");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
+    patterns.insert((*it)[1]);
+  EXPECT_EQ(patterns.size(), 3u) << svg;  // each used twice: the line and its legend
+  EXPECT_EQ(svg.find("stroke=\"#777\" stroke-width=\"1.8\""), std::string::npos);  // no guide drawn as data
 }
 
 TEST(LineChart, NearlyConstantSeriesEndsWithTicksAroundIt) {
