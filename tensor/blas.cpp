@@ -1,8 +1,12 @@
-// blas::gemm (tensor/blas.h): the arguments checked, then OpenBLAS, or oneDNN (tensor/onednn.cpp).
+// blas::gemm (tensor/blas.h): the arguments checked, then OpenBLAS, oneDNN (tensor/onednn.cpp) or
+// minigrad's fixed-order kernel (tensor/portable_gemm.cpp).
 #include "minigrad/tensor/blas.h"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
+#include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #include <cblas.h>
@@ -10,10 +14,27 @@
 #include "minigrad/tensor/cpu.h"
 #include "minigrad/tensor/error.h"
 #include "minigrad/tensor/onednn.h"
+#include "minigrad/tensor/portable_gemm.h"
 
 namespace mg::blas {
 namespace {
 CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
+
+// 1: every product on the portable kernel, 0: OpenBLAS / oneDNN, -1: not settled yet (the first
+// product reads MG_GEMM; a bad value throws there, and again on the next product).
+std::atomic<int> g_portable{-1};
+
+bool portable_now() {
+  const int state = g_portable.load(std::memory_order_relaxed);
+  if (state >= 0) return state == 1;
+  const char* env = std::getenv("MG_GEMM");
+  const std::string_view v = env ? env : "";
+  MG_CHECK(v.empty() || v == "portable" || v == "blas", ValueError,
+           "MG_GEMM={}: expected portable (minigrad's fixed-order kernel) or blas (OpenBLAS and oneDNN)", v);
+  int expected = -1;  // two threads may both get here: the first to store wins, as does set_portable
+  g_portable.compare_exchange_strong(expected, v == "portable" ? 1 : 0);
+  return g_portable.load(std::memory_order_relaxed) == 1;
+}
 
 // The arguments cblas accepts for a row-major GEMM: it "prints an error and skips the product"
 // on anything else, which would leave C unwritten, so every call is checked here first. A
@@ -39,8 +60,12 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
     for (int64_t i = 0; i < a_rows; ++i) to_float32(a + i * lda, fa.data() + i * a_cols, a_cols);
     for (int64_t i = 0; i < b_rows; ++i) to_float32(b + i * ldb, fb.data() + i * b_cols, b_cols);
   });
-  cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, fa.data(), std::max<int64_t>(1, a_cols), fb.data(),
-              std::max<int64_t>(1, b_cols), beta, c, ldc);
+  if (portable_now())
+    portable::gemm(ta, tb, m, n, k, alpha, fa.data(), std::max<int64_t>(1, a_cols), fb.data(),
+                   std::max<int64_t>(1, b_cols), beta, c, ldc);
+  else
+    cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, fa.data(), std::max<int64_t>(1, a_cols), fb.data(),
+                std::max<int64_t>(1, b_cols), beta, c, ldc);
 }
 
 }  // namespace
@@ -48,6 +73,7 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc, Engine engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
+  if (portable_now()) return portable::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (engine == Engine::OneDNN && m > 0 && n > 0)
     return onednn::sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -56,6 +82,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc, Engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
+  if (portable_now()) return portable::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_dgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -63,7 +90,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return;
-  if (k == 0 || !onednn::runs_bf16()) {  // (k = 0: C = beta C, which sgemm does; oneDNN wants k >= 1)
+  if (k == 0 || portable_now() || !onednn::runs_bf16()) {  // (k = 0: C = beta C, which sgemm does; oneDNN wants k >= 1)
     gemm_bf16_widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -71,7 +98,16 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
     gemm_bf16_widened(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-std::string bf16_kernel() { return onednn::runs_bf16() ? onednn::bf16_kernel_name() : "sgemm on widened operands"; }
+std::string bf16_kernel() {
+  if (portable_now()) return "portable on widened operands";
+  return onednn::runs_bf16() ? onednn::bf16_kernel_name() : "sgemm on widened operands";
+}
+
+void set_portable(bool on) { g_portable.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+bool portable() { return portable_now(); }
+
+std::string gemm_kernel() { return portable_now() ? "portable" : std::string("OpenBLAS ") + openblas_get_corename(); }
 
 void use_one_thread() { openblas_set_num_threads(1); }
 

@@ -14,6 +14,12 @@
 // is measured faster: OpenBLAS stays the reference and the default. oneDNN brings its own OpenMP
 // pool; each call runs it on one thread, the calling one, for the same reason.
 //
+// Or every product, whatever the engine asked, on minigrad's own kernel (tensor/portable_gemm.h),
+// with set_portable(true) or MG_GEMM=portable: the sums in a fixed order, so the same inputs give
+// the same bits on every CPU and thread count; OpenBLAS's kernels for Haswell, SkylakeX or Zen each
+// add in their own order. The tour's examples run this way (docs/06-performance.md, "The same
+// numbers on every CPU").
+//
 // bfloat16 products (autocast's, autograd/autocast.h) read bfloat16 A and B and accumulate and write
 // float32 C. They run on oneDNN's matmul primitive where the CPU has bfloat16 instructions
 // (AVX512-BF16, or AMX); elsewhere oneDNN could only emulate them, slower than float32, so minigrad
@@ -58,6 +64,15 @@ const T* dense_rows(const T* x, int64_t rows, int64_t cols, int64_t ld, std::vec
     std::memcpy(buf.data() + i * cols, x + i * ld, static_cast<size_t>(cols) * sizeof(T));
   return buf.data();
 }
+
+/// Every product from now on (float32, float64, bfloat16; whichever engine a call asks for) on
+/// minigrad's fixed-order kernel, the same bits on every CPU (on = true), or back on OpenBLAS and
+/// oneDNN (false). The first product reads MG_GEMM (portable or blas) unless this was called first.
+void set_portable(bool on);
+/// Whether products run on the fixed-order kernel (set_portable, or MG_GEMM=portable).
+bool portable();
+/// What runs float32 products now: "portable" or "OpenBLAS <core>" (the kernel OpenBLAS picked).
+std::string gemm_kernel();
 
 /// Switch BLAS's own threading off (minigrad hands it one block of work per thread).
 void use_one_thread();

@@ -133,3 +133,170 @@ TEST(Matmul, BothBlasEnginesComputeTheSameProduct) {
         }
       }
 }
+
+// ---- the portable kernel (tensor/portable_gemm.h): the same bits on every CPU ----
+
+namespace {
+
+// Restores the GEMM and the CPU level a test changed.
+struct PortableGuard {
+  bool was = blas::portable();
+  CpuLevel level = cpu_level();
+  ~PortableGuard() {
+    blas::set_portable(was);
+    set_cpu_level(level);
+  }
+};
+
+// C = alpha op(A) op(B) + beta C as the portable kernel promises to compute it, written as a plain
+// loop: for each element, 0 + a_i0 b_0j + a_i1 b_1j + ... in order, each product and each sum
+// rounded to T (the volatile keeps the compiler from fusing them into one rounding).
+template <class T>
+void ordered_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const std::vector<T>& a, int64_t lda,
+                  const std::vector<T>& b, int64_t ldb, T beta, std::vector<T>& c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T s = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        volatile T prod = (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+        s = s + prod;
+      }
+      const T v = alpha * s;
+      c[i * ldc + j] = beta == T(0) ? v : v + beta * c[i * ldc + j];
+    }
+}
+
+template <class T>
+std::vector<T> random_values(int64_t n, uint64_t seed) {
+  Generator g(seed);
+  return randn({n}, g).to(dtype_of<T>()).template to_vector<T>();
+}
+
+// Whether two float32 tensors hold the same bits.
+bool same_bits(const Tensor& x, const Tensor& y) {
+  const std::vector<float> a = x.to_vector<float>(), b = y.to_vector<float>();
+  return x.shape() == y.shape() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Every element of the portable product equals the ordered sum bit for bit: sizes that leave
+// partial tiles at both edges, k past one k-block (256) and past two, leading dimensions wider than
+// the rows, every transpose, alpha and beta; at each CPU level this machine runs.
+template <class T>
+void expect_portable_is_ordered_sum() {
+  PortableGuard guard;
+  blas::set_portable(true);
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (CpuLevel level : {CpuLevel::baseline, CpuLevel::avx2, CpuLevel::avx512}) {
+    if (!cpu_supports(level)) continue;
+    set_cpu_level(level);
+    for (Case s : {Case{1, 1, 1}, Case{3, 5, 2}, Case{9, 37, 7}, Case{17, 33, 300}, Case{130, 19, 513}, Case{2, 70, 1}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (auto [alpha, beta] : {std::pair<T, T>{1, 0}, {T(0.5), 1}, {-2, T(-0.25)}}) {
+            SCOPED_TRACE(fmt::format("{} level {}: m {} n {} k {} trans_a {} trans_b {} alpha {} beta {}",
+                                     sizeof(T) == 4 ? "float32" : "float64", cpu_level_name(level), s.m, s.n, s.k, ta,
+                                     tb, alpha, beta));
+            const int64_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 1, ldc = s.n + 2;
+            const std::vector<T> a = random_values<T>((ta ? s.k : s.m) * lda, 1),
+                                 b = random_values<T>((tb ? s.n : s.k) * ldb, 2), c0 = random_values<T>(s.m * ldc, 3);
+            std::vector<T> want = c0, got = c0;
+            ordered_gemm<T>(ta, tb, s.m, s.n, s.k, alpha, a, lda, b, ldb, beta, want, ldc);
+            blas::gemm(ta, tb, s.m, s.n, s.k, alpha, a.data(), lda, b.data(), ldb, beta, got.data(), ldc);
+            int64_t differ = 0;
+            for (size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(T)) != 0;
+            EXPECT_EQ(differ, 0) << "elements differing from the ordered sum (the padding of C included)";
+          }
+  }
+}
+
+}  // namespace
+
+TEST(PortableGemm, EveryElementIsTheSumInItsFixedOrder) {
+  expect_portable_is_ordered_sum<float>();
+  expect_portable_is_ordered_sum<double>();
+}
+
+TEST(PortableGemm, FollowsBlasOnZerosNaNAndEmptySums) {
+  PortableGuard guard;
+  blas::set_portable(true);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1};
+  // beta = 0: C is written, never read (the NaN it held is gone)
+  float c[4] = {nan, nan, nan, nan};
+  blas::gemm(false, false, 2, 2, 2, 1.f, a, 2, b, 2, 0.f, c, 2);
+  EXPECT_THAT(std::vector<float>(c, c + 4), testing::ElementsAre(1, 2, 3, 4));
+  // alpha = 0: C = beta C, and A and B are not read (an inf there gives no NaN)
+  const float ai[4] = {inf, 1, 1, 1};
+  float c2[4] = {1, 2, 3, 4};
+  blas::gemm(false, false, 2, 2, 2, 0.f, ai, 2, b, 2, 2.f, c2, 2);
+  EXPECT_THAT(std::vector<float>(c2, c2 + 4), testing::ElementsAre(2, 4, 6, 8));
+  // k = 0: the empty sum, 0 (beta 0) or beta C
+  float c3[4] = {nan, nan, 1, 1};
+  blas::gemm(false, false, 2, 2, 0, 1.f, a, 1, b, 2, 0.f, c3, 2);
+  EXPECT_THAT(std::vector<float>(c3, c3 + 4), testing::ElementsAre(0, 0, 0, 0));
+  // a NaN or inf in A reaches exactly its row of C (B without zeros: inf * 0 would be NaN)
+  const float an[4] = {nan, 1, 1, inf}, b2[4] = {1, 2, 3, 4};
+  float c4[4];
+  blas::gemm(false, false, 2, 2, 2, 1.f, an, 2, b2, 2, 0.f, c4, 2);
+  EXPECT_TRUE(std::isnan(c4[0]) && std::isnan(c4[1]));
+  EXPECT_EQ(c4[2], inf);
+  EXPECT_EQ(c4[3], inf);
+}
+
+TEST(PortableGemm, MatmulGivesTheSameBitsForEveryThreadCountAndLevel) {
+  // Through the op: a product big enough to be split into blocks of rows over the threads, a
+  // batched one shared out by batch entry, and a linear layer's backward (transposed operands).
+  PortableGuard guard;
+  blas::set_portable(true);
+  const int threads = get_num_threads();
+  Generator g(11);
+  const Tensor a = randn({300, 70}, g), b = randn({70, 45}, g), x = randn({6, 40, 33}, g), w = randn({33, 21}, g);
+  auto run = [&] {
+    Variable xv(x, true), wv(w, true);
+    Variable y = matmul(xv, wv);
+    sum(y * y).backward();
+    return std::vector<Tensor>{matmul(a, b), y.data(), xv.grad(), wv.grad()};
+  };
+  const std::vector<Tensor> first = run();
+  std::vector<std::pair<int, CpuLevel>> settings;
+  for (int t : {1, 2, 3})
+    for (CpuLevel level : {CpuLevel::baseline, CpuLevel::avx2, CpuLevel::avx512})
+      if (cpu_supports(level)) settings.push_back({t, level});
+  for (auto [t, level] : settings) {
+    SCOPED_TRACE(fmt::format("{} threads, level {}", t, cpu_level_name(level)));
+    set_num_threads(t);
+    set_cpu_level(level);
+    const std::vector<Tensor> again = run();
+    for (size_t i = 0; i < first.size(); ++i) EXPECT_TRUE(same_bits(first[i], again[i])) << "result " << i;
+  }
+  set_num_threads(threads);
+  // and it is the product: within float32 rounding of OpenBLAS's
+  blas::set_portable(false);
+  mgtest::expect_close(first[0], matmul(a, b), 1e-4, 1e-5);
+}
+
+TEST(PortableGemm, SwitchesAndNamesTheKernel) {
+  PortableGuard guard;
+  blas::set_portable(true);
+  EXPECT_TRUE(blas::portable());
+  EXPECT_EQ(blas::gemm_kernel(), "portable");
+  EXPECT_EQ(blas::bf16_kernel(), "portable on widened operands");
+  blas::set_portable(false);
+  EXPECT_FALSE(blas::portable());
+  EXPECT_THAT(blas::gemm_kernel(), HasSubstr("OpenBLAS "));
+}
+
+TEST(GemmEnv, ABadMgGemmIsATypedErrorAtTheFirstProduct) {
+  if (std::getenv("MG_EXPECT_GEMM_ERROR") == nullptr)
+    GTEST_SKIP() << "run by ctest with MG_GEMM set to something wrong";
+  try {
+    (void)matmul(ones({2, 2}), ones({2, 2}));
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("MG_GEMM=fastest: expected portable"));
+  }
+  blas::set_portable(true);  // the program can still choose, and then runs
+  EXPECT_EQ(sum(matmul(ones({2, 2}), ones({2, 2}))).item(), 8.0);
+}

@@ -35,6 +35,33 @@ void BM_sgemm_openblas_1thread(benchmark::State& st) {
 }
 BENCHMARK(BM_sgemm_openblas_1thread)->Arg(1024)->Unit(benchmark::kMillisecond);
 
+// The products of a linear layer in the tour's models, on one thread, by OpenBLAS (first arg 0) and
+// by minigrad's fixed-order kernel (1; tensor/portable_gemm.h, the examples' default): x W^T, dY W
+// and dY^T X for N = 2048 rows (batch x sequence), widths 32 -> 96 (a small head's Q, K, V) and
+// 64 -> 256 (an MLP's first layer). docs/06-performance.md, "The same numbers on every CPU".
+struct GemmShape {
+  int64_t m, n, k;
+  bool ta, tb;
+};
+constexpr GemmShape kTourShapes[] = {{2048, 96, 32, false, true},   {2048, 32, 96, false, false},
+                                     {96, 32, 2048, true, false},   {2048, 256, 64, false, true},
+                                     {2048, 64, 256, false, false}, {256, 64, 2048, true, false}};
+void BM_gemm_tour_shapes(benchmark::State& st) {
+  const GemmShape s = kTourShapes[st.range(1)];
+  const bool was = blas::portable();
+  blas::set_portable(st.range(0) == 1);
+  Tensor a = randn({s.ta ? s.k : s.m, s.ta ? s.m : s.k}), b = randn({s.tb ? s.n : s.k, s.tb ? s.k : s.n}),
+         c = empty({s.m, s.n});
+  for (auto _ : st)
+    blas::gemm(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data<float>(), a.size(1), b.data<float>(), b.size(1), 0.f,
+               c.data<float>(), s.n);
+  blas::set_portable(was);
+  flops(st, 2.0 * s.m * s.n * s.k);
+  st.SetLabel(fmt::format("{} m={} n={} k={}{}{}", st.range(0) ? "portable" : "OpenBLAS", s.m, s.n, s.k,
+                          s.ta ? " A^T" : "", s.tb ? " B^T" : ""));
+}
+BENCHMARK(BM_gemm_tour_shapes)->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5}})->Unit(benchmark::kMicrosecond);
+
 // The same product through mg::matmul: rows split over the thread pool.
 void BM_sgemm_minigrad(benchmark::State& st) {
   const int64_t n = st.range(0);
