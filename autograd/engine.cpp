@@ -121,6 +121,28 @@ GradHooks leaf_hooks(const Node& n) {
     if (const std::shared_ptr<VariableImpl> v = acc->leaf.lock()) return v->grad_hooks;
   return {};
 }
+// Before a node's rule runs: the tensors it saved must hold what they held when the op ran
+// (Node::saved_versions). One written in place since (copy_, fill_, an optimizer step) would make
+// the rule compute a gradient from the new numbers, silently wrong; PyTorch refuses it the same way.
+void check_saved_versions(const Node& n, const char* op) {
+  for (const SavedVersion& s : n.saved_versions) {
+    const std::shared_ptr<Storage> storage = s.storage.lock();
+    if (!storage || storage->version() == s.version) continue;
+    const std::string what =
+        s.slot >= 0    ? fmt::format("its input {} (shape {})", s.slot, shape_str(n.input_shapes.at(s.slot)))
+        : s.slot == -1 ? fmt::format("its output (shape {})", shape_str(n.out_shape))
+                       : fmt::format(
+                             "a tensor it captured besides its inputs (shape {}: an index, a mask, targets, or "
+                             "what a custom Function saved)",
+                             shape_str(s.shape));
+    throw StateError(fmt::format(
+        "{}: a tensor needed for the gradient has been modified by an in-place operation: '{}'{} saved {}, which is "
+        "now at version {}; the op ran at version {}. Hint: something wrote into it after the forward pass (copy_, "
+        "fill_, add_, an optimizer step, loading weights); write into a clone() instead, or run backward before the write",
+        op, n.name, n.label.empty() ? "" : " (" + n.label + ")", what, storage->version(), s.version));
+  }
+}
+
 TensorList apply_node(Node& n, const Tensor& g) { return n.apply(g); }
 VariableList apply_node(Node& n, const Variable& g) { return n.apply_graph(g); }
 
@@ -238,6 +260,7 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
                  "tensors were freed after the first backward. Pass retain_graph=true to the first "
                  "backward if you need to run it twice",
                  op, n->name);
+        check_saved_versions(*n, op);
         in_grads = apply_node(*n, g);
         ran = true;
       }

@@ -88,12 +88,15 @@ Variable apply_function(const std::vector<Variable>& inputs, Args&&... args) {
   const std::vector<Tensor> data = ctx->unpack(inputs);
   Tensor out = fn->forward(*ctx, data);
   MG_CHECK(out.defined(), StateError, "{}: forward returned an undefined tensor", fn->name());
-  return record(fn->name(), out, inputs, [fn, ctx](const Tensor& dy, const Node& n) -> TensorList {
-    TensorList g = fn->backward(*ctx, dy);
-    MG_CHECK(g.size() == n.next.size(), ValueError, "{}: backward returned {} gradients for {} inputs", n.name,
-             g.size(), n.next.size());
-    return g;
-  });
+  return record(
+      fn->name(), out, inputs, keep(),
+      [fn, ctx](const Tensor& dy, const Node& n) -> TensorList {
+        TensorList g = fn->backward(*ctx, dy);
+        MG_CHECK(g.size() == n.next.size(), ValueError, "{}: backward returned {} gradients for {} inputs", n.name,
+                 g.size(), n.next.size());
+        return g;
+      },
+      ctx->saved());  // what save_for_backward kept: backward checks it was not written in place since
 }
 
 /// Base class of a user-written op with several outputs (a torch.autograd.Function returning a tuple).
@@ -138,7 +141,7 @@ std::vector<Variable> apply_multi_function(const std::vector<Variable>& inputs, 
     return result;
   }
   const Variable packed = record(
-      fn->name(), concat(parts, 0), inputs,
+      fn->name(), concat(parts, 0), inputs, keep(),
       [fn, ctx, shapes, floating](const Tensor& dy, const Node& n) -> TensorList {
         std::vector<Tensor> grads(shapes.size());
         int64_t offset = 0;
@@ -152,7 +155,8 @@ std::vector<Variable> apply_multi_function(const std::vector<Variable>& inputs, 
         MG_CHECK(g.size() == n.next.size(), ValueError, "{}: backward returned {} gradients for {} inputs", n.name,
                  g.size(), n.next.size());
         return g;
-      });
+      },
+      ctx->saved());
   int64_t offset = 0;
   for (size_t i = 0; i < outs.size(); ++i) {
     if (!floating[i]) {

@@ -28,6 +28,20 @@ using GradHooks = std::vector<std::pair<int64_t, GradHook>>;
 /// touches no .grad(), as torch.autograd.grad does not).
 inline constexpr int64_t kRetainGradHook = INT64_MIN;
 
+/// A tensor an op saved for its backward, and the version its storage had when the op was recorded
+/// (Storage::version). If the tensor is written in place before the backward runs (copy_, fill_, an
+/// optimizer step), its version has moved on and the engine refuses to run the rule on the new
+/// numbers: a StateError naming the op, instead of a silently wrong gradient (PyTorch does the same).
+struct SavedVersion {
+  std::weak_ptr<Storage> storage;
+  uint64_t version = 0;
+  /// Which tensor: input `slot` (>= 0), the op's output (-1), or one the rule captured besides them
+  /// (an index, a mask; a custom Function's save_for_backward): number -2 - slot of those.
+  int slot = 0;
+  /// That last kind's shape, for the error (an input's or the output's is on the node).
+  Shape shape;
+};
+
 /// One operation recorded on the tape.
 struct Node : std::enable_shared_from_this<Node> {
   /// Frees the chain of nodes behind this one iteratively: a graph of a million ops must not
@@ -61,6 +75,8 @@ struct Node : std::enable_shared_from_this<Node> {
   Shape out_shape;
   /// True once backward has freed what the op saved (after a backward without retain_graph).
   bool released = false;
+  /// The tensors the op's rule keeps, with their versions then; the engine checks them before apply().
+  std::vector<SavedVersion> saved_versions;
   /// Hooks on the gradient of this op's output (registered on the Variable it made), run by the
   /// engine on the summed gradient before apply().
   GradHooks grad_hooks;

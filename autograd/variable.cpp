@@ -272,11 +272,6 @@ void GradHookHandle::remove() {
   owner_.reset();
 }
 
-Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward) {
-  if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
-  return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(backward), nullptr);
-}
-
 namespace record_impl {
 bool will_record(const std::vector<Variable>& inputs) {
   bool any = false;
@@ -291,7 +286,8 @@ Variable unpack_saved(const Tensor& data, int input, Node& self) {
 }
 
 Variable record_node(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward,
-                     LambdaNode::GraphBackward graph_backward) {
+                     LambdaNode::GraphBackward graph_backward, std::span<const int> kept,
+                     const std::vector<Tensor>& also_saved) {
   auto node = std::make_shared<LambdaNode>();
   node->name = std::move(name);
   for (const Variable& v : inputs) {
@@ -299,6 +295,16 @@ Variable record_node(std::string name, Tensor out, const std::vector<Variable>& 
     node->input_shapes.push_back(v.shape());
     node->input_dtypes.push_back(v.dtype());
   }
+  for (int k : kept) {
+    const Variable* in = k == kOutput ? nullptr : &inputs.at(static_cast<size_t>(k));
+    if (in && !in->defined()) continue;
+    const Tensor& t = in ? in->data() : out;
+    node->saved_versions.push_back({t.storage(), t.version(), k, {}});
+  }
+  for (size_t i = 0; i < also_saved.size(); ++i)
+    if (also_saved[i].defined())
+      node->saved_versions.push_back(
+          {also_saved[i].storage(), also_saved[i].version(), -2 - static_cast<int>(i), also_saved[i].shape()});
   node->out_shape = out.shape();
   node->backward = std::move(backward);
   node->graph_backward = std::move(graph_backward);

@@ -5,7 +5,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -275,12 +277,6 @@ class Variable {
 /// requires_grad=True)" for a leaf that wants a gradient.
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
-/// Record an op: `out` computed from `inputs`, with `backward` mapping the output's gradient to
-/// the inputs' gradients. Records nothing (returns a plain variable) when grad mode is off or no
-/// input requires grad. A rule given this way works on Tensors only: the op is differentiable once
-/// (a backward with create_graph through it records a node whose own backward is an error).
-Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward);
-
 /// Which tensors an op keeps for its backward: input indices, or kOutput for the op's own output.
 template <size_t K>
 using Keep = std::array<int, K>;
@@ -304,8 +300,10 @@ inline const Tensor& tensor_of(const Variable& v) { return v.data(); }
 
 namespace record_impl {
 bool will_record(const std::vector<Variable>& inputs);
+// The node, with the versions of the tensors `kept` names and of `also_saved` (Node::saved_versions).
 Variable record_node(std::string name, Tensor out, const std::vector<Variable>& inputs, LambdaNode::Backward backward,
-                     LambdaNode::GraphBackward graph_backward);
+                     LambdaNode::GraphBackward graph_backward, std::span<const int> kept,
+                     const std::vector<Tensor>& also_saved);
 Variable unpack_saved(const Tensor& data, int input, Node& self);
 // The tensors `kept` names: the inputs' data, or the output.
 template <size_t K>
@@ -321,9 +319,24 @@ Saved<Variable, K> unpack(const Saved<Tensor, K>& saved, const Keep<K>& kept, No
   for (size_t k = 0; k < K; ++k) s[k] = unpack_saved(saved[k], kept[k], self);
   return s;
 }
+// record() with a template rule: the same rule run on Tensors (once) and on Variables (twice).
+template <size_t K, class Rule>
+Variable record_twice(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept, Rule rule,
+                      const std::vector<Tensor>& also_saved) {
+  const Saved<Tensor, K> saved = save(kept, out, inputs);
+  LambdaNode::Backward once = [rule, saved](const Tensor& dy, const Node& n) -> TensorList {
+    return rule(dy, saved, n);
+  };
+  LambdaNode::GraphBackward twice = [rule, saved, kept](const Variable& dy, Node& n) -> VariableList {
+    return rule(dy, unpack(saved, kept, n), n);
+  };
+  return record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(twice), kept, also_saved);
+}
 }  // namespace record_impl
 
-/// Record an op whose derivative rule is written once for both kinds of value: a template lambda
+/// Record an op: `out` computed from `inputs`, with `rule` mapping the output's gradient to the
+/// inputs' gradients. Records nothing (returns a plain variable) when grad mode is off or no input
+/// requires grad. The rule is usually written once for both kinds of value, a template lambda
 ///   []<class V>(const V& dy, const Saved<V, K>& saved, const Node& n) -> Grads<V>
 /// run on Tensors by an ordinary backward (the kernels as before, nothing recorded), and on
 /// Variables by a backward with create_graph, where every op it calls is recorded, so the
@@ -331,34 +344,41 @@ Saved<Variable, K> unpack(const Saved<Tensor, K>& saved, const Keep<K>& kept, No
 /// under create_graph each comes back as a Variable wired to the node that made it (the op's
 /// input's producer, or this node for the output), which is what makes the second derivative see
 /// how the first depends on them.
+/// A rule on Tensors only, (const Tensor& dy, const Node& n) -> TensorList, captures what it needs
+/// itself and makes the op differentiable once (a backward with create_graph through it records a
+/// node whose own backward is an error); `kept` then names which of the inputs and output it captured.
+/// `also_saved`: the other tensors the rule captured that a caller could write into (an index, a
+/// mask, targets). Backward checks that none of these, nor those `kept` names, was written in place
+/// since the op ran (Node::saved_versions).
 template <size_t K, class Rule>
-Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept, Rule rule) {
+Variable record(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept, Rule rule,
+                const std::vector<Tensor>& also_saved = {}) {
   if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
-  const Saved<Tensor, K> saved = record_impl::save(kept, out, inputs);
-  LambdaNode::Backward once = [rule, saved](const Tensor& dy, const Node& n) -> TensorList {
-    return rule(dy, saved, n);
-  };
-  LambdaNode::GraphBackward twice = [rule, saved, kept](const Variable& dy, Node& n) -> VariableList {
-    return rule(dy, record_impl::unpack(saved, kept, n), n);
-  };
-  return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(twice));
+  if constexpr (std::is_invocable_r_v<TensorList, Rule&, const Tensor&, const Node&>) {
+    return record_impl::record_node(std::move(name), std::move(out), inputs, LambdaNode::Backward(std::move(rule)),
+                                    nullptr, kept, also_saved);
+  } else {
+    return record_impl::record_twice(std::move(name), std::move(out), inputs, kept, std::move(rule), also_saved);
+  }
 }
 
 /// Record an op whose ordinary backward is a fused kernel (`once`, on Tensors, as the first
 /// record() above) and whose backward under create_graph is a separate rule on Variables
 /// (`twice`): the composed form the kernel computes, written in differentiable ops. `kept` names
-/// the tensors `twice` sees, as for the template record().
+/// the tensors `twice` sees, as for the template record(), and every input or output `once` reads;
+/// `also_saved` as for record().
 /// twice: (const Variable& dy, const Saved<Variable, K>& saved, const Node& n) -> VariableList
 template <size_t K, class Twice>
 Variable record_fused(std::string name, Tensor out, const std::vector<Variable>& inputs, Keep<K> kept,
-                      LambdaNode::Backward once, Twice twice) {
+                      LambdaNode::Backward once, Twice twice, const std::vector<Tensor>& also_saved = {}) {
   if (!record_impl::will_record(inputs)) return Variable(std::move(out), false);
   const Saved<Tensor, K> saved = record_impl::save(kept, out, inputs);
   LambdaNode::GraphBackward graph = [twice = std::move(twice), saved, kept](const Variable& dy,
                                                                             Node& n) -> VariableList {
     return twice(dy, record_impl::unpack(saved, kept, n), n);
   };
-  return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(graph));
+  return record_impl::record_node(std::move(name), std::move(out), inputs, std::move(once), std::move(graph), kept,
+                                  also_saved);
 }
 
 }  // namespace mg

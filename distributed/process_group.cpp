@@ -188,6 +188,7 @@ void broadcast(const Tensor& t, int root) {
            world_size());
   if (world_size() == 1 || t.numel() == 0) return;
   check_not_broken("broadcast");
+  t.storage()->bump_version();  // written in place: on every rank, so a refused backward is refused everywhere
   MPI_Request req;
   check(MPI_Ibcast(
             t.storage()->data() ? static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()) : nullptr,
@@ -255,6 +256,7 @@ void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<i
     return;
   }
   check_not_broken("reduce-scatter");
+  out.storage()->bump_version();  // written in place (Storage::version)
   MPI_Request req;
   check(MPI_Ireduce_scatter(data_of(in), out.numel() ? data_of(out) : nullptr, n->data(), type, MPI_SUM,
                             MPI_COMM_WORLD, &req),
@@ -278,6 +280,7 @@ void all_gather_into(const Tensor& mine, const Tensor& all, const std::vector<in
     return;
   }
   check_not_broken("all-gather");
+  all.storage()->bump_version();
   MPI_Request req;
   check(MPI_Iallgatherv(mine.numel() ? data_of(mine) : nullptr, (*n)[rank()], type, data_of(all), n->data(),
                         at->data(), type, MPI_COMM_WORLD, &req),
@@ -296,6 +299,7 @@ Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
     return w;
   }
   check_not_broken(what);
+  t.storage()->bump_version();  // summed in place (Storage::version)
   void* data = static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype());
   check(MPI_Iallreduce(MPI_IN_PLACE, data, count_of(t, "all_reduce_sum"), type, MPI_SUM, MPI_COMM_WORLD, &w.impl_->req),
         "MPI_Iallreduce");

@@ -6,7 +6,9 @@
 // the same sizes as the one before, so after the first step no memory is requested from the
 // system at all: no mmap, no page faults, no zeroing by the kernel. (Under AddressSanitizer the
 // cache is off, so every use-after-free is still caught.)
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace mg {
 
@@ -25,9 +27,19 @@ class Storage {
   /// Size in bytes.
   size_t nbytes() const { return nbytes_; }
 
+  /// How many in-place writes this memory has seen (PyTorch's version counter, `t._version`): every
+  /// in-place op (copy_, fill_, add_, an optimizer step, ...) adds one, through whichever view it
+  /// wrote. A recorded op notes the versions of the tensors it saves for backward, and backward
+  /// refuses to use one that has changed since (autograd/engine.cpp), instead of computing a
+  /// gradient from the new numbers. Writes through a raw pointer (`data<T>()`) are not counted.
+  uint64_t version() const { return version_.load(std::memory_order_relaxed); }
+  /// Count one in-place write (the in-place ops call it; call it after writing through data<T>()).
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
  private:
   void* ptr_;
   size_t nbytes_;
+  std::atomic<uint64_t> version_{0};
 };
 
 /// Bytes held by the allocator's free lists (allocated from the system but not in use).

@@ -448,6 +448,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
            "copy_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?); "
            "copy into a tensor of its own, e.g. .contiguous()",
            shape_str(shape_), shape_str(strides_));
+  storage_->bump_version();
   // Reading and writing overlapping memory would read values this copy already overwrote.
   const Tensor from = may_overlap(*this, src) ? src.clone() : src;
   visit_stored(dtype_, [&]<class T>() {
@@ -463,6 +464,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 
 const Tensor& Tensor::fill_(double value) const {
   MG_CHECK(defined(), StateError, "fill_: the tensor is undefined");
+  storage_->bump_version();
   visit_stored(dtype_, [&]<class T>() {
     T* o = data<T>();
     const T v = checked_cast<T>(value, "fill_");

@@ -53,6 +53,9 @@ class Tensor {
   bool is_contiguous() const;
   /// The shared storage.
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  /// The in-place writes its storage has seen, through this tensor or any view of it (PyTorch's
+  /// `t._version`; Storage::version).
+  uint64_t version() const { return storage_ ? storage_->version() : 0; }
 
   // ---- element access ----
   /// Pointer to element (0, 0, ...); a DTypeError if T does not match dtype().
@@ -228,9 +231,10 @@ class Tensor {
   Tensor clone() const;
   /// Values converted to another dtype (a copy; itself when the dtype already matches).
   Tensor to(DType dtype) const;
-  /// Write `src` (broadcast to this shape, same dtype) into this tensor's elements.
+  /// Write `src` (broadcast to this shape, same dtype) into this tensor's elements (one more
+  /// version(): backward refuses a gradient that needed the old values).
   const Tensor& copy_(const Tensor& src) const;
-  /// Set every element to `value`.
+  /// Set every element to `value` (one more version()).
   const Tensor& fill_(double value) const;
 
   /// The printout PyTorch gives (tensor/print.cpp): tensor([[1.5000, 2.0000], ...]), columns

@@ -152,10 +152,11 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     auto [dq, dk, dv] = attention_backward(dy, q, k, v, f, is_causal, sc);
     return {dq, dk, dv};
   };
+  // the fused backward reads the output too (each row's sum of dy * out)
   if (bfloat16_involved({qd, kd, vd}))
-    return record("scaled_dot_product_attention", f.out, {q, k, v}, std::move(fused));
-  return record_fused("scaled_dot_product_attention", f.out, {q, k, v}, keep(0, 1, 2), std::move(fused),
-                      [is_causal, scale, kv_group](const Variable& dy, const Saved<Variable, 3>& s, const Node&) {
+    return record("scaled_dot_product_attention", f.out, {q, k, v}, keep(0, 1, 2, kOutput), std::move(fused));
+  return record_fused("scaled_dot_product_attention", f.out, {q, k, v}, keep(0, 1, 2, kOutput), std::move(fused),
+                      [is_causal, scale, kv_group](const Variable& dy, const Saved<Variable, 4>& s, const Node&) {
                         return attention_graph_backward(dy, s[0], s[1], s[2], is_causal, scale, kv_group);
                       });
 }
@@ -168,9 +169,9 @@ Variable self_attention_qkv(const Variable& qkv, int64_t num_heads, bool is_caus
   LambdaNode::Backward fused = [qkv = qkvd, f, num_heads, is_causal](const Tensor& dy, const Node&) -> TensorList {
     return {attention_qkv_backward(dy, qkv, num_heads, f, is_causal)};
   };
-  if (bfloat16_involved({qkvd})) return record("self_attention_qkv", f.out, {qkv}, std::move(fused));
-  return record_fused("self_attention_qkv", f.out, {qkv}, keep(0), std::move(fused),
-                      [num_heads, is_causal](const Variable& dy, const Saved<Variable, 1>& s, const Node&) {
+  if (bfloat16_involved({qkvd})) return record("self_attention_qkv", f.out, {qkv}, keep(0, kOutput), std::move(fused));
+  return record_fused("self_attention_qkv", f.out, {qkv}, keep(0, kOutput), std::move(fused),
+                      [num_heads, is_causal](const Variable& dy, const Saved<Variable, 2>& s, const Node&) {
                         const Variable& x = s[0];  // (B, T, 3E)
                         const int64_t B = x.size(0), T = x.size(1), E = x.size(2) / 3, d = E / num_heads;
                         auto head = [&](int64_t i) {  // block i of the columns as (B, H, T, d)
@@ -193,7 +194,8 @@ Variable rotary_embedding(const Variable& x, const Tensor& cos, const Tensor& si
   return record_fused("rotary_embedding", std::move(out), {x}, keep(), std::move(once),
                       [cos, msin = neg(sin), interleaved](const Variable& dy, const Saved<Variable, 0>&, const Node&) {
                         return VariableList{rotary_embedding(dy, cos, msin, interleaved)};
-                      });
+                      },
+                      {cos, sin});
 }
 
 }  // namespace mg

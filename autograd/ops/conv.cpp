@@ -39,7 +39,7 @@ Variable conv2d_recorded(const Variable& x, const Variable& weight, const Variab
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return record("conv2d", mg::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), a), inputs,
-                [x = x.data(), w = weight.data(), a](const Tensor& dy, const Node& n) -> TensorList {
+                keep(0, 1), [x = x.data(), w = weight.data(), a](const Tensor& dy, const Node& n) -> TensorList {
                   Conv2dGrads g = conv2d_backward(dy, x, w, a, n.needs(0), n.needs(1), n.next.size() > 2 && n.needs(2));
                   TensorList out{g.dx, g.dweight};
                   if (n.next.size() > 2) out.push_back(g.dbias);
@@ -160,7 +160,7 @@ Variable conv_transpose2d(const Variable& x, const Variable& weight, const Varia
   if (bias.defined()) y = y + bias.data().reshape({1, cout, 1, 1});
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record("conv_transpose2d", std::move(y), inputs,
+  return record("conv_transpose2d", std::move(y), inputs, keep(0, 1),
                 [x = x.data(), w = weight.data(), a = t.a](const Tensor& dy, const Node& n) -> TensorList {
                   TensorList out{n.needs(0) ? conv2d(dy, w, Tensor(), a) : Tensor(),
                                  n.needs(1) ? conv2d_backward(x, dy, w, a, false, true, false).dweight : Tensor()};

@@ -199,7 +199,8 @@ Variable masked_fill(const Variable& x, const Tensor& mask, double value) {
   return record("masked_fill", mg::masked_fill(x.data(), mask, value), {x}, keep(),
                 [mask]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
                   return {mg::masked_fill(dy, mask, 0.0)};
-                });
+                },
+                {mask});
 }
 
 // y = cond ? a : b     da = cond ? dy : 0   db = cond ? 0 : dy
@@ -208,7 +209,8 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
                 [cond]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
                   const V zero(zeros({}, dy.dtype()));
                   return {n.needs(0) ? mg::where(cond, dy, zero) : V(), n.needs(1) ? mg::where(cond, zero, dy) : V()};
-                });
+                },
+                {cond});
 }
 
 namespace {

@@ -14,7 +14,8 @@ Variable gather(const Variable& x, int64_t dim, const Tensor& index) {
   return record("gather", mg::gather(x.data(), dim, index), {x}, keep(),
                 [in, dim, index]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
                   return {gather_backward(dy, in, dim, index)};
-                });
+                },
+                {index});
 }
 
 // z = zeros of shape `in` with dy scatter-added at index       d(dy) = dz gathered at index (the adjoint)
@@ -22,7 +23,8 @@ Variable gather_backward(const Variable& dy, const Shape& in, int64_t dim, const
   return record("gather_backward", mg::gather_backward(dy.data(), in, dim, index), {dy}, keep(),
                 [dim, index]<class V>(const V& dz, const Saved<V, 0>&, const Node&) -> Grads<V> {
                   return {gather(dz, dim, index)};
-                });
+                },
+                {index});
 }
 
 // y = slices index[i] of x along dim       dx = zeros like x, with slice i of dy added at index[i]
@@ -31,7 +33,8 @@ Variable index_select(const Variable& x, int64_t dim, const Tensor& index) {
   return record("index_select", mg::index_select(x.data(), dim, index), {x}, keep(),
                 [in, dim, index]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
                   return {index_select_backward(dy, in, dim, index)};
-                });
+                },
+                {index});
 }
 
 // z = zeros of shape `in` with slice i of dy added at index[i]     d(dy) = dz's slices at index
@@ -39,7 +42,8 @@ Variable index_select_backward(const Variable& dy, const Shape& in, int64_t dim,
   return record("index_select_backward", mg::index_select_backward(dy.data(), in, dim, index), {dy}, keep(),
                 [dim, index]<class V>(const V& dz, const Saved<V, 0>&, const Node&) -> Grads<V> {
                   return {index_select(dz, dim, index)};
-                });
+                },
+                {index});
 }
 
 // y[..., :] = W[ids[...], :]       ids: (...) int64   W: (V, D)   y: (..., D)
@@ -52,7 +56,8 @@ Variable embedding(const Tensor& ids, const Variable& weight, std::optional<int6
   return record("embedding", y, {weight}, keep(),
                 [ids, V, padding_idx]<class T>(const T& dy, const Saved<T, 0>&, const Node&) -> Grads<T> {
                   return {embedding_backward(dy, ids, V, padding_idx)};
-                });
+                },
+                {ids});
 }
 
 // z = embedding's dW       d(dy)[...] = dz[ids[...]], 0 where ids[...] is padding_idx (those rows were dropped)
@@ -65,7 +70,8 @@ Variable embedding_backward(const Variable& dy, const Tensor& ids, int64_t num_e
                   if (!pad) return {rows};
                   return {mg::masked_fill(
                       rows, eq(ids, scalar_tensor(static_cast<double>(*pad), DType::Int64)).unsqueeze(-1), 0.0)};
-                });
+                },
+                {ids});
 }
 
 // y = x (broadcast with mask, flattened) at the places mask is true
@@ -100,7 +106,8 @@ Variable scatter(const Variable& base, int64_t dim, const Tensor& index, const V
                   if (n.needs(0)) g[0] = scatter(dy, dim, index, 0.0);
                   if (n.needs(1)) g[1] = grow_to(gather(dy, dim, index), src_shape);
                   return g;
-                });
+                },
+                {index});
 }
 
 // y = base with `value` written at index along dim       dbase = dy, 0 where it was written
@@ -108,7 +115,8 @@ Variable scatter(const Variable& base, int64_t dim, const Tensor& index, double 
   return record("scatter", mg::scatter(base.data(), dim, index, value), {base}, keep(),
                 [dim, index]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
                   return {scatter(dy, dim, index, 0.0)};
-                });
+                },
+                {index});
 }
 
 // y = base with src[e] added at index[e] along dim       dbase = dy      dsrc = dy gathered at index
@@ -120,7 +128,8 @@ Variable scatter_add(const Variable& base, int64_t dim, const Tensor& index, con
                   if (n.needs(0)) g[0] = dy;
                   if (n.needs(1)) g[1] = grow_to(gather(dy, dim, index), src_shape);
                   return g;
-                });
+                },
+                {index});
 }
 
 // y = base with src combined in by `reduce`; dbase and dsrc by scatter_reduce_backward (its rules
@@ -129,35 +138,40 @@ Variable scatter_add(const Variable& base, int64_t dim, const Tensor& index, con
 Variable scatter_reduce(const Variable& base, int64_t dim, const Tensor& index, const Variable& src,
                         const std::string& reduce, bool include_self) {
   Tensor y = mg::scatter_reduce(base.data(), dim, index, src.data(), reduce, include_self);
-  return record("scatter_reduce", y, {base, src},
+  return record("scatter_reduce", y, {base, src}, keep(0, 1, kOutput),
                 [b = base.data(), s = src.data(), y, dim, index, reduce, include_self](const Tensor& dy,
-                                                                                        const Node&) -> TensorList {
+                                                                                       const Node&) -> TensorList {
                   ScatterReduceGrads g = scatter_reduce_backward(dy, b, dim, index, s, y, reduce, include_self);
                   return {g.dbase, g.dsrc};
-                });
+                },
+                {index});
 }
 
 // y = x[indices...] (advanced indexing)       dx = zeros like x with dy added at indices (repeats add up)
 Variable index_get(const Variable& x, const std::vector<Tensor>& indices) {
   const Shape in = x.shape();
   const DType dt = x.dtype();
-  return record("index", mg::index_get(x.data(), indices), {x}, keep(),
-                [in, dt, indices]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
-                  return {index_put(V(zeros(in, dt)), indices, dy, true)};
-                });
+  return record(
+      "index", mg::index_get(x.data(), indices), {x}, keep(),
+      [in, dt, indices]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+        return {index_put(V(zeros(in, dt)), indices, dy, true)};
+      },
+      indices);
 }
 
 // y = base with values written (or added, accumulate) at indices
 // dbase = dy (accumulate), or dy with 0 where values were written       dvalues = dy[indices]
 Variable index_put(const Variable& base, const std::vector<Tensor>& indices, const Variable& values, bool accumulate) {
   const DType dt = base.dtype();
-  return record("index_put", mg::index_put(base.data(), indices, values.data(), accumulate), {base, values}, keep(),
-                [indices, accumulate, dt]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
-                  Grads<V> g(2);
-                  if (n.needs(0)) g[0] = accumulate ? dy : index_put(dy, indices, V(zeros({}, dt)), false);
-                  if (n.needs(1)) g[1] = index_get(dy, indices);  // summed to values' shape by the engine
-                  return g;
-                });
+  return record(
+      "index_put", mg::index_put(base.data(), indices, values.data(), accumulate), {base, values}, keep(),
+      [indices, accumulate, dt]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
+        Grads<V> g(2);
+        if (n.needs(0)) g[0] = accumulate ? dy : index_put(dy, indices, V(zeros({}, dt)), false);
+        if (n.needs(1)) g[1] = index_get(dy, indices);  // summed to values' shape by the engine
+        return g;
+      },
+      indices);
 }
 
 }  // namespace mg

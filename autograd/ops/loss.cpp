@@ -68,7 +68,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, const Cros
                         const Tensor q = -cross_entropy_backward(ones_like(dy.data()), targets, none, o);
                         const Variable row = o.reduction == Reduction::None ? reshape(dy, {-1, 1}) : dy;
                         return {row * (Variable(mg::sum(q, {1}, true)) * exp(logp) - Variable(q))};
-                      });
+                      },
+                      {targets});
 }
 
 // loss_i = -w[t_i] x[i, t_i]          dx[i, t_i] = -w[t_i] times the reduction's factor
@@ -79,7 +80,8 @@ Variable nll_loss(const Variable& input, const Tensor& targets, const NLLLossOpt
   return record("nll_loss", mg::nll_loss(input.data(), targets, o), {input}, keep(0),
                 [targets, o]<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
                   return {nll_loss_backward(dy, x[0], targets, o)};
-                });
+                },
+                {targets});
 }
 
 // z = nll_loss's dx (linear in dy; x only gives the shape)     d(dy) = nll_loss(dz) (the adjoint)   dx = 0
@@ -87,7 +89,8 @@ Variable nll_loss_backward(const Variable& dy, const Variable& input, const Tens
   return record("nll_loss_backward", mg::nll_loss_backward(dy.data(), input.data(), targets, o), {dy, input}, keep(),
                 [targets, o]<class V>(const V& dz, const Saved<V, 0>&, const Node& n) -> Grads<V> {
                   return {n.needs(0) ? nll_loss(dz, targets, o) : V(), V()};
-                });
+                },
+                {targets});
 }
 
 // loss = -w (t log x + (1 - t) log(1 - x))
@@ -95,7 +98,7 @@ Variable nll_loss_backward(const Variable& dy, const Variable& input, const Tens
 Variable binary_cross_entropy(const Variable& input, const Variable& target, const BCELossOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy");
   return record("binary_cross_entropy", mg::binary_cross_entropy(input.data(), target.data(), o), {input, target},
-                [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
+                keep(0, 1), [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
                   auto [dx, dt] = binary_cross_entropy_backward(dy, x, t, o);
                   return {dx, dt};
                 });
@@ -107,7 +110,7 @@ Variable binary_cross_entropy_with_logits(const Variable& input, const Variable&
                                           const BCEWithLogitsLossOptions& o) {
   check_same_shape(input, target, "binary_cross_entropy_with_logits");
   return record("binary_cross_entropy_with_logits",
-                mg::binary_cross_entropy_with_logits(input.data(), target.data(), o), {input, target},
+                mg::binary_cross_entropy_with_logits(input.data(), target.data(), o), {input, target}, keep(0, 1),
                 [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
                   auto [dx, dt] = binary_cross_entropy_with_logits_backward(dy, x, t, o);
                   return {dx, dt};
@@ -118,7 +121,7 @@ Variable binary_cross_entropy_with_logits(const Variable& input, const Variable&
 // log_target: loss = e^t (t - x)      dx = -e^t      dt = e^t (t + 1 - x)
 Variable kl_div(const Variable& input, const Variable& target, const KLDivLossOptions& o) {
   check_same_shape(input, target, "kl_div");
-  return record("kl_div", mg::kl_div(input.data(), target.data(), o), {input, target},
+  return record("kl_div", mg::kl_div(input.data(), target.data(), o), {input, target}, keep(0, 1),
                 [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
                   auto [dx, dt] = kl_div_backward(dy, x, t, o);
                   return {dx, dt};

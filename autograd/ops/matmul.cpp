@@ -31,11 +31,12 @@ Variable matmul(const Variable& a, const Variable& b) {
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
   const Tensor ad = autocast(a.data()), bd = autocast(b.data());
   if (bfloat16_involved({a.data(), b.data(), ad, bd}))  // once only: the rule reads the bfloat16 copies
-    return record("matmul", mg::matmul(ad, bd), {a, b}, [ad, bd](const Tensor& dy, const Node& n) -> TensorList {
-      const Tensor g = autocast_like(dy, {ad, bd});
-      return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(),
-              n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
-    });
+    return record("matmul", mg::matmul(ad, bd), {a, b}, keep(0, 1),
+                  [ad, bd](const Tensor& dy, const Node& n) -> TensorList {
+                    const Tensor g = autocast_like(dy, {ad, bd});
+                    return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(),
+                            n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
+                  });
   return record("matmul", mg::matmul(ad, bd), {a, b}, keep(0, 1),
                 []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
                   const auto& [a, b] = s;
@@ -73,11 +74,12 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   if (bias.defined()) inputs.push_back(bias);
   const Tensor xd = autocast(x.data()), w = weight.data();
   if (bfloat16_involved({x.data(), xd, w}))  // once only: the products read bfloat16
-    return record("linear", mg::linear(xd, w, b), inputs, [xd, w](const Tensor& dy, const Node& n) -> TensorList {
-      TensorList grads = linear_product_grads(autocast_like(dy, {xd, w}), xd, w, n);
-      if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));  // from dy as it came (float32)
-      return grads;
-    });
+    return record("linear", mg::linear(xd, w, b), inputs, keep(0, 1),
+                  [xd, w](const Tensor& dy, const Node& n) -> TensorList {
+                    TensorList grads = linear_product_grads(autocast_like(dy, {xd, w}), xd, w, n);
+                    if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));  // from dy as it came (float32)
+                    return grads;
+                  });
   return record("linear", mg::linear(xd, w, b), inputs, keep(0, 1),
                 []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
                   const auto& [x, w] = s;
@@ -114,7 +116,8 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
     if (n.needs(2)) grads[2] = db;
     return grads;
   };
-  if (bf16 || xd.dtype() != x.dtype()) return record(name, mg::gelu(h, approximate), inputs, std::move(fused));
+  if (bf16 || xd.dtype() != x.dtype())
+    return record(name, mg::gelu(h, approximate), inputs, keep(0, 1), std::move(fused));
   if (!bias.defined())
     return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1), std::move(fused),
                         [approximate](const Variable& dy, const Saved<Variable, 2>& s, const Node& n) {

@@ -26,10 +26,10 @@ Pool2dArgs pool2d_args(Size2 k, Size2 stride, Size2 padding, Size2 dilation, boo
 std::pair<Variable, Tensor> max_pool2d_with_indices(const Variable& x, Size2 kernel_size, const MaxPool2dOptions& o) {
   MG_CHECK(x.defined(), StateError, "max_pool2d: the tensor is undefined");
   MaxPool2dForward f = mg::max_pool2d(x.data(), pool2d_args(kernel_size, o.stride, o.padding, o.dilation, o.ceil_mode));
-  Variable y =
-      record("max_pool2d", f.y, {x}, [idx = f.indices, shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
-        return {max_pool2d_backward(dy, idx, shape)};
-      });
+  Variable y = record("max_pool2d", f.y, {x}, keep(),
+                      [idx = f.indices, shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
+                        return {max_pool2d_backward(dy, idx, shape)};
+                      });
   return {y, f.indices};
 }
 
@@ -41,7 +41,7 @@ Variable max_pool2d(const Variable& x, Size2 kernel_size, const MaxPool2dOptions
 Variable avg_pool2d(const Variable& x, Size2 kernel_size, const AvgPool2dOptions& o) {
   MG_CHECK(x.defined(), StateError, "avg_pool2d: the tensor is undefined");
   const Pool2dArgs a = pool2d_args(kernel_size, o.stride, o.padding, 1, o.ceil_mode);
-  return record("avg_pool2d", mg::avg_pool2d(x.data(), a, o.count_include_pad, o.divisor_override), {x},
+  return record("avg_pool2d", mg::avg_pool2d(x.data(), a, o.count_include_pad, o.divisor_override), {x}, keep(),
                 [a, o, shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
                   return {avg_pool2d_backward(dy, shape, a, o.count_include_pad, o.divisor_override)};
                 });
@@ -50,7 +50,7 @@ Variable avg_pool2d(const Variable& x, Size2 kernel_size, const AvgPool2dOptions
 // y = the mean of each of the windows tiling the input; dx likewise spread back over them
 Variable adaptive_avg_pool2d(const Variable& x, Size2 output_size) {
   MG_CHECK(x.defined(), StateError, "adaptive_avg_pool2d: the tensor is undefined");
-  return record("adaptive_avg_pool2d", mg::adaptive_avg_pool2d(x.data(), output_size.h, output_size.w), {x},
+  return record("adaptive_avg_pool2d", mg::adaptive_avg_pool2d(x.data(), output_size.h, output_size.w), {x}, keep(),
                 [shape = x.shape()](const Tensor& dy, const Node&) -> TensorList {
                   return {adaptive_avg_pool2d_backward(dy, shape)};
                 });

@@ -116,7 +116,7 @@ Variable prod(const Variable& x, std::optional<int64_t> dim, bool keepdim) {
   const Shape in = x.shape();
   Shape kept = in;
   if (dim && !in.empty()) kept[wrap_dim(*dim, x.dim(), "prod")] = 1;
-  return record("prod", mg::prod(x.data(), dim, keepdim), {x},
+  return record("prod", mg::prod(x.data(), dim, keepdim), {x}, keep(0),
                 [x = x.data(), dim, kept](const Tensor& dy, const Node&) -> TensorList {
                   return {prod_backward(dim ? dy.reshape(kept) : dy, x, dim)};
                 });

@@ -20,17 +20,23 @@ Variable recurrence(RNNKind kind, const Variable& xw, const Variable& h0, const 
   if (lstm) inputs.push_back(c0);
   if (b_hh.defined()) inputs.push_back(b_hh);
   const Tensor y = lstm ? stack({f.h, f.c}, 0) : f.h;
-  return record("recurrence", y, inputs,
-                [kind, f, xw = xw.data(), h0 = h0.data(), c0t, w = w_hh.data(), bt, reverse, lstm](
-                    const Tensor& dy, const Node&) -> TensorList {
-                  const Tensor dh = lstm ? dy.narrow(0, 0, 1).squeeze(0) : dy,
-                               dc = lstm ? dy.narrow(0, 1, 1).squeeze(0) : Tensor();
-                  RecurrenceGrads g = recurrence_backward(kind, dh, dc, xw, h0, c0t, w, bt, f, reverse);
-                  TensorList out{g.dxw, g.dh0, g.dw_hh};
-                  if (lstm) out.push_back(g.dc0);
-                  if (bt.defined()) out.push_back(g.db_hh);
-                  return out;
-                });
+  auto rule = [kind, f, xw = xw.data(), h0 = h0.data(), c0t, w = w_hh.data(), bt, reverse, lstm](
+                  const Tensor& dy, const Node&) -> TensorList {
+    const Tensor dh = lstm ? dy.narrow(0, 0, 1).squeeze(0) : dy, dc = lstm ? dy.narrow(0, 1, 1).squeeze(0) : Tensor();
+    RecurrenceGrads g = recurrence_backward(kind, dh, dc, xw, h0, c0t, w, bt, f, reverse);
+    TensorList out{g.dxw, g.dh0, g.dw_hh};
+    if (lstm) out.push_back(g.dc0);
+    if (bt.defined()) out.push_back(g.db_hh);
+    return out;
+  };
+  switch (inputs.size()) {  // the rule reads every input
+    case 3:
+      return record("recurrence", y, inputs, keep(0, 1, 2), std::move(rule));
+    case 4:
+      return record("recurrence", y, inputs, keep(0, 1, 2, 3), std::move(rule));
+    default:
+      return record("recurrence", y, inputs, keep(0, 1, 2, 3, 4), std::move(rule));
+  }
 }
 
 }  // namespace mg

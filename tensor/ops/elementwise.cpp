@@ -241,6 +241,7 @@ Tensor& add_(Tensor& a, const Tensor& b) {
            "add_: the destination (shape {}, strides {}) has elements that share memory (an expanded view?)",
            shape_str(a.shape()), shape_str(a.strides()));
   const Tensor from = may_overlap(a, b) ? b.clone() : b;
+  a.storage()->bump_version();
   visit_all(a.dtype(), "add_", [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>) {
       throw DTypeError("add_: arithmetic on bool tensors is not supported");

@@ -90,8 +90,10 @@ void adam_steps(const std::vector<AdamTensors>& items, std::string_view op) {
       });
     }
   });
-  for (size_t k = 0; k < items.size(); ++k)
+  for (size_t k = 0; k < items.size(); ++k) {
     if (!items[k].param.is_contiguous()) items[k].param.copy_(params[k]);
+    for (const Tensor* s : {&items[k].param, &items[k].exp_avg, &items[k].exp_avg_sq}) s->storage()->bump_version();
+  }
 }
 }  // namespace
 

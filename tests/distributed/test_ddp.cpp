@@ -198,6 +198,39 @@ TEST(DDP, ResumingFromRankZerosCheckpointContinuesTheSameRun) {
   if (dist::is_main_process()) std::remove(path.c_str());
 }
 
+TEST(DDP, ItsInPlaceWritesCountAsVersions) {
+  // DDP writes into tensors the rest of the program holds: the parameters when it broadcasts rank
+  // 0's values, the gradients when it writes their averages back. Both move the version counters
+  // (Storage::version), so a graph that read the weights before the broadcast refuses its backward,
+  // on every rank alike (a rank that went on alone would wait for the others' all-reduce).
+  Generator g(5);
+  Net net(g);
+  Generator gd(6);
+  const Tensor x = randn({4, 6}, gd), y = randn({4, 3}, gd);
+  Variable early = loss_on(net, x, y, 0, 4);
+  const uint64_t before = net.fc3.weight.data().version();
+  dist::DistributedDataParallel ddp(net);
+  EXPECT_GT(net.fc3.weight.data().version(), before);
+  try {
+    early.backward();
+    ADD_FAILURE() << "a graph built before DDP set the weights ran its backward";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("'linear'"), std::string::npos) << e.what();
+  }
+  // the ordinary step: the averaged gradients are written in place, after the backward that made them
+  Variable l = loss_on(net, x, y, 0, 4);
+  l.backward();
+  ddp.wait();
+  // a gradient starts at version 0 when backward makes it; the average was copied into it
+  if (dist::world_size() > 1) EXPECT_GT(net.fc1.weight.grad().version(), 0u);
+  optim::SGD opt(net.parameters(), {.lr = 0.1});
+  EXPECT_NO_THROW(opt.step());
+  Variable again = loss_on(net, x, y, 0, 4);  // a new graph after the step: nothing to refuse
+  opt.zero_grad();
+  EXPECT_NO_THROW(again.backward());
+  ddp.wait();
+}
+
 TEST(DDP, DifferentModelsAreATypedErrorOnEveryRank) {
   Generator g(0);
   nn::Linear lin(4, dist::rank() == 1 ? 5 : 6, {}, g);  // rank 1 differs
