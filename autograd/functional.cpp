@@ -23,16 +23,26 @@ VariableList prepare(const VariableFunction& f, const VariableList& inputs, bool
   return xs;
 }
 
-// f(xs), checked: defined and depending on the inputs (else every derivative is 0, said plainly).
-Variable run(const VariableFunction& f, const VariableList& xs, const char* op) {
+// f(xs), checked: defined, and under strict depending on the inputs. Without strict an output that
+// does not depend on them (a constant, or the derivative of a piecewise linear function such as max)
+// has derivative 0, as in torch.autograd.functional.
+Variable run(const VariableFunction& f, const VariableList& xs, bool strict, const char* op) {
   const EnableGradGuard recording;
   Variable y = f(xs);
   MG_CHECK(y.defined(), StateError, "{}: the function returned an undefined Variable", op);
-  MG_CHECK(y.requires_grad(), ValueError,
-           "{}: the function's output does not depend on its inputs (it was computed from constants, or "
-           "under NoGradGuard)",
+  MG_CHECK(!strict || y.requires_grad(), ValueError,
+           "{}: the function's output does not depend on its inputs (it was computed from constants, or under "
+           "NoGradGuard), which strict mode refuses; without strict the derivative is zero",
            op);
   return y;
+}
+
+// strict: every input must reach the output (g[i] defined), as torch.autograd.functional's strict.
+void check_every_input_used(const VariableList& g, bool strict, const char* what, const char* op) {
+  for (size_t i = 0; strict && i < g.size(); ++i)
+    MG_CHECK(g[i].defined(), ValueError,
+             "{}: the {} is independent of input {}, which strict mode refuses; without strict that part is zero",
+             op, what, i);
 }
 
 // One tensor per input, each its input's shape and dtype (tangents, hvp's v).
@@ -56,21 +66,35 @@ VariableList zeros_for_unused(VariableList g, const VariableList& xs) {
 }  // namespace
 
 std::pair<Variable, VariableList> vjp(const VariableFunction& f, const VariableList& inputs, const Variable& v,
-                                      bool create_graph) {
+                                      bool create_graph, bool strict) {
   const VariableList xs = prepare(f, inputs, create_graph, "vjp");
-  const Variable y = run(f, xs, "vjp");
+  const Variable y = run(f, xs, strict, "vjp");
+  if (!y.requires_grad()) {  // a constant output: v^T J = 0 (v still checked against it)
+    MG_CHECK(!v.defined() || v.shape() == y.shape(), ShapeError, "vjp: v has shape {} but the output has {}",
+             shape_str(v.shape()), shape_str(y.shape()));
+    return {y, zeros_for_unused(VariableList(xs.size()), xs)};
+  }
+  MG_CHECK(!v.defined() || v.shape() == y.shape(), ShapeError, "vjp: v has shape {} but the function's output has {}",
+           shape_str(v.shape()), shape_str(y.shape()));
+  MG_CHECK(!v.defined() || v.dtype() == y.dtype(), DTypeError, "vjp: v is {} but the function's output is {}",
+           dtype_name(v.dtype()), dtype_name(y.dtype()));
+  const OpScope scope("vjp");  // what grad raises names vjp (not the function f, which ran above)
   const VariableList g = grad({y}, xs, {.grad_outputs = {v}, .create_graph = create_graph, .allow_unused = true});
+  check_every_input_used(g, strict, "output", "vjp");
   return {create_graph ? y : y.detach(), zeros_for_unused(g, xs)};
 }
 
 std::pair<Variable, Variable> jvp(const VariableFunction& f, const VariableList& inputs, const VariableList& tangents,
-                                  bool create_graph) {
+                                  bool create_graph, bool strict) {
   const VariableList xs = prepare(f, inputs, create_graph, "jvp");
   check_like(tangents, xs, "tangents", "jvp");
-  const Variable y = run(f, xs, "jvp");
+  const Variable y = run(f, xs, strict, "jvp");
+  if (!y.requires_grad()) return {y, Variable(zeros(y.shape(), y.dtype()))};  // a constant: J u = 0
   // g(w) = J^T w, recorded, for a dummy w of y's shape (its value does not matter: g is linear in w)
+  const OpScope scope("jvp");
   const Variable w(zeros(y.shape(), y.dtype()), true);
   const VariableList g = grad({y}, xs, {.grad_outputs = {w}, .create_graph = true, .allow_unused = true});
+  check_every_input_used(g, strict, "output", "jvp");
   // d/dw sum_i <g_i(w), u_i> = J u
   VariableList outs, weights;
   for (size_t i = 0; i < g.size(); ++i)
@@ -82,19 +106,23 @@ std::pair<Variable, Variable> jvp(const VariableFunction& f, const VariableList&
 }
 
 std::pair<Variable, VariableList> hvp(const VariableFunction& f, const VariableList& inputs, const VariableList& v,
-                                      bool create_graph) {
+                                      bool create_graph, bool strict) {
   const VariableList xs = prepare(f, inputs, create_graph, "hvp");
   check_like(v, xs, "vectors", "hvp");
-  const Variable y = run(f, xs, "hvp");
+  const Variable y = run(f, xs, strict, "hvp");
   MG_CHECK(y.numel() == 1, ShapeError, "hvp: the function must return one element (a loss), got shape {}",
            shape_str(y.shape()));
+  if (!y.requires_grad()) return {y, zeros_for_unused(VariableList(xs.size()), xs)};  // a constant: H = 0
+  const OpScope scope("hvp");
   const VariableList g = grad({y}, xs, {.create_graph = true, .allow_unused = true});
+  check_every_input_used(g, strict, "output", "hvp");
   VariableList outs, weights;
   VariableList hv(xs.size());
   for (size_t i = 0; i < g.size(); ++i)
     if (g[i].defined() && g[i].requires_grad()) outs.push_back(g[i]), weights.push_back(v[i]);
   if (!outs.empty())  // else f is linear in x: H = 0
     hv = grad(outs, xs, {.grad_outputs = weights, .create_graph = create_graph, .allow_unused = true});
+  check_every_input_used(hv, strict, "gradient (so the Hessian's row)", "hvp");
   return {create_graph ? y : y.detach(), zeros_for_unused(hv, xs)};
 }
 

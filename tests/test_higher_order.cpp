@@ -773,8 +773,47 @@ TEST(HigherOrder, FunctionalErrors) {
   }
   EXPECT_THROW(hvp(f, {x}, {}), ValueError);
   EXPECT_THROW(hvp([](const V& in) { return exp(in[0]); }, {x}, {Variable(rnd({3}, 2))}), ShapeError);  // not a scalar
-  EXPECT_THROW(vjp([](const V&) { return Variable(zeros({1}, DType::Float64)); }, {x}), ValueError);
+  EXPECT_THROW(vjp([](const V&) { return Variable(zeros({1}, DType::Float64)); }, {x}, Variable(), false, true),
+               ValueError);  // strict: an output independent of the inputs
   EXPECT_THROW(jvp(f, {Variable(ints({1, 2}, {2}))}, {Variable(rnd({2}, 3))}), DTypeError);
+}
+
+TEST(HigherOrder, OutputsThatDoNotDependOnAnInputGiveZerosUnlessStrict) {
+  // The gradient of max is a one-hot vector whatever x is (away from ties): as a function of x it is
+  // piecewise constant, its output carries no history, and its Jacobian is 0. torch.autograd.functional
+  // returns zeros there (strict=False) and raises with strict=True; so do vjp, jvp and hvp.
+  const auto grad_of_max = [](const V& in) { return grad({max(in[0])}, {in[0]}, {.create_graph = true})[0]; };
+  const Variable x(tensor({0.5f, 2, -1}, {3}).to(DType::Float64)), u(rnd({3}, 7));
+  const auto [gx, ju] = jvp(grad_of_max, {x}, {u});
+  mgtest::expect_values(gx.data(), {3}, {0, 1, 0});
+  mgtest::expect_values(ju.data(), {3}, {0, 0, 0});
+  const auto [gx2, vj] = vjp(grad_of_max, {x}, Variable(rnd({3}, 8)));
+  mgtest::expect_values(vj[0].data(), {3}, {0, 0, 0});
+  const auto [l, hv] = hvp([](const V& in) { return sum(in[0] * 2.0); }, {x}, {u});  // linear: H = 0
+  mgtest::expect_values(hv[0].data(), {3}, {0, 0, 0});
+  try {
+    jvp(grad_of_max, {x}, {u}, false, /*strict=*/true);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("jvp: the function's output does not depend on its inputs"));
+  }
+  // an input the function does not use: zeros for it, or with strict an error naming it
+  const auto first_only = [](const V& in) { return sum(in[0] * in[0]); };
+  const Variable y(rnd({2}, 9));
+  const auto [v0, g] = vjp(first_only, {x, y});
+  mgtest::expect_values(g[1].data(), {2}, {0, 0});
+  try {
+    vjp(first_only, {x, y}, Variable(), false, true);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("vjp: the output is independent of input 1"));
+  }
+  try {
+    hvp([](const V& in) { return sum(in[0] * 2.0); }, {x}, {u}, false, true);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("hvp: the gradient (so the Hessian's row) is independent of input 0"));
+  }
 }
 
 // ---- dual numbers ----
