@@ -15,6 +15,7 @@
 
 #include "minigrad/data/bpe.h"
 #include "minigrad/tensor/error.h"
+#include "minigrad/tensor/generator.h"
 
 #include "golden_lines.h"
 
@@ -148,6 +149,60 @@ TEST(BPE, MergesApplyLowestRankFirst) {
   EXPECT_THAT(tiny({"aa", "aaaa"}, {"a a", "aa aa"}).tokenize("aaaaa"), ElementsAre("aaaa", "a"));
   // merges never cross the pre-tokenizer's words
   EXPECT_THAT(tiny({"o!"}, {"o !"}).tokenize("o! o"), ElementsAre("o", "!", "\xc4\xa0", "o"));
+}
+
+namespace {
+// The rule written literally, as it was implemented before: find the neighbouring pair of the lowest
+// rank (the leftmost on a tie), merge it, repeat. O(n^2); the reference for short words.
+Tokens literal_bpe(const std::string& word, const Tokens& merge_lines) {
+  Tokens parts;
+  for (char b : word) parts.push_back(GPT2Tokenizer::byte_to_token(static_cast<uint8_t>(b)));
+  for (;;) {
+    size_t best_i = 0, best_rank = merge_lines.size();
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      const auto it = std::find(merge_lines.begin(), merge_lines.end(), parts[i] + " " + parts[i + 1]);
+      const size_t rank = static_cast<size_t>(it - merge_lines.begin());
+      if (rank < best_rank) best_rank = rank, best_i = i;
+    }
+    if (best_rank == merge_lines.size()) return parts;
+    parts[best_i] += parts[best_i + 1];
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best_i) + 1);
+  }
+}
+}  // namespace
+
+TEST(BPE, TheHeapMergesAsTheLiteralRuleDoes) {
+  // Merges over a three-letter alphabet whose results overlap and chain, on 300 random words.
+  const Tokens merges = {"a b", "b a", "ab a", "c c", "a a", "ab ab", "cc c", "ba b", "aa b", "abab ab", "b b"};
+  const GPT2Tokenizer tok =
+      tiny({"ab", "ba", "aba", "cc", "aa", "abab", "ccc", "bab", "aab", "ababab", "bb"}, merges);
+  Generator g(3);
+  for (int w = 0; w < 300; ++w) {
+    std::string word;
+    const int64_t len = 1 + static_cast<int64_t>(g.next_below(40));
+    for (int64_t i = 0; i < len; ++i) word += "abc"[g.next_below(3)];
+    EXPECT_EQ(tok.tokenize(word), literal_bpe(word, merges)) << word;
+  }
+}
+
+TEST(BPE, AOneMegabyteWordIsTokenized) {
+  // One word of 2^20 bytes (a minified file, base64 have such words): the literal rule is
+  // quadratic here (64 K bytes took 13.6 s, a megabyte never finished); the heap takes n log n.
+  const GPT2Tokenizer tok = tiny({"aa", "aaaa", "aaaaaaaa", std::string(16, 'a')},
+                                 {"a a", "aa aa", "aaaa aaaa", "aaaaaaaa aaaaaaaa"});
+  const Tokens t = tok.tokenize(std::string(size_t{1} << 20, 'a'));
+  ASSERT_EQ(t.size(), size_t{1} << 16);  // 2^20 / 16 tokens of 16 a's
+  EXPECT_EQ(t.front(), std::string(16, 'a'));
+  EXPECT_EQ(t.back(), std::string(16, 'a'));
+  // random letters and digits with the real vocabulary subset: decoding gives the word back
+  const GPT2Tokenizer real = GPT2Tokenizer::from_files(kGolden + "/bpe/vocab.json", kGolden + "/bpe/merges.txt");
+  Generator g(4);
+  std::string word;
+  const std::string alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (int64_t i = 0; i < (int64_t{1} << 20); ++i) word += alphabet[g.next_below(alphabet.size())];
+  const std::vector<int64_t> ids = real.encode(word);
+  EXPECT_LT(ids.size(), word.size());  // merges happened
+  EXPECT_EQ(real.decode(ids), word);
 }
 
 TEST(BPE, EndOfTextIsOneToken) {
