@@ -1,6 +1,7 @@
 #include "minigrad/data/dataloader.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <system_error>
 
@@ -78,10 +79,20 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   MG_CHECK(options_.num_workers >= 0, ValueError, "DataLoader: num_workers must be >= 0, got {}", options_.num_workers);
   MG_CHECK(options_.prefetch_factor >= 1, ValueError, "DataLoader: prefetch_factor must be >= 1, got {}",
            options_.prefetch_factor);
+  MG_CHECK(options_.num_workers <= std::numeric_limits<int64_t>::max() / options_.prefetch_factor, ValueError,
+           "DataLoader: num_workers {} times prefetch_factor {} batches ahead does not fit in int64",
+           options_.num_workers, options_.prefetch_factor);
+  examples();  // a dataset whose size() is negative is refused here
+}
+
+int64_t DataLoader::examples() const {
+  const int64_t n = dataset_->size();
+  MG_CHECK(n >= 0, ValueError, "DataLoader: the dataset's size() returned {}; expected a count >= 0", n);
+  return n;
 }
 
 int64_t DataLoader::size() const {
-  const int64_t n = dataset_->size(), b = options_.batch_size;
+  const int64_t n = examples(), b = options_.batch_size;
   return options_.drop_last ? n / b : n / b + (n % b != 0);
 }
 
@@ -94,7 +105,7 @@ void DataLoader::set_epoch(int64_t e) {
 // each other and any epoch can be recomputed on its own.
 std::vector<int64_t> DataLoader::order(int64_t e) const {
   MG_CHECK(e >= 0, ValueError, "DataLoader: epoch must be >= 0, got {}", e);
-  const int64_t n = dataset_->size();
+  const int64_t n = examples();
   std::vector<int64_t> idx;
   try {
     idx.resize(static_cast<size_t>(n));
@@ -111,7 +122,7 @@ std::vector<int64_t> DataLoader::order(int64_t e) const {
 
 Batch DataLoader::batch_of(const std::vector<int64_t>& order, int64_t i) const {
   const int64_t b = options_.batch_size, start = i * b;
-  const int64_t len = std::min<int64_t>(b, dataset_->size() - start);
+  const int64_t len = std::min<int64_t>(b, examples() - start);
   return dataset_->gather(std::vector<int64_t>(order.begin() + start, order.begin() + start + len));
 }
 

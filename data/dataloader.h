@@ -139,6 +139,8 @@ class DataLoader {
  private:
   friend class Prefetcher;
   Batch batch_of(const std::vector<int64_t>& order, int64_t i) const;
+  // The dataset's size(), refused (ValueError) when negative.
+  int64_t examples() const;
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   int64_t epoch_ = 0;

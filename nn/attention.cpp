@@ -40,10 +40,11 @@ Variable RotaryEmbedding::forward(const Variable& x, int64_t offset) const {
   MG_CHECK(is_floating(x.dtype()), DTypeError, "RotaryEmbedding: expected a float32 or float64 input, got {}",
            dtype_name(x.dtype()));
   const int64_t T = x.size(-2);
+  // (offset + T is not computed: with an offset near INT64_MAX it would overflow)
   MG_CHECK(offset >= 0 && offset <= options.max_seq_len - T, IndexError,
-           "RotaryEmbedding: positions {} to {} are outside 0 to {} (max_seq_len {}; raise it in "
+           "RotaryEmbedding: {} positions from offset {} do not fit in 0 to {} (max_seq_len {}; raise it in "
            "RotaryEmbeddingOptions)",
-           offset, offset + T - 1, options.max_seq_len - 1, options.max_seq_len);
+           T, offset, options.max_seq_len - 1, options.max_seq_len);
   const bool f64 = x.dtype() == DType::Float64;
   const Tensor& c = f64 ? tables_->cos64 : tables_->cos32;
   const Tensor& s = f64 ? tables_->sin64 : tables_->sin32;

@@ -1,5 +1,6 @@
 #include "minigrad/nn/bert.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +45,20 @@ void check_config(const BertConfig& c) {
            "BertModel: hidden_dropout_prob {} and attention_probs_dropout_prob {} must be equal here (each "
            "TransformerEncoderLayer has one dropout p)",
            c.hidden_dropout_prob, c.attention_probs_dropout_prob);
+  MG_CHECK(std::isfinite(c.layer_norm_eps) && c.layer_norm_eps > 0, ValueError,
+           "BertModel: layer_norm_eps must be finite and positive, got {}", c.layer_norm_eps);
+  MG_CHECK(c.hidden_dropout_prob >= 0 && c.hidden_dropout_prob <= 1, ValueError,
+           "BertModel: hidden_dropout_prob must be in [0, 1], got {}", c.hidden_dropout_prob);
+  // The size, before anything is built (a config.json of 2^40 layers once allocated until killed):
+  // embeddings (V + P + T) h + 2h; per layer Q, K, V, O (4h^2 + 4h), the MLP (2 h I + I + h) and two
+  // LayerNorms (4h); the pooler h^2 + h.
+  const double h = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
+  const double params = static_cast<double>(c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h +
+                        static_cast<double>(c.num_hidden_layers) * (4 * h * h + 2 * h * I + I + 9 * h) + h * h + h;
+  check_fits_in_memory(params * 4, fmt::format("BertModel: a model of num_hidden_layers={}, hidden_size={}, "
+                                               "intermediate_size={}, vocab_size={} ({:.3g} float32 parameters)",
+                                               c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
+                                               params));
 }
 }  // namespace
 
@@ -81,6 +96,8 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
     check_config(c);
   } catch (const ValueError& e) {
     throw ValueError(fmt::format("BertConfig: {}: {}", path, e.what()));
+  } catch (const MemoryError& e) {
+    throw MemoryError(fmt::format("BertConfig: {}: {}", path, e.what()));
   }
   return c;
 }
@@ -156,6 +173,25 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
   MG_CHECK(ids.dim() == 2 && ids.size(0) >= 1 && ids.size(1) >= 1, ShapeError,
            "BertModel: input_ids must be (batch, seq) with at least one sequence of at least one token, got shape {}",
            shape_str(ids.shape()));
+  // What the embeddings would refuse, refused here in BertModel's own words (the caller called it)
+  MG_CHECK(ids.dtype() == DType::Int64, DTypeError, "BertModel: input_ids must be int64, got {}",
+           dtype_name(ids.dtype()));
+  MG_CHECK(ids.size(1) <= config.max_position_embeddings, ShapeError,
+           "BertModel: a sequence of {} tokens is longer than max_position_embeddings {}; truncate it to at most {}",
+           ids.size(1), config.max_position_embeddings, config.max_position_embeddings);
+  const auto [lo, hi] = std::pair{min(ids).item<int64_t>(), max(ids).item<int64_t>()};
+  MG_CHECK(lo >= 0 && hi < config.vocab_size, IndexError,
+           "BertModel: input_ids must be token ids in [0, {}) (vocab_size), got ids from {} to {}", config.vocab_size,
+           lo, hi);
+  if (o.token_type_ids.defined()) {
+    MG_CHECK(o.token_type_ids.shape() == ids.shape() && o.token_type_ids.dtype() == DType::Int64, ShapeError,
+             "BertModel: token_type_ids must be int64 of the shape of input_ids {}, got {} {}", shape_str(ids.shape()),
+             shape_str(o.token_type_ids.shape()), dtype_name(o.token_type_ids.dtype()));
+    const int64_t tlo = min(o.token_type_ids).item<int64_t>(), thi = max(o.token_type_ids).item<int64_t>();
+    MG_CHECK(tlo >= 0 && thi < config.type_vocab_size, IndexError,
+             "BertModel: token_type_ids must be in [0, {}) (type_vocab_size), got {} to {}", config.type_vocab_size,
+             tlo, thi);
+  }
   if (o.attention_mask.defined()) {
     MG_CHECK(o.attention_mask.dtype() == DType::Int64 || o.attention_mask.dtype() == DType::Bool, DTypeError,
              "BertModel: attention_mask must be int64 or Bool (1 = a real token, 0 = padding), got {}",

@@ -46,8 +46,24 @@ Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
 
 // ---------------------------------------------------------------- GPT
 
+namespace {
+// The model's size checked before any parameter is made: a config.json asking for 2^40 layers is a
+// MemoryError at once, not an allocation loop that runs until the system kills the process.
+// Per block: two LayerNorms (4d), four d x d Linears with biases (4d^2 + 4d), fc (4d^2 + 4d), proj (4d^2 + d).
+int64_t checked_vocab(int64_t vocab, int64_t ctx, const GPTOptions& o) {
+  const double V = static_cast<double>(vocab), d = static_cast<double>(o.d_model);
+  const double params = (V + static_cast<double>(ctx)) * d +
+                        static_cast<double>(std::max<int64_t>(o.num_layers, 0)) * (12 * d * d + 13 * d) + 2 * d +
+                        (o.tie_weights ? 0 : V * d) + (o.head_bias ? V : 0);
+  check_fits_in_memory(params * 4, fmt::format("GPT: a model of num_layers={}, d_model={}, vocab {} and context {} "
+                                               "({:.3g} float32 parameters)",
+                                               o.num_layers, o.d_model, vocab, ctx, params));
+  return vocab;
+}
+}  // namespace
+
 GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
-    : vocab_size(vocab),
+    : vocab_size(checked_vocab(vocab, ctx, o)),
       context(ctx),
       options(o),
       tok(vocab, o.d_model, {}, gen),

@@ -262,12 +262,12 @@ GPTOptions gpt2_options_from_json(const std::string& path, int64_t& vocab_size, 
   return o;
 }
 
-void load_hf_gpt2(GPT& model, const std::string& path) {
+namespace {
+// GPT-2's weights into `model`, whatever its activation (gpt2_from_pretrained built it from config.json).
+void load_gpt2_weights(GPT& model, const std::string& path) {
   const SafeTensors file = load_safetensors(path);
   MG_CHECK(!model.head.bias.defined(), ValueError,
            "load_hf_gpt2: the model must have head_bias = false (GPT-2's lm_head has none); use gpt2_from_pretrained");
-  MG_CHECK(model.options.gelu_approximate == "tanh", ValueError,
-           "load_hf_gpt2: the model must have gelu_approximate = \"tanh\" (GPT-2's gelu_new); use gpt2_from_pretrained");
   // GPT2LMHeadModel's names start with "transformer."; GPT2Model's do not.
   const std::string pre = file.find("transformer.wte.weight").defined() ? "transformer." : "";
   const int64_t d = model.options.d_model, V = model.vocab_size;
@@ -322,12 +322,22 @@ void load_hf_gpt2(GPT& model, const std::string& path) {
   });
   load_state_dict(model, state);
 }
+}  // namespace
+
+void load_hf_gpt2(GPT& model, const std::string& path) {
+  // A model built by hand must have GPT-2's usual activation; gpt2_from_pretrained builds the one
+  // config.json names (activation_function "gelu" is GELU without the tanh approximation).
+  MG_CHECK(model.options.gelu_approximate == "tanh", ValueError,
+           "load_hf_gpt2: the model must have gelu_approximate = \"tanh\" (GPT-2's gelu_new); use gpt2_from_pretrained, "
+           "which builds the activation config.json names");
+  load_gpt2_weights(model, path);
+}
 
 std::unique_ptr<GPT> gpt2_from_pretrained(const std::string& folder) {
   int64_t vocab = 0, context = 0;
   const GPTOptions o = gpt2_options_from_json((fs::path(folder) / "config.json").string(), vocab, context);
   auto model = std::make_unique<GPT>(vocab, context, o);
-  load_hf_gpt2(*model, (fs::path(folder) / "model.safetensors").string());
+  load_gpt2_weights(*model, (fs::path(folder) / "model.safetensors").string());
   model->eval();
   return model;
 }

@@ -84,8 +84,11 @@ SequentialLR::SequentialLR(Optimizer& opt, std::vector<LRScheduler*> schedulers,
            schedulers_.empty() ? 0 : schedulers_.size() - 1, milestones_.size());
   for (size_t i = 0; i < schedulers_.size(); ++i) {
     MG_CHECK(schedulers_[i] != nullptr, ValueError, "SequentialLR: scheduler {} is null", i);
-    MG_CHECK(schedulers_[i]->base_lrs().size() == base_lrs().size(), ValueError,
-             "SequentialLR: scheduler {} ({}) belongs to an optimizer with other groups", i, schedulers_[i]->name());
+    // PyTorch's rule: every schedule sets the optimizer SequentialLR was given (one of another
+    // optimizer would compute rates from that one's base rates, for groups it does not set)
+    MG_CHECK(&schedulers_[i]->optimizer() == &opt, ValueError,
+             "SequentialLR: scheduler {} ({}) belongs to another optimizer than the one SequentialLR was given", i,
+             schedulers_[i]->name());
   }
   for (size_t i = 0; i < milestones_.size(); ++i)
     MG_CHECK(milestones_[i] > 0 && (i == 0 || milestones_[i] > milestones_[i - 1]), ValueError,

@@ -25,6 +25,8 @@ class LRScheduler {
   void set_step(int64_t s);
   /// The learning rate of group 0 now.
   double get_lr() const { return opt_.groups().front().lr; }
+  /// The optimizer whose groups this schedule sets.
+  Optimizer& optimizer() const { return opt_; }
   /// The class name ("WarmupCosineLR"), saved in checkpoints.
   virtual std::string name() const = 0;
   /// The schedule's settings ({"warmup_steps", 100}, ...), saved in checkpoints and checked on load.
@@ -55,7 +57,6 @@ class LRScheduler {
   /// Start the schedule from these rates instead of the groups' (OneCycleLR: max_lr / div_factor),
   /// which become the groups' initial_lr.
   void set_base_lrs(std::vector<double> lrs);
-  Optimizer& optimizer() const { return opt_; }
 
  private:
   Optimizer& opt_;

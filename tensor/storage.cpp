@@ -7,9 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <new>
 #include <unordered_map>
 #include <vector>
+
+#include <unistd.h>
 
 namespace mg {
 namespace {
@@ -116,6 +119,17 @@ void empty_cache() {
     for (void* p : list) std::free(p);
   c.free.clear();
   c.bytes = 0;
+}
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+void check_fits_in_memory(double bytes, const std::string& what) {
+  const double have = physical_memory_bytes();
+  MG_CHECK(!(bytes > have) || have == 0, MemoryError, "{} needs {:.3g} bytes, more than this machine's {:.3g} bytes of memory",
+           what, bytes, have);
 }
 
 }  // namespace mg

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace mg {
 
@@ -55,5 +56,11 @@ size_t max_memory_allocated();
 void reset_peak_memory_stats();
 /// Return every cached block to the system.
 void empty_cache();
+/// The machine's physical memory in bytes (0 if the system does not say): what a model read from a
+/// config file is checked against before any of it is allocated.
+double physical_memory_bytes();
+/// A MemoryError naming `what` unless `bytes` fit in the machine's physical memory (a config that asks
+/// for 2^40 layers is refused at once, instead of allocating until the system kills the process).
+void check_fits_in_memory(double bytes, const std::string& what);
 
 }  // namespace mg

@@ -223,6 +223,24 @@ TEST(DataLoader, DatasetsThatCannotBeBatchedAreNamed) {
   EXPECT_THROW(data::DataLoader(nullptr), ValueError);
   EXPECT_THROW(data::DataLoader(ten(), {.num_workers = -1}), ValueError);
   EXPECT_THROW(data::DataLoader(ten(), {.num_workers = 2, .prefetch_factor = 0}), ValueError);
+  // num_workers * prefetch_factor past int64 (it overflowed in the prefetcher before)
+  try {
+    data::DataLoader(ten(), {.num_workers = int64_t{1} << 40, .prefetch_factor = int64_t{1} << 40});
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("DataLoader: num_workers 1099511627776 times prefetch_factor 1099511627776"));
+  }
+  // a dataset whose size() is negative: a ValueError saying so (it was a MemoryError about the order)
+  struct Negative : data::Dataset {
+    int64_t size() const override { return -5; }
+    data::Batch get(int64_t) const override { return {zeros({1})}; }
+  };
+  try {
+    data::DataLoader(std::make_shared<Negative>());
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("DataLoader: the dataset's size() returned -5; expected a count >= 0"));
+  }
 }
 
 TEST(DistributedSampler, ShardsAreDisjointAndCoverTheEpoch) {

@@ -169,6 +169,19 @@ TEST(HigherOrder, AnOpWithoutASecondRuleSaysSo) {
   } catch (const NotImplementedError& e) {
     EXPECT_THAT(e.what(), HasSubstr("'conv2d' is not differentiable twice"));
   }
+  // conv1d and conv_transpose1d run conv2d's kernels, but the error names the op that was called
+  const Variable x1(rnd({1, 1, 5}, 10), true), w1(rnd({1, 1, 3}, 11), true);
+  for (int transposed = 0; transposed < 2; ++transposed) {
+    auto f = [&] { return transposed ? conv_transpose1d(x1, w1) : conv1d(x1, w1); };
+    const V g1 = grad({sum(pow(f(), 2))}, {w1}, {.create_graph = true});
+    try {
+      grad({sum(g1[0] * g1[0])}, {x1});
+      FAIL();
+    } catch (const NotImplementedError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(transposed ? "'conv_transpose1d' is not differentiable twice"
+                                                 : "'conv1d' is not differentiable twice"));
+    }
+  }
 }
 
 TEST(HigherOrder, AHookThatReplacesAGradientCannotBeRecorded) {
@@ -527,7 +540,7 @@ TEST(HigherOrder, OpsThatAreNotTwiceDifferentiableNameThemselves) {
         {rnd({2, 3}, 67), rnd({1, 3}, 68)}},
        "scatter_reduce"},
       {{"conv2d", [](const V& x) { return conv2d(x[0], x[1]); }, {img, rnd({1, 1, 2, 2}, 64)}}, "conv2d"},
-      {{"conv1d", [](const V& x) { return conv1d(x[0], x[1]); }, {rnd({1, 1, 5}, 65), rnd({1, 1, 2}, 66)}}, "conv2d"},
+      {{"conv1d", [](const V& x) { return conv1d(x[0], x[1]); }, {rnd({1, 1, 5}, 65), rnd({1, 1, 2}, 66)}}, "conv1d"},  // (it named the conv2d it runs on)
       {{"max_pool2d",
         [](const V& x) {
           return max_pool2d(x[0] * x[0], {2, 2});
@@ -566,7 +579,7 @@ TEST(HigherOrder, OpsThatAreNotTwiceDifferentiableNameThemselves) {
       {{"conv_transpose1d",
         [](const V& x) { return conv_transpose1d(x[0] * x[0], x[1], Variable(), {.stride = 2}); },
         {rnd({1, 2, 3}, 72), rnd({2, 1, 2}, 73)}},
-       "conv_transpose2d"},
+       "conv_transpose1d"},  // (it named the conv_transpose2d it runs on)
       {{"recurrence",
         [](const V& x) { return recurrence(RNNKind::Tanh, x[0], x[1], Variable(), x[2]); },
         {rnd({3, 2, 2}, 67), rnd({2, 2}, 68), rnd({2, 2}, 69)}},

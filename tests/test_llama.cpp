@@ -157,8 +157,13 @@ TEST(Rotary, Errors) {
                rotary_embedding(ones({2, 5, 4}, DType::Float64), c, s));
   EXPECT_ERROR(ShapeError, "rotary_embedding", "one shape", rotary_embedding(ones({2, 5, 4}), c, s.narrow(0, 0, 4)));
   nn::RotaryEmbedding rope(4, {.max_seq_len = 8});
-  EXPECT_ERROR(IndexError, "RotaryEmbedding", "positions 3 to 8 are outside 0 to 7",
+  EXPECT_ERROR(IndexError, "RotaryEmbedding", "6 positions from offset 3 do not fit in 0 to 7",
                rope(Variable(ones({1, 6, 4})), 3));
+  // an offset so large that offset + T would overflow int64 (a crash under UBSan before)
+  EXPECT_ERROR(IndexError, "RotaryEmbedding", "from offset 9223372036854775807 do not fit",
+               rope(Variable(ones({1, 6, 4})), std::numeric_limits<int64_t>::max()));
+  EXPECT_ERROR(IndexError, "RotaryEmbedding", "from offset -9223372036854775808 do not fit",
+               rope(Variable(ones({1, 6, 4})), std::numeric_limits<int64_t>::min()));
   EXPECT_ERROR(ShapeError, "RotaryEmbedding", "expected an input (..., seq, 4)", rope(Variable(ones({1, 6, 6}))));
   EXPECT_ERROR(ValueError, "RotaryEmbedding", "head_dim must be even", nn::RotaryEmbedding(3));
   EXPECT_EQ(rope.extra_repr(), "head_dim=4, max_seq_len=8, base=10000, interleaved=False");
@@ -262,6 +267,13 @@ TEST(Sdpa, Errors) {
                scaled_dot_product_attention(q, Variable(ones({2, 4, 3, 8}, DType::Float64)), q));
   EXPECT_ERROR(ShapeError, op, "k (2, 4, 3, 7)", scaled_dot_product_attention(q, Variable(ones({2, 4, 3, 7})), q));
   EXPECT_ERROR(StateError, op, "undefined", scaled_dot_product_attention(Variable(), q, q));
+  // fewer key/value heads without enable_gqa: named as attention's, with the hint (it said "matmul:")
+  Variable k2(ones({2, 2, 5, 8})), v2(ones({2, 2, 5, 8}));
+  EXPECT_ERROR(ShapeError, op, "dim -3 of q (2, 4, 3, 8), k (2, 2, 5, 8) and v (2, 2, 5, 8) does not broadcast",
+               scaled_dot_product_attention(q, k2, v2));
+  EXPECT_ERROR(ShapeError, op, "pass enable_gqa = true", scaled_dot_product_attention(q, k2, v2));
+  EXPECT_ERROR(ShapeError, op, "dim -4",
+               scaled_dot_product_attention(q, Variable(ones({3, 4, 5, 8})), Variable(ones({3, 4, 5, 8}))));
 }
 
 // ---------------------------------------------------------------- grouped-query attention, SwiGLU

@@ -702,4 +702,14 @@ TEST(Schedules, Errors) {
   EXPECT_THROW(optim::SequentialLR(opt, {&a, &b}, {}), ValueError);
   EXPECT_THROW(optim::SequentialLR(opt, {&a, &b}, {0}), ValueError);
   EXPECT_THROW(optim::SequentialLR(opt, {&a, nullptr}, {2}), ValueError);
+  // a schedule of another optimizer, even one with as many groups (it was accepted)
+  Variable w2(zeros({1}), true);
+  optim::SGD other({w2}, {.lr = 0.5});
+  optim::StepLR c(other, 2);
+  try {
+    optim::SequentialLR(opt, {&a, &c}, {2});
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(std::string(e.what()), testing::HasSubstr("SequentialLR: scheduler 1 (StepLR) belongs to another optimizer"));
+  }
 }

@@ -232,6 +232,24 @@ TEST(Gpt2, ReadsGPT2ModelNamesWithoutPrefixAndOldMaskBuffers) {
   EXPECT_LT(max_diff((*model)(gold("gpt2.input_ids")).data(), gold("gpt2.logits")), 1e-12);
 }
 
+TEST(Gpt2, AConfigWithExactGeluLoadsAndRunsExactGelu) {
+  // activation_function "gelu" (GELU without the tanh approximation): the config reader accepted it
+  // and the loader then refused the model it had built; now the model loads with exact GELU.
+  const std::string dir = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["activation_function"] = "gelu"; });
+  auto exact = nn::gpt2_from_pretrained(dir);
+  EXPECT_EQ(exact->options.gelu_approximate, "none");
+  auto tanh_model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  exact->to(DType::Float64), tanh_model->to(DType::Float64);
+  const Tensor ids = gold("gpt2.input_ids");
+  // the same weights; the two GELUs differ by at most about 1e-3, so the logits are close, not equal
+  const double d = max_diff((*exact)(ids).data(), (*tanh_model)(ids).data());
+  EXPECT_GT(d, 0.0);
+  EXPECT_LT(d, 1e-2);
+  // a model built by hand still has to say tanh to load_hf_gpt2
+  EXPECT_THAT(error_of([&] { nn::load_hf_gpt2(*exact, dir + "/model.safetensors"); }),
+              HasSubstr("use gpt2_from_pretrained, which builds the activation config.json names"));
+}
+
 TEST(Gpt2, ConvOneDWeightsAreTransposedAndSplit) {
   // w_q's row r is c_attn's column r; w_k's row r is column d + r.
   auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
@@ -367,6 +385,29 @@ TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
   EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(heads); }), HasSubstr("hidden_size 16 must divide by num_attention_heads 3"));
   const std::string inner = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_inner"] = 8; });
   EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(inner); }), HasSubstr("n_inner 8 is not supported"));
+  // BERT's layer_norm_eps is checked as GPT-2's layer_norm_epsilon is (it was accepted, then NaN)
+  const std::string bert_eps = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_eps"] = -1; });
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(bert_eps); }),
+              HasSubstr("layer_norm_eps must be finite and positive, got -1"));
+  // 2^40 layers: refused before anything is built, naming the fields and the bytes (it allocated
+  // until the system killed the process)
+  const std::string deep_bert =
+      edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_hidden_layers"] = int64_t{1} << 40; });
+  try {
+    nn::bert_from_pretrained(deep_bert);
+    ADD_FAILURE() << "no error";
+  } catch (const MemoryError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("config.json: BertModel: a model of num_hidden_layers=1099511627776"));
+    EXPECT_THAT(e.what(), HasSubstr("bytes, more than this machine's"));
+  }
+  const std::string deep_gpt =
+      edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_layer"] = int64_t{1} << 40; });
+  try {
+    nn::gpt2_from_pretrained(deep_gpt);
+    ADD_FAILURE() << "no error";
+  } catch (const MemoryError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("GPT: a model of num_layers=1099511627776"));
+  }
   EXPECT_THAT(error_of([&] { nn::bert_from_pretrained("/nonexistent/folder"); }), HasSubstr("cannot open /nonexistent/folder/config.json"));
   const std::string not_json = temp_path("notjson");
   fs::create_directories(not_json);
@@ -376,8 +417,14 @@ TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
 
 TEST(Pretrained, TooLongOrMalformedInputsAreShapeErrors) {
   auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  // BertModel's errors name BertModel (the call the user made), not the BertEmbeddings inside it
   EXPECT_THAT(error_of([&] { (*model)(zeros({1, 13}, DType::Int64)); }),
-              HasSubstr("a sequence of 13 tokens does not fit the position table of 12 rows"));
+              HasSubstr("BertModel: a sequence of 13 tokens is longer than max_position_embeddings 12"));
+  EXPECT_THAT(error_of([&] { (*model)(full({1, 3}, 400, DType::Int64)); }),
+              HasSubstr("BertModel: input_ids must be token ids in [0, 40) (vocab_size), got ids from 400 to 400"));
+  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 3})); }), HasSubstr("BertModel: input_ids must be int64, got float32"));
+  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 3}, DType::Int64), {.token_type_ids = full({1, 3}, 5, DType::Int64)}); }),
+              HasSubstr("BertModel: token_type_ids must be in [0, 2) (type_vocab_size), got 5 to 5"));
   EXPECT_THAT(error_of([&] { (*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 5}, DType::Int64)}); }),
               HasSubstr("attention_mask must have the shape of input_ids (1, 4), got (1, 5)"));
   EXPECT_THROW((*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 4})}), DTypeError);

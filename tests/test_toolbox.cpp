@@ -238,6 +238,14 @@ TEST(Toolbox, Errors) {
   Variable x(ones({2, 3}));
   EXPECT_THROW(repeat(x, {2}), ShapeError);  // fewer repeats than dims
   EXPECT_THROW(repeat(x, {2, -1}), ValueError);
+  // repeats whose product passes 2^63: a ValueError naming repeat (expand's element count overflowed)
+  try {
+    repeat(x, {int64_t{1} << 40, int64_t{1} << 40});
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(std::string(e.what()), testing::HasSubstr("repeat: shape (2199023255552, 3298534883328)"));
+  }
+  EXPECT_THROW(repeat(x, {int64_t{1} << 62, 4}), ValueError);  // one size already past 2^63
   EXPECT_THROW(flip(x, {0, 0}), ValueError);
   EXPECT_THROW(flip(x, {2}), IndexError);
   EXPECT_THROW(repeat_interleave(x, -1, 0), ValueError);

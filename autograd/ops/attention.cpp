@@ -76,6 +76,18 @@ void check_sdpa(const Variable& q, const Variable& k, const Variable& v, const S
              "{}: with enable_gqa the number of key/value heads (dim -3 of k {} and v {}) must divide the query "
              "heads (q {})",
              op, shape_str(k.shape()), shape_str(v.shape()), shape_str(q.shape()));
+  // The dims before (T, d) broadcast, as matmul's batch dims do; fewer key heads than query heads
+  // is grouped-query attention, which has to be asked for.
+  for (int64_t d = 3; d <= q.dim(); ++d) {
+    const int64_t qs = q.size(-d), ks = k.size(-d), vs = v.size(-d);
+    if (d == 3 && o.enable_gqa) continue;
+    MG_CHECK((qs == ks || qs == 1 || ks == 1) && (qs == vs || qs == 1 || vs == 1) && (ks == vs || ks == 1 || vs == 1),
+             ShapeError, "{}: dim {} of q {}, k {} and v {} does not broadcast ({}, {} and {}){}", op, -d,
+             shape_str(q.shape()), shape_str(k.shape()), shape_str(v.shape()), qs, ks, vs,
+             d == 3 && ks == vs && ks > 0 && qs % ks == 0
+                 ? "; for grouped-query attention (fewer key/value heads than query heads) pass enable_gqa = true"
+                 : "");
+  }
   MG_CHECK(!(o.attn_mask.defined() && o.is_causal), ValueError,
            "{}: give attn_mask or is_causal, not both (PyTorch refuses the pair too)", op);
   MG_CHECK(o.dropout_p >= 0 && o.dropout_p <= 1, ValueError, "{}: dropout_p must be in [0, 1], got {}", op,

@@ -34,11 +34,13 @@ Conv2dArgs conv2d_args(int64_t kh, int64_t kw, const Conv2dFuncOptions& o, std::
 }
 
 namespace {
-// records the op on 4-D x with the kernel's arguments already worked out
-Variable conv2d_recorded(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dArgs& a) {
+// records the op on 4-D x with the kernel's arguments already worked out, as `name` (conv1d records
+// itself through this: its node, and the error when differentiated twice, say conv1d)
+Variable conv2d_recorded(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dArgs& a,
+                         const char* name = "conv2d") {
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record("conv2d", mg::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), a), inputs,
+  return record(name, mg::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), a), inputs,
                 keep(0, 1), [x = x.data(), w = weight.data(), a](const Tensor& dy, const Node& n) -> TensorList {
                   Conv2dGrads g = conv2d_backward(dy, x, w, a, n.needs(0), n.needs(1), n.next.size() > 2 && n.needs(2));
                   TensorList out{g.dx, g.dweight};
@@ -95,7 +97,7 @@ Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias,
            "conv1d: stride and dilation must be >= 1 and padding >= 0, got {}, {} and {}", a.stride_w, a.dilation_w,
            a.pad_left);
   conv_output_size(x.size(2), weight.size(2), a.stride_w, a.pad_left, a.pad_right, a.dilation_w, "conv1d");
-  return squeeze(conv2d_recorded(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a), 2);
+  return squeeze(conv2d_recorded(unsqueeze(x, 2), unsqueeze(weight, 2), bias, a, "conv1d"), 2);
 }
 
 namespace {
@@ -146,13 +148,15 @@ Transposed transposed_geometry(const Variable& x, const Variable& w, const Varia
 }
 }  // namespace
 
+namespace {
 // y = conv2d's input gradient for "output gradient" x: y = col2im(W^T x) + b
 // dx = conv2d(dy, W)   dW = conv2d's weight gradient with input dy and output gradient x   db = sum dy
-Variable conv_transpose2d(const Variable& x, const Variable& weight, const Variable& bias,
-                          const ConvTranspose2dFuncOptions& o) {
-  MG_CHECK(x.defined() && weight.defined(), StateError, "conv_transpose2d: an operand is undefined");
-  if (x.dim() == 3) return squeeze(conv_transpose2d(unsqueeze(x, 0), weight, bias, o), 0);  // unbatched
-  const Transposed t = transposed_geometry(x, weight, bias, o, "conv_transpose2d");
+// Recorded as `name`: conv_transpose1d records itself through this.
+Variable conv_transpose2d_named(const Variable& x, const Variable& weight, const Variable& bias,
+                                const ConvTranspose2dFuncOptions& o, const char* name) {
+  MG_CHECK(x.defined() && weight.defined(), StateError, "{}: an operand is undefined", name);
+  if (x.dim() == 3) return squeeze(conv_transpose2d_named(unsqueeze(x, 0), weight, bias, o, name), 0);  // unbatched
+  const Transposed t = transposed_geometry(x, weight, bias, o, name);
   const int64_t N = x.size(0), cout = weight.size(1) * o.groups;
   // conv2d_backward reads only the shape of its input argument for dx: one zero, broadcast (no memory)
   const Tensor shape_only = zeros({}, x.dtype()).expand({N, cout, t.Ho, t.Wo});
@@ -160,13 +164,19 @@ Variable conv_transpose2d(const Variable& x, const Variable& weight, const Varia
   if (bias.defined()) y = y + bias.data().reshape({1, cout, 1, 1});
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
-  return record("conv_transpose2d", std::move(y), inputs, keep(0, 1),
+  return record(name, std::move(y), inputs, keep(0, 1),
                 [x = x.data(), w = weight.data(), a = t.a](const Tensor& dy, const Node& n) -> TensorList {
                   TensorList out{n.needs(0) ? conv2d(dy, w, Tensor(), a) : Tensor(),
                                  n.needs(1) ? conv2d_backward(x, dy, w, a, false, true, false).dweight : Tensor()};
                   if (n.next.size() > 2) out.push_back(n.needs(2) ? sum(dy, {0, 2, 3}) : Tensor());
                   return out;
                 });
+}
+}  // namespace
+
+Variable conv_transpose2d(const Variable& x, const Variable& weight, const Variable& bias,
+                          const ConvTranspose2dFuncOptions& o) {
+  return conv_transpose2d_named(x, weight, bias, o, "conv_transpose2d");
 }
 
 // conv_transpose1d = conv_transpose2d on (N, C, 1, L) with W (C_in, C_out/g, 1, k)
@@ -179,12 +189,13 @@ Variable conv_transpose1d(const Variable& x, const Variable& weight, const Varia
            shape_str(x.shape()));
   MG_CHECK(weight.dim() == 3, ShapeError, "conv_transpose1d: expected weight (C_in, C_out / groups, k), got shape {}",
            shape_str(weight.shape()));
-  return squeeze(conv_transpose2d(unsqueeze(x, 2), unsqueeze(weight, 2), bias,
-                                  {.stride = {1, o.stride},
-                                   .padding = {0, o.padding},
-                                   .output_padding = {0, o.output_padding},
-                                   .groups = o.groups,
-                                   .dilation = {1, o.dilation}}),
+  return squeeze(conv_transpose2d_named(unsqueeze(x, 2), unsqueeze(weight, 2), bias,
+                                        {.stride = {1, o.stride},
+                                         .padding = {0, o.padding},
+                                         .output_padding = {0, o.output_padding},
+                                         .groups = o.groups,
+                                         .dilation = {1, o.dilation}},
+                                        "conv_transpose1d"),
                  2);
 }
 

@@ -119,7 +119,9 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
     tiled.insert(tiled.end(), {repeats[d], padded[d]});
     out.push_back(checked_mul(repeats[d], padded[d], "repeat"));
   }
-  numel_of(out);  // a ShapeError if the result's size does not fit
+  // The result's element count checked before any view of it is made (the expanded view has as
+  // many elements): repeats {2^40, 2^40} is a ValueError here, not an overflow in expand.
+  checked_numel(out, "repeat", static_cast<int64_t>(itemsize(x.dtype())));
   return x.reshape(padded).reshape(pairs).expand(tiled).reshape(out);
 }
 
