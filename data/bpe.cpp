@@ -166,8 +166,9 @@ GPT2Tokenizer GPT2Tokenizer::from_files(const std::string& vocab_json, const std
   tok.tokens_.resize(n);
   std::vector<bool> taken(n, false);
   for (const auto& [token, id] : vocab.items()) {  // (in the order of the tokens' bytes)
+    // (a nested id is named by its type: dump() recurses, and a deep enough nesting overflows the stack)
     MG_CHECK(id.is_number_unsigned(), ValueError, "{}: '{}': the id of token '{}' is {}, not a non-negative integer",
-             op, vocab_json, token, id.dump());
+             op, vocab_json, token, id.is_structured() ? std::string("a JSON ") + id.type_name() : id.dump());
     const uint64_t i = id.get<uint64_t>();
     MG_CHECK(i < n, ValueError, "{}: '{}': the id of token '{}' is {}, but the ids of {} tokens must be 0..{}", op,
              vocab_json, token, i, n, static_cast<int64_t>(n) - 1);

@@ -121,6 +121,7 @@ std::vector<int64_t> DataLoader::order(int64_t e) const {
 }
 
 Batch DataLoader::batch_of(const std::vector<int64_t>& order, int64_t i) const {
+  const OpScope scope("DataLoader");  // what the dataset's gather or get raises names the loader
   const int64_t b = options_.batch_size, start = i * b;
   const int64_t len = std::min<int64_t>(b, examples() - start);
   return dataset_->gather(std::vector<int64_t>(order.begin() + start, order.begin() + start + len));
@@ -181,7 +182,7 @@ void Prefetcher::work(int64_t w) {
   for (int64_t i = w; i < batches_; i += workers_) {
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stop_ || i < taken_ + depth_; });
+      changed_.wait(lock, [&] { return stop_ || i - taken_ < depth_; });  // (taken_ + depth_ may pass int64)
       if (stop_) return;
     }
     Slot slot;
@@ -216,7 +217,11 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
   return *this;
 }
 
-DataLoader::Iterator DataLoader::begin() { return Iterator(this, order(epoch_++), 0); }
+DataLoader::Iterator DataLoader::begin() {
+  MG_CHECK(epoch_ < std::numeric_limits<int64_t>::max(), StateError, "DataLoader: the epoch count {} cannot go on",
+           epoch_);
+  return Iterator(this, order(epoch_++), 0);
+}
 
 DataLoader::Iterator DataLoader::end() const { return Iterator(nullptr, {}, size()); }
 

@@ -104,6 +104,10 @@ CodePoints normalize(const CodePoints& text, bool strip_accents, const WordPiece
     UErrorCode status = U_ZERO_ERROR;
     const icu::Normalizer2* nfd = icu::Normalizer2::getNFDInstance(status);
     check_icu(status, "load NFD data");
+    // ICU's strings count in int32: a longer text would be cut short without a word
+    MG_CHECK(out.size() <= static_cast<size_t>(INT32_MAX / 2), ValueError,
+             "WordPieceTokenizer: a text of {} code points is more than ICU's strings hold ({}); split it first",
+             out.size(), INT32_MAX / 2);
     const icu::UnicodeString decomposed =
         nfd->normalize(icu::UnicodeString::fromUTF32(out.data(), static_cast<int32_t>(out.size())), status);
     check_icu(status, "decompose the text (NFD)");
@@ -168,6 +172,14 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPiece
   }
   MG_CHECK(options_.max_input_chars_per_word >= 0, ValueError, "{}: max_input_chars_per_word must be >= 0, got {}", op,
            options_.max_input_chars_per_word);
+  // The longest piece the vocabulary has, in code points (a "##" piece counted without its "##"):
+  // wordpiece() tries no longer candidate, so a long word costs O(length x this), not O(length^2).
+  for (const std::string& t : tokens_) {
+    const size_t skip = t.starts_with("##") ? 2 : 0;
+    int64_t chars = 0;
+    for (size_t i = skip; i < t.size(); ++i) chars += !U8_IS_TRAIL(static_cast<uint8_t>(t[i]));
+    max_piece_chars_ = std::max(max_piece_chars_, chars);
+  }
   const std::string source = path.empty() ? "the vocabulary" : fmt::format("the vocabulary {}", path);
   auto required = [&](const std::string& token, const char* name) {
     auto it = ids_.find(token);
@@ -232,6 +244,8 @@ std::vector<std::string> WordPieceTokenizer::basic_tokenize(const std::string& t
 }
 
 std::vector<std::string> WordPieceTokenizer::wordpiece(const std::string& word) const {
+  const int64_t bad = invalid_utf8_offset(word);
+  MG_CHECK(bad < 0, ValueError, "WordPieceTokenizer::wordpiece: the word is not valid UTF-8 (byte offset {})", bad);
   // the byte offset where each code point starts, and the end
   std::vector<size_t> bounds;
   for (size_t i = 0; i < word.size(); ++i)
@@ -244,9 +258,10 @@ std::vector<std::string> WordPieceTokenizer::wordpiece(const std::string& word) 
   size_t start = 0;  // index into bounds: the first code point not yet covered
   while (start + 1 < bounds.size()) {
     // the longest piece of the vocabulary that starts here: try word[start:end] for end = the
-    // word's end, then one code point shorter, ...
+    // word's end (or as far as the longest piece reaches), then one code point shorter, ...
     bool found = false;
-    for (size_t end = bounds.size() - 1; end > start; --end) {
+    const size_t longest = start + static_cast<size_t>(std::min<int64_t>(max_piece_chars_, chars));
+    for (size_t end = std::min(bounds.size() - 1, longest); end > start; --end) {
       std::string piece = word.substr(bounds[start], bounds[end] - bounds[start]);
       if (start > 0) piece = "##" + piece;  // a piece that continues a word
       if (ids_.count(piece)) {
@@ -292,6 +307,7 @@ std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text) c
 
 Encoding WordPieceTokenizer::encode(const std::string& text, std::optional<std::string> pair, int64_t max_length,
                                     bool truncation) const {
+  const OpScope scope("WordPieceTokenizer::encode");  // tokenize's and token_to_id's errors name encode
   auto ids_of = [&](const std::string& t) {
     std::vector<int64_t> ids;
     for (const std::string& token : tokenize(t)) ids.push_back(token_to_id(token));
@@ -338,6 +354,7 @@ Encoding WordPieceTokenizer::encode(const std::string& text, std::optional<std::
 }
 
 BatchEncoding WordPieceTokenizer::encode_batch(const std::vector<std::string>& texts, int64_t max_length) const {
+  const OpScope scope("WordPieceTokenizer::encode_batch");
   std::vector<Encoding> encodings;
   size_t T = 0;  // the longest encoding
   for (const std::string& t : texts) {
@@ -357,6 +374,7 @@ BatchEncoding WordPieceTokenizer::encode_batch(const std::vector<std::string>& t
 }
 
 std::string WordPieceTokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  const OpScope scope("WordPieceTokenizer::decode");  // id_to_token's range error names decode
   std::string text;
   bool first = true;
   for (int64_t id : ids) {

@@ -122,6 +122,7 @@ class WordPieceTokenizer {
 
   WordPieceOptions options_;
   std::vector<std::string> tokens_;               // id -> token
+  int64_t max_piece_chars_ = 0;                   // the longest token, in code points (no "##")
   std::unordered_map<std::string, int64_t> ids_;  // token -> id
   std::vector<std::string> specials_;             // special tokens found in the vocabulary
   int64_t unk_id_ = 0, cls_id_ = 0, sep_id_ = 0, pad_id_ = 0;

@@ -14,6 +14,7 @@ namespace mg::nn {
 // ---------------------------------------------------------------- rotary position embedding
 
 RotaryEmbedding::RotaryEmbedding(int64_t d, RotaryEmbeddingOptions o) : head_dim(d), options(o) {
+  const OpScope scope("RotaryEmbedding");  // rotary_tables' and the allocator's errors name the module
   MG_CHECK(d > 0 && d % 2 == 0, ValueError, "RotaryEmbedding: head_dim must be even and positive, got {}", d);
   MG_CHECK(o.max_seq_len > 0, ValueError, "RotaryEmbedding: max_seq_len must be positive, got {}", o.max_seq_len);
   MG_CHECK(std::isfinite(o.base) && o.base > 0, ValueError, "RotaryEmbedding: base must be finite and positive, got {}",
@@ -178,6 +179,7 @@ AttentionOutput MultiheadAttention::forward(const Variable& query, const Variabl
 // ---------------------------------------------------------------- incremental decoding
 
 std::pair<Tensor, Tensor> KVCache::append(const Tensor& k, const Tensor& v) {
+  const OpScope scope("KVCache");  // the allocator's errors name the cache
   MG_CHECK(k.defined() && v.defined(), StateError, "KVCache: the keys or the values are undefined");
   MG_CHECK(k.dtype() == v.dtype(), DTypeError, "KVCache: keys are {} but values {}", dtype_name(k.dtype()),
            dtype_name(v.dtype()));

@@ -1,11 +1,13 @@
 #include "minigrad/nn/normalization.h"
 
+#include <cmath>
 #include <limits>
 
 namespace mg::nn {
 
 LayerNorm::LayerNorm(Shape shape, LayerNormOptions o) : normalized_shape(std::move(shape)), eps(o.eps) {
   MG_CHECK(!normalized_shape.empty(), ValueError, "LayerNorm: normalized_shape must not be empty");
+  MG_CHECK(std::isfinite(o.eps) && o.eps >= 0, ValueError, "LayerNorm: eps must be finite and >= 0, got {}", o.eps);
   if (o.elementwise_affine) {
     register_parameter("weight", weight, ones(normalized_shape));
     register_parameter("bias", bias, zeros(normalized_shape));

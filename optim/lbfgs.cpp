@@ -19,10 +19,23 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 void axpy(double alpha, const std::vector<double>& x, std::vector<double>& y) {
   for (size_t i = 0; i < y.size(); ++i) y[i] += alpha * x[i];
 }
+// The largest |a_i|; NaN if any a_i is NaN (std::max would drop it, and an all-NaN gradient would
+// look like a converged one: PyTorch's abs().max() keeps the NaN, and so does this).
 double max_abs(const std::vector<double>& a) {
   double m = 0;
-  for (double v : a) m = std::max(m, std::abs(v));
+  for (double v : a) m = std::isnan(v) || std::isnan(m) ? NAN : std::max(m, std::abs(v));
   return m;
+}
+bool all_finite(const Tensor& t) {
+  for (double v : t.contiguous().to_vector<double>())
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+// PyTorch's default max_eval, max_iter * 5 / 4, without the overflow of max_iter * 5 (saturating at
+// INT64_MAX: max_iter = 2^61 once stopped after one iteration).
+int64_t default_max_eval(int64_t max_iter) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return max_iter > kMax / 5 * 4 ? kMax : max_iter / 4 * 5 + max_iter % 4 * 5 / 4;
 }
 
 // The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1 and g2, kept within
@@ -152,7 +165,7 @@ void LBFGS::step() { throw StateError("LBFGS: step() needs the closure that re-e
 
 std::map<std::string, double> LBFGS::hyper_parameters() const {
   return {{"max_iter", static_cast<double>(options.max_iter)},
-          {"max_eval", static_cast<double>(options.max_eval.value_or(options.max_iter * 5 / 4))},
+          {"max_eval", static_cast<double>(options.max_eval.value_or(default_max_eval(options.max_iter)))},
           {"tolerance_grad", options.tolerance_grad},
           {"tolerance_change", options.tolerance_change},
           {"history_size", static_cast<double>(options.history_size)},
@@ -217,7 +230,7 @@ std::pair<double, std::vector<double>> LBFGS::evaluate_at(const std::function<Va
 Variable LBFGS::step(const std::function<Variable()>& closure) {
   MG_CHECK(closure != nullptr, ValueError, "LBFGS: the closure is empty");
   const double lr = groups()[0].lr;
-  const int64_t max_eval = options.max_eval.value_or(options.max_iter * 5 / 4);
+  const int64_t max_eval = options.max_eval.value_or(default_max_eval(options.max_iter));
   const Variable orig_loss = closure();
   MG_CHECK(orig_loss.defined() && orig_loss.numel() == 1, ValueError,
            "LBFGS: the closure must return the loss, one number");
@@ -336,10 +349,17 @@ void LBFGS::check_shared_state(const std::map<std::string, Tensor>& s) const {
   MG_CHECK(sc.shape() == Shape{5}, FileError, "load_checkpoint: LBFGS \"scalars\" has shape {}; expected (5)",
            shape_str(sc.shape()));
   const std::vector<double> v = sc.to_vector<double>();
-  const int64_t iters = static_cast<int64_t>(v[4]);
   for (int i = 3; i < 5; ++i)
     MG_CHECK(v[i] >= 0 && v[i] < 9e15 && v[i] == std::floor(v[i]), FileError,
              "load_checkpoint: LBFGS's {} is {}; expected a whole number >= 0", i == 3 ? "func_evals" : "n_iter", v[i]);
+  const int64_t iters = static_cast<int64_t>(v[4]);  // (converted only once checked: 1e300 or NaN would be UB)
+  // the step length, H0's scale and the last loss: finite numbers (NaN here makes the next step NaN)
+  for (int i = 0; i < 3; ++i)
+    MG_CHECK(std::isfinite(v[i]), FileError, "load_checkpoint: LBFGS's {} is {}; expected a finite number",
+             i == 0   ? "step length t"
+             : i == 1 ? "H_diag"
+                      : "prev_loss",
+             v[i]);
   const Shape flat{iters == 0 ? 0 : n};  // before the first iteration there is no direction yet
   for (const char* k : {"d", "prev_flat_grad"})
     MG_CHECK(get(k).shape() == flat, FileError, "load_checkpoint: LBFGS \"{}\" has shape {}; the parameters need {}",
@@ -351,6 +371,8 @@ void LBFGS::check_shared_state(const std::map<std::string, Tensor>& s) const {
   for (const char* key : {"old_dirs", "old_stps"})
     MG_CHECK(get(key).shape() == (Shape{k, n}), FileError, "load_checkpoint: LBFGS \"{}\" has shape {}; expected {}",
              key, shape_str(get(key).shape()), shape_str(Shape{k, n}));
+  for (const char* key : {"d", "prev_flat_grad", "ro", "old_dirs", "old_stps"})
+    MG_CHECK(all_finite(get(key)), FileError, "load_checkpoint: LBFGS \"{}\" holds NaN or inf", key);
 }
 
 void LBFGS::load_shared_state(const std::map<std::string, Tensor>& s) {

@@ -18,8 +18,20 @@ LRScheduler::LRScheduler(Optimizer& opt) : opt_(opt) {
   }
 }
 
+// Every group's rate for the step, checked before any is set: a schedule must not give an inf or
+// NaN rate (StepLR's gamma^k past the double range, a LambdaLR factor of 1e308). A negative one
+// passes, as in PyTorch: OneCycleLR's linear anneal reaches one at its last step, and PyTorch's
+// golden rates have it.
 void LRScheduler::apply() {
-  for (size_t i = 0; i < base_lrs_.size(); ++i) opt_.groups()[i].lr = lr_at(base_lrs_[i], step_);
+  std::vector<double> lrs;
+  for (size_t i = 0; i < base_lrs_.size(); ++i) {
+    const double lr = lr_at(base_lrs_[i], step_);
+    MG_CHECK(std::isfinite(lr), ValueError,
+             "{}: at step {} the rate of group {} (initial rate {}) would be {}; a rate must be finite", name(), step_,
+             i, base_lrs_[i], lr);
+    lrs.push_back(lr);
+  }
+  for (size_t i = 0; i < lrs.size(); ++i) opt_.groups()[i].lr = lrs[i];
 }
 
 void LRScheduler::set_base_lrs(std::vector<double> lrs) {
@@ -30,16 +42,21 @@ void LRScheduler::set_base_lrs(std::vector<double> lrs) {
 }
 
 void LRScheduler::step() {
-  MG_CHECK(step_ < std::numeric_limits<int64_t>::max(), StateError, "LRScheduler: the step count {} cannot go on",
+  MG_CHECK(step_ < std::numeric_limits<int64_t>::max(), StateError, "{}: the step count {} cannot go on", name(),
            step_);
-  ++step_;
-  apply();
+  set_step(step_ + 1);
 }
 
 void LRScheduler::set_step(int64_t s) {
-  MG_CHECK(s >= 0, ValueError, "LRScheduler: step must be >= 0, got {}", s);
+  MG_CHECK(s >= 0, ValueError, "{}: step must be >= 0, got {}", name(), s);
+  const int64_t before = step_;
   step_ = s;
-  apply();
+  try {
+    apply();
+  } catch (...) {  // a refused rate leaves the schedule where it was
+    step_ = before;
+    throw;
+  }
 }
 
 void LRScheduler::restore(int64_t s, std::vector<double> base_lrs) {
@@ -79,6 +96,7 @@ double LinearLR::lr_at(double base, int64_t t) const {
 
 SequentialLR::SequentialLR(Optimizer& opt, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones)
     : LRScheduler(opt), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+  const OpScope scope("SequentialLR");  // what a part raises while the first rate is computed names it
   MG_CHECK(!schedulers_.empty() && milestones_.size() + 1 == schedulers_.size(), ValueError,
            "SequentialLR: {} schedulers need {} milestones, got {}", schedulers_.size(),
            schedulers_.empty() ? 0 : schedulers_.size() - 1, milestones_.size());
@@ -89,6 +107,10 @@ SequentialLR::SequentialLR(Optimizer& opt, std::vector<LRScheduler*> schedulers,
     MG_CHECK(&schedulers_[i]->optimizer() == &opt, ValueError,
              "SequentialLR: scheduler {} ({}) belongs to another optimizer than the one SequentialLR was given", i,
              schedulers_[i]->name());
+    MG_CHECK(dynamic_cast<const ReduceLROnPlateau*>(schedulers_[i]) == nullptr, ValueError,
+             "SequentialLR: scheduler {} is a ReduceLROnPlateau, whose rates follow a metric, not the step; it cannot "
+             "be part of a SequentialLR",
+             i);
   }
   for (size_t i = 0; i < milestones_.size(); ++i)
     MG_CHECK(milestones_[i] > 0 && (i == 0 || milestones_[i] > milestones_[i - 1]), ValueError,
@@ -97,6 +119,7 @@ SequentialLR::SequentialLR(Optimizer& opt, std::vector<LRScheduler*> schedulers,
 }
 
 double SequentialLR::lr_at(double base, int64_t t) const {
+  const OpScope scope("SequentialLR");  // a part's error ("OneCycleLR: tried to step ...") names the sequence
   size_t i = 0;
   while (i < milestones_.size() && t >= milestones_[i]) ++i;
   return schedulers_[i]->lr_for(base, i == 0 ? t : t - milestones_[i - 1]);
@@ -148,8 +171,24 @@ OneCycleLR::OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, int64_t tota
                {n - 1, 1, floor, mm, mm}};
   else
     phases_ = {{o_.pct_start * n - 1, 1, peak, mm, bm}, {n - 1, peak, floor, bm, mm}};
+  // A phase the schedule reaches needs a length to anneal over: the first when it ends at step 0, the
+  // last when it ends where the one before does, would divide by zero at a step (PyTorch fails there
+  // with ZeroDivisionError; here the options are refused at once). A middle phase of length 0, or a
+  // first one that ends before step 0 (pct_start = 0), is never reached and is fine.
+  const double before_last = phases_[phases_.size() - 2].end_step;
+  MG_CHECK(phases_.front().end_step != 0 && phases_.back().end_step != before_last, ValueError,
+           "OneCycleLR: with total_steps {} and pct_start {} the {} phase has no steps to anneal over; raise "
+           "total_steps or move pct_start",
+           total_steps, o_.pct_start, phases_.front().end_step == 0 ? "first" : "last");
+  MG_CHECK(std::isfinite(floor) && std::isfinite(peak), ValueError,
+           "OneCycleLR: div_factor {} and final_div_factor {} give rates past the double range", o_.div_factor,
+           o_.final_div_factor);
   std::vector<double> initial;
-  for (double m : max_lrs) initial.push_back(m / o_.div_factor);
+  for (double m : max_lrs) {
+    initial.push_back(m / o_.div_factor);
+    MG_CHECK(std::isfinite(initial.back()) && std::isfinite(initial.back() * peak), ValueError,
+             "OneCycleLR: max_lr {} with div_factor {} gives a rate past the double range", m, o_.div_factor);
+  }
   set_base_lrs(std::move(initial));
   apply();
 }
@@ -227,6 +266,8 @@ bool ReduceLROnPlateau::better(double a) const {
 
 void ReduceLROnPlateau::step(double metric) {
   MG_CHECK(!std::isnan(metric), ValueError, "ReduceLROnPlateau: the metric is NaN");
+  MG_CHECK(last_step() < std::numeric_limits<int64_t>::max(), StateError,
+           "ReduceLROnPlateau: the step count {} cannot go on", last_step());
   set_step(last_step() + 1);
   if (better(metric)) {
     best_ = metric;
@@ -285,6 +326,8 @@ void ReduceLROnPlateau::check_state(const std::map<std::string, double>& s) cons
     MG_CHECK(v >= 0 && v < 9e15 && v == std::floor(v), FileError,
              "ReduceLROnPlateau: the saved {} is {}; expected a whole number >= 0", k, v);
   }
+  // best starts at +-inf (nothing seen yet); NaN would make every later metric "not better"
+  MG_CHECK(!std::isnan(s.at("best")), FileError, "ReduceLROnPlateau: the saved best metric is NaN");
 }
 
 void ReduceLROnPlateau::load_state(const std::map<std::string, double>& s) {

@@ -200,7 +200,9 @@ TEST(DataLoader, AWorkersErrorReachesTheLoopAtItsBatch) {
     for (const data::Batch& b : loader) (void)b, ++seen;
     ADD_FAILURE() << "no error";
   } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("Squares: example 5 is unreadable"));
+    // named as the loader's, with the dataset's own words and name kept (as PyTorch's "Caught ... in
+    // DataLoader worker process")
+    EXPECT_THAT(e.what(), HasSubstr("DataLoader: example 5 is unreadable (raised by its Squares)"));
   }
   EXPECT_EQ(seen, 2);  // batches 0 and 1 arrived first
   // leaving a pass early stops its workers (the loader's destructor does not hang)

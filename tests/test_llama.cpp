@@ -276,6 +276,19 @@ TEST(Sdpa, Errors) {
                scaled_dot_product_attention(q, Variable(ones({3, 4, 5, 8})), Variable(ones({3, 4, 5, 8}))));
 }
 
+TEST(Sdpa, AMaskBroadcastsAgainstTheKeysBatchDimsToo) {
+  // q (1, 3, 4) against k and v (2, 5, 4): the scores are (2, 3, 5), and PyTorch takes a mask of that
+  // shape (it was checked against q's dims alone, (1, 3, 5), and refused)
+  const Variable q(normal({1, 3, 4}, 1)), k(normal({2, 5, 4}, 2)), v(normal({2, 5, 4}, 3));
+  Tensor mask = ones({2, 3, 5}, DType::Bool);
+  mask.narrow(2, 3, 2).narrow(0, 1, 1).fill_(false);  // batch 1 may not see keys 3 and 4
+  const Tensor y = scaled_dot_product_attention(q, k, v, {.attn_mask = mask}).data();
+  const Tensor y2 =
+      scaled_dot_product_attention(Variable(q.data().expand({2, 3, 4}).contiguous()), k, v, {.attn_mask = mask}).data();
+  EXPECT_EQ(y.shape(), Shape({2, 3, 4}));
+  EXPECT_EQ(max(abs(y - y2)).item(), 0.0);
+}
+
 // ---------------------------------------------------------------- grouped-query attention, SwiGLU
 
 TEST(GroupedQueryAttention, MatchesTransformersLlamaAttention) {

@@ -505,7 +505,7 @@ TEST(Schedules, ReduceLROnPlateauMatchesTorch) {
   EXPECT_THROW(optim::ReduceLROnPlateau(opt, {.factor = 1.0}), ValueError);
   EXPECT_THROW(optim::ReduceLROnPlateau(opt, {.min_lr = {0.1, 0.2}}), ValueError);  // 2 floors, 1 group
   optim::StepLR step(opt, 2);
-  EXPECT_THROW(optim::SequentialLR(opt, {&sched, &step}, {3}), StateError);  // no rate for a step
+  EXPECT_THROW(optim::SequentialLR(opt, {&sched, &step}, {3}), ValueError);  // no rate for a step
 }
 
 TEST(Schedules, OneCycleAndPlateauResumeFromCheckpoints) {

@@ -57,6 +57,12 @@ TEST(Toolbox, InterpolateGoldenPyTorch) {
       up(x).data().to_vector<double>(),
       interpolate(x, {.scale_factor = {2}, .mode = "bilinear", .align_corners = true}).data().to_vector<double>());
   EXPECT_EQ(nn::Upsample({.size = {4, 6}}).extra_repr(), "size=(4, 6), mode='nearest'");
+  // nearest with a scale factor reads floor(i / scale), as PyTorch 1.13 does, also when the output is
+  // exactly twice the input (F.interpolate(arange(3.), scale_factor=2.1): 0 0 0 1 1 2; with size=6:
+  // 0 0 1 1 2 2, read from torch 1.13 by hand)
+  const Tensor r = arange(0.0, 3.0).reshape({1, 1, 3});
+  EXPECT_EQ(interpolate(r, {.scale_factor = {2.1}}).to_vector<double>(), std::vector<double>({0, 0, 0, 1, 1, 2}));
+  EXPECT_EQ(interpolate(r, {.size = {6}}).to_vector<double>(), std::vector<double>({0, 0, 1, 1, 2, 2}));
 }
 
 TEST(Toolbox, ConvTransposeMatchesTorch) {

@@ -94,13 +94,20 @@ void check_sdpa(const Variable& q, const Variable& k, const Variable& v, const S
            o.dropout_p);
   MG_CHECK(!o.scale || std::isfinite(*o.scale), ValueError, "{}: scale must be finite, got {}", op,
            o.scale.value_or(0));
+  MG_CHECK(q.size(-1) > 0 || o.scale, ShapeError,
+           "{}: q and k have head size 0, so the default scale 1/sqrt(d) is infinite (every weight would be NaN); "
+           "give a scale",
+           op);
   if (o.attn_mask.defined()) {
     const Tensor& m = o.attn_mask;
     MG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
              "{}: attn_mask must be Bool (true = may attend) or floating (added to the scores), got {}", op,
              dtype_name(m.dtype()));
-    Shape want(q.shape().begin(), q.shape().end() - 1);
-    want.push_back(k.size(-2));  // (..., Tq, Tk)
+    // the scores' shape: q's and k's leading dims broadcast (k's head dim is q's under GQA), then (Tq, Tk)
+    Shape kb(k.shape().begin(), k.shape().end() - 2);
+    if (o.enable_gqa) kb[kb.size() - 1] = q.size(-3);
+    Shape want = broadcast_shapes(Shape(q.shape().begin(), q.shape().end() - 2), kb, op);
+    want.insert(want.end(), {q.size(-2), k.size(-2)});
     bool fits = m.dim() <= static_cast<int64_t>(want.size());
     for (int64_t d = 1; fits && d <= m.dim(); ++d)
       fits = m.size(-d) == 1 || m.size(-d) == want[want.size() - static_cast<size_t>(d)];
@@ -153,7 +160,7 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
   // the causal one, no dropout.
   const bool fusable = q.dim() == 4 && q.size(0) == k.size(0) && k.size(0) == v.size(0) && k.size(1) == v.size(1) &&
                        (k.size(1) == q.size(1) || k.size(1) == 1 || group > 1) && v.size(-1) == q.size(-1) &&
-                       k.size(-2) > 0 && !o.attn_mask.defined() && o.dropout_p == 0;
+                       k.size(-2) > 0 && q.size(1) > 0 && q.size(-1) > 0 && !o.attn_mask.defined() && o.dropout_p == 0;
   if (!fusable) return sdpa_composed(q, k, v, o, scale, group);
   const int64_t kv_group = q.size(1) / k.size(1);
   const bool is_causal = o.is_causal;

@@ -175,6 +175,7 @@ Variable baddbmm(const Variable& input, const Variable& batch1, const Variable& 
 
 // y = einsum(equation, operands): the Tensor plan run on Variables; no rule of its own
 Variable einsum(std::string_view equation, const std::vector<Variable>& operands) {
+  const OpScope scope("einsum");
   return run_einsum(einsum_plan(equation, einsum_shapes(operands)), operands);
 }
 

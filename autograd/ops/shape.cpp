@@ -218,9 +218,11 @@ Variable repeat_interleave(const Variable& x, const Tensor& repeats, std::option
 // pad(dy, -pad), which also puts zeros back where a negative size cropped the input
 // other modes: y = index_select along each padded dim (its derivative adds each read back)
 Variable pad(const Variable& x, const std::vector<int64_t>& sizes, const std::string& mode, double value) {
+  const OpScope scope("pad");  // what index_select, full or the allocator raise names pad
   MG_CHECK(x.defined(), StateError, "pad: the input is undefined");
+  pad_shape(x.shape(), sizes, mode);  // the checks, naming pad (before back negates INT64_MIN)
+  if (mode != "constant" && sizes.empty()) return pad(x, sizes, "constant", 0.0);  // a copy, as Tensor pad's
   if (mode != "constant") {
-    pad_shape(x.shape(), sizes, mode);  // the checks, naming pad
     Variable y = x;
     for (size_t k = 0; k < sizes.size(); k += 2) {
       const int64_t d = x.dim() - 1 - static_cast<int64_t>(k / 2);

@@ -326,6 +326,8 @@ void check_qkv_projection(const Tensor& qkv, int64_t num_heads) {
       ShapeError,
       "self_attention_qkv: expected (batch, seq, 3 * embed_dim) with embed_dim divisible by {} heads, got {}",
       num_heads, shape_str(qkv.shape()));
+  MG_CHECK(is_floating_point(qkv.dtype()), DTypeError, "self_attention_qkv: expected a floating input, got {}",
+           dtype_name(qkv.dtype()));
 }
 }  // namespace
 
@@ -357,6 +359,7 @@ Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv0, int64_t nu
 // ---------------------------------------------------------------- rotary position embedding
 
 std::pair<Tensor, Tensor> rotary_tables(int64_t head_dim, int64_t max_len, double base, DType dtype) {
+  const OpScope scope("rotary_tables");  // the allocator's errors name rotary_tables
   MG_CHECK(head_dim > 0 && head_dim % 2 == 0, ValueError, "rotary_tables: head_dim must be even and positive, got {}",
            head_dim);
   MG_CHECK(max_len >= 0, ValueError, "rotary_tables: max_len must be >= 0, got {}", max_len);

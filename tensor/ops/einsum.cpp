@@ -241,6 +241,7 @@ EinsumPlan einsum_plan(std::string_view equation, const std::vector<Shape>& shap
 }
 
 Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands) {
+  const OpScope scope("einsum");  // what the plan's matmul, sum or the allocator raise names einsum
   return run_einsum(einsum_plan(equation, einsum_shapes(operands)), operands);
 }
 

@@ -57,6 +57,9 @@ std::vector<Shape> einsum_shapes(const std::vector<T>& operands) {
     MG_CHECK(operands[i].dtype() == operands[0].dtype(), DTypeError,
              "einsum: operand {} is {} but operand 0 is {}; all operands must have one dtype", i,
              dtype_name(operands[i].dtype()), dtype_name(operands[0].dtype()));
+    MG_CHECK(is_floating_point(operands[i].dtype()), DTypeError,
+             "einsum: the operands must be floating (its products are matmuls), got {}",
+             dtype_name(operands[i].dtype()));
     shapes.push_back(operands[i].shape());
   }
   return shapes;

@@ -83,10 +83,12 @@ Tensor index_select(const Tensor& x0, int64_t dim, const Tensor& index) {
   MG_CHECK(index.dim() <= 1, ShapeError, "index_select: index must be 1-D, got shape {}", shape_str(index.shape()));
   dim = checked_dim(dim, x0.dim(), "index_select");
   check_range(index, x0.shape()[dim], dim, "index_select");
+  Shape out_shape = x0.shape();
+  out_shape[dim] = index.numel();
+  // nothing selected: no contiguous copy of x first (of an expanded input it could be terabytes)
+  if (numel_of(out_shape) == 0) return empty(out_shape, x0.dtype());
   const Tensor x = x0.contiguous();
   const Tensor idx = index.contiguous();
-  Shape out_shape = x.shape();
-  out_shape[dim] = idx.numel();
   Tensor out = empty(out_shape, x.dtype());
   const Around a = around(x.shape(), dim);
   const int64_t k = idx.numel(), bytes = a.inner * static_cast<int64_t>(itemsize(x.dtype()));

@@ -117,6 +117,7 @@ int overflow_exponent(const T* a, int64_t N) {
 LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, const Tensor& weight, const Tensor& bias,
                                     double eps) {
   check_layer_norm_args(x0, norm_shape, weight, bias, "layer_norm");
+  MG_CHECK(std::isfinite(eps) && eps >= 0, ValueError, "layer_norm: eps must be finite and >= 0, got {}", eps);
   const Shape row_shape(x0.shape().begin(), x0.shape().end() - static_cast<int64_t>(norm_shape.size()));
   const Tensor x = x0.contiguous();
   const Tensor w = weight.defined() ? weight.contiguous() : Tensor();

@@ -318,6 +318,15 @@ Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bo
                             std::optional<double> scale, DType dtype) {
   MG_CHECK(in >= 0 && out >= 0 && (in > 0 || out == 0), ShapeError,
            "interpolate: cannot resample {} input positions to {}", in, out);
+  MG_CHECK(mode == "nearest" || mode == "linear" || mode == "bilinear", ValueError,
+           "interpolate: mode must be \"nearest\", \"linear\" or \"bilinear\", got \"{}\"", mode);
+  MG_CHECK(is_floating(dtype), DTypeError, "interpolate: expected float32 or float64, got {}", dtype_name(dtype));
+  MG_CHECK(!scale || (std::isfinite(*scale) && *scale > 0), ValueError,
+           "interpolate: scale factors must be finite and positive, got {}", scale.value_or(0));
+  // The resampling is a dense (out, in) matrix per dim: checked before it is allocated.
+  check_fits_in_memory(
+      static_cast<double>(out) * static_cast<double>(in) * 8,
+      fmt::format("interpolate: resampling {} positions to {} (a dense {} x {} matrix)", in, out, out, in));
   const bool nearest = mode == "nearest";
   Tensor a = zeros({out, in}, DType::Float64);
   if (dtype == DType::Float64)
@@ -380,6 +389,7 @@ std::vector<Tensor> interpolation_matrices(const Shape& shape, DType dtype, cons
 
 // y = x resampled along each spatial dim d: x.transpose(d, -1) @ A_d^T, transposed back
 Tensor interpolate(const Tensor& x, const InterpolateOptions& o) {
+  const OpScope scope("interpolate");  // matmul's and the allocator's errors name interpolate
   MG_CHECK(x.defined(), StateError, "interpolate: the input is undefined");
   const std::vector<Tensor> m = interpolation_matrices(x.shape(), x.dtype(), o);
   Tensor y = x;

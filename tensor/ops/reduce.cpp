@@ -289,6 +289,7 @@ Tensor prod_backward(const Tensor& dy, const Tensor& x, std::optional<int64_t> d
 // y_i = sum_{j <= i} x_j along dim (sum_{j >= i} when reverse: the backward of cumsum); float32
 // sums accumulate in double, in order
 Tensor cumsum(const Tensor& x, int64_t dim, bool reverse) {
+  const OpScope scope("cumsum");  // the allocator's errors name cumsum
   MG_CHECK(x.defined(), StateError, "cumsum: the tensor is undefined");
   MG_CHECK(x.dtype() != DType::Bool, DTypeError, "cumsum: bool tensors cannot be summed; convert first");
   const int64_t d = wrap_dim(dim, x.dim(), "cumsum");

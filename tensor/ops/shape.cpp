@@ -87,7 +87,9 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 }
 
 namespace {
-Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, std::string_view op) {
+Tensor triangle(const Tensor& x, int64_t diagonal, bool lower, const char* op) {
+  const OpScope scope(op);  // the mask's allocation and where's errors name tril / triu
+  MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
   MG_CHECK(x.dim() >= 2, ShapeError, "{}: expected at least 2 dims, got shape {}", op, shape_str(x.shape()));
   const int64_t r = x.size(-2), c = x.size(-1);
   Tensor keep = empty({r, c}, DType::Bool);
@@ -122,11 +124,16 @@ Tensor repeat(const Tensor& x, const std::vector<int64_t>& repeats) {
   // The result's element count checked before any view of it is made (the expanded view has as
   // many elements): repeats {2^40, 2^40} is a ValueError here, not an overflow in expand.
   checked_numel(out, "repeat", static_cast<int64_t>(itemsize(x.dtype())));
-  return x.reshape(padded).reshape(pairs).expand(tiled).reshape(out);
+  Tensor y = x.reshape(padded).reshape(pairs).expand(tiled).reshape(out);
+  // a copy, always, as torch.repeat's: when only size-1 dims are repeated the reshape is still a view
+  // of x (stride 0), and a write into the "copy" would reach x
+  if (y.storage() == x.storage()) y = y.clone();
+  return y;
 }
 
 // y[..., i, ...] = x[..., n - 1 - i, ...] along each of dims
 Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
+  const OpScope scope("flip");  // index_select's and the allocator's errors name flip
   MG_CHECK(x.defined(), StateError, "flip: the tensor is undefined");
   std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)), false);
   Tensor y = x;
@@ -142,6 +149,7 @@ Tensor flip(const Tensor& x, const std::vector<int64_t>& dims) {
 }
 
 Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim) {
+  const OpScope scope("repeat_interleave");
   MG_CHECK(x.defined(), StateError, "repeat_interleave: the tensor is undefined");
   MG_CHECK(repeats >= 0, ValueError, "repeat_interleave: repeats must be >= 0, got {}", repeats);
   const Tensor src = dim ? x : x.reshape({-1});
@@ -149,7 +157,7 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t
   if (src.dim() == 0) return repeat_interleave(src.reshape({1}), repeats, 0);
   Shape wide = src.shape();
   wide.insert(wide.begin() + d + 1, repeats);
-  checked_mul(src.size(d), repeats, "repeat_interleave");
+  checked_numel(wide, "repeat_interleave", static_cast<int64_t>(itemsize(x.dtype())));  // before expand's own check
   return src.unsqueeze(d + 1).expand(wide).flatten(d, d + 1).contiguous();
 }
 
@@ -163,17 +171,26 @@ Tensor repeat_interleave_index(const Tensor& repeats, int64_t size, std::string_
   const std::vector<int64_t> r = repeats.to_vector<int64_t>();
   auto count = [&](int64_t i) { return r.size() == 1 ? r[0] : r[static_cast<size_t>(i)]; };
   int64_t total = 0;  // summed and checked first: the index is then allocated once, as a tensor
-  for (int64_t i = 0; i < size; ++i) {
-    MG_CHECK(count(i) >= 0, ValueError, "{}: repeats must be >= 0, got {} for slice {}", op, count(i), i);
-    total = checked_add(total, count(i), op);
+  if (r.size() == 1) {  // one count for every slice: no loop over the slices to find the total
+    MG_CHECK(r[0] >= 0, ValueError, "{}: repeats must be >= 0, got {}", op, r[0]);
+    total = checked_mul(r[0], size, op);
+  } else {
+    for (int64_t i = 0; i < size; ++i) {
+      MG_CHECK(count(i) >= 0, ValueError, "{}: repeats must be >= 0, got {} for slice {}", op, count(i), i);
+      total = checked_add(total, count(i), op);
+    }
   }
-  Tensor index = empty({total}, DType::Int64);  // a MemoryError, not a crash, when it cannot be held
+  // a MemoryError naming op, not a crash, when it cannot be held; nothing to fill when empty (a
+  // count of 0 for 2^40 slices once looped over all of them)
+  Tensor index = empty({checked_numel({total}, op, static_cast<int64_t>(sizeof(int64_t)))}, DType::Int64);
+  if (total == 0) return index;
   int64_t* p = index.data<int64_t>();
   for (int64_t i = 0; i < size; ++i) p = std::fill_n(p, count(i), i);
   return index;
 }
 
 Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim) {
+  const OpScope scope("repeat_interleave");
   MG_CHECK(x.defined(), StateError, "repeat_interleave: the tensor is undefined");
   const Tensor src = dim ? (x.dim() == 0 ? x.reshape({1}) : x) : x.reshape({-1});
   const int64_t d = wrap_dim(dim.value_or(0), src.dim(), "repeat_interleave");
@@ -186,6 +203,7 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
 // modes that read the input, sizes >= 0 that the input's dims can serve.
 Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::string& mode) {
   const int64_t nd = static_cast<int64_t>(in.size());
+  for (int64_t s : in) MG_CHECK(s >= 0, ValueError, "pad: negative size in input shape {}", shape_str(in));
   MG_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular", ValueError,
            "pad: mode must be \"constant\", \"reflect\", \"replicate\" or \"circular\", got \"{}\"", mode);
   MG_CHECK(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * nd, ShapeError,
@@ -199,6 +217,11 @@ Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::str
     if (mode == "constant") {
       MG_CHECK(out[static_cast<size_t>(d)] >= 0, ShapeError,
                "pad: padding ({}, {}) would leave dim {} of input {} with a negative size", lo, hi, d, shape_str(in));
+      // a negative size crops; both ends together cannot crop more than the dim holds (compared
+      // without negating, which overflows for INT64_MIN)
+      MG_CHECK(lo >= -size && hi >= -size && std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0) >= -size, ShapeError,
+               "pad: cropping ({}, {}) removes more than the {} elements of dim {} of input {}", lo, hi, size, d,
+               shape_str(in));
       continue;
     }
     MG_CHECK(lo >= 0 && hi >= 0, ValueError, "pad: {} padding must be >= 0, got ({}, {}) for dim {}", mode, lo, hi, d);
@@ -214,15 +237,17 @@ Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::str
       MG_CHECK(size > 0 || (lo == 0 && hi == 0), ValueError,
                "pad: replicate padding of dim {} of input {} needs an element to repeat", d, shape_str(in));
   }
-  numel_of(out);
+  checked_numel(out, "pad");  // a ValueError naming pad if the result's size does not fit
   return out;
 }
 
 // Output position i (0 <= i < before + size + after) reads input position j = i - before, mapped
 // back into [0, size): reflect j -> -j or 2 (size - 1) - j; replicate -> clamped; circular -> mod size.
 Tensor pad_index(int64_t size, int64_t before, int64_t after, const std::string& mode) {
-  const int64_t n = checked_add(checked_add(size, before, "pad"), after, "pad");
-  std::vector<int64_t> index(static_cast<size_t>(n));
+  MG_CHECK(mode != "constant", ValueError, "pad_index: the constant mode reads no index");
+  const int64_t n = pad_shape({size}, {before, after}, mode)[0];  // pad's checks: mode, sizes, reflect's bounds
+  Tensor out = empty({n}, DType::Int64);  // a MemoryError naming pad when too large, not std::bad_alloc
+  int64_t* index = out.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     int64_t j = i - before;
     if (mode == "reflect")
@@ -231,14 +256,15 @@ Tensor pad_index(int64_t size, int64_t before, int64_t after, const std::string&
       j = std::clamp<int64_t>(j, 0, size - 1);
     else
       j = ((j % size) + size) % size;
-    index[static_cast<size_t>(i)] = j;
+    index[i] = j;
   }
-  return from_vector(index, {n});
+  return out;
 }
 
 // constant: a tensor of `value` with the (cropped) input copied into its middle; the other modes:
 // one index_select per padded dim.
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& mode, double value) {
+  const OpScope scope("pad");  // full's "not an int64 value" and the allocator's errors name pad
   MG_CHECK(x.defined(), StateError, "pad: the tensor is undefined");
   pad_shape(x.shape(), pad, mode);
   if (mode != "constant") {
