@@ -11,12 +11,19 @@
 #include <nlohmann/json.hpp>
 
 #include "minigrad/minigrad.h"
+#include "minigrad/tensor/blas.h"
 namespace example_tests {
 
-/// The fixture of every example test.
+/// The fixture of every example test: one thread (the models are tiny: it is fastest), and the
+/// products on the portable kernel as the examples' own programs run them (examples/common/gemm.h),
+/// so what a test asserts a seed learns, it learns on every CPU.
 class Examples : public testing::Test {
  protected:
-  void SetUp() override { mg::set_num_threads(1); }  // tiny models: one thread is fastest
+  void SetUp() override {
+    mg::set_num_threads(1);
+    mg::blas::set_portable(true);
+  }
+  void TearDown() override { mg::blas::set_portable(false); }
 };
 
 /// A text of `sentence` written `times` times, in temp/minigrad_test_<name>/text.txt (the folder

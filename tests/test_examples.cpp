@@ -88,8 +88,14 @@ TEST_F(Examples, WhereWeightsComeFrom) {
   const where_weights::RunResult r = where_weights::train(m, c, where_weights::Variant::Learned, g);
   EXPECT_GE(r.test_accuracy, 0.99);
   // one backward reaches the embeddings and all four attention matrices
-  for (auto& [name, norm] : r.first_grad_norms)
+  double largest = 0;
+  for (auto& [name, norm] : r.first_grad_norms) largest = std::max(largest, norm);
+  for (auto& [name, norm] : r.first_grad_norms) {
     if (name.find("weight") != std::string::npos) EXPECT_GT(norm, 1e-4) << name;
+    // the key bias's gradient is zero but for float32 rounding (softmax ignores a row's constant):
+    // what the example prints as "~0 (rounding)" instead of the rounding's digits
+    if (name == "attn.w_k.bias") EXPECT_LT(norm, 1e-6 * largest);
+  }
   EXPECT_EQ(where_weights::embedding_vs_onehot(m, c, g), 0.0);
   const where_weights::ContextResult ctx = where_weights::static_vs_contextual(m, c);
   EXPECT_DOUBLE_EQ(ctx.embedding_cosine, 1.0);
@@ -246,13 +252,13 @@ TEST_F(Examples, HeadsSpecialiseIdenticalStartStaysIdentical) {
   const auto r = heads_specialise::run(c, heads_specialise::Variant::IdenticalStart, 256);  // the full 1500 steps
   const auto random = heads_specialise::run(c, heads_specialise::Variant::TwoHeads, 16);
   EXPECT_EQ(r.head_diff_start, 0.0);
-  // exactly 0 in the release build (both heads round identically); a kernel that blocks the two
-  // heads' columns differently rounds them apart by ~1e-3 (8.4e-4 in earlier versions)
-  EXPECT_LT(r.head_diff_end, 2e-3);
+  // exactly 0, on every CPU: the portable products (the fixture's, as the example's) give both
+  // heads' columns the same arithmetic; docs/05 shows the one OpenBLAS kernel that does not
+  EXPECT_EQ(r.head_diff_end, 0.0);
   EXPECT_GT(random.head_diff_end, 0.1);
-  // the same split up to float32 rounding (the two heads sit at different places in each GEMM)
-  EXPECT_NEAR(r.roles.on_prev[0], r.roles.on_prev[1], 0.02);
-  EXPECT_NEAR(r.roles.on_first[0], r.roles.on_first[1], 0.02);
+  // so the same split, to the last bit
+  EXPECT_EQ(r.roles.on_prev[0], r.roles.on_prev[1]);
+  EXPECT_EQ(r.roles.on_first[0], r.roles.on_first[1]);
   EXPECT_GT(r.roles.on_prev[0], 0.25);  // both split, like the single head
   EXPECT_GT(r.roles.on_first[0], 0.25);
   EXPECT_GE(r.full.both, 0.95);

@@ -42,10 +42,7 @@ Trained trained(uint64_t seed = 0) {
   return {c, std::move(d), std::move(m), x, y};
 }
 
-class ResidualStream : public ::testing::Test {
- protected:
-  void SetUp() override { set_num_threads(1); }
-};
+class ResidualStream : public example_tests::Examples {};  // one thread, portable products
 
 TEST_F(ResidualStream, PartsAddUpToTheModelAndSoDoTheirLogitTerms) {
   Trained t = trained();

@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
@@ -287,6 +288,7 @@ int main(int argc, char** argv) {
   using namespace attention_cost;
   Config c;
   CLI::App app{"attention_cost: attention's cost against sequence length, and what its direct path buys"};
+  example::add_gemm_option(app);
   app.add_option("--dim", c.dim, "model width d in part 1 (a multiple of 4)")->check(CLI::Range(4, 8192));
   app.add_option("--max-len", c.max_len, "longest T in part 1 (from 64, doubling; at least 512)")
       ->check(CLI::Range(512, 65536));

@@ -19,7 +19,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "data_parallel.h"  // the same training on several processes (mpirun)
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "data_parallel.h"   // the same training on several processes (mpirun)
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -300,6 +301,7 @@ int main(int argc, char** argv) {
   using namespace char_gpt;
   Config c;
   CLI::App app{"char_gpt: a character-level GPT on the fortunes corpus (or --data FILE)"};
+  example::add_gemm_option(app);
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "total AdamW steps");
   app.add_option("--lr", c.lr, "peak learning rate");

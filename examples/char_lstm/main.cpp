@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../char_gpt/text_data.h"  // the text, its split and batches, shared with char_gpt
+#include "../common/gemm.h"         // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -184,6 +185,7 @@ int main(int argc, char** argv) {
   using namespace char_lstm;
   Config c;
   CLI::App app{"char_lstm: a character-level LSTM on the fortunes corpus (or --data FILE), beside char_gpt"};
+  example::add_gemm_option(app);
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "total AdamW steps")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "peak learning rate");

@@ -20,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -249,6 +250,7 @@ int main(int argc, char** argv) {
   using namespace digits_cnn;
   Config c;
   CLI::App app{"digits_cnn: a small CNN on 1,797 handwritten 8x8 digits (scripts/fetch-digits gets them)"};
+  example::add_gemm_option(app);
   app.add_option("--data", c.data, "the digits CSV written by scripts/fetch-digits");
   app.add_option("--epochs", c.epochs, "passes over the training images")->check(CLI::PositiveNumber);
   app.add_option("--batch", c.batch, "images per step")->check(CLI::PositiveNumber);

@@ -20,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 
 namespace gpt2_generate {
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   using namespace gpt2_generate;
   Config c = fixture_config();
   CLI::App app{"gpt2_generate: continue a prompt with a Hugging Face GPT-2 folder"};
+  example::add_gemm_option(app);
   app.add_option("--model", c.model, "folder with config.json and model.safetensors (default: the test fixture)");
   app.add_option("--tokenizer", c.tokenizer, "folder with vocab.json and merges.txt (default: the model's folder)");
   app.add_option("--prompt", c.prompt, "the text to continue");

@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -391,6 +392,7 @@ int main(int argc, char** argv) {
   using namespace hand_attention;
   Config c;
   CLI::App app{"hand_attention: W_Q and W_K set by hand, then learned from random weights"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "Adam learning rate");
   app.add_option("--seq-len", c.seq_len, "training sequence length")->check(CLI::Range(2, 64));

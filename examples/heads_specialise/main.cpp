@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
@@ -236,6 +237,7 @@ int main(int argc, char** argv) {
   using namespace heads_specialise;
   Config c;
   CLI::App app{"heads_specialise: why several heads, and why they differ"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "AdamW learning rate");
   app.add_option("--every", c.every, "telemetry every this many steps");

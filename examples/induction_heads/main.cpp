@@ -25,6 +25,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
@@ -595,6 +596,7 @@ int main(int argc, char** argv) {
   using namespace induction_heads;
   Config c;
   CLI::App app{"induction_heads: watch a previous-token head and an induction head form during training"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "AdamW learning rate");
   app.add_option("--batch", c.batch, "sequences per step");

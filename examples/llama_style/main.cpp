@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../char_gpt/text_data.h"  // the text, its split and batches, shared with char_gpt
+#include "../common/gemm.h"         // add_gemm_option: --gemm portable|blas
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
@@ -352,6 +353,7 @@ int main(int argc, char** argv) {
   using namespace llama_style;
   Config c;
   CLI::App app{"llama_style: a GPT-2-style and a LLaMA-style decoder on the same text, budget and parameter count"};
+  example::add_gemm_option(app);
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "AdamW steps per run")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "peak learning rate");

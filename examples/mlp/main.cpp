@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -131,6 +132,7 @@ int main(int argc, char** argv) {
   using namespace mlp;
   Config c;
   CLI::App app{"mlp: a two-layer perceptron learns two spirals with autograd and momentum SGD"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "full-batch SGD steps");
   app.add_option("--lr", c.lr, "learning rate");
   app.add_option("--seed", c.seed, "random seed");

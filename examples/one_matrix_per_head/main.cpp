@@ -22,6 +22,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
@@ -328,6 +329,7 @@ int main(int argc, char** argv) {
   using namespace one_matrix;
   Config c;
   CLI::App app{"one_matrix_per_head: a per-head matrix on top of W_Q folds into W_Q"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "training steps per model");
   app.add_option("--seed", c.seed, "first random seed");
   app.add_option("--seeds", c.seeds, "number of seeds to run")->check(CLI::Range(1, 1000));

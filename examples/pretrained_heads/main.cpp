@@ -27,6 +27,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 
@@ -545,6 +546,7 @@ int main(int argc, char** argv) {
   Config c;
   c.model_dir = default_model_dir();
   CLI::App app{"pretrained_heads: label, remove and look at the heads of all-MiniLM-L6-v2"};
+  example::add_gemm_option(app);
   app.add_option("--model", c.model_dir, "the all-MiniLM-L6-v2 folder (scripts/fetch-minilm)");
   app.add_option("--threshold", c.threshold, "the least score that earns a label");
   app.add_option("--broad", c.broad, "entropy / log(T) from which a head with no label is \"broad\"");

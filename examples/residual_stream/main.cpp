@@ -24,6 +24,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../char_gpt/text_data.h"  // the text, its split and batches, shared with char_gpt
+#include "../common/gemm.h"         // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -474,6 +475,7 @@ int main(int argc, char** argv) {
   using namespace residual_stream;
   Config c;
   CLI::App app{"residual_stream: the residual stream as a sum of parts, the direct path, and first-token heads"};
+  example::add_gemm_option(app);
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "AdamW steps")->check(CLI::Range(1, 1000000));
   app.add_option("--lr", c.lr, "peak learning rate")->check(CLI::PositiveNumber);

@@ -23,6 +23,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
@@ -440,6 +441,7 @@ int main(int argc, char** argv) {
   using namespace second_order;
   Config c;
   CLI::App app{"second_order: Hessians, Newton's method, a physics-informed network and MAML"};
+  example::add_gemm_option(app);
   app.add_option("--pinn-steps", c.pinn_steps, "Adam steps for the physics-informed network");
   app.add_option("--pinn-points", c.pinn_points, "collocation points in (0, 1)");
   app.add_option("--seed", c.seed, "the physics-informed network's initial weights");

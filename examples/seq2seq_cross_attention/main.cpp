@@ -20,6 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -313,6 +314,7 @@ int main(int argc, char** argv) {
   using namespace seq2seq;
   Config c;
   CLI::App app{"seq2seq_cross_attention: an encoder-decoder Transformer learns to reverse digit strings"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--length", c.length, "digits per string")->check(CLI::Range(2, 16));
   app.add_option("--lr", c.lr, "peak AdamW learning rate");

@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -464,10 +465,24 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
                   "The same graph rendered by Graphviz: follow any parameter box up to the loss. W_Q, W_K and W_V "
                   "enter as three separate leaves, each through its own linear op, then matmul, softmax, matmul.");
   std::string table = "Gradient norms after the first backward pass: one backward reaches every weight.\n";
-  for (auto& [name, n] : r.first_grad_norms) table += fmt::format("  {:<22} {:.3e}\n", name, n);
-  table +=
-      "(attn.w_k.bias gets ~0, and always will: a key bias adds the same q.b_k to every score of a\n"
-      " query's row, and softmax ignores a constant added to a row.)\n";
+  // A norm under 1e-6 of the largest is float32 rounding, not a measurement: its digits differ from
+  // one CPU's arithmetic to another's, so it is printed as ~0, not as a number.
+  double largest = 0;
+  for (auto& [name, n] : r.first_grad_norms) largest = std::max(largest, n);
+  bool key_bias_zero = false;
+  double key_bias = 0;
+  for (auto& [name, n] : r.first_grad_norms) {
+    const bool rounding = n < 1e-6 * largest;
+    if (name == "attn.w_k.bias") key_bias_zero = rounding, key_bias = n;
+    table += rounding ? fmt::format("  {:<22} ~0 (rounding)\n", name) : fmt::format("  {:<22} {:.3e}\n", name, n);
+  }
+  table += key_bias_zero
+               ? "(attn.w_k.bias gets ~0, under 1e-6 of the largest, and always will: a key bias adds the same\n"
+                 " q.b_k to every score of a query's row, and softmax ignores a constant added to a row.)\n"
+               : fmt::format(
+                     "(attn.w_k.bias's gradient is {:.1e} of the largest: not ~0 as softmax's rows "
+                     "would make it)\n",
+                     key_bias / largest);
   std::printf("\n%s", table.c_str());
   rep.add_note(table, true);
   const double diff = embedding_vs_onehot(m, c, g);
@@ -577,6 +592,7 @@ int main(int argc, char** argv) {
   using namespace where_weights;
   Config c;
   CLI::App app{"where_weights_come_from: W_Q, W_K, W_V are ordinary parameters trained by backpropagation"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "training steps per model");
   app.add_option("--lr", c.lr, "AdamW learning rate");
   app.add_option("--seed", c.seed, "random seed");

@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
@@ -241,6 +242,7 @@ int main(int argc, char** argv) {
   using namespace why_sqrt_dk;
   Config c;
   CLI::App app{"why_sqrt_dk: why attention divides its scores by sqrt(d_k)"};
+  example::add_gemm_option(app);
   app.add_option("--steps", c.steps, "training steps per run (part 2)");
   app.add_option("--dk", c.dk, "head width in part 2")->check(CLI::Range(1, 4096));
   app.add_option("--lr", c.lr, "learning rate (part 2)");
