@@ -95,7 +95,7 @@ test-other-kernel: build-tests
 
 # detect_leaks=0: oneTBB keeps its worker threads' memory until process exit on purpose.
 test-asan: build-asan
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 MG_REQUIRE_BROWSER=1 \
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 MG_REQUIRE_BROWSER=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
 # The fuzz build compiles the library with clang++ (instrumented), which is make test's check that

@@ -1,6 +1,8 @@
 #pragma once
 // Shared by the file tests (test_serialize.cpp: safetensors and nn::save/load; test_checkpoint.cpp:
 // optimizer checkpoints): a small model, per-test temporary paths, and raw file bytes.
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -25,10 +27,12 @@ struct TinyMLP : nn::Callable<TinyMLP> {
 
 // A path in a folder of this test's own: ctest runs the tests of this file in parallel processes,
 // and one test's temporary files must not show up in another's folder (WritesAreAtomic looks for
-// leftovers, and two tests wrote "bad.safetensors" side by side).
+// leftovers, and two tests wrote "bad.safetensors" side by side). The process id is in it too: ctest
+// also runs a whole test binary again (Portable.*, AtLevel.*) beside its tests run one by one.
 inline std::string temp_path(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / "minigrad_test_files" / info->test_suite_name() / info->name();
+  const fs::path dir = fs::temp_directory_path() / "minigrad_test_files" / std::to_string(::getpid()) /
+                       info->test_suite_name() / info->name();
   fs::create_directories(dir);
   return (dir / name).string();
 }
