@@ -35,17 +35,20 @@ void BM_sgemm_openblas_1thread(benchmark::State& st) {
 }
 BENCHMARK(BM_sgemm_openblas_1thread)->Arg(1024)->Unit(benchmark::kMillisecond);
 
-// The products of a linear layer in the tour's models, on one thread, by OpenBLAS (first arg 0) and
-// by minigrad's fixed-order kernel (1; tensor/portable_gemm.h, the examples' default): x W^T, dY W
-// and dY^T X for N = 2048 rows (batch x sequence), widths 32 -> 96 (a small head's Q, K, V) and
-// 64 -> 256 (an MLP's first layer). docs/06-performance.md, "The same numbers on every CPU".
+// The products of the tour's models, on one thread, by OpenBLAS (first arg 0) and by minigrad's
+// fixed-order kernel (1; tensor/portable_gemm.h, the examples' default): a linear layer's x W^T, dY W
+// and dY^T X for N = 2048 rows (batch x sequence), widths 32 -> 96 (a small model's Q, K, V) and
+// 64 -> 256 (an MLP's first layer); and one head's scores Q K^T and mix P V for 48 positions and
+// head size 16 (the fused attention calls these per head). docs/06-performance.md, "The same numbers
+// on every CPU".
 struct GemmShape {
   int64_t m, n, k;
   bool ta, tb;
 };
 constexpr GemmShape kTourShapes[] = {{2048, 96, 32, false, true},   {2048, 32, 96, false, false},
                                      {96, 32, 2048, true, false},   {2048, 256, 64, false, true},
-                                     {2048, 64, 256, false, false}, {256, 64, 2048, true, false}};
+                                     {2048, 64, 256, false, false}, {256, 64, 2048, true, false},
+                                     {48, 48, 16, false, true},     {48, 16, 48, false, false}};
 void BM_gemm_tour_shapes(benchmark::State& st) {
   const GemmShape s = kTourShapes[st.range(1)];
   const bool was = blas::portable();
@@ -60,7 +63,7 @@ void BM_gemm_tour_shapes(benchmark::State& st) {
   st.SetLabel(fmt::format("{} m={} n={} k={}{}{}", st.range(0) ? "portable" : "OpenBLAS", s.m, s.n, s.k,
                           s.ta ? " A^T" : "", s.tb ? " B^T" : ""));
 }
-BENCHMARK(BM_gemm_tour_shapes)->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gemm_tour_shapes)->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6, 7}})->Unit(benchmark::kMicrosecond);
 
 // The same product through mg::matmul: rows split over the thread pool.
 void BM_sgemm_minigrad(benchmark::State& st) {
