@@ -9,7 +9,10 @@ bool AutocastMode::is_enabled() { return autocast_enabled; }
 void AutocastMode::set_enabled(bool enabled) { autocast_enabled = enabled; }
 
 Tensor autocast(const Tensor& t) {
-  return autocast_enabled && t.defined() && t.dtype() == DType::Float32 ? t.to(DType::BFloat16) : t;
+  if (!autocast_enabled || !t.defined() || t.dtype() != DType::Float32) return t;
+  // the copy the kernel that wrote t made beside it (layer norm, GELU), if t is unchanged since
+  const Tensor copy = bf16_copy_of(t);
+  return copy.defined() ? copy : t.to(DType::BFloat16);
 }
 
 Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace mg {
@@ -37,10 +38,27 @@ class Storage {
   /// Count one in-place write (the in-place ops call it; call it after writing through data<T>()).
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
 
+  /// A bfloat16 copy of this float32 memory, element for element, that the kernel writing the values
+  /// made beside them (layer norm and GELU under autocast, while each row was still in cache): the
+  /// next matrix product reads it instead of converting the values in a pass of its own
+  /// (autograd/autocast.h). Null when none was made, or when the memory has been written in place
+  /// since (version() moved on): then the values and the copy may differ, and the copy is not used.
+  std::shared_ptr<const Storage> bf16_copy() const {
+    return bf16_copy_ && bf16_copy_version_ == version() ? bf16_copy_ : nullptr;
+  }
+  /// Attach `copy` (nbytes() / 2 bytes: element i is this memory's float i, rounded as
+  /// Tensor::to(BFloat16) rounds) as the copy of the values as they are now.
+  void set_bf16_copy(std::shared_ptr<const Storage> copy) {
+    bf16_copy_ = std::move(copy);
+    bf16_copy_version_ = version();
+  }
+
  private:
   void* ptr_;
   size_t nbytes_;
   std::atomic<uint64_t> version_{0};
+  std::shared_ptr<const Storage> bf16_copy_;
+  uint64_t bf16_copy_version_ = 0;
 };
 
 /// Bytes held by the allocator's free lists (allocated from the system but not in use).

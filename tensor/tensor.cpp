@@ -476,4 +476,11 @@ const Tensor& Tensor::fill_(double value) const {
   return *this;
 }
 
+Tensor bf16_copy_of(const Tensor& t) {
+  if (!t.defined() || t.dtype() != DType::Float32) return Tensor();
+  std::shared_ptr<const Storage> copy = t.storage()->bf16_copy();
+  if (!copy) return Tensor();
+  return Tensor(std::const_pointer_cast<Storage>(std::move(copy)), DType::BFloat16, t.shape(), t.strides(), t.offset());
+}
+
 }  // namespace mg

@@ -259,6 +259,11 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 /// requires_grad=True)". Each goes on the last line, or on a line of its own past 80 columns.
 std::string format_tensor(const Tensor& t, const std::vector<std::string>& suffixes);
 
+/// The bfloat16 copy that the kernel which wrote float32 `t` left beside it (Storage::bf16_copy),
+/// viewed with t's shape, strides and offset; undefined when there is none, or when t's memory has
+/// been written in place since. Its values are t.to(DType::BFloat16)'s, bit for bit.
+Tensor bf16_copy_of(const Tensor& t);
+
 /// True when two elements of `t` may share one memory location (an expanded view, with stride 0):
 /// writing through such a view would write one place several times, so in-place ops refuse it.
 bool has_internal_overlap(const Tensor& t);

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
 
+#include "file_helpers.h"
 #include "helpers.h"
 #include "minigrad/minigrad.h"
 #include "minigrad/tensor/blas.h"
@@ -190,7 +192,7 @@ TEST(BFloat16, ArithmeticIsRefusedWithTheOpNamed) {
 }
 
 TEST(BFloat16, SafetensorsBF16RoundTripsAndLoadsIntoFloat32Models) {
-  const std::string path = ::testing::TempDir() + "bf16.safetensors";
+  const std::string path = mgtest::temp_path("bf16.safetensors");
   const Tensor w = rnd({2, 3}, 5).to(DType::Float32).to(DType::BFloat16);
   save_safetensors(path, {{"weight", w}, {"bias", zeros({2}, DType::BFloat16)}});
   const SafeTensors st = load_safetensors(path);
@@ -483,4 +485,86 @@ TEST(Autocast, KernelIsTheExpectedOne) {
   std::printf("bfloat16 products run on: %s\n", kernel.c_str());
   if (const char* want = std::getenv("MG_EXPECT_BF16_KERNEL")) EXPECT_EQ(kernel, want);
   EXPECT_FALSE(kernel.empty());
+}
+
+namespace {
+// Whether two bfloat16 tensors of one shape hold the same bits.
+bool same_bf16_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != DType::BFloat16 || b.dtype() != DType::BFloat16) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.data<bfloat16>(), y.data<bfloat16>(), static_cast<size_t>(x.numel()) * 2) == 0;
+}
+}  // namespace
+
+TEST(Autocast, LayerNormAndGeluLeaveTheNextProductsOperandBeside) {
+  // Under autocast, layer norm and linear_gelu round their output to bfloat16 while it is in cache
+  // (Storage::bf16_copy); the next product reads that instead of converting: the same bits as
+  // .to(BFloat16), for any view of the output, and never once the output has been written in place.
+  Generator g(3);
+  const Variable x(randn({6, 40}, g) * 3.0, true), w(randn({40}, g), true), b(randn({40}, g), true);
+  const Variable fw(randn({24, 40}, g) * 0.2, true), fb(randn({24}, g), true);
+  Variable y, h;
+  {
+    const AutocastGuard guard;
+    y = layer_norm(x, {40}, w, b);
+    h = linear_gelu(y, fw, fb, "tanh");
+  }
+  for (const Variable* v : {&y, &h}) {
+    const Tensor copy = bf16_copy_of(v->data());
+    ASSERT_TRUE(copy.defined());
+    EXPECT_TRUE(same_bf16_bits(copy, v->data().to(DType::BFloat16)));
+    const Tensor view = v->data().narrow(1, 3, 7).transpose(0, 1);  // a view reads the copy's same elements
+    EXPECT_TRUE(same_bf16_bits(bf16_copy_of(view), view.to(DType::BFloat16)));
+  }
+  // the products that read them: the same outputs and gradients as from a fresh conversion
+  Tensor with_copy;
+  {
+    const AutocastGuard guard;
+    with_copy = linear(y, fw, fb).data();
+  }
+  // written in place: the copy is stale and is not used; autocast converts the new values
+  y.data().narrow(0, 0, 1).fill_(2);
+  EXPECT_FALSE(bf16_copy_of(y.data()).defined());
+  {
+    const AutocastGuard guard;
+    EXPECT_TRUE(same_bf16_bits(autocast(y.data()), y.data().to(DType::BFloat16)));
+    EXPECT_NE(max(abs(linear(y, fw, fb).data() - with_copy)).item(), 0.0);
+  }
+  // outside autocast, and in float64, nothing is made
+  EXPECT_FALSE(bf16_copy_of(layer_norm(x, {40}, w, b).data()).defined());
+  {
+    const AutocastGuard guard;
+    EXPECT_FALSE(bf16_copy_of(layer_norm(Variable(randn({2, 5}, g, DType::Float64)), {5}).data()).defined());
+  }
+}
+
+TEST(Autocast, AStepReadsTheCopiesAndGivesTheConvertedOperandsBits) {
+  // A bfloat16 GPT step reads layer norm's and GELU's copies; the same step with those copies gone
+  // (each output written in place with its own values: the versions move, the numbers stay) converts
+  // afresh. Every gradient is the same to the bit.
+  Generator g(9);
+  nn::GPT model(20, 8, {.d_model = 16, .nhead = 2, .num_layers = 2}, g);
+  const Tensor ids = randint(0, 20, {3, 8}, g), targets = randint(0, 20, {3 * 8}, g);
+  auto step = [&](bool drop_copies) {
+    model.zero_grad();
+    std::vector<nn::HookHandle> hooks;
+    if (drop_copies)  // a forward hook on every LayerNorm writes its output onto itself; one on each
+      for (auto& [name, m] : model.named_modules())  // fc sends the MLP back to linear, then gelu
+        if (m->type_name() == "LayerNorm" || name.ends_with(".fc"))
+          hooks.push_back(
+              m->register_forward_hook([](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
+                out[0].data().copy_(out[0].data().clone());
+              }));
+    Variable loss;
+    {
+      const AutocastGuard guard;
+      loss = cross_entropy(model(ids).reshape({3 * 8, 20}), targets);
+    }
+    loss.backward();
+    for (nn::HookHandle& hk : hooks) hk.remove();
+    std::vector<std::vector<float>> grads;
+    for (const Variable& p : model.parameters()) grads.push_back(p.grad().to_vector<float>());
+    return grads;
+  };
+  EXPECT_EQ(step(false), step(true));
 }

@@ -117,7 +117,8 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
     return grads;
   };
   if (bf16 || xd.dtype() != x.dtype())
-    return record(name, mg::gelu(h, approximate), inputs, keep(0, 1), std::move(fused));
+    // (under autocast the output's bfloat16 copy is made with it: proj's operand, tensor/storage.h)
+    return record(name, mg::gelu(h, approximate, AutocastMode::is_enabled()), inputs, keep(0, 1), std::move(fused));
   if (!bias.defined())
     return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1), std::move(fused),
                         [approximate](const Variable& dy, const Saved<Variable, 2>& s, const Node& n) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
@@ -72,7 +73,8 @@ VariableList layer_norm_graph_backward(const Variable& dy, const Variable& x, co
 Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight, const Variable& bias,
                     double eps) {
   const Tensor w = weight.defined() ? weight.data() : Tensor(), b = bias.defined() ? bias.data() : Tensor();
-  LayerNormForward f = layer_norm_forward(x.data(), normalized_shape, w, b, eps);
+  // under autocast the output's bfloat16 copy is made with it: the next product's operand
+  LayerNormForward f = layer_norm_forward(x.data(), normalized_shape, w, b, eps, AutocastMode::is_enabled());
   std::vector<Variable> inputs{x};
   if (weight.defined()) inputs.push_back(weight);
   if (bias.defined()) inputs.push_back(bias);

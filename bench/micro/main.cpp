@@ -137,6 +137,30 @@ void BM_gelu_bias_backward_fused(benchmark::State& st) { gelu_bias_backward(st, 
 BENCHMARK(BM_gelu_bias_backward_composed)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_gelu_bias_backward_fused)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
 
+// What feeds a product under autocast: layer norm's output (N, d) or GELU's (N, 4d), and its
+// bfloat16 operand. Composed (range 1 = 0): the kernel writes float32, then a pass of its own
+// rounds it (Tensor::to); with the copy (1): the kernel rounds each row while it is still in
+// cache (Storage::bf16_copy, docs/06-performance.md section 12); 2: the float32 output alone, for
+// scale. Range 2 = 0: layer norm, 1: GELU.
+void BM_producer_bf16_operand(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  const bool copy = st.range(1) == 1, is_gelu = st.range(2) == 1;
+  st.SetLabel(fmt::format("{} {} {}", config_name(st.range(0)), is_gelu ? "gelu" : "layer_norm",
+                          st.range(1) == 2 ? "float32 only"
+                          : copy           ? "copy beside"
+                                           : "then .to()"));
+  const int64_t width = is_gelu ? 4 * s.d : s.d;
+  const Tensor x = randn({s.B * s.T, width}), w = ones({width}), b = zeros({width});
+  for (auto _ : st) {
+    const Tensor y = is_gelu ? gelu(x, "none", copy) : layer_norm_forward(x, {width}, w, b, 1e-5, copy).y;
+    if (st.range(1) == 2)
+      benchmark::DoNotOptimize(y);
+    else
+      benchmark::DoNotOptimize(copy ? bf16_copy_of(y) : y.to(DType::BFloat16));
+  }
+}
+BENCHMARK(BM_producer_bf16_operand)->ArgsProduct({{0, 1}, {2, 0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
+
 void BM_layer_norm_fwd_bwd(benchmark::State& st) {
   const Shape4& s = config(st.range(0));
   st.SetLabel(config_name(st.range(0)));

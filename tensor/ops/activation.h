@@ -13,8 +13,10 @@ Tensor relu(const Tensor& x);
 /// dy where x > 0, else 0
 Tensor relu_backward(const Tensor& dy, const Tensor& x);
 /// GELU. approximate "none": x Phi(x), Phi the standard normal CDF (erf form, PyTorch's default);
-/// "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+/// "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). bf16_copy: for float32 x, also keep the
+/// output's bfloat16 copy beside it (Storage::bf16_copy), made piece by piece while in cache: the
+/// operand the next product reads under autocast.
+Tensor gelu(const Tensor& x, const std::string& approximate = "none", bool bf16_copy = false);
 /// dy * GELU'(x) for the same `approximate` as the forward.
 Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate = "none");
 /// The backward of gelu(linear(x, W, b)) up to its two products, in one pass over h = x W^T + b

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "minigrad/tensor/bfloat16.h"
 #include "minigrad/tensor/fastmath.h"
 #include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/ops/elementwise.h"
@@ -115,7 +116,7 @@ int overflow_exponent(const T* a, int64_t N) {
 //   y_ri = (x_ri - mean_r) * rstd_r * w_i + b_i
 // x, y: (M, N) as rows    w, b: (N)    mean, rstd: (M)
 LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, const Tensor& weight, const Tensor& bias,
-                                    double eps) {
+                                    double eps, bool bf16_copy) {
   check_layer_norm_args(x0, norm_shape, weight, bias, "layer_norm");
   MG_CHECK(std::isfinite(eps) && eps >= 0, ValueError, "layer_norm: eps must be finite and >= 0, got {}", eps);
   const Shape row_shape(x0.shape().begin(), x0.shape().end() - static_cast<int64_t>(norm_shape.size()));
@@ -124,11 +125,18 @@ LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, c
   const Tensor b = bias.defined() ? bias.contiguous() : Tensor();
   const int64_t N = numel_of(norm_shape), M = numel_of(row_shape);
   Tensor y = empty(x.shape(), x.dtype()), mean = empty(row_shape, x.dtype()), rstd = empty(row_shape, x.dtype());
+  // y's bfloat16 copy, each row rounded right after it is written (Storage::bf16_copy)
+  const Tensor ybf = bf16_copy && x.dtype() == DType::Float32 ? empty(x.shape(), DType::BFloat16) : Tensor();
+  bfloat16* pbf = ybf.defined() ? ybf.data<bfloat16>() : nullptr;
   visit_float(x.dtype(), "layer_norm", [&]<class T>() {
     const T* px = x.data<T>();
     const T* pw = w.defined() ? w.data<T>() : nullptr;
     const T* pb = b.defined() ? b.data<T>() : nullptr;
     T *py = y.data<T>(), *pm = mean.data<T>(), *pr = rstd.data<T>();
+    auto round_row = [&](int64_t r) {
+      if constexpr (std::is_same_v<T, float>)
+        if (pbf) to_bfloat16(py + r * N, pbf + r * N, N);
+    };
     parallel_for(0, M, grain_for(N), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const T* a = px + r * N;
@@ -166,6 +174,7 @@ LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, c
             if (pb) v += pb[i];
             o[i] = v;
           }
+          round_row(r);
           continue;
         }
         const double rs = 1.0 / std::sqrt(var + eps);
@@ -183,9 +192,11 @@ LayerNormForward layer_norm_forward(const Tensor& x0, const Shape& norm_shape, c
             o[i] = v;
           }
         }
+        round_row(r);
       }
     });
   });
+  if (ybf.defined()) y.storage()->set_bf16_copy(ybf.storage());
   return {y, mean, rstd};
 }
 

@@ -20,8 +20,10 @@ struct LayerNormForward {
 };
 /// Layer norm over the trailing dims `normalized_shape`: y = (x - mean) * rstd * weight + bias,
 /// with the biased variance. weight and bias (normalized_shape) may be undefined (no affine).
+/// bf16_copy: for a float32 x, also round each row of y to bfloat16 right after writing it and keep
+/// that beside y (Storage::bf16_copy), the operand the next product reads under autocast.
 LayerNormForward layer_norm_forward(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                                    const Tensor& bias, double eps);
+                                    const Tensor& bias, double eps, bool bf16_copy = false);
 /// Just the output of layer_norm_forward.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps = 1e-5);
