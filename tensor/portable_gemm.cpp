@@ -161,28 +161,21 @@ void gemm_any(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const 
   // is narrow (attention's per-head products), so fewer lanes sum padding. They change the speed,
   // never the bits.
   const CpuLevel level = cpu_level();
-  const bool narrow = n * static_cast<int64_t>(sizeof(T)) <= (level == CpuLevel::avx512 ? 64
-                                                              : level == CpuLevel::avx2 ? 32
-                                                                                        : 16);
   detail::run_at_level(level, [&] {
+    // (the register width in bytes; rows of a tile two registers wide, and of one a register wide)
+    auto at = [&]<int Bytes, int MR, int MRNarrow>() {
+      if (n * static_cast<int64_t>(sizeof(T)) <= Bytes)
+        run<T, Bytes, MRNarrow, 1>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      else
+        run<T, Bytes, MR, 2>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    };
     switch (level) {
       case CpuLevel::avx512:
-        if (narrow)
-          run<T, 64, 12, 1>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        else
-          run<T, 64, 8, 2>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        break;
+        return at.template operator()<64, 8, 12>();
       case CpuLevel::avx2:
-        if (narrow)
-          run<T, 32, 8, 1>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        else
-          run<T, 32, 6, 2>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        break;
+        return at.template operator()<32, 6, 8>();
       default:
-        if (narrow)
-          run<T, 16, 6, 1>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        else
-          run<T, 16, 4, 2>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return at.template operator()<16, 4, 6>();
     }
   });
 }
