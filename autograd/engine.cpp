@@ -12,7 +12,8 @@
 // on numbers and nothing is recorded. With Variables (create_graph) grad mode is on while the rules
 // run, so the backward pass is itself recorded on the tape, and its results can be differentiated
 // again. mg::grad walks the same way but only runs the nodes that lead to the inputs it was asked
-// about, and hands their gradients back instead of adding them into .grad().
+// about, and hands their gradients back instead of adding them into .grad(): what differs is
+// settled before the walk, in a Plan the loop consults (below).
 #include "minigrad/autograd/engine.h"
 
 #include <unordered_map>
@@ -184,38 +185,72 @@ std::unordered_map<Node*, int> count_consumers(const std::vector<std::shared_ptr
   return consumers;
 }
 
-// For mg::grad: the nodes worth running, those with a target (an input's node) somewhere below
-// them. Found over a topological order (Kahn's, as the walk itself), read backwards.
-std::unordered_set<Node*> leading_to(const std::vector<std::shared_ptr<Node>>& starts,
-                                     std::unordered_map<Node*, int> consumers,
-                                     const std::unordered_map<Node*, std::vector<size_t>>& targets) {
-  std::vector<Node*> order, ready;
-  for (auto& s : starts)
-    if (consumers[s.get()] == 0) ready.push_back(s.get());
-  while (!ready.empty()) {
-    Node* n = ready.back();
-    ready.pop_back();
-    order.push_back(n);
-    for (auto& nx : n->next)
-      if (nx && --consumers[nx.get()] == 0) ready.push_back(nx.get());
-  }
-  std::unordered_set<Node*> run, reaches;  // reaches: a target or a node leading to one
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    Node* n = *it;
-    for (auto& nx : n->next)
-      if (nx && reaches.count(nx.get())) run.insert(n);
-    if (run.count(n) || targets.count(n)) reaches.insert(n);
-  }
-  return run;
-}
-
-// Where mg::grad collects the gradient of each input: at the node its gradient goes to. `reached`:
-// the walk came to that node (a gradient that never arrived there is then zero, not unused).
+// What the walk is asked for, settled before it starts (PyTorch's GraphTask::exec_info_). A plain
+// backward (no targets) runs every node that receives a gradient, runs every hook, collects
+// nothing and frees every node it passes. mg::grad names targets: the node each input's gradient
+// goes to. It then uses only the nodes with a target below them (and the targets themselves),
+// runs no retain_grad hook (which would write a .grad()), collects each input's gradient at its
+// target, and frees only the nodes whose rule ran.
 template <class G>
-struct Capture {
-  std::unordered_map<Node*, std::vector<size_t>> at;
-  std::vector<G> out;
-  std::vector<bool> reached;
+class Plan {
+ public:
+  Plan() = default;  // backward
+  Plan(std::unordered_map<const Node*, std::vector<size_t>> targets, size_t inputs)
+      : grad_(true), targets_(std::move(targets)), out_(inputs), reached_(inputs) {}
+
+  /// Called after step 1: mg::grad's nodes worth running, those with a target somewhere below
+  /// them, found over a topological order (Kahn's, as the walk itself) read backwards.
+  void prune(const std::vector<std::shared_ptr<Node>>& starts, std::unordered_map<Node*, int> consumers) {
+    if (!grad_) return;
+    std::vector<Node*> order, ready;
+    for (auto& s : starts)
+      if (consumers[s.get()] == 0) ready.push_back(s.get());
+    while (!ready.empty()) {
+      Node* n = ready.back();
+      ready.pop_back();
+      order.push_back(n);
+      for (auto& nx : n->next)
+        if (nx && --consumers[nx.get()] == 0) ready.push_back(nx.get());
+    }
+    std::unordered_set<const Node*> reaches;  // a target or a node leading to one
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      Node* n = *it;
+      for (auto& nx : n->next)
+        if (nx && reaches.count(nx.get())) runs_.insert(n);
+      if (runs_.count(n) || targets_.count(n)) reaches.insert(n);
+    }
+  }
+
+  const char* op() const { return grad_ ? "grad" : "backward"; }
+  /// Whether a gradient arriving at n is used at all (else it is dropped there, not kept to the end).
+  bool wanted(const Node& n) const { return !grad_ || runs(n) || targets_.count(&n); }
+  /// Whether n's rule runs.
+  bool runs(const Node& n) const { return !grad_ || runs_.count(&n); }
+  /// Whether n's saved tensors are freed after the walk passed it (without retain_graph).
+  bool frees(bool ran) const { return !grad_ || ran; }
+  /// The hooks on n's output that run on the gradient arriving there.
+  GradHooks hooks(const Node& n) const { return grad_ ? without_retain_grad(n.grad_hooks) : n.grad_hooks; }
+  /// The walk came to n: an input whose target it is has gradient zero if none arrives.
+  void arrive(const Node& n) {
+    if (const auto t = targets_.find(&n); t != targets_.end())
+      for (size_t i : t->second) reached_[i] = true;
+  }
+  /// Collect g for the inputs whose target n is, after a leaf input's own hooks, as backward runs them.
+  void collect(const Node& n, const G& g) {
+    const auto t = targets_.find(&n);
+    if (t == targets_.end()) return;
+    const G gl = with_hooks(leaf_hooks(n), g, n.name);
+    for (size_t i : t->second) out_[i] = gl;
+  }
+  std::vector<G>& out() { return out_; }
+  const std::vector<bool>& reached() const { return reached_; }
+
+ private:
+  bool grad_ = false;
+  std::unordered_map<const Node*, std::vector<size_t>> targets_;
+  std::unordered_set<const Node*> runs_;
+  std::vector<G> out_;
+  std::vector<bool> reached_;
 };
 
 // Steps 2-4. Run nodes whose consumers have all reported. A node that received no gradient at all
@@ -223,13 +258,12 @@ struct Capture {
 // gradient, which counts as zero) does not run, but still reports to the nodes below it, so a node
 // reached by another path with a gradient still runs.
 template <class G>
-void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool retain_graph, Capture<G>* capture) {
-  const char* op = capture ? "grad" : "backward";
+void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool retain_graph, Plan<G>& plan) {
+  const char* op = plan.op();
   std::unordered_map<Node*, G> pending;  // summed incoming gradient per node
   const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending, op);
   std::unordered_map<Node*, int> consumers = count_consumers(starts);  // 1.
-  std::unordered_set<Node*> worth_running;
-  if (capture) worth_running = leading_to(starts, consumers, capture->at);
+  plan.prune(starts, consumers);
 
   std::vector<Node*> ready;
   for (auto& s : starts)
@@ -237,35 +271,28 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
+    plan.arrive(*n);
     std::vector<G> in_grads;
     bool ran = false;
-    const auto target = capture ? capture->at.find(n) : decltype(capture->at.end()){};
-    const bool is_target = capture && target != capture->at.end();
-    if (is_target)
-      for (size_t i : target->second) capture->reached[i] = true;
-    const auto it = pending.find(n);
-    if (it != pending.end() && capture && !is_target && !worth_running.count(n)) {
-      pending.erase(it);  // mg::grad: a gradient that leads to no input is dropped here, not kept to the end
-    } else if (it != pending.end()) {
-      const G g = capture ? with_hooks(without_retain_grad(n->grad_hooks), it->second, n->name)
-                          : with_hooks(n->grad_hooks, it->second, n->name);
+    if (const auto it = pending.find(n); it != pending.end()) {
+      const G arrived = std::move(it->second);
       pending.erase(it);
-      if (is_target) {
-        const G gl = with_hooks(leaf_hooks(*n), g, n->name);  // a leaf input: its own hooks, as backward runs them
-        for (size_t i : target->second) capture->out[i] = gl;
-      }
-      if (!capture || worth_running.count(n)) {
-        MG_CHECK(!n->released, StateError,
-                 "{}: trying to backward through the graph a second time (at '{}'); its saved "
-                 "tensors were freed after the first backward. Pass retain_graph=true to the first "
-                 "backward if you need to run it twice",
-                 op, n->name);
-        check_saved_versions(*n, op);
-        in_grads = apply_node(*n, g);
-        ran = true;
+      if (plan.wanted(*n)) {
+        const G g = with_hooks(plan.hooks(*n), arrived, n->name);
+        plan.collect(*n, g);
+        if (plan.runs(*n)) {
+          MG_CHECK(!n->released, StateError,
+                   "{}: trying to backward through the graph a second time (at '{}'); its saved "
+                   "tensors were freed after the first backward. Pass retain_graph=true to the first "
+                   "backward if you need to run it twice",
+                   op, n->name);
+          check_saved_versions(*n, op);
+          in_grads = apply_node(*n, g);
+          ran = true;
+        }
       }
     }
-    if (!retain_graph && (ran || !capture)) n->release();
+    if (!retain_graph && plan.frees(ran)) n->release();
     for (size_t i = 0; i < n->next.size(); ++i) {
       Node* nx = n->next[i].get();
       if (!nx) continue;
@@ -308,7 +335,8 @@ void check_hooks_keep(const GradHooks& hooks, const Tensor& g, const std::string
 }
 
 void run_backward(const std::vector<Variable>& roots, const TensorList& grads, bool retain_graph) {
-  walk<Tensor>(roots, grads, retain_graph, nullptr);
+  Plan<Tensor> everything;
+  walk(roots, grads, retain_graph, everything);
 }
 
 // A backward with create_graph records its rules as they are, with float32 or float64 products: an
@@ -316,7 +344,8 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
 void run_backward_graph(const std::vector<Variable>& roots, const VariableList& grads, bool retain_graph) {
   const EnableGradGuard recording;
   const AutocastGuard full_precision(false);
-  walk<Variable>(roots, grads, retain_graph, nullptr);
+  Plan<Variable> everything;
+  walk(roots, grads, retain_graph, everything);
 }
 
 VariableList grad(const VariableList& outputs, const VariableList& inputs, const GradOptions& opt) {
@@ -325,7 +354,7 @@ VariableList grad(const VariableList& outputs, const VariableList& inputs, const
   MG_CHECK(opt.grad_outputs.empty() || opt.grad_outputs.size() == outputs.size(), ValueError,
            "grad: {} grad_outputs for {} outputs", opt.grad_outputs.size(), outputs.size());
   std::vector<std::shared_ptr<Node>> edges;  // held: a leaf's accumulator lives as long as someone holds it
-  std::unordered_map<Node*, std::vector<size_t>> at;
+  std::unordered_map<const Node*, std::vector<size_t>> at;  // where each input's gradient is collected
   for (size_t i = 0; i < inputs.size(); ++i) {
     MG_CHECK(inputs[i].defined(), StateError, "grad: input {} is undefined", i);
     MG_CHECK(inputs[i].requires_grad(), StateError,
@@ -335,23 +364,23 @@ VariableList grad(const VariableList& outputs, const VariableList& inputs, const
   }
   const bool retain = opt.retain_graph.value_or(opt.create_graph);
   VariableList result(inputs.size());
-  std::vector<bool> reached(inputs.size());
+  std::vector<bool> reached;
   if (opt.create_graph) {
     const EnableGradGuard recording;
     const AutocastGuard full_precision(false);
-    Capture<Variable> c{at, VariableList(inputs.size()), reached};
+    Plan<Variable> plan(at, inputs.size());
     VariableList g = opt.grad_outputs;
     g.resize(outputs.size());
-    walk<Variable>(outputs, g, retain, &c);
-    result = std::move(c.out), reached = c.reached;
+    walk(outputs, g, retain, plan);
+    result = std::move(plan.out()), reached = plan.reached();
   } else {
-    Capture<Tensor> c{at, TensorList(inputs.size()), reached};
+    Plan<Tensor> plan(at, inputs.size());
     TensorList g(outputs.size());
     for (size_t i = 0; i < opt.grad_outputs.size(); ++i) g[i] = data_of(opt.grad_outputs[i]);
-    walk<Tensor>(outputs, g, retain, &c);
+    walk(outputs, g, retain, plan);
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (c.out[i].defined()) result[i] = Variable(c.out[i], false);
-    reached = c.reached;
+      if (plan.out()[i].defined()) result[i] = Variable(plan.out()[i], false);
+    reached = plan.reached();
   }
   // An input the walk reached whose gradient never arrived (every rule on the way had a zero
   // derivative for it, such as relu's backward with respect to x) has gradient zero.
