@@ -130,9 +130,9 @@ TEST(Layers, TheLayersSitAtTheRoot) {
       << "a minigrad/ folder is back in the source tree; the layers sit at the root";
 }
 
-// The build's include folder names exactly the layers and the umbrella header, each a link to the
-// source, so that <minigrad/nn/linear.h> opens nn/linear.h and nothing else of the repository can
-// be included with the prefix.
+// The committed include folder names exactly the layers and the umbrella header, each a relative
+// link to the source, so that <minigrad/nn/linear.h> opens nn/linear.h, the tree resolves before
+// any build, and nothing else of the repository can be included with the prefix.
 TEST(Layers, TheIncludeFolderLinksToTheLayers) {
   const fs::path dir = fs::path(MG_INCLUDE_DIR) / "minigrad";
   std::set<std::string> names;
@@ -140,6 +140,7 @@ TEST(Layers, TheIncludeFolderLinksToTheLayers) {
     names.insert(e.path().filename().string());
     EXPECT_TRUE(fs::is_symlink(e.symlink_status())) << e.path() << " is not a link to the source";
     EXPECT_TRUE(fs::equivalent(e.path(), kRoot / e.path().filename())) << e.path() << " does not point at the source";
+    EXPECT_TRUE(fs::read_symlink(e.path()).is_relative()) << e.path() << " must not depend on where the clone is";
   }
   EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed",
                                           "minigrad.h"}));
