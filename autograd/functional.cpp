@@ -41,8 +41,8 @@ Variable run(const VariableFunction& f, const VariableList& xs, bool strict, con
 void check_every_input_used(const VariableList& g, bool strict, const char* what, const char* op) {
   for (size_t i = 0; strict && i < g.size(); ++i)
     MG_CHECK(g[i].defined(), ValueError,
-             "{}: the {} is independent of input {}, which strict mode refuses; without strict that part is zero",
-             op, what, i);
+             "{}: the {} is independent of input {}, which strict mode refuses; without strict that part is zero", op,
+             what, i);
 }
 
 // One tensor per input, each its input's shape and dtype (tangents, hvp's v).

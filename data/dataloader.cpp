@@ -46,7 +46,8 @@ Batch Dataset::gather(const std::vector<int64_t>& rows) const {
   MG_CHECK(!rows.empty(), ValueError, "Dataset::gather: no rows to batch");
   std::vector<Batch> examples;
   for (int64_t r : rows) {
-    MG_CHECK(r >= 0 && r < size(), IndexError, "Dataset::gather: example {} is out of range for {} examples", r, size());
+    MG_CHECK(r >= 0 && r < size(), IndexError, "Dataset::gather: example {} is out of range for {} examples", r,
+             size());
     examples.push_back(get(r));
     const Batch& first = examples.front();
     const Batch& e = examples.back();
@@ -54,11 +55,11 @@ Batch Dataset::gather(const std::vector<int64_t>& rows) const {
              "Dataset::gather: example {} has {} fields but example {} has {}; every example needs the same fields", r,
              e.size(), rows.front(), first.size());
     for (size_t f = 0; f < e.size(); ++f)
-      MG_CHECK(e[f].defined() && e[f].shape() == first[f].shape() && e[f].dtype() == first[f].dtype(), ShapeError,
-               "Dataset::gather: field {} of example {} is {} {}, but example {} has {} {}; a batch stacks equal shapes",
-               f, r, e[f].defined() ? dtype_name(e[f].dtype()) : "undefined",
-               e[f].defined() ? shape_str(e[f].shape()) : "", rows.front(), dtype_name(first[f].dtype()),
-               shape_str(first[f].shape()));
+      MG_CHECK(
+          e[f].defined() && e[f].shape() == first[f].shape() && e[f].dtype() == first[f].dtype(), ShapeError,
+          "Dataset::gather: field {} of example {} is {} {}, but example {} has {} {}; a batch stacks equal shapes", f,
+          r, e[f].defined() ? dtype_name(e[f].dtype()) : "undefined", e[f].defined() ? shape_str(e[f].shape()) : "",
+          rows.front(), dtype_name(first[f].dtype()), shape_str(first[f].shape()));
   }
   Batch out;
   for (size_t f = 0; f < examples.front().size(); ++f) {
@@ -163,8 +164,8 @@ Prefetcher::Prefetcher(const DataLoader& loader, std::vector<int64_t> order)
     }
     changed_.notify_all();
     for (std::thread& t : threads_) t.join();
-    throw StateError(fmt::format("DataLoader: could not start worker {} of {}: {}", threads_.size(), workers_,
-                                 e.what()));
+    throw StateError(
+        fmt::format("DataLoader: could not start worker {} of {}: {}", threads_.size(), workers_, e.what()));
   }
 }
 

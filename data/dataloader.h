@@ -74,10 +74,10 @@ class TensorDataset : public Dataset {
 
 /// DataLoader's settings (PyTorch's names and defaults; the generator's seed instead of a generator).
 struct DataLoaderOptions {
-  int64_t batch_size = 1;  // examples per batch (the last one may be smaller)
-  bool shuffle = false;    // a new seeded order every epoch; false: 0, 1, 2, ...
-  bool drop_last = false;  // drop a last batch smaller than batch_size
-  uint64_t seed = 0;       // the shuffle's generator
+  int64_t batch_size = 1;       // examples per batch (the last one may be smaller)
+  bool shuffle = false;         // a new seeded order every epoch; false: 0, 1, 2, ...
+  bool drop_last = false;       // drop a last batch smaller than batch_size
+  uint64_t seed = 0;            // the shuffle's generator
   int64_t num_workers = 0;      // threads assembling batches ahead of the loop (0: the loop does it)
   int64_t prefetch_factor = 2;  // batches each worker may have ready ahead (with workers)
 };

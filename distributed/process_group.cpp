@@ -258,8 +258,8 @@ void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<i
   check_not_broken("reduce-scatter");
   out.storage()->bump_version();  // written in place (Storage::version)
   MPI_Request req;
-  check(MPI_Ireduce_scatter(data_of(in), out.numel() ? data_of(out) : nullptr, n->data(), type, MPI_SUM,
-                            MPI_COMM_WORLD, &req),
+  check(MPI_Ireduce_scatter(data_of(in), out.numel() ? data_of(out) : nullptr, n->data(), type, MPI_SUM, MPI_COMM_WORLD,
+                            &req),
         "MPI_Ireduce_scatter");
   wait_bounded(req, "reduce-scatter", {in.storage(), out.storage(), n});
 }
@@ -282,8 +282,8 @@ void all_gather_into(const Tensor& mine, const Tensor& all, const std::vector<in
   check_not_broken("all-gather");
   all.storage()->bump_version();
   MPI_Request req;
-  check(MPI_Iallgatherv(mine.numel() ? data_of(mine) : nullptr, (*n)[rank()], type, data_of(all), n->data(),
-                        at->data(), type, MPI_COMM_WORLD, &req),
+  check(MPI_Iallgatherv(mine.numel() ? data_of(mine) : nullptr, (*n)[rank()], type, data_of(all), n->data(), at->data(),
+                        type, MPI_COMM_WORLD, &req),
         "MPI_Iallgatherv");
   wait_bounded(req, "all-gather", {mine.storage(), all.storage(), n, at});
 }

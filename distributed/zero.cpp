@@ -11,8 +11,8 @@
 #include "minigrad/autograd/grad_mode.h"
 #include "minigrad/distributed/ddp.h"
 #include "minigrad/optim/checkpoint.h"
-#include "minigrad/tensor/safetensors.h"
 #include "minigrad/tensor/ops.h"
+#include "minigrad/tensor/safetensors.h"
 
 namespace mg::distributed {
 namespace {
@@ -110,7 +110,8 @@ void ZeroRedundancyOptimizer::step() {
   int64_t at = 0;  // where parameter p begins in the flat vector: copy its overlap with the shard only
   for (const Variable& p : params_) {
     const int64_t n = p.numel(), from = std::max(at, start_), to = std::min(at + n, start_ + counts_[me]);
-    if (from < to) shard.narrow(0, from - start_, to - from).copy_(p.data().reshape({n}).narrow(0, from - at, to - from));
+    if (from < to)
+      shard.narrow(0, from - start_, to - from).copy_(p.data().reshape({n}).narrow(0, from - at, to - from));
     at += n;
   }
   local_->step();

@@ -103,14 +103,14 @@ class ZeroRedundancyOptimizer {
  private:
   nn::Module& model_;
   OptimizerFactory make_;
-  std::vector<Variable> params_;      // the trainable parameters, in registration order
-  std::vector<std::string> names_;    // their names
-  std::vector<int64_t> counts_;       // elements in each rank's shard
-  int64_t start_ = 0;                 // where this rank's shard begins in the flat vector
-  Variable shard_;                    // this rank's shard of the values: what local_ steps
+  std::vector<Variable> params_;    // the trainable parameters, in registration order
+  std::vector<std::string> names_;  // their names
+  std::vector<int64_t> counts_;     // elements in each rank's shard
+  int64_t start_ = 0;               // where this rank's shard begins in the flat vector
+  Variable shard_;                  // this rank's shard of the values: what local_ steps
   std::unique_ptr<optim::Optimizer> local_;
-  Tensor flat_;                       // all the gradients (/ N) for the reduce-scatter, then all the values
-  bool reduced_ = false;              // this step's averaged shard gradient is in shard_.grad()
+  Tensor flat_;           // all the gradients (/ N) for the reduce-scatter, then all the values
+  bool reduced_ = false;  // this step's averaged shard gradient is in shard_.grad()
   void reduce_gradients();
 };
 

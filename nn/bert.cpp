@@ -18,11 +18,16 @@ void read_field(const nlohmann::json& j, const std::string& path, const char* na
   }
   const nlohmann::json& v = j.at(name);
   bool ok = false;
-  if constexpr (std::is_same_v<T, std::string>) ok = v.is_string();
-  else if constexpr (std::is_same_v<T, int64_t>) ok = v.is_number_integer();
-  else ok = v.is_number();
+  if constexpr (std::is_same_v<T, std::string>)
+    ok = v.is_string();
+  else if constexpr (std::is_same_v<T, int64_t>)
+    ok = v.is_number_integer();
+  else
+    ok = v.is_number();
   MG_CHECK(ok, ValueError, "BertConfig: {}: field \"{}\" should be a {}, got {}", path, name,
-           std::is_same_v<T, std::string> ? "string" : std::is_same_v<T, int64_t> ? "whole number" : "number",
+           std::is_same_v<T, std::string> ? "string"
+           : std::is_same_v<T, int64_t>   ? "whole number"
+                                          : "number",
            v.dump());
   out = v.get<T>();
 }
@@ -55,10 +60,10 @@ void check_config(const BertConfig& c) {
   const double h = static_cast<double>(c.hidden_size), I = static_cast<double>(c.intermediate_size);
   const double params = static_cast<double>(c.vocab_size + c.max_position_embeddings + c.type_vocab_size) * h + 2 * h +
                         static_cast<double>(c.num_hidden_layers) * (4 * h * h + 2 * h * I + I + 9 * h) + h * h + h;
-  check_fits_in_memory(params * 4, fmt::format("BertModel: a model of num_hidden_layers={}, hidden_size={}, "
-                                               "intermediate_size={}, vocab_size={} ({:.3g} float32 parameters)",
-                                               c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size,
-                                               params));
+  check_fits_in_memory(params * 4,
+                       fmt::format("BertModel: a model of num_hidden_layers={}, hidden_size={}, "
+                                   "intermediate_size={}, vocab_size={} ({:.3g} float32 parameters)",
+                                   c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.vocab_size, params));
 }
 }  // namespace
 
@@ -101,7 +106,6 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
   }
   return c;
 }
-
 
 // ---------------------------------------------------------------- embeddings
 
@@ -211,12 +215,12 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
                b);
   }
   const int64_t L = config.num_hidden_layers, H = config.num_attention_heads;
-  if (o.head_mask.defined())
-  {
+  if (o.head_mask.defined()) {
     MG_CHECK(is_floating(o.head_mask.dtype()), DTypeError, "BertModel: head_mask must be floating, got {}",
              dtype_name(o.head_mask.dtype()));
     MG_CHECK(o.head_mask.shape() == Shape({L, H}), ShapeError,
-             "BertModel: head_mask must have shape ({}, {}) (layers, heads), got {}", L, H, shape_str(o.head_mask.shape()));
+             "BertModel: head_mask must have shape ({}, {}) (layers, heads), got {}", L, H,
+             shape_str(o.head_mask.shape()));
   }
   BertOutput out;
   Variable x = embeddings(ids, o.token_type_ids);

@@ -106,8 +106,8 @@ struct BertForwardOptions {
 
 /// What a BertModel forward returns.
 struct BertOutput {
-  Variable last_hidden_state;          // (B, T, hidden)
-  Variable pooler_output;              // (B, hidden), undefined without a pooler
+  Variable last_hidden_state;           // (B, T, hidden)
+  Variable pooler_output;               // (B, hidden), undefined without a pooler
   std::vector<Variable> hidden_states;  // num_hidden_layers + 1: the embeddings' output, then each layer's
 };
 

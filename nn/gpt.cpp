@@ -78,7 +78,8 @@ GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
   for (int64_t i = 0; i < o.num_layers; ++i)
     blocks.emplace_back<GPTBlock>(
         o.d_model, o.nhead,
-        GPTBlockOptions{.dropout = o.dropout, .gelu_approximate = o.gelu_approximate, .layer_norm_eps = o.layer_norm_eps},
+        GPTBlockOptions{
+            .dropout = o.dropout, .gelu_approximate = o.gelu_approximate, .layer_norm_eps = o.layer_norm_eps},
         gen);
   // Tying, the PyTorch way: the head's slot now holds the embedding's Variable. The registry reads
   // the slot, so the model lists, counts, optimizes and saves the matrix once ("tok.weight").

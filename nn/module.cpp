@@ -113,7 +113,7 @@ void Module::prepare_move(const std::type_info* target, std::uintptr_t delta) {
 
 Module::Module(Module&& other) : training_(other.training_) {
   const std::type_info* target = t_move_target;
-  t_move_target = nullptr;  // the members that move next note their own
+  t_move_target = nullptr;        // the members that move next note their own
   if (!other.moving_with_model_)  // throws before anything of other changes
     other.prepare_move(target, reinterpret_cast<std::uintptr_t>(this) - reinterpret_cast<std::uintptr_t>(&other));
   other.moving_with_model_ = false;

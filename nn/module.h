@@ -207,9 +207,9 @@ class Module {
   // Where this module is now: hook handles, children and captures hold a weak_ptr to this box,
   // and a move hands the box to the new object, so they all follow it.
   std::shared_ptr<Module*> self_ = std::make_shared<Module*>(this);
-  std::weak_ptr<Module*> parent_;                   // the module this one was first registered in
-  std::string name_in_parent_;                      // and its name there
-  std::vector<std::weak_ptr<Module*>> registered_in_;  // every module it is registered in
+  std::weak_ptr<Module*> parent_;                         // the module this one was first registered in
+  std::string name_in_parent_;                            // and its name there
+  std::vector<std::weak_ptr<Module*>> registered_in_;     // every module it is registered in
   std::shared_ptr<int> life_ = std::make_shared<int>(0);  // lifetime(): this object's, not moved
   bool moving_with_model_ = false;  // its entries were shifted by the move of a module it is a member of
   bool training_ = true;

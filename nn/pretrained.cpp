@@ -2,10 +2,10 @@
 
 #include <array>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <fmt/ranges.h>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "minigrad/tensor/atomic_file.h"
@@ -52,7 +52,6 @@ nlohmann::json read_json(const std::string& path, const char* who) {
   return j;
 }
 
-
 // ---------------------------------------------------------------- BERT names
 
 // Inside encoder.layer.i: Hugging Face's module path and ours.
@@ -90,9 +89,7 @@ std::string rename_in_layer(const std::string& rest, bool from_hf) {
 }
 
 // "bert." (the prefix of BertFor* models) removed.
-std::string without_bert_prefix(const std::string& name) {
-  return name.rfind("bert.", 0) == 0 ? name.substr(5) : name;
-}
+std::string without_bert_prefix(const std::string& name) { return name.rfind("bert.", 0) == 0 ? name.substr(5) : name; }
 
 // Tensors of the file that are not BertModel's: the position_ids buffer (it is just 0, 1, 2, ...)
 // and the task heads of BertFor* models ("cls.*", "classifier.*", "qa_outputs.*", ...).
@@ -211,11 +208,17 @@ T optional_field(const nlohmann::json& j, const std::string& path, const char* n
   if (!j.contains(name) || j.at(name).is_null()) return fallback;
   const nlohmann::json& v = j.at(name);
   bool ok = false;
-  if constexpr (std::is_same_v<T, std::string>) ok = v.is_string();
-  else if constexpr (std::is_same_v<T, bool>) ok = v.is_boolean();
-  else ok = v.is_number();
+  if constexpr (std::is_same_v<T, std::string>)
+    ok = v.is_string();
+  else if constexpr (std::is_same_v<T, bool>)
+    ok = v.is_boolean();
+  else
+    ok = v.is_number();
   MG_CHECK(ok, ValueError, "gpt2 config: {}: field \"{}\" should be {}, got {}", path, name,
-           std::is_same_v<T, std::string> ? "a string" : std::is_same_v<T, bool> ? "true or false" : "a number", v.dump());
+           std::is_same_v<T, std::string> ? "a string"
+           : std::is_same_v<T, bool>      ? "true or false"
+                                          : "a number",
+           v.dump());
   return v.get<T>();
 }
 }  // namespace
@@ -279,7 +282,8 @@ void load_gpt2_weights(GPT& model, const std::string& path) {
   };
   // A Conv1D weight (in, out) -> Linear's (out, in).
   auto conv1d = [&](const std::string& hf, const std::string& ours, int64_t in, int64_t out) {
-    state.emplace_back(ours + ".weight", take(file, path, pre + hf + ".weight", {in, out}, ours + ".weight").transpose(0, 1));
+    state.emplace_back(ours + ".weight",
+                       take(file, path, pre + hf + ".weight", {in, out}, ours + ".weight").transpose(0, 1));
     used.insert(pre + hf + ".weight");
     plain(hf + ".bias", ours + ".bias", {out});
   };
@@ -327,9 +331,10 @@ void load_gpt2_weights(GPT& model, const std::string& path) {
 void load_hf_gpt2(GPT& model, const std::string& path) {
   // A model built by hand must have GPT-2's usual activation; gpt2_from_pretrained builds the one
   // config.json names (activation_function "gelu" is GELU without the tanh approximation).
-  MG_CHECK(model.options.gelu_approximate == "tanh", ValueError,
-           "load_hf_gpt2: the model must have gelu_approximate = \"tanh\" (GPT-2's gelu_new); use gpt2_from_pretrained, "
-           "which builds the activation config.json names");
+  MG_CHECK(
+      model.options.gelu_approximate == "tanh", ValueError,
+      "load_hf_gpt2: the model must have gelu_approximate = \"tanh\" (GPT-2's gelu_new); use gpt2_from_pretrained, "
+      "which builds the activation config.json names");
   load_gpt2_weights(model, path);
 }
 
@@ -343,8 +348,9 @@ std::unique_ptr<GPT> gpt2_from_pretrained(const std::string& folder) {
 }
 
 void save_hf_gpt2(const GPT& model, const std::string& folder) {
-  MG_CHECK(!model.head.bias.defined(), ValueError,
-           "save_hf_gpt2: the model's head has a bias, which GPT-2's lm_head cannot hold (build it with head_bias = false)");
+  MG_CHECK(
+      !model.head.bias.defined(), ValueError,
+      "save_hf_gpt2: the model's head has a bias, which GPT-2's lm_head cannot hold (build it with head_bias = false)");
   make_directories(folder, "save_hf");
   StateDict state;
   auto put = [&](const std::string& hf, const Tensor& t) { state.emplace_back("transformer." + hf, t); };

@@ -143,11 +143,11 @@ StateDict to_torch_layout(const Module& module, const StateDict& sd) {
         kept.emplace_back(n, t);
       }
     }
-    StateDict torch{{prefix + "in_proj_weight", concat({found.at("w_q.weight"), found.at("w_k.weight"),
-                                                         found.at("w_v.weight")}, 0)}};
+    StateDict torch{{prefix + "in_proj_weight",
+                     concat({found.at("w_q.weight"), found.at("w_k.weight"), found.at("w_v.weight")}, 0)}};
     if (found.count("w_q.bias"))
-      torch.emplace_back(prefix + "in_proj_bias", concat({found.at("w_q.bias"), found.at("w_k.bias"),
-                                                          found.at("w_v.bias")}, 0));
+      torch.emplace_back(prefix + "in_proj_bias",
+                         concat({found.at("w_q.bias"), found.at("w_k.bias"), found.at("w_v.bias")}, 0));
     torch.emplace_back(prefix + "out_proj.weight", found.at("w_o.weight"));
     if (found.count("w_o.bias")) torch.emplace_back(prefix + "out_proj.bias", found.at("w_o.bias"));
     kept.insert(kept.begin() + static_cast<std::ptrdiff_t>(at), torch.begin(), torch.end());
@@ -168,8 +168,8 @@ StateDict from_torch_layout(const Module& module, const StateDict& sd, const std
       if (it == by_name.end()) continue;
       const Tensor& t = it->second;
       MG_CHECK(t.dim() >= 1 && t.size(0) % 3 == 0, FileError,
-               "load: {} has {}{} of shape {}; PyTorch's layout stacks three equal parts (q, k, v) along dim 0",
-               source, prefix, packed, shape_str(t.shape()));
+               "load: {} has {}{} of shape {}; PyTorch's layout stacks three equal parts (q, k, v) along dim 0", source,
+               prefix, packed, shape_str(t.shape()));
       const int64_t third = t.size(0) / 3;
       const std::string suffix = std::string(packed) == "in_proj_weight" ? ".weight" : ".bias";
       const char* names[] = {"w_q", "w_k", "w_v"};

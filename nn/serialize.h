@@ -53,7 +53,6 @@ struct LoadOptions {
   bool torch_layout = false;
 };
 
-
 /// What a load did not match (empty after a strict load, which throws instead).
 struct LoadResult {
   std::vector<std::string> missing_keys;     // in the model, not in the file: left as they were

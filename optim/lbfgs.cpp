@@ -66,8 +66,8 @@ struct LineSearchResult {
 // First the step grows (by cubic interpolation, at most 10x) until it brackets such a t, then the
 // bracket is narrowed ("zoom"). `phi(t)` evaluates the loss and flat gradient at x + t d.
 template <class Phi>
-LineSearchResult strong_wolfe(Phi&& phi, double t, const std::vector<double>& d, double f,
-                              const std::vector<double>& g, double gtd, double tolerance_change) {
+LineSearchResult strong_wolfe(Phi&& phi, double t, const std::vector<double>& d, double f, const std::vector<double>& g,
+                              double gtd, double tolerance_change) {
   constexpr double c1 = 1e-4, c2 = 0.9;
   constexpr int64_t max_ls = 25;
   const double d_norm = max_abs(d);
@@ -289,8 +289,8 @@ Variable LBFGS::step(const std::function<Variable()>& closure) {
     bool opt_cond = false;
     if (options.line_search_fn == "strong_wolfe") {
       const std::vector<double> x = flat_params();
-      LineSearchResult r = strong_wolfe([&](double t) { return evaluate_at(closure, x, t, d_); }, t_, d_, loss, g,
-                                        gtd, options.tolerance_change);
+      LineSearchResult r = strong_wolfe([&](double t) { return evaluate_at(closure, x, t, d_); }, t_, d_, loss, g, gtd,
+                                        options.tolerance_change);
       loss = r.f, g = std::move(r.g), t_ = r.t, ls_evals = r.evals;
       add_to_params(t_, d_);
       opt_cond = max_abs(g) <= options.tolerance_grad;
@@ -330,8 +330,8 @@ std::map<std::string, Tensor> LBFGS::shared_state() const {
           {"old_dirs", rows_tensor(old_dirs_, n)},
           {"old_stps", rows_tensor(old_stps_, n)},
           {"ro", from_vector(std::vector<double>(ro_.begin(), ro_.end()), {static_cast<int64_t>(ro_.size())})},
-          {"scalars", vector_tensor({t_, h_diag_, prev_loss_, static_cast<double>(func_evals_),
-                                     static_cast<double>(n_iter_)})}};
+          {"scalars",
+           vector_tensor({t_, h_diag_, prev_loss_, static_cast<double>(func_evals_), static_cast<double>(n_iter_)})}};
 }
 
 void LBFGS::check_shared_state(const std::map<std::string, Tensor>& s) const {
@@ -362,8 +362,8 @@ void LBFGS::check_shared_state(const std::map<std::string, Tensor>& s) const {
              v[i]);
   const Shape flat{iters == 0 ? 0 : n};  // before the first iteration there is no direction yet
   for (const char* k : {"d", "prev_flat_grad"})
-    MG_CHECK(get(k).shape() == flat, FileError, "load_checkpoint: LBFGS \"{}\" has shape {}; the parameters need {}",
-             k, shape_str(get(k).shape()), shape_str(flat));
+    MG_CHECK(get(k).shape() == flat, FileError, "load_checkpoint: LBFGS \"{}\" has shape {}; the parameters need {}", k,
+             shape_str(get(k).shape()), shape_str(flat));
   const int64_t k = get("ro").dim() == 1 ? get("ro").size(0) : -1;
   MG_CHECK(k >= 0 && k <= options.history_size, FileError,
            "load_checkpoint: LBFGS \"ro\" has shape {}; expected at most history_size = {} values",

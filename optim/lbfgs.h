@@ -32,12 +32,12 @@ namespace mg::optim {
 /// L-BFGS's settings (PyTorch's defaults).
 struct LBFGSOptions {
   double lr = 1;
-  int64_t max_iter = 20;                   ///< iterations per step()
-  std::optional<int64_t> max_eval;         ///< closure evaluations per step(); unset: max_iter * 5 / 4
-  double tolerance_grad = 1e-7;            ///< stop when every |gradient| is at most this
-  double tolerance_change = 1e-9;          ///< stop when the step or the loss changes less than this
-  int64_t history_size = 100;              ///< how many (s, y) pairs are kept
-  std::string line_search_fn;              ///< "" (a fixed step lr) or "strong_wolfe"
+  int64_t max_iter = 20;            ///< iterations per step()
+  std::optional<int64_t> max_eval;  ///< closure evaluations per step(); unset: max_iter * 5 / 4
+  double tolerance_grad = 1e-7;     ///< stop when every |gradient| is at most this
+  double tolerance_change = 1e-9;   ///< stop when the step or the loss changes less than this
+  int64_t history_size = 100;       ///< how many (s, y) pairs are kept
+  std::string line_search_fn;       ///< "" (a fixed step lr) or "strong_wolfe"
 };
 
 class LBFGS : public Optimizer {

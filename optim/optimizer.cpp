@@ -87,7 +87,8 @@ void Optimizer::for_each_param(const std::function<void(const Group&, const Vari
 }
 
 void Optimizer::check_shared_state(const std::map<std::string, Tensor>& state) const {
-  MG_CHECK(state.empty(), FileError, "load_checkpoint: the file holds shared optimizer state \"{}\", which {} does not keep",
+  MG_CHECK(state.empty(), FileError,
+           "load_checkpoint: the file holds shared optimizer state \"{}\", which {} does not keep",
            state.begin()->first, name());
 }
 

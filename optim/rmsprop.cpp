@@ -25,7 +25,7 @@ ParamState fresh_state(const Variable& p, std::initializer_list<const char*> nam
 struct Pending {
   Variable p;
   double lr, weight_decay, momentum;  // momentum: RMSprop's, the group's if a schedule cycles it
-  ParamState st;  // its state: shared with the optimizer's, or fresh (added after the update)
+  ParamState st;                      // its state: shared with the optimizer's, or fresh (added after the update)
   bool fresh;
 };
 }  // namespace

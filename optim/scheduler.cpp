@@ -239,8 +239,8 @@ std::map<std::string, double> OneCycleLR::settings() const {
 }
 
 ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& opt, PlateauOptions o) : LRScheduler(opt), o_(std::move(o)) {
-  MG_CHECK(o_.mode == "min" || o_.mode == "max", ValueError, "ReduceLROnPlateau: mode must be \"min\" or \"max\", got \"{}\"",
-           o_.mode);
+  MG_CHECK(o_.mode == "min" || o_.mode == "max", ValueError,
+           "ReduceLROnPlateau: mode must be \"min\" or \"max\", got \"{}\"", o_.mode);
   MG_CHECK(o_.threshold_mode == "rel" || o_.threshold_mode == "abs", ValueError,
            "ReduceLROnPlateau: threshold_mode must be \"rel\" or \"abs\", got \"{}\"", o_.threshold_mode);
   MG_CHECK(o_.factor >= 0 && o_.factor < 1, ValueError, "ReduceLROnPlateau: factor must be in [0, 1), got {}",

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <string>
 #include <new>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -128,8 +128,8 @@ double physical_memory_bytes() {
 
 void check_fits_in_memory(double bytes, const std::string& what) {
   const double have = physical_memory_bytes();
-  MG_CHECK(!(bytes > have) || have == 0, MemoryError, "{} needs {:.3g} bytes, more than this machine's {:.3g} bytes of memory",
-           what, bytes, have);
+  MG_CHECK(!(bytes > have) || have == 0, MemoryError,
+           "{} needs {:.3g} bytes, more than this machine's {:.3g} bytes of memory", what, bytes, have);
 }
 
 }  // namespace mg

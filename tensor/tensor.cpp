@@ -255,8 +255,8 @@ Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
            shape_str(shape_));
   const int64_t n1 = shape_[d1], n2 = shape_[d2];
   // rows and columns the diagonal has left after moving `offset` away from the main one
-  const int64_t len = offset >= 0 ? (offset >= n2 ? 0 : std::min(n1, n2 - offset))
-                                  : (offset <= -n1 ? 0 : std::min(n1 + offset, n2));
+  const int64_t len =
+      offset >= 0 ? (offset >= n2 ? 0 : std::min(n1, n2 - offset)) : (offset <= -n1 ? 0 : std::min(n1 + offset, n2));
   int64_t start = offset_;
   if (len > 0) start += offset >= 0 ? offset * strides_[d2] : -offset * strides_[d1];
   Shape sh;

@@ -174,8 +174,7 @@ Tokens literal_bpe(const std::string& word, const Tokens& merge_lines) {
 TEST(BPE, TheHeapMergesAsTheLiteralRuleDoes) {
   // Merges over a three-letter alphabet whose results overlap and chain, on 300 random words.
   const Tokens merges = {"a b", "b a", "ab a", "c c", "a a", "ab ab", "cc c", "ba b", "aa b", "abab ab", "b b"};
-  const GPT2Tokenizer tok =
-      tiny({"ab", "ba", "aba", "cc", "aa", "abab", "ccc", "bab", "aab", "ababab", "bb"}, merges);
+  const GPT2Tokenizer tok = tiny({"ab", "ba", "aba", "cc", "aa", "abab", "ccc", "bab", "aab", "ababab", "bb"}, merges);
   Generator g(3);
   for (int w = 0; w < 300; ++w) {
     std::string word;
@@ -188,8 +187,8 @@ TEST(BPE, TheHeapMergesAsTheLiteralRuleDoes) {
 TEST(BPE, AOneMegabyteWordIsTokenized) {
   // One word of 2^20 bytes (a minified file, base64 have such words): the literal rule is
   // quadratic here (64 K bytes took 13.6 s, a megabyte never finished); the heap takes n log n.
-  const GPT2Tokenizer tok = tiny({"aa", "aaaa", "aaaaaaaa", std::string(16, 'a')},
-                                 {"a a", "aa aa", "aaaa aaaa", "aaaaaaaa aaaaaaaa"});
+  const GPT2Tokenizer tok =
+      tiny({"aa", "aaaa", "aaaaaaaa", std::string(16, 'a')}, {"a a", "aa aa", "aaaa aaaa", "aaaaaaaa aaaaaaaa"});
   const Tokens t = tok.tokenize(std::string(size_t{1} << 20, 'a'));
   ASSERT_EQ(t.size(), size_t{1} << 16);  // 2^20 / 16 tokens of 16 a's
   EXPECT_EQ(t.front(), std::string(16, 'a'));

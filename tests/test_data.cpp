@@ -161,8 +161,8 @@ TEST(DataLoader, AUsersDatasetIsBatchedLikeATensorDataset) {
 TEST(DataLoader, WorkersGiveTheSameBatchesInTheSameOrder) {
   auto squares = std::make_shared<Squares>(23);
   auto all = [&](int64_t workers, int64_t prefetch) {
-    data::DataLoader loader(squares, {.batch_size = 3, .shuffle = true, .seed = 5, .num_workers = workers,
-                                      .prefetch_factor = prefetch});
+    data::DataLoader loader(
+        squares, {.batch_size = 3, .shuffle = true, .seed = 5, .num_workers = workers, .prefetch_factor = prefetch});
     std::vector<double> out;
     for (int epoch = 0; epoch < 2; ++epoch)
       for (const data::Batch& b : loader)
@@ -306,7 +306,8 @@ TEST(DistributedSampler, AnEpochResumedOnFewerRanksReadsEverySampleOnce) {
   EXPECT_EQ(seen.size(), static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen.count(i), 1u) << i;
   for (size_t k = 0; k < steps.size(); ++k) {
-    std::vector<int64_t> expected(order.begin() + static_cast<int64_t>(k) * G, order.begin() + static_cast<int64_t>(k + 1) * G);
+    std::vector<int64_t> expected(order.begin() + static_cast<int64_t>(k) * G,
+                                  order.begin() + static_cast<int64_t>(k + 1) * G);
     std::sort(expected.begin(), expected.end());
     EXPECT_EQ(steps[k], expected) << "step " << k;
   }

@@ -42,8 +42,8 @@ TEST(Einsum, GoldenPyTorch) {
 
 TEST(Einsum, HandComputed) {
   const Tensor m = f64({1, 2, 3, 4}, {2, 2});
-  expect_values(einsum("ii", {m}), {}, {5});                // trace
-  expect_values(einsum("ii->i", {m}), {2}, {1, 4});         // diagonal
+  expect_values(einsum("ii", {m}), {}, {5});                   // trace
+  expect_values(einsum("ii->i", {m}), {2}, {1, 4});            // diagonal
   expect_values(einsum("ij->ji", {m}), {2, 2}, {1, 3, 2, 4});  // transpose
   expect_values(einsum("ij->", {m}), {}, {10});
   expect_values(einsum("i,j->ij", {f64({1, 2}, {2}), f64({3, 4, 5}, {3})}), {2, 3}, {3, 4, 5, 6, 8, 10});
@@ -74,34 +74,43 @@ TEST(Einsum, Gradients) {
                                "ia,jb,ab->ij", "i...j->j...i"}) {
     SCOPED_TRACE(eq);
     std::vector<Tensor> in;
-    if (eq == "ii->i") in = {rnd({3, 3}, 1)};
-    else if (eq == "iji->j") in = {rnd({3, 2, 3}, 1)};
-    else if (eq == "...ij,...jk") in = {rnd({2, 1, 3, 2}, 1), rnd({3, 2, 2}, 2)};
-    else if (eq == "i,j->ij") in = {rnd({3}, 1), rnd({2}, 2)};
-    else if (eq == "ij,jk,kl->il") in = {rnd({2, 3}, 1), rnd({3, 2}, 2), rnd({2, 2}, 3)};
-    else if (eq == "ab,cd->") in = {rnd({2, 3}, 1), rnd({2, 2}, 2)};
-    else if (eq == "ia,jb,ab->ij") in = {rnd({2, 3}, 1), rnd({2, 2}, 2), rnd({3, 2}, 3)};
-    else if (eq == "i...j->j...i") in = {rnd({2, 3, 2}, 1)};
-    else in = {rnd({2, 3}, 1), rnd({3, 2}, 2)};
+    if (eq == "ii->i")
+      in = {rnd({3, 3}, 1)};
+    else if (eq == "iji->j")
+      in = {rnd({3, 2, 3}, 1)};
+    else if (eq == "...ij,...jk")
+      in = {rnd({2, 1, 3, 2}, 1), rnd({3, 2, 2}, 2)};
+    else if (eq == "i,j->ij")
+      in = {rnd({3}, 1), rnd({2}, 2)};
+    else if (eq == "ij,jk,kl->il")
+      in = {rnd({2, 3}, 1), rnd({3, 2}, 2), rnd({2, 2}, 3)};
+    else if (eq == "ab,cd->")
+      in = {rnd({2, 3}, 1), rnd({2, 2}, 2)};
+    else if (eq == "ia,jb,ab->ij")
+      in = {rnd({2, 3}, 1), rnd({2, 2}, 2), rnd({3, 2}, 3)};
+    else if (eq == "i...j->j...i")
+      in = {rnd({2, 3, 2}, 1)};
+    else
+      in = {rnd({2, 3}, 1), rnd({3, 2}, 2)};
     expect_gradcheck([eq](const V& v) { return einsum(eq, v); }, in);
   }
 }
 
 TEST(Einsum, BadEquationsAreTypedErrorsNamingEinsum) {
   const Tensor a = ones({2, 3}, DType::Float64), sq = ones({3, 3}, DType::Float64);
-  BAD(ValueError, "einsum", einsum("ij,jk", {a}));           // two terms, one operand
-  BAD(ValueError, "einsum", einsum("ij", {a, a}));           // one term, two operands
-  BAD(ValueError, "einsum", einsum("i.j", {a}));             // a lone '.'
-  BAD(ValueError, "einsum", einsum("...i...", {a}));         // two ellipses
-  BAD(ValueError, "einsum", einsum("i$", {a}));              // not a letter
-  BAD(ValueError, "einsum", einsum("ij->ii", {a}));          // an output letter twice
-  BAD(ValueError, "einsum", einsum("ij->k", {a}));           // an output letter no operand has
+  BAD(ValueError, "einsum", einsum("ij,jk", {a}));            // two terms, one operand
+  BAD(ValueError, "einsum", einsum("ij", {a, a}));            // one term, two operands
+  BAD(ValueError, "einsum", einsum("i.j", {a}));              // a lone '.'
+  BAD(ValueError, "einsum", einsum("...i...", {a}));          // two ellipses
+  BAD(ValueError, "einsum", einsum("i$", {a}));               // not a letter
+  BAD(ValueError, "einsum", einsum("ij->ii", {a}));           // an output letter twice
+  BAD(ValueError, "einsum", einsum("ij->k", {a}));            // an output letter no operand has
   BAD(ValueError, "einsum", einsum("i->i->i", {ones({2})}));  // two arrows
-  BAD(ValueError, "einsum", einsum("ij->i,j", {a}));         // a comma in the output
+  BAD(ValueError, "einsum", einsum("ij->i,j", {a}));          // a comma in the output
   BAD(ValueError, "einsum", einsum("", std::vector<Tensor>{}));
-  BAD(ShapeError, "einsum", einsum("ij", {ones({2, 3, 4})}));  // 2 subscripts, 3 dims
-  BAD(ShapeError, "einsum", einsum("ijk...", {a}));            // more letters than dims
-  BAD(ShapeError, "einsum", einsum("ii", {a}));                // a repeated letter of sizes 2 and 3
+  BAD(ShapeError, "einsum", einsum("ij", {ones({2, 3, 4})}));                     // 2 subscripts, 3 dims
+  BAD(ShapeError, "einsum", einsum("ijk...", {a}));                               // more letters than dims
+  BAD(ShapeError, "einsum", einsum("ii", {a}));                                   // a repeated letter of sizes 2 and 3
   BAD(ShapeError, "einsum", einsum("ij,jk", {a, ones({2, 2}, DType::Float64)}));  // j: 3 vs 2
   BAD(DTypeError, "einsum", einsum("ij,jk", {a, ones({3, 2})}));                  // float64 and float32
   BAD(StateError, "einsum", einsum("ij", {Tensor()}));
@@ -125,8 +134,9 @@ TEST(Scatter, GoldenPyTorch) {
   expect_golden("index_get", [](const V& v) { return index_get(v[0], {v[1].data(), v[2].data()}); });
   expect_golden("index_get_mask", [](const V& v) { return index_get(v[0], {v[1].data()}); });
   expect_golden("index_put", [](const V& v) { return index_put(v[0], {v[1].data()}, v[2]); });
-  expect_golden("index_put_broadcast_values",
-                [](const V& v) { return index_put(v[0], {v[1].data(), v[2].data()}, v[3]); });
+  expect_golden("index_put_broadcast_values", [](const V& v) {
+    return index_put(v[0], {v[1].data(), v[2].data()}, v[3]);
+  });
   expect_golden("index_put_accumulate", [](const V& v) { return index_put(v[0], {v[1].data()}, v[2], true); });
 }
 
@@ -149,8 +159,9 @@ TEST(Scatter, HandComputedAndRepeatsInAFixedOrder) {
   const Tensor ninf = full({1}, -std::numeric_limits<double>::infinity(), DType::Float64);
   EXPECT_EQ(scatter_reduce(z, 0, i64({1}, {1}), ninf, "amax", false).to_vector<double>()[1], ninf.item<double>());
   // integer mean floors, as PyTorch
-  EXPECT_EQ(scatter_reduce(i64({0, 0}, {2}), 0, i64({0, 0}, {2}), i64({-3, 0}, {2}), "mean", false).to_vector<int64_t>(),
-            std::vector<int64_t>({-2, 0}));
+  EXPECT_EQ(
+      scatter_reduce(i64({0, 0}, {2}), 0, i64({0, 0}, {2}), i64({-3, 0}, {2}), "mean", false).to_vector<int64_t>(),
+      std::vector<int64_t>({-2, 0}));
   // advanced indexing: negative indices, broadcast, a mask
   const Tensor x = arange(12, DType::Float64).reshape({3, 4});
   expect_values(index_get(x, {i64({-1, 0}, {2}), i64({1}, {1})}), {2}, {9, 1});
@@ -172,11 +183,21 @@ TEST(Scatter, Gradients) {
       expect_gradcheck([idx, r, self](const V& v) { return scatter_reduce(v[0], 0, idx, v[1], r, self); },
                        {rnd({3, 4}, 3), rnd({2, 3}, 4)});
     }
-  expect_gradcheck([](const V& v) { return index_get(v[0], {i64({1, -1, 1}, {3}), i64({0, 2, 0}, {3})}); },
-                   {rnd({3, 4}, 5)});
-  expect_gradcheck([](const V& v) { return index_put(v[0], {i64({1, 0}, {2})}, v[1], true); },
-                   {rnd({3, 4}, 6), rnd({4}, 7)});
-  expect_gradcheck([](const V& v) { return index_put(v[0], {i64({2, 0}, {2})}, v[1]); }, {rnd({3, 4}, 8), rnd({2, 1}, 9)});
+  expect_gradcheck(
+      [](const V& v) {
+        return index_get(v[0], {i64({1, -1, 1}, {3}), i64({0, 2, 0}, {3})});
+      },
+      {rnd({3, 4}, 5)});
+  expect_gradcheck(
+      [](const V& v) {
+        return index_put(v[0], {i64({1, 0}, {2})}, v[1], true);
+      },
+      {rnd({3, 4}, 6), rnd({4}, 7)});
+  expect_gradcheck(
+      [](const V& v) {
+        return index_put(v[0], {i64({2, 0}, {2})}, v[1]);
+      },
+      {rnd({3, 4}, 8), rnd({2, 1}, 9)});
 }
 
 TEST(Scatter, BadInputsAreTypedErrorsNamingTheOp) {
@@ -193,8 +214,8 @@ TEST(Scatter, BadInputsAreTypedErrorsNamingTheOp) {
   BAD(IndexError, "index", index_get(x, {i64({3}, {1})}));
   BAD(IndexError, "index", index_get(x, {i64({-4}, {1})}));
   BAD(IndexError, "index", index_get(x, {i64({0}, {1}), i64({0}, {1}), i64({0}, {1})}));  // 3 indices, 2 dims
-  BAD(ShapeError, "index", index_get(x, {i64({0, 1}, {2}), i64({0, 1, 2}, {3})}));       // (2) and (3) do not broadcast
-  BAD(IndexError, "index", index_get(x, {ones({3, 3}, DType::Bool)}));                   // mask (3, 3) on (3, 4)
+  BAD(ShapeError, "index", index_get(x, {i64({0, 1}, {2}), i64({0, 1, 2}, {3})}));  // (2) and (3) do not broadcast
+  BAD(IndexError, "index", index_get(x, {ones({3, 3}, DType::Bool)}));              // mask (3, 3) on (3, 4)
   BAD(DTypeError, "index", index_get(x, {ones({2})}));
   BAD(ValueError, "index", index_get(x, {}));
   BAD(ShapeError, "index_put", index_put(x, {i64({0, 1}, {2})}, ones({3, 4}, DType::Float64)));  // (3, 4) into (2, 4)

@@ -536,11 +536,14 @@ TEST(HigherOrder, OpsThatAreNotTwiceDifferentiableNameThemselves) {
   const std::vector<NoCase> cases = {
       {{"prod", [](const V& x) { return prod(x[0], 1); }, {rnd({2, 3}, 63)}}, "prod"},
       {{"scatter_reduce",
-        [](const V& x) { return scatter_reduce(x[0] * x[0], 0, ints({0, 1, 0}, {1, 3}), x[1], "amax"); },
+        [](const V& x) {
+          return scatter_reduce(x[0] * x[0], 0, ints({0, 1, 0}, {1, 3}), x[1], "amax");
+        },
         {rnd({2, 3}, 67), rnd({1, 3}, 68)}},
        "scatter_reduce"},
       {{"conv2d", [](const V& x) { return conv2d(x[0], x[1]); }, {img, rnd({1, 1, 2, 2}, 64)}}, "conv2d"},
-      {{"conv1d", [](const V& x) { return conv1d(x[0], x[1]); }, {rnd({1, 1, 5}, 65), rnd({1, 1, 2}, 66)}}, "conv1d"},  // (it named the conv2d it runs on)
+      {{"conv1d", [](const V& x) { return conv1d(x[0], x[1]); }, {rnd({1, 1, 5}, 65), rnd({1, 1, 2}, 66)}},
+       "conv1d"},  // (it named the conv2d it runs on)
       {{"max_pool2d",
         [](const V& x) {
           return max_pool2d(x[0] * x[0], {2, 2});

@@ -135,9 +135,21 @@ std::vector<OpCase> autograd_cases() {
       {"normalize", {R234}, [](const V& v) { return normalize(v[0], 2.0, 1); }},
       {"cosine_similarity", {R234, {{1, 3, 4}}}, [](const V& v) { return cosine_similarity(v[0], v[1], 2); }},
       {"masked_select", {R234, {{3, 4}, In::Mask}}, [](const V& v) { return masked_select(v[0], v[1].data()); }},
-      {"einsum_bmm", {R234, {{2, 4, 3}}}, [](const V& v) { return einsum("bij,bjk->bik", {v[0], v[1]}); }},
-      {"einsum_diagonal_outer", {{{3, 3}}, R23}, [](const V& v) { return einsum("ii,ji->ij", {v[0], v[1]}); }},
-      {"einsum_ellipsis", {R234, {{4, 2}}}, [](const V& v) { return einsum("...ij,jk->k...i", {v[0], v[1]}); }},
+      {"einsum_bmm",
+       {R234, {{2, 4, 3}}},
+       [](const V& v) {
+         return einsum("bij,bjk->bik", {v[0], v[1]});
+       }},
+      {"einsum_diagonal_outer",
+       {{{3, 3}}, R23},
+       [](const V& v) {
+         return einsum("ii,ji->ij", {v[0], v[1]});
+       }},
+      {"einsum_ellipsis",
+       {R234, {{4, 2}}},
+       [](const V& v) {
+         return einsum("...ij,jk->k...i", {v[0], v[1]});
+       }},
       {"diagonal", {R234}, [](const V& v) { return diagonal(v[0], 1, 0, 2); }},
       {"scatter",
        {R34, {{2, 4}, In::Index, 3}, {{2, 4}}},
@@ -153,7 +165,9 @@ std::vector<OpCase> autograd_cases() {
        [](const V& v) { return scatter_reduce(v[0], 0, v[1].data(), v[2], "mean"); }},
       {"index_get",
        {R234, {{2, 2}, In::Index, 2}, {{2}, In::Index, 3}},
-       [](const V& v) { return index_get(v[0], {v[1].data(), v[2].data()}); }},
+       [](const V& v) {
+         return index_get(v[0], {v[1].data(), v[2].data()});
+       }},
       {"index_put_accumulate",
        {R234, {{3}, In::Index, 2}, {{3, 1, 4}}},
        [](const V& v) { return index_put(v[0], {v[1].data()}, v[2], true); }},

@@ -164,9 +164,21 @@ std::vector<OpCase> edge_cases() {
        [](const V& v) {
          return pad(v[0], {-2, -1});
        }},
-      {"einsum_zero_size", {{{0, 3}}, R34}, [](const V& v) { return einsum("ij,jk->ik", {v[0], v[1]}); }},
-      {"einsum_zero_contraction", {{{2, 0}}, {{0, 3}}}, [](const V& v) { return einsum("ij,jk->ik", {v[0], v[1]}); }},
-      {"einsum_scalars", {{{}}, {{}}}, [](const V& v) { return einsum(",->", {v[0], v[1]}); }},
+      {"einsum_zero_size",
+       {{{0, 3}}, R34},
+       [](const V& v) {
+         return einsum("ij,jk->ik", {v[0], v[1]});
+       }},
+      {"einsum_zero_contraction",
+       {{{2, 0}}, {{0, 3}}},
+       [](const V& v) {
+         return einsum("ij,jk->ik", {v[0], v[1]});
+       }},
+      {"einsum_scalars",
+       {{{}}, {{}}},
+       [](const V& v) {
+         return einsum(",->", {v[0], v[1]});
+       }},
       {"diagonal_zero_size", {{{0, 3}}}, [](const V& v) { return diagonal(v[0]); }},
       {"diagonal_past_the_edge", {R23}, [](const V& v) { return diagonal(v[0], 5); }},
       {"scatter_empty_index",

@@ -120,14 +120,13 @@ TEST(ModuleMove, AVectorOfModulesGrowsAndEachKeepsItsOwnRegistry) {
 TEST(ModuleMove, HooksAndTheirHandlesFollowTheModule) {
   Net a = make_net(4);
   std::vector<const nn::Module*> seen;
-  nn::HookHandle h = a.register_forward_hook(
-      [&](const nn::Module& m, const std::vector<Variable>&, std::vector<Variable>& out) {
+  nn::HookHandle h =
+      a.register_forward_hook([&](const nn::Module& m, const std::vector<Variable>&, std::vector<Variable>& out) {
         seen.push_back(&m);
         out[0] = out[0] * 0.0;
       });
-  nn::HookHandle child = a.fc1.register_forward_pre_hook([&](const nn::Module& m, std::vector<Variable>&) {
-    seen.push_back(&m);
-  });
+  nn::HookHandle child =
+      a.fc1.register_forward_pre_hook([&](const nn::Module& m, std::vector<Variable>&) { seen.push_back(&m); });
   std::optional<Net> b;
   b.emplace(std::move(a));
   const Variable x(rnd({2, 3}, 5).to(DType::Float32));
@@ -285,7 +284,8 @@ TEST(ModuleMove, MovesThatCouldNotKeepTheRegistryRightAreRefused) {
     nn::Linear sliced(std::move(d));
     ADD_FAILURE();
   } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("this Doubled would be moved into a variable of a class it derives from (slicing)"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("this Doubled would be moved into a variable of a class it derives from (slicing)"));
   }
   EXPECT_EQ(d.parameters().size(), 3u);  // unchanged: weight, bias and its own scale
   EXPECT_EQ(d.parameter("scale").impl(), d.scale.impl());

@@ -453,8 +453,13 @@ TEST(Schedules, OneCycleMatchesTorchRatesAndMomentum) {
   run(sgd, one, "sched_one_cycle");
   optim::Adam adam({w}, {.lr = 0.1});
   optim::OneCycleLR three(adam, 0.02, 12,
-                          {.pct_start = 0.25, .anneal_strategy = "linear", .base_momentum = 0.8, .max_momentum = 0.9,
-                           .div_factor = 10, .final_div_factor = 100, .three_phase = true});
+                          {.pct_start = 0.25,
+                           .anneal_strategy = "linear",
+                           .base_momentum = 0.8,
+                           .max_momentum = 0.9,
+                           .div_factor = 10,
+                           .final_div_factor = 100,
+                           .three_phase = true});
   run(adam, three, "sched_one_cycle_linear_three_phase_adam");
   // the cycled momentum is the one the optimizer steps with: a least-squares fit, weight for weight
   const mgtest::GoldenCase& fit = mgtest::golden("sched_one_cycle_sgd_fit");
@@ -509,9 +514,9 @@ TEST(Schedules, ReduceLROnPlateauMatchesTorch) {
 }
 
 TEST(Schedules, OneCycleAndPlateauResumeFromCheckpoints) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("minigrad_test_cycle_" + std::to_string(::getpid()) + ".safetensors"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("minigrad_test_cycle_" + std::to_string(::getpid()) + ".safetensors"))
+          .string();
   struct Net : nn::Module {
     Variable w;
     Net() { register_parameter("w", w, full({2}, 1.0, DType::Float64)); }
@@ -598,7 +603,8 @@ TEST(LBFGS, SeveralParametersAreOneFlatVector) {
   for (int64_t i = 0; i < 3; ++i) {
     opt.step([&] {
       opt.zero_grad();
-      Variable l = binary_cross_entropy_with_logits(flatten(linear(Variable(X), W, b)), Variable(Y)) + 0.1 * sum(pow(W, 4.0));
+      Variable l =
+          binary_cross_entropy_with_logits(flatten(linear(Variable(X), W, b)), Variable(Y)) + 0.1 * sum(pow(W, 4.0));
       l.backward();
       return l;
     });
@@ -610,9 +616,9 @@ TEST(LBFGS, SeveralParametersAreOneFlatVector) {
 }
 
 TEST(LBFGS, ResumesFromACheckpointWithItsHistory) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("minigrad_test_lbfgs_" + std::to_string(::getpid()) + ".safetensors"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("minigrad_test_lbfgs_" + std::to_string(::getpid()) + ".safetensors"))
+          .string();
   struct Net : nn::Module {
     Variable xy;
     Net() { register_parameter("xy", xy, from_vector<double>({-1.5, 2.0}, {2})); }
@@ -710,6 +716,7 @@ TEST(Schedules, Errors) {
     optim::SequentialLR(opt, {&a, &c}, {2});
     FAIL() << "no error";
   } catch (const ValueError& e) {
-    EXPECT_THAT(std::string(e.what()), testing::HasSubstr("SequentialLR: scheduler 1 (StepLR) belongs to another optimizer"));
+    EXPECT_THAT(std::string(e.what()),
+                testing::HasSubstr("SequentialLR: scheduler 1 (StepLR) belongs to another optimizer"));
   }
 }

@@ -14,8 +14,8 @@
 
 using namespace mg;
 using namespace mgtest;
-using testing::HasSubstr;
 using nn::StateDict;
+using testing::HasSubstr;
 
 namespace {
 const std::string kGolden = MG_GOLDEN_DIR;
@@ -78,15 +78,16 @@ TEST(Bert, TinyCheckpointMatchesTransformersInFloat64) {
   const nn::BertOutput r = (*model)(ids, {.attention_mask = mask, .token_type_ids = gold("bert.token_type_ids")});
   ASSERT_EQ(r.hidden_states.size(), 3u);
   for (size_t i = 0; i < r.hidden_states.size(); ++i)
-    EXPECT_LT(max_diff(r.hidden_states[i].data(), gold(fmt::format("bert.hidden_states.{}", i))), 1e-12) << "layer " << i;
+    EXPECT_LT(max_diff(r.hidden_states[i].data(), gold(fmt::format("bert.hidden_states.{}", i))), 1e-12)
+        << "layer " << i;
   EXPECT_LT(max_diff(r.pooler_output.data(), gold("bert.pooler_output")), 1e-12);
   EXPECT_LT(max_diff(nn::mean_pooling(r.last_hidden_state, mask).data(), gold("bert.mean_pooling")), 1e-12);
 }
 
 TEST(Bert, TinyCheckpointMatchesInFloat32) {
   auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
-  const nn::BertOutput r = (*model)(gold("bert.input_ids"),
-                                    {.attention_mask = gold("bert.attention_mask"), .token_type_ids = gold("bert.token_type_ids")});
+  const nn::BertOutput r = (*model)(gold("bert.input_ids"), {.attention_mask = gold("bert.attention_mask"),
+                                                             .token_type_ids = gold("bert.token_type_ids")});
   EXPECT_EQ(r.last_hidden_state.dtype(), DType::Float32);
   EXPECT_LT(max_diff(r.last_hidden_state.data(), gold("bert.hidden_states.2")), 1e-5);
 }
@@ -117,15 +118,20 @@ TEST(Bert, HeadMaskZeroRemovesOneHeadsOutput) {
 }
 
 TEST(Bert, NameMapGoesBothWays) {
-  nn::BertModel model(nn::BertConfig{.vocab_size = 10, .hidden_size = 8, .num_hidden_layers = 2,
-                                     .num_attention_heads = 2, .intermediate_size = 16, .max_position_embeddings = 6});
+  nn::BertModel model(nn::BertConfig{.vocab_size = 10,
+                                     .hidden_size = 8,
+                                     .num_hidden_layers = 2,
+                                     .num_attention_heads = 2,
+                                     .intermediate_size = 16,
+                                     .max_position_embeddings = 6});
   for (const auto& [name, t] : nn::state_dict(model)) {
     const std::string hf = nn::bert_name_to_hf(name);
     EXPECT_FALSE(hf.empty()) << name;
     EXPECT_EQ(nn::bert_name_from_hf(hf), name);
     EXPECT_EQ(nn::bert_name_from_hf("bert." + hf), name);  // BertForMaskedLM's prefix
   }
-  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.3.attention.self.query.weight"), "encoder.layer.3.self_attn.w_q.weight");
+  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.3.attention.self.query.weight"),
+            "encoder.layer.3.self_attn.w_q.weight");
   EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.0.output.dense.bias"), "encoder.layer.0.linear2.bias");
   EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.0.attention.output.dense.bias"), "encoder.layer.0.self_attn.w_o.bias");
   EXPECT_EQ(nn::bert_name_from_hf("cls.predictions.bias"), "");
@@ -159,7 +165,8 @@ TEST(Bert, ReadsTheOriginalReleasesNamesAndSkipsTaskHeads) {
   auto model = nn::bert_from_pretrained(dir);
   model->to(DType::Float64);
   const Tensor ids = gold("bert.input_ids");
-  const nn::BertOutput r = (*model)(ids, {.attention_mask = gold("bert.attention_mask"), .token_type_ids = gold("bert.token_type_ids")});
+  const nn::BertOutput r =
+      (*model)(ids, {.attention_mask = gold("bert.attention_mask"), .token_type_ids = gold("bert.token_type_ids")});
   EXPECT_LT(max_diff(r.last_hidden_state.data(), gold("bert.hidden_states.2")), 1e-12);
   // a tensor missing from such a file is named as the file would have it
   const std::string missing = edited_copy("tiny_bert", [](StateDict& s) {
@@ -182,9 +189,10 @@ TEST(Bert, AnyLayoutOfIdsMasksAndHiddenStatesGivesTheSameNumbers) {
   big.narrow(0, 1, 2).copy_(mask);
   const Tensor mask_offset = ne(big.narrow(0, 1, 2), zeros({}, DType::Int64));
   EXPECT_FALSE(ids_t.is_contiguous());
-  EXPECT_EQ(max_diff((*model)(ids_t, {.attention_mask = mask_offset, .token_type_ids = types_t}).last_hidden_state.data(),
-                     want),
-            0.0);
+  EXPECT_EQ(
+      max_diff((*model)(ids_t, {.attention_mask = mask_offset, .token_type_ids = types_t}).last_hidden_state.data(),
+               want),
+      0.0);
   // one sequence's mask expanded (stride 0) over a batch of two copies of it
   const Tensor row = ids.narrow(0, 1, 1), row_mask = mask.narrow(0, 1, 1);
   const Tensor two = (*model)(row.expand({2, 8}), {.attention_mask = row_mask.expand({2, 8})}).last_hidden_state.data();
@@ -235,7 +243,8 @@ TEST(Gpt2, ReadsGPT2ModelNamesWithoutPrefixAndOldMaskBuffers) {
 TEST(Gpt2, AConfigWithExactGeluLoadsAndRunsExactGelu) {
   // activation_function "gelu" (GELU without the tanh approximation): the config reader accepted it
   // and the loader then refused the model it had built; now the model loads with exact GELU.
-  const std::string dir = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["activation_function"] = "gelu"; });
+  const std::string dir = edited_copy(
+      "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["activation_function"] = "gelu"; });
   auto exact = nn::gpt2_from_pretrained(dir);
   EXPECT_EQ(exact->options.gelu_approximate, "none");
   auto tanh_model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
@@ -253,7 +262,8 @@ TEST(Gpt2, AConfigWithExactGeluLoadsAndRunsExactGelu) {
 TEST(Gpt2, ConvOneDWeightsAreTransposedAndSplit) {
   // w_q's row r is c_attn's column r; w_k's row r is column d + r.
   auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
-  const Tensor c_attn = load_safetensors(kGolden + "/tiny_gpt2/model.safetensors").find("transformer.h.1.attn.c_attn.weight");
+  const Tensor c_attn =
+      load_safetensors(kGolden + "/tiny_gpt2/model.safetensors").find("transformer.h.1.attn.c_attn.weight");
   const auto& attn = model->blocks.at<nn::GPTBlock>(1).attn;
   EXPECT_EQ(max_diff(attn.w_q.weight.data(), c_attn.narrow(1, 0, 16).transpose(0, 1)), 0.0);
   EXPECT_EQ(max_diff(attn.w_k.weight.data(), c_attn.narrow(1, 16, 16).transpose(0, 1)), 0.0);
@@ -306,9 +316,10 @@ TEST(Pretrained, SavedInHuggingFaceLayoutLoadsBackAndInTransformers) {
 
 TEST(Pretrained, AnUntiedGpt2HeadIsSavedAndLoadedAsItsOwnMatrix) {
   Generator gen(5);
-  nn::GPT model(30, 8, {.d_model = 8, .nhead = 2, .num_layers = 1, .tie_weights = false, .gelu_approximate = "tanh",
-                        .head_bias = false},
-                gen);
+  nn::GPT model(
+      30, 8,
+      {.d_model = 8, .nhead = 2, .num_layers = 1, .tie_weights = false, .gelu_approximate = "tanh", .head_bias = false},
+      gen);
   const std::string dir = temp_path("untied");
   nn::save_hf_gpt2(model, dir);
   const SafeTensors f = load_safetensors(dir + "/model.safetensors");
@@ -338,7 +349,8 @@ TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged)
   EXPECT_THAT(e, HasSubstr("'encoder.layer.1.attention.self.key.weight' is missing"));
   EXPECT_THAT(e, HasSubstr("encoder.layer.1.self_attn.w_k.weight"));
   EXPECT_THAT(e, HasSubstr(missing));
-  const std::string extra = edited_copy("tiny_bert", [](StateDict& s) { s.emplace_back("encoder.layer.7.foo", ones({2})); });
+  const std::string extra =
+      edited_copy("tiny_bert", [](StateDict& s) { s.emplace_back("encoder.layer.7.foo", ones({2})); });
   e = error_of([&] { nn::load_hf_bert(*model, extra + "/model.safetensors"); });
   EXPECT_THAT(e, HasSubstr("the model does not have: encoder.layer.7.foo"));
   const std::string shaped = edited_copy("tiny_bert", [](StateDict& s) {
@@ -359,40 +371,53 @@ TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged)
   e = error_of([&] { nn::load_hf_gpt2(*gpt, attn + "/model.safetensors"); });
   EXPECT_THAT(e, HasSubstr("'transformer.h.1.attn.c_attn.weight' has shape (16, 32)"));
   EXPECT_EQ(snapshot(*gpt), gpt_before);
-  const std::string config = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_embd"] = 32; });
+  const std::string config = edited_copy(
+      "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_embd"] = 32; });
   e = error_of([&] { nn::gpt2_from_pretrained(config); });
-  EXPECT_THAT(e, HasSubstr("'transformer.wte.weight' has shape (400, 16), but the model's 'tok.weight' needs (400, 32)"));
+  EXPECT_THAT(e,
+              HasSubstr("'transformer.wte.weight' has shape (400, 16), but the model's 'tok.weight' needs (400, 32)"));
 }
 
 TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
-  const std::string act = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_act"] = "gelu_new"; });
+  const std::string act = edited_copy(
+      "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_act"] = "gelu_new"; });
   std::string e = error_of([&] { nn::bert_from_pretrained(act); });
   EXPECT_THAT(e, HasSubstr("config.json"));
   EXPECT_THAT(e, HasSubstr("hidden_act must be \"gelu\" or \"relu\", got \"gelu_new\""));
-  const std::string eps = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_epsilon"] = "1e-5"; });
+  const std::string eps = edited_copy(
+      "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_epsilon"] = "1e-5"; });
   EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(eps); }),
               HasSubstr("field \"layer_norm_epsilon\" should be a number, got \"1e-5\""));
-  const std::string tie = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["tie_word_embeddings"] = "yes"; });
-  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(tie); }), HasSubstr("field \"tie_word_embeddings\" should be true or false"));
-  const std::string no_layers = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c.erase("num_hidden_layers"); });
+  const std::string tie = edited_copy(
+      "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["tie_word_embeddings"] = "yes"; });
+  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(tie); }),
+              HasSubstr("field \"tie_word_embeddings\" should be true or false"));
+  const std::string no_layers = edited_copy(
+      "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c.erase("num_hidden_layers"); });
   EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(no_layers); }), HasSubstr("has no field \"num_hidden_layers\""));
-  const std::string typed = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_size"] = "16"; });
+  const std::string typed = edited_copy(
+      "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_size"] = "16"; });
   EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(typed); }),
               HasSubstr("field \"hidden_size\" should be a whole number, got \"16\""));
-  const std::string gpt_as_bert = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["model_type"] = "gpt2"; });
+  const std::string gpt_as_bert = edited_copy(
+      "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["model_type"] = "gpt2"; });
   EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(gpt_as_bert); }), HasSubstr("expected model_type \"bert\""));
-  const std::string heads = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_attention_heads"] = 3; });
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(heads); }), HasSubstr("hidden_size 16 must divide by num_attention_heads 3"));
-  const std::string inner = edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_inner"] = 8; });
+  const std::string heads = edited_copy(
+      "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_attention_heads"] = 3; });
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(heads); }),
+              HasSubstr("hidden_size 16 must divide by num_attention_heads 3"));
+  const std::string inner = edited_copy(
+      "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_inner"] = 8; });
   EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(inner); }), HasSubstr("n_inner 8 is not supported"));
   // BERT's layer_norm_eps is checked as GPT-2's layer_norm_epsilon is (it was accepted, then NaN)
-  const std::string bert_eps = edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_eps"] = -1; });
+  const std::string bert_eps = edited_copy(
+      "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_eps"] = -1; });
   EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(bert_eps); }),
               HasSubstr("layer_norm_eps must be finite and positive, got -1"));
   // 2^40 layers: refused before anything is built, naming the fields and the bytes (it allocated
   // until the system killed the process)
-  const std::string deep_bert =
-      edited_copy("tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_hidden_layers"] = int64_t{1} << 40; });
+  const std::string deep_bert = edited_copy(
+      "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_hidden_layers"] = int64_t{1} << 40; });
   try {
     nn::bert_from_pretrained(deep_bert);
     ADD_FAILURE() << "no error";
@@ -400,15 +425,16 @@ TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
     EXPECT_THAT(e.what(), HasSubstr("config.json: BertModel: a model of num_hidden_layers=1099511627776"));
     EXPECT_THAT(e.what(), HasSubstr("bytes, more than this machine's"));
   }
-  const std::string deep_gpt =
-      edited_copy("tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_layer"] = int64_t{1} << 40; });
+  const std::string deep_gpt = edited_copy(
+      "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_layer"] = int64_t{1} << 40; });
   try {
     nn::gpt2_from_pretrained(deep_gpt);
     ADD_FAILURE() << "no error";
   } catch (const MemoryError& e) {
     EXPECT_THAT(e.what(), HasSubstr("GPT: a model of num_layers=1099511627776"));
   }
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained("/nonexistent/folder"); }), HasSubstr("cannot open /nonexistent/folder/config.json"));
+  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained("/nonexistent/folder"); }),
+              HasSubstr("cannot open /nonexistent/folder/config.json"));
   const std::string not_json = temp_path("notjson");
   fs::create_directories(not_json);
   std::ofstream(not_json + "/config.json") << "{ hidden_size: ";
@@ -418,28 +444,44 @@ TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
 TEST(Pretrained, TooLongOrMalformedInputsAreShapeErrors) {
   auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
   // BertModel's errors name BertModel (the call the user made), not the BertEmbeddings inside it
-  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 13}, DType::Int64)); }),
+  EXPECT_THAT(error_of([&] {
+                (*model)(zeros({1, 13}, DType::Int64));
+              }),
               HasSubstr("BertModel: a sequence of 13 tokens is longer than max_position_embeddings 12"));
-  EXPECT_THAT(error_of([&] { (*model)(full({1, 3}, 400, DType::Int64)); }),
+  EXPECT_THAT(error_of([&] {
+                (*model)(full({1, 3}, 400, DType::Int64));
+              }),
               HasSubstr("BertModel: input_ids must be token ids in [0, 40) (vocab_size), got ids from 400 to 400"));
   EXPECT_THAT(error_of([&] { (*model)(zeros({1, 3})); }), HasSubstr("BertModel: input_ids must be int64, got float32"));
-  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 3}, DType::Int64), {.token_type_ids = full({1, 3}, 5, DType::Int64)}); }),
+  EXPECT_THAT(error_of([&] {
+                (*model)(zeros({1, 3}, DType::Int64), {.token_type_ids = full({1, 3}, 5, DType::Int64)});
+              }),
               HasSubstr("BertModel: token_type_ids must be in [0, 2) (type_vocab_size), got 5 to 5"));
-  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 5}, DType::Int64)}); }),
+  EXPECT_THAT(error_of([&] {
+                (*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 5}, DType::Int64)});
+              }),
               HasSubstr("attention_mask must have the shape of input_ids (1, 4), got (1, 5)"));
   EXPECT_THROW((*model)(zeros({1, 4}, DType::Int64), {.attention_mask = ones({1, 4})}), DTypeError);
-  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 4}, DType::Int64), {.head_mask = ones({2, 3})}); }),
+  EXPECT_THAT(error_of([&] {
+                (*model)(zeros({1, 4}, DType::Int64), {.head_mask = ones({2, 3})});
+              }),
               HasSubstr("head_mask must have shape (2, 4) (layers, heads), got (2, 3)"));
   EXPECT_THROW((*model)(zeros({1, 4}, DType::Int64), {.head_mask = ones({2, 4}, DType::Int64)}), DTypeError);
   // a row of padding only: nothing for its queries to attend to (NaN otherwise)
-  EXPECT_THAT(error_of([&] {
-                (*model)(zeros({2, 3}, DType::Int64), {.attention_mask = from_vector<int64_t>({1, 1, 0, 0, 0, 0}, {2, 3})});
-              }),
-              HasSubstr("attention_mask row 1 marks every token as padding"));
+  EXPECT_THAT(
+      error_of([&] {
+        (*model)(zeros({2, 3}, DType::Int64), {.attention_mask = from_vector<int64_t>({1, 1, 0, 0, 0, 0}, {2, 3})});
+      }),
+      HasSubstr("attention_mask row 1 marks every token as padding"));
   EXPECT_THAT(error_of([&] { (*model)(zeros({0, 0}, DType::Int64)); }), HasSubstr("at least one sequence"));
-  EXPECT_THAT(error_of([&] { (*model)(zeros({1, 2}, DType::Int64), {.token_type_ids = full({1, 2}, 2, DType::Int64)}); }),
+  EXPECT_THAT(error_of([&] {
+                (*model)(zeros({1, 2}, DType::Int64), {.token_type_ids = full({1, 2}, 2, DType::Int64)});
+              }),
               HasSubstr("2"));  // a token type outside the table of 2
-  EXPECT_THAT(error_of([&] { (*model)(full({1, 3}, 40, DType::Int64)); }), HasSubstr("40"));  // id outside the vocabulary
+  EXPECT_THAT(error_of([&] {
+                (*model)(full({1, 3}, 40, DType::Int64));
+              }),
+              HasSubstr("40"));  // id outside the vocabulary
 }
 
 // ---------------------------------------------------------------- the real all-MiniLM-L6-v2

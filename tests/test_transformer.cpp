@@ -108,7 +108,8 @@ struct TwoAttentions : nn::Callable<TwoAttentions> {
   TwoAttentions() {
     register_module("proj", proj);
     register_module("attn", attn);
-    layers.emplace_back<nn::TransformerEncoderLayer>(8, 2, nn::TransformerLayerOptions{.dim_feedforward = 16, .dropout = 0.0});
+    layers.emplace_back<nn::TransformerEncoderLayer>(
+        8, 2, nn::TransformerLayerOptions{.dim_feedforward = 16, .dropout = 0.0});
     register_module("layers", layers);
   }
   Variable forward(const Variable& x) const {
@@ -132,8 +133,8 @@ TEST(Transformer, TorchLayoutReachesAttentionInsideAUsersModel) {
     ASSERT_TRUE(by_name.count(prefix + "in_proj_weight"));
     expect_close(by_name.at(prefix + "in_proj_weight"),
                  concat({a.w_q.weight.data(), a.w_k.weight.data(), a.w_v.weight.data()}, 0), 0, 0);
-    expect_close(by_name.at(prefix + "in_proj_bias"), concat({a.w_q.bias.data(), a.w_k.bias.data(), a.w_v.bias.data()}, 0),
-                 0, 0);
+    expect_close(by_name.at(prefix + "in_proj_bias"),
+                 concat({a.w_q.bias.data(), a.w_k.bias.data(), a.w_v.bias.data()}, 0), 0, 0);
     expect_close(by_name.at(prefix + "out_proj.weight"), a.w_o.weight.data(), 0, 0);
     EXPECT_EQ(by_name.count(prefix + "w_q.weight"), 0u);
   }

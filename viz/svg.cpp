@@ -110,8 +110,9 @@ std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
         top + R * cell / 2, top + R * cell / 2, escape(o.row_title));
   for (int64_t c = 0; c < C && c < static_cast<int64_t>(o.col_labels.size()); ++c) {
     const int64_t x = left + c * cell + cell / 2 + (upright ? 4 : 0);
-    s += upright ? fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"start\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
-                               x, top - 6, escape(o.col_labels[c]))
+    s += upright ? fmt::format(
+                       "<text x=\"{0}\" y=\"{1}\" text-anchor=\"start\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n",
+                       x, top - 6, escape(o.col_labels[c]))
                  : fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x, top - 6,
                                escape(o.col_labels[c]));
   }
@@ -193,14 +194,15 @@ std::string tick_label(double v) {
 }  // namespace
 
 std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
-                           const std::string& y_label, bool log_y, const std::vector<Marker>& markers,
-                           bool log_x) {
+                           const std::string& y_label, bool log_y, const std::vector<Marker>& markers, bool log_x) {
   size_t longest = 0;
   for (auto& se : series) longest = std::max(longest, se.name.size());
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   auto fy = [&](double y) { return log_y ? std::log10(std::max(y, 1e-12)) : y; };
   auto fx = [&](double x) { return log_x ? std::log10(x) : x; };  // axis units
-  auto drawn = [&](const Series& s, size_t i) { return std::isfinite(s.y[i]) && std::isfinite(s.x[i]) && (!log_x || s.x[i] > 0); };
+  auto drawn = [&](const Series& s, size_t i) {
+    return std::isfinite(s.y[i]) && std::isfinite(s.x[i]) && (!log_x || s.x[i] > 0);
+  };
   for (auto& s : series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
       if (drawn(s, i))
@@ -260,7 +262,8 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
   }
   for (double t : xticks) {
     if (log_x)
-      s += fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#eee\"/>\n", px(t), T, H - B);
+      s +=
+          fmt::format("<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#eee\"/>\n", px(t), T, H - B);
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px(t), H - B + 18,
                      tick_label(log_x ? std::pow(10.0, t) : t));
   }
@@ -279,8 +282,9 @@ std::string line_chart_svg(const std::vector<Series>& series, const std::string&
     // guides: grey, each with its own dash pattern so that the legend tells them apart
     const char* dashes[] = {"6,4", "2,3", "10,3,2,3"};
     const std::string color = se.dashed ? "#777" : colors[k % 6];
-    const std::string style = se.dashed ? fmt::format("stroke-width=\"1.2\" stroke-dasharray=\"{}\"", dashes[guides++ % 3])
-                                        : std::string("stroke-width=\"1.8\"");
+    const std::string style = se.dashed
+                                  ? fmt::format("stroke-width=\"1.2\" stroke-dasharray=\"{}\"", dashes[guides++ % 3])
+                                  : std::string("stroke-width=\"1.8\"");
     s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" {}/>\n", pts, color, style);
     s += fmt::format(
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" {4}/><text x=\"{5}\" y=\"{6}\">{7}</text>\n",

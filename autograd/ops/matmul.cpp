@@ -15,8 +15,8 @@
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops.h"
-#include "minigrad/tensor/ops/einsum.h"
 #include "minigrad/tensor/ops/activation.h"
+#include "minigrad/tensor/ops/einsum.h"
 
 namespace mg {
 

@@ -42,8 +42,10 @@ int main(int argc, char** argv) {
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--elements") elements = std::stoll(argv[i + 1]);
-    else if (k == "--reps") reps = std::stoi(argv[i + 1]);
+    if (k == "--elements")
+      elements = std::stoll(argv[i + 1]);
+    else if (k == "--reps")
+      reps = std::stoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "bench_allreduce: unknown option %s\n", argv[i]);
       return 2;

@@ -40,7 +40,7 @@ struct Config {
   int64_t vocab = 16;
   int64_t seq_len = 48;
   std::vector<int64_t> distances = {1, 2, 4, 8, 16, 32};
-  int64_t width = 64;   // the attention model's width
+  int64_t width = 64;    // the attention model's width
   int64_t hidden = 128;  // the LSTM's hidden size
   int64_t batch = 32;
   int steps = 300;  // Adam steps per model and distance
@@ -76,7 +76,7 @@ Variable composed_attention(const Variable& q, const Variable& k, const Variable
 struct CostRow {
   int64_t T;
   double projections_ms, mlp_ms, fused_ms, composed_ms;  // forward + backward
-  size_t fused_bytes, composed_bytes;                   // peak memory of attention's forward + backward
+  size_t fused_bytes, composed_bytes;                    // peak memory of attention's forward + backward
 };
 
 std::vector<CostRow> measure_costs(const Config& c) {
@@ -112,7 +112,8 @@ double crossover(const std::vector<CostRow>& rows, double CostRow::*attention, c
     const double a0 = std::log(rows[i - 1].*attention / other[i - 1]), a1 = std::log(rows[i].*attention / other[i]);
     if (a0 < 0 && a1 >= 0) {
       const double f = -a0 / (a1 - a0);
-      return std::exp(std::log(static_cast<double>(rows[i - 1].T)) * (1 - f) + std::log(static_cast<double>(rows[i].T)) * f);
+      return std::exp(std::log(static_cast<double>(rows[i - 1].T)) * (1 - f) +
+                      std::log(static_cast<double>(rows[i].T)) * f);
     }
     if (i == 1 && a0 >= 0) return static_cast<double>(rows[0].T);
   }
@@ -127,7 +128,9 @@ struct AttentionCopier : nn::Callable<AttentionCopier> {
   nn::MultiheadAttention attn;
   nn::Linear readout;
   AttentionCopier(const Config& c, Generator& g)
-      : tok(c.vocab, c.width, {}, g), pos(c.seq_len, c.width, {}, g), attn(c.width, 1, {}, g),
+      : tok(c.vocab, c.width, {}, g),
+        pos(c.seq_len, c.width, {}, g),
+        attn(c.width, 1, {}, g),
         readout(c.width, c.vocab, {}, g) {
     register_module("tok", tok), register_module("pos", pos), register_module("attn", attn);
     register_module("readout", readout);
@@ -144,7 +147,8 @@ struct LSTMCopier : nn::Callable<LSTMCopier> {
   nn::LSTM lstm;
   nn::Linear readout;
   LSTMCopier(const Config& c, Generator& g)
-      : tok(c.vocab, c.width, {}, g), lstm(c.width, c.hidden, {.batch_first = true}, g),
+      : tok(c.vocab, c.width, {}, g),
+        lstm(c.width, c.hidden, {.batch_first = true}, g),
         readout(c.hidden, c.vocab, {}, g) {
     register_module("tok", tok), register_module("lstm", lstm), register_module("readout", readout);
   }
@@ -204,9 +208,9 @@ void report_costs(const Config& c, viz::Report& rep) {
   const std::vector<CostRow> rows = measure_costs(c);
   std::printf("Part 1: d = %lld, %lld heads, batch 1, forward + backward, median of %d runs, %d threads\n",
               static_cast<long long>(c.dim), static_cast<long long>(c.heads), c.reps, get_num_threads());
-  std::string t1 = fmt::format("{:>6} {:>14} {:>10} {:>12} {:>14} {:>16} {:>16} {:>14}\n", "T", "projections ms",
-                               "MLP ms", "fused ms", "composed ms", "fused memory", "composed memory",
-                               "attn/proj FLOPs");
+  std::string t1 =
+      fmt::format("{:>6} {:>14} {:>10} {:>12} {:>14} {:>16} {:>16} {:>14}\n", "T", "projections ms", "MLP ms",
+                  "fused ms", "composed ms", "fused memory", "composed memory", "attn/proj FLOPs");
   std::vector<double> Ts, proj, block, fused, composed, lin, quad;
   for (const CostRow& r : rows) {
     t1 += fmt::format("{:>6} {:>14.2f} {:>10.2f} {:>12.2f} {:>14.2f} {:>13.1f} MB {:>13.1f} MB {:>14.2f}\n", r.T,
@@ -248,7 +252,6 @@ void report_costs(const Config& c, viz::Report& rep) {
                           true),
       "Log-log: the projections follow slope 1, attention bends to slope 2. The dashed lines mark where attention's "
       "FLOPs equal the projections' (T = 2d) and the projections' plus a 4d MLP's (T = 6d).");
-
 }
 
 // Part 2's table, conclusion and chart.
@@ -257,8 +260,8 @@ void report_copying(const Config& c, viz::Report& rep) {
   std::string t2 = fmt::format(
       "\nPart 2: copy the token k positions back ({} tokens over {}, {} Adam steps each, the same batches for both)\n"
       "{:>4} {:>22} {:>22}\n",
-      c.seq_len, c.vocab, c.steps,
-      "k", fmt::format("attention (d {})", c.width), fmt::format("LSTM (hidden {})", c.hidden));
+      c.seq_len, c.vocab, c.steps, "k", fmt::format("attention (d {})", c.width),
+      fmt::format("LSTM (hidden {})", c.hidden));
   std::vector<double> ks, acc_a, acc_l;
   for (const CopyRow& r : copy) {
     t2 += fmt::format("{:>4} {:>21.1f}% {:>21.1f}%\n", r.k, 100 * r.attention, 100 * r.lstm);
@@ -267,18 +270,17 @@ void report_copying(const Config& c, viz::Report& rep) {
   const auto worst_a = std::min_element(acc_a.begin(), acc_a.end());
   const auto first_l = std::find_if(copy.begin(), copy.end(), [](const CopyRow& r) { return r.lstm < 0.9; });
   t2 += fmt::format("Attention's accuracy is at least {:.1f}% at every k; ", *worst_a);
-  t2 += first_l == copy.end()
-            ? "the LSTM's stays above 90% at every k measured.\n"
-            : fmt::format("the LSTM's falls below 90% from k = {} (to {:.1f}% at k = {}).\n", first_l->k,
-                          100 * copy.back().lstm, copy.back().k);
+  t2 += first_l == copy.end() ? "the LSTM's stays above 90% at every k measured.\n"
+                              : fmt::format("the LSTM's falls below 90% from k = {} (to {:.1f}% at k = {}).\n",
+                                            first_l->k, 100 * copy.back().lstm, copy.back().k);
   std::printf("%s", t2.c_str());
   rep.add_note(t2, true);
-  rep.add_svg("copy.svg",
-              viz::line_chart_svg({{"attention", ks, acc_a}, {"LSTM", ks, acc_l}},
-                                  "Copy the token k positions back: accuracy against k", "k", "accuracy (%)", false,
-                                  {}, true),
-              "One attention layer reaches t - k in one step for any k; the LSTM must carry the token through k steps "
-              "of its state.");
+  rep.add_svg(
+      "copy.svg",
+      viz::line_chart_svg({{"attention", ks, acc_a}, {"LSTM", ks, acc_l}},
+                          "Copy the token k positions back: accuracy against k", "k", "accuracy (%)", false, {}, true),
+      "One attention layer reaches t - k in one step for any k; the LSTM must carry the token through k steps "
+      "of its state.");
 }
 
 }  // namespace attention_cost

@@ -92,8 +92,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (app.count("--model") && !app.count("--tokenizer")) c.tokenizer.clear();  // the model's own folder
   if (c.model.find("tiny_gpt2") != std::string::npos)
-    fmt::print("(the test fixture: a 2-layer GPT-2 with random weights, so the words are nonsense; pass --model DIR "
-               "for the real one, see examples/gpt2_generate/README.md)\n");
+    fmt::print(
+        "(the test fixture: a 2-layer GPT-2 with random weights, so the words are nonsense; pass --model DIR "
+        "for the real one, see examples/gpt2_generate/README.md)\n");
   try {
     const Generation g = generate(c);
     fmt::print("prompt: {} tokens {}\n", g.prompt_ids.size(), fmt::join(g.prompt_ids, " "));

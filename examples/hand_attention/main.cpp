@@ -356,17 +356,16 @@ void report_learned(const HandResult& h, const TrainResult& r, const Config& c, 
               fmt::format("The bilinear form of the hand-set head: column B is 10 above column A. It shares its "
                           "colour scale with the learned form beside it (-{0:.1f} to {0:.1f}).",
                           form_range));
-  rep.add_svg(
-      "form_learned.svg", form(M, "W_Q W_K^T, learned"),
-      [&] {
-        const double ga = M.at({0, 1}) - M.at({0, 0}), gb = M.at({1, 1}) - M.at({1, 0});
-        const double hand = M_hand.at({0, 1}) - M_hand.at({0, 0});
-        const char* vs = ga > hand && gb > hand ? "more than" : ga < hand && gb < hand ? "less than" : "around";
-        return fmt::format("...and the learned bilinear form has the same shape: for both query tokens, column B is "
-                           "above column A, by {:.1f} and {:.1f}, {} the hand-set {:.0f} (the same colour scale). "
-                           "Many weight settings give the same attention.",
-                           ga, gb, vs, hand);
-      }());
+  rep.add_svg("form_learned.svg", form(M, "W_Q W_K^T, learned"), [&] {
+    const double ga = M.at({0, 1}) - M.at({0, 0}), gb = M.at({1, 1}) - M.at({1, 0});
+    const double hand = M_hand.at({0, 1}) - M_hand.at({0, 0});
+    const char* vs = ga > hand && gb > hand ? "more than" : ga < hand && gb < hand ? "less than" : "around";
+    return fmt::format(
+        "...and the learned bilinear form has the same shape: for both query tokens, column B is "
+        "above column A, by {:.1f} and {:.1f}, {} the hand-set {:.0f} (the same colour scale). "
+        "Many weight settings give the same attention.",
+        ga, gb, vs, hand);
+  }());
   const std::vector<std::string> seq = labels(r.eval.example_ids);
   rep.add_svg("learned_attention.svg",
               viz::heatmap_svg(r.eval.example_attn, {.title = "Learned attention on a test sequence",

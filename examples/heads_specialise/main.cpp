@@ -322,15 +322,14 @@ int main(int argc, char** argv) {
     std::printf("two heads, head %d on the same sequence: weights after softmax\n%s", h,
                 viz::terminal_heatmap(two.roles.example[h], toks, toks).c_str());
     rep.add_svg(fmt::format("head{}_scores.svg", h),
-                viz::heatmap_svg(two.roles.example_scores[h],
-                                 {.title = fmt::format("Head {}: scores, one sequence", h),
-                                  .row_labels = toks,
-                                  .col_labels = toks,
-                                  .row_title = "query",
-                                  .col_title = "key",
-                                  .diverging = true,
-                                  .vmin = -score_range,
-                                  .vmax = score_range}),
+                viz::heatmap_svg(two.roles.example_scores[h], {.title = fmt::format("Head {}: scores, one sequence", h),
+                                                               .row_labels = toks,
+                                                               .col_labels = toks,
+                                                               .row_title = "query",
+                                                               .col_title = "key",
+                                                               .diverging = true,
+                                                               .vmin = -score_range,
+                                                               .vmax = score_range}),
                 fmt::format("Two-head run, head {}, one test sequence (its tokens on both axes): the scores "
                             "q.k / sqrt(d_k) before softmax; hatched grey: the future, masked. Both heads on one "
                             "colour scale.",
@@ -340,8 +339,8 @@ int main(int argc, char** argv) {
                 fmt::format("The same sequence after softmax: head {} puts {:.2f} of its weight on the previous token "
                             "and {:.2f} on the first, on average over the test set.",
                             h, two.roles.on_prev[h], two.roles.on_first[h]));
-    weights_map(fmt::format("head{}_mean.svg", h), two.roles.mean[h],
-                fmt::format("Head {}: weights, mean of 512", h), pos,
+    weights_map(fmt::format("head{}_mean.svg", h), two.roles.mean[h], fmt::format("Head {}: weights, mean of 512", h),
+                pos,
                 fmt::format("Head {}'s weights averaged over the 512 test sequences (positions on the axes, since "
                             "the tokens differ): the pattern does not depend on which tokens are there.",
                             h));

@@ -23,7 +23,7 @@
 
 #include "../char_gpt/text_data.h"  // the text, its split and batches, shared with char_gpt
 #include "../common/gemm.h"         // add_gemm_option: --gemm portable|blas
-#include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
+#include "../common/numbers.h"      // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"

@@ -147,8 +147,8 @@ int main(int argc, char** argv) {
   const std::vector<double> losses = train(model, data, c);
   draw(model, data);
   const double acc = accuracy(model, data);
-  std::printf("\nloss %.4f at step 1, %.4f at step %zu; final training accuracy: %.1f%%\n", losses.front(), losses.back(),
-              losses.size(), 100 * acc);
+  std::printf("\nloss %.4f at step 1, %.4f at step %zu; final training accuracy: %.1f%%\n", losses.front(),
+              losses.back(), losses.size(), 100 * acc);
 
   viz::Report rep(c.out, "mlp: two spirals", "A 2 -> 64 -> 2 perceptron trained with autograd and momentum SGD.");
   rep.add_svg("decision_boundary.svg",

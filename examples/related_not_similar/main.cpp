@@ -48,7 +48,9 @@ struct Scorer : nn::Callable<Scorer> {
   nn::Linear w_q, w_k;
   bool tied = false;
   Scorer(const Config& c, bool tie, Generator& g)
-      : tok(c.vocab, c.dim, {}, g), w_q(c.dim, c.dim, {.bias = false}, g), w_k(c.dim, c.dim, {.bias = false}, g),
+      : tok(c.vocab, c.dim, {}, g),
+        w_q(c.dim, c.dim, {.bias = false}, g),
+        w_k(c.dim, c.dim, {.bias = false}, g),
         tied(tie) {
     register_module("tok", tok), register_module("w_q", w_q);
     if (!tied) register_module("w_k", w_k);  // tied: w_k is unused and not a parameter
@@ -107,10 +109,10 @@ Variable loss_of(const Scorer& m, const Tensor& ids, const Tensor& targets) {
 struct RunResult {
   bool tied;
   std::vector<double> loss;
-  double accuracy = 0;     // rows whose largest weight is on the successor (fresh sequences)
-  double on_self = 0;      // rows whose largest weight is on the token itself
-  double asymmetry = 0;    // ||M - M^T|| / ||M|| of the learned form
-  double self_best = 0;    // share of tokens a whose highest M[a, b] over all b is b = a
+  double accuracy = 0;        // rows whose largest weight is on the successor (fresh sequences)
+  double on_self = 0;         // rows whose largest weight is on the token itself
+  double asymmetry = 0;       // ||M - M^T|| / ||M|| of the learned form
+  double self_best = 0;       // share of tokens a whose highest M[a, b] over all b is b = a
   double successor_best = 0;  // ... is b = s(a)
   Tensor form;
 };
@@ -171,21 +173,22 @@ int main(int argc, char** argv) {
   app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
-  viz::Report rep(c.out, "related_not_similar: why W_Q and W_K are two matrices",
-                  "Each token must attend to its successor (x + 1 mod 16): separate W_Q, W_K against one shared matrix.");
+  viz::Report rep(
+      c.out, "related_not_similar: why W_Q and W_K are two matrices",
+      "Each token must attend to its successor (x + 1 mod 16): separate W_Q, W_K against one shared matrix.");
   const RunResult sep = train(c, false), tie = train(c, true);
   std::string t = fmt::format(
       "Every token attends to its successor x + 1 mod {} ({} pairs per sequence, shuffled; {} Adam steps, the same "
       "start and batches)\n{:<12} {:>10} {:>14} {:>12} {:>18} {:>18}\n",
-      c.vocab, c.pairs, c.steps, "", "accuracy", "top key: self", "asymmetry", "M[a,.] best: self",
-      "best: successor");
+      c.vocab, c.pairs, c.steps, "", "accuracy", "top key: self", "asymmetry", "M[a,.] best: self", "best: successor");
   for (const RunResult* r : {&sep, &tie})
-    t += fmt::format("{:<12} {:>9.1f}% {:>13.1f}% {:>12.3f} {:>17.1f}% {:>17.1f}%\n",
-                     r->tied ? "W_Q = W_K" : "W_Q, W_K", 100 * r->accuracy, 100 * r->on_self, r->asymmetry,
-                     100 * r->self_best, 100 * r->successor_best);
-  t += "(accuracy: rows whose largest weight is on the successor, 1024 fresh sequences; asymmetry: ||M - M^T|| / ||M||\n"
-       " of the learned token form M = E W_Q^T W_K E^T / sqrt(d); the last two: over the 16 tokens, which key token\n"
-       " M ranks first)\n";
+    t +=
+        fmt::format("{:<12} {:>9.1f}% {:>13.1f}% {:>12.3f} {:>17.1f}% {:>17.1f}%\n", r->tied ? "W_Q = W_K" : "W_Q, W_K",
+                    100 * r->accuracy, 100 * r->on_self, r->asymmetry, 100 * r->self_best, 100 * r->successor_best);
+  t +=
+      "(accuracy: rows whose largest weight is on the successor, 1024 fresh sequences; asymmetry: ||M - M^T|| / ||M||\n"
+      " of the learned token form M = E W_Q^T W_K E^T / sqrt(d); the last two: over the 16 tokens, which key token\n"
+      " M ranks first)\n";
   t += fmt::format(
       "Separate matrices: the successor is found in {:.1f}% of rows and M is {} (asymmetry {:.2f}).\n"
       "One shared matrix: M is symmetric (asymmetry {:.1e}) and a token's best key is itself for {:.0f}% of tokens; "
@@ -216,9 +219,9 @@ int main(int argc, char** argv) {
                         : "Separate matrices: the form's largest entry in each row sits just right of the diagonal, "
                           "on the successor. Both maps share one colour scale.");
   rep.add_svg("loss.svg",
-              viz::line_chart_svg({viz::Series::over_steps("W_Q, W_K", sep.loss),
-                                   viz::Series::over_steps("W_Q = W_K", tie.loss)},
-                                  "Attend to the successor: training loss", "step", "cross-entropy", true),
+              viz::line_chart_svg(
+                  {viz::Series::over_steps("W_Q, W_K", sep.loss), viz::Series::over_steps("W_Q = W_K", tie.loss)},
+                  "Attend to the successor: training loss", "step", "cross-entropy", true),
               "The same start and batches; only the tying differs.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return 0;

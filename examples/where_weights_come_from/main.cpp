@@ -152,8 +152,8 @@ KeyZeroLeads key0_leads(const Model& m, const Config& c) {
   const double scale = 1 / std::sqrt(static_cast<double>(c.dim));
   Generator g(c.seed + 11);  // its own sequences: the run's generator is left as it was
   const Batch probe = make_batch(c, g, 256);
-  const Tensor qe = matmul(embedding(probe.ids, E), Wq.transpose(0, 1)),  // (B, T, d): token part of q
-      ke = matmul(embedding(probe.ids, E), Wk.transpose(0, 1)),          //            token part of k
+  const Tensor qe = matmul(embedding(probe.ids, E), Wq.transpose(0, 1)),       // (B, T, d): token part of q
+      ke = matmul(embedding(probe.ids, E), Wk.transpose(0, 1)),                //            token part of k
       qp = matmul(P, Wq.transpose(0, 1)), kp = matmul(P, Wk.transpose(0, 1));  // (T, d): position parts
   const int64_t T = c.seq_len;
   const std::vector<std::pair<std::string, Tensor>> terms = {
@@ -546,16 +546,19 @@ std::string cooccurrence_conclusion(const CooccurrenceResult& first0, const Cooc
   auto moved = [](double g) { return g > 0.02 ? 1 : g < -0.02 ? -1 : 0; };
   const int without = moved(gain(first0)), with = moved(gain(first1));
   auto in_words = [](int m) { return m > 0 ? "closer" : m < 0 ? "further apart" : "hardly at all"; };
-  s += without == with ? fmt::format("Co-occurrence alone moves a pair {} with and without weight decay, when the task "
-                                     "must tell the two apart; ",
-                                     in_words(without))
-                       : fmt::format("Co-occurrence alone moves a pair {} without weight decay and {} with it, when the "
-                                     "task must tell the two apart; ",
-                                     in_words(without), in_words(with));
+  s += without == with ? fmt::format(
+                             "Co-occurrence alone moves a pair {} with and without weight decay, when the task "
+                             "must tell the two apart; ",
+                             in_words(without))
+                       : fmt::format(
+                             "Co-occurrence alone moves a pair {} without weight decay and {} with it, when the "
+                             "task must tell the two apart; ",
+                             in_words(without), in_words(with));
   const bool further = gain(next0) > gain(first0) && gain(next1) > gain(first1);
-  s += further ? fmt::format("an objective that rewards treating them alike moves them further in both settings, to "
-                             "{:+.3f} with weight decay (which removes the random parts no objective uses).\n",
-                             gain(next1))
+  s += further ? fmt::format(
+                     "an objective that rewards treating them alike moves them further in both settings, to "
+                     "{:+.3f} with weight decay (which removes the random parts no objective uses).\n",
+                     gain(next1))
                : "an objective that rewards treating them alike does not move them further in both settings.\n";
   return s;
 }

@@ -36,15 +36,15 @@ enum class Task { FirstToken, CountZeros };
 const char* task_name(Task t) { return t == Task::FirstToken ? "name the first token" : "count the 0s"; }
 
 struct Config {
-  int64_t keys = 16;        // keys per query in part 1 (a sequence of 16 tokens)
-  int64_t queries = 4096;   // random queries per width in part 1
-  int64_t max_dk = 1024;    // part 1 runs d_k = 2, 4, ..., max_dk
-  int64_t dk = 64;          // part 2's head width (= the model width: one head)
+  int64_t keys = 16;       // keys per query in part 1 (a sequence of 16 tokens)
+  int64_t queries = 4096;  // random queries per width in part 1
+  int64_t max_dk = 1024;   // part 1 runs d_k = 2, 4, ..., max_dk
+  int64_t dk = 64;         // part 2's head width (= the model width: one head)
   int64_t seq_len = 16;
   int64_t batch = 64;
-  int steps = 600;          // steps per run in part 2
-  double lr = 1e-3;         // Adam's (or SGD's) learning rate
-  bool sgd = false;         // plain SGD instead of Adam (which rescales every gradient)
+  int steps = 600;   // steps per run in part 2
+  double lr = 1e-3;  // Adam's (or SGD's) learning rate
+  bool sgd = false;  // plain SGD instead of Adam (which rescales every gradient)
   uint64_t seed = 0;
   std::string out = "runs/why_sqrt_dk";
 };
@@ -57,8 +57,8 @@ constexpr double kFrozen = 0.01;
 // For one width and one choice of scale: the spread of the scores, the mean largest softmax
 // weight and the mean Frobenius norm of the softmax Jacobian over the queries.
 struct ScoreStats {
-  double score_std = 0;     // standard deviation of the scores (q . k, or q . k / sqrt(d_k))
-  double max_weight = 0;    // mean over queries of the largest softmax weight
+  double score_std = 0;      // standard deviation of the scores (q . k, or q . k / sqrt(d_k))
+  double max_weight = 0;     // mean over queries of the largest softmax weight
   double jacobian_norm = 0;  // mean over queries of ||diag(p) - p p^T||_F
   double frozen = 0;         // share of queries whose Jacobian norm is below kFrozen
 };
@@ -121,8 +121,12 @@ struct Head : nn::Callable<Head> {
         w_k(c.dk, c.dk, {.bias = false}, g),
         w_v(c.dk, c.dk, {.bias = false}, g),
         readout(c.dk, classes(c, t), {}, g) {
-    for (auto [name, m] : {std::pair<const char*, nn::Module*>{"tok", &tok}, {"pos", &pos}, {"w_q", &w_q},
-                           {"w_k", &w_k}, {"w_v", &w_v}, {"readout", &readout}})
+    for (auto [name, m] : {std::pair<const char*, nn::Module*>{"tok", &tok},
+                           {"pos", &pos},
+                           {"w_q", &w_q},
+                           {"w_k", &w_k},
+                           {"w_v", &w_v},
+                           {"readout", &readout}})
       register_module(name, *m);
     const double half = std::sqrt(0.5), inv = 1 / std::sqrt(static_cast<double>(c.dk));
     nn::init::normal_(tok.weight, 0, half, g);  // x = tok + pos: variance 1/2 + 1/2
@@ -147,8 +151,8 @@ struct Head : nn::Callable<Head> {
 // n sequences and their targets, one per position, flattened: (n, T) ids, (n * T) classes.
 std::pair<Tensor, Tensor> batch(const Config& c, Task t, Generator& g, int64_t n) {
   Tensor ids = randint(0, vocab(t), {n, c.seq_len}, g);
-  Tensor answer = t == Task::FirstToken ? ids.narrow(1, 0, 1)
-                                        : sum(eq(ids, zeros({1}, DType::Int64)).to(DType::Int64), {1}, true);
+  Tensor answer =
+      t == Task::FirstToken ? ids.narrow(1, 0, 1) : sum(eq(ids, zeros({1}, DType::Int64)).to(DType::Int64), {1}, true);
   return {ids, answer.expand({n, c.seq_len}).contiguous().reshape({-1})};
 }
 
@@ -220,10 +224,10 @@ std::string task_conclusion(const TrainResult& scaled, const TrainResult& unscal
     s += fmt::format("learned with and without the scale ({:.1f}% and {:.1f}%)", 100 * scaled.accuracy,
                      100 * unscaled.accuracy);
   else if (s_ok)
-    s += fmt::format("learned with the scale ({:.1f}%), not without it ({:.1f}%; its softmax rows still put {:.2f} "
-                     "on one key at the end, {:.0f}% of them passing almost no gradient)",
-                     100 * scaled.accuracy, 100 * unscaled.accuracy, unscaled.end.max_weight,
-                     100 * unscaled.end.frozen);
+    s += fmt::format(
+        "learned with the scale ({:.1f}%), not without it ({:.1f}%; its softmax rows still put {:.2f} "
+        "on one key at the end, {:.0f}% of them passing almost no gradient)",
+        100 * scaled.accuracy, 100 * unscaled.accuracy, unscaled.end.max_weight, 100 * unscaled.end.frozen);
   else if (u_ok)
     s += fmt::format("learned without the scale ({:.1f}%), not with it ({:.1f}%)", 100 * unscaled.accuracy,
                      100 * scaled.accuracy);
@@ -266,9 +270,10 @@ int main(int argc, char** argv) {
     t1 += fmt::format("{:>6} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.3f} {:>10.4f} {:>10.4f} {:>9.1f}% {:>9.1f}%\n", r.dk,
                       r.unscaled.score_std, r.scaled.score_std, r.unscaled.max_weight, r.scaled.max_weight,
                       r.unscaled.jacobian_norm, r.scaled.jacobian_norm, 100 * r.unscaled.frozen, 100 * r.scaled.frozen);
-  t1 += fmt::format("(max w: mean largest softmax weight; |J|: mean norm of the softmax Jacobian; frozen: rows with "
-                    "|J| < {})\n",
-                    kFrozen);
+  t1 += fmt::format(
+      "(max w: mean largest softmax weight; |J|: mean norm of the softmax Jacobian; frozen: rows with "
+      "|J| < {})\n",
+      kFrozen);
   std::printf("%s", t1.c_str());
   rep.add_note(t1, true);
   std::vector<double> dks, sq, std_u, std_s, max_u, max_s, j_u, j_s;
@@ -311,8 +316,8 @@ int main(int argc, char** argv) {
   rep.add_note(t2, true);
   std::vector<viz::Series> curves;
   for (const TrainResult& r : runs)
-    curves.push_back(viz::Series::over_steps(
-        fmt::format("{}, {}", task_name(r.task), r.scaled ? "scaled" : "unscaled"), r.loss));
+    curves.push_back(
+        viz::Series::over_steps(fmt::format("{}, {}", task_name(r.task), r.scaled ? "scaled" : "unscaled"), r.loss));
   rep.add_svg("loss.svg",
               viz::line_chart_svg(curves, fmt::format("One head at d_k = {}: training loss", c.dk), "step",
                                   "cross-entropy", true),

@@ -45,9 +45,10 @@ std::vector<Term> parse_terms(std::string_view eq, size_t begin, size_t end, std
     } else if (c >= 'a' && c <= 'z') {
       terms.back().push_back(26 + (c - 'a'));
     } else {
-      throw ValueError(fmt::format("einsum: invalid subscript '{}' at index {} of '{}' (subscripts are letters "
-                                   "a-z, A-Z, and '...')",
-                                   c, i, equation));
+      throw ValueError(
+          fmt::format("einsum: invalid subscript '{}' at index {} of '{}' (subscripts are letters "
+                      "a-z, A-Z, and '...')",
+                      c, i, equation));
     }
   }
   return terms;
@@ -97,7 +98,8 @@ EinsumPlan einsum_plan(std::string_view equation, const std::vector<Shape>& shap
         labels[i].push_back(l);
         continue;
       }
-      for (int64_t e = ellipsis_dims - mine; e < ellipsis_dims; ++e) labels[i].push_back(kLetters + static_cast<int>(e));
+      for (int64_t e = ellipsis_dims - mine; e < ellipsis_dims; ++e)
+        labels[i].push_back(kLetters + static_cast<int>(e));
     }
   }
 
@@ -138,10 +140,9 @@ EinsumPlan einsum_plan(std::string_view equation, const std::vector<Shape>& shap
         for (int64_t e = 0; e < ellipsis_dims; ++e) out.push_back(kLetters + static_cast<int>(e));
         continue;
       }
-      MG_CHECK(uses[l] > 0, ValueError, "einsum: output subscript {} of '{}' is in no operand's subscripts",
-               letter(l), equation);
-      MG_CHECK(!seen[l], ValueError, "einsum: output subscript {} appears more than once in '{}'", letter(l),
+      MG_CHECK(uses[l] > 0, ValueError, "einsum: output subscript {} of '{}' is in no operand's subscripts", letter(l),
                equation);
+      MG_CHECK(!seen[l], ValueError, "einsum: output subscript {} appears more than once in '{}'", letter(l), equation);
       seen[l] = true;
       out.push_back(l);
     }
@@ -215,9 +216,12 @@ EinsumPlan einsum_plan(std::string_view equation, const std::vector<Shape>& shap
     std::vector<int> batch, rows, summed, columns;
     for (int l : result) {
       const bool shared = position(right, l) < static_cast<int64_t>(right.size());
-      if (!shared) rows.push_back(l);
-      else if (needed_after(k, l)) batch.push_back(l);
-      else summed.push_back(l);
+      if (!shared)
+        rows.push_back(l);
+      else if (needed_after(k, l))
+        batch.push_back(l);
+      else
+        summed.push_back(l);
     }
     for (int l : right)
       if (position(result, l) == static_cast<int64_t>(result.size())) columns.push_back(l);

@@ -28,8 +28,8 @@ struct EinsumPlan {
   /// One operand's own steps, before any product.
   struct Prepare {
     std::vector<std::array<int64_t, 2>> diagonals;  ///< (dim1, dim2): taken in order, each adds a last dim
-    std::vector<int64_t> sum_dims;                   ///< then these dims summed out (letters only it has)
-    Shape shape;                                     ///< then reshaped to this (broadcast size-1 dims dropped)
+    std::vector<int64_t> sum_dims;                  ///< then these dims summed out (letters only it has)
+    Shape shape;                                    ///< then reshaped to this (broadcast size-1 dims dropped)
   };
   /// The result so far (left) times the next prepared operand (right), as one batched matmul.
   struct Product {

@@ -212,20 +212,24 @@ Reduce parse_reduce(std::string_view reduce) {
   if (reduce == "mean") return Reduce::mean;
   if (reduce == "amax") return Reduce::amax;
   if (reduce == "amin") return Reduce::amin;
-  throw ValueError(fmt::format("scatter_reduce: reduce must be \"sum\", \"prod\", \"mean\", \"amax\" or \"amin\", got \"{}\"",
-                               reduce));
+  throw ValueError(fmt::format(
+      "scatter_reduce: reduce must be \"sum\", \"prod\", \"mean\", \"amax\" or \"amin\", got \"{}\"", reduce));
 }
 
 // The starting values of amax and amin without include_self: -inf and inf, or int64's extremes.
 template <class T>
 T lowest() {
-  if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::lowest();
+  if constexpr (std::is_floating_point_v<T>)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
 }
 template <class T>
 T highest() {
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-  else return std::numeric_limits<T>::max();
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::max();
 }
 
 // How many src elements land on each element of base (an int64 tensor of base's shape).
@@ -261,19 +265,29 @@ Tensor scatter_reduce(const Tensor& base, int64_t dim, const Tensor& index, cons
         T& a = o[oo];
         switch (r) {
           case Reduce::sum:
-          case Reduce::mean: a += v; break;
-          case Reduce::prod: a *= v; break;
+          case Reduce::mean:
+            a += v;
+            break;
+          case Reduce::prod:
+            a *= v;
+            break;
           // a NaN wins, whichever side it is on (as torch.amax)
-          case Reduce::amax: a = (v != v || v > a) ? v : a; break;
-          case Reduce::amin: a = (v != v || v < a) ? v : a; break;
+          case Reduce::amax:
+            a = (v != v || v > a) ? v : a;
+            break;
+          case Reduce::amin:
+            a = (v != v || v < a) ? v : a;
+            break;
         }
       });
       if (r == Reduce::mean)
         for (int64_t i = 0; i < out.numel(); ++i) {
           const int64_t n = c[i] + (include_self ? 1 : 0);
           if (c[i] == 0) continue;
-          if constexpr (std::is_floating_point_v<T>) o[i] /= static_cast<T>(n);
-          else o[i] = static_cast<T>(std::floor(static_cast<double>(o[i]) / static_cast<double>(n)));  // PyTorch floors
+          if constexpr (std::is_floating_point_v<T>)
+            o[i] /= static_cast<T>(n);
+          else
+            o[i] = static_cast<T>(std::floor(static_cast<double>(o[i]) / static_cast<double>(n)));  // PyTorch floors
         }
     }
   });
@@ -324,12 +338,15 @@ ScatterReduceGrads scatter_reduce_backward(const Tensor& dy0, const Tensor& base
     // d(a factor v of element i)
     auto factor_grad = [&](int64_t i, T v) -> T {
       switch (r) {
-        case Reduce::sum: return pdy[i];
-        case Reduce::mean: return pdy[i] / static_cast<T>(c[i] + (include_self ? 1 : 0));
+        case Reduce::sum:
+          return pdy[i];
+        case Reduce::mean:
+          return pdy[i] / static_cast<T>(c[i] + (include_self ? 1 : 0));
         case Reduce::prod:
           if (zero_count[i] == 0) return pdy[i] * py[i] / v;
           return zero_count[i] == 1 && v == T(0) ? pdy[i] * nonzero_product[i] : T(0);
-        default: return v == py[i] ? pdy[i] / share[i] : T(0);
+        default:
+          return v == py[i] ? pdy[i] / share[i] : T(0);
       }
     };
     for (int64_t i = 0; i < n; ++i) db[i] = c[i] == 0 ? pdy[i] : joins(i) ? factor_grad(i, pb[i]) : T(0);
@@ -363,8 +380,8 @@ Advanced advanced_index(const Shape& x, const std::vector<Tensor>& indices, std:
     MG_CHECK(t.defined(), StateError, "{}: index {} is undefined", op, k);
     if (t.dtype() == DType::Bool) {
       MG_CHECK(a.dims + t.dim() <= static_cast<int64_t>(x.size()), IndexError,
-               "{}: too many indices for a tensor of shape {} (mask {} at dim {})", op, shape_str(x), shape_str(t.shape()),
-               a.dims);
+               "{}: too many indices for a tensor of shape {} (mask {} at dim {})", op, shape_str(x),
+               shape_str(t.shape()), a.dims);
       const Shape covered(x.begin() + a.dims, x.begin() + a.dims + t.dim());
       MG_CHECK(t.shape() == covered, IndexError, "{}: mask {} at dim {} does not match the indexed dims {} of shape {}",
                op, shape_str(t.shape()), a.dims, shape_str(covered), shape_str(x));
@@ -396,8 +413,8 @@ Advanced advanced_index(const Shape& x, const std::vector<Tensor>& indices, std:
     Tensor t = raw[d].expand(a.shape).contiguous();
     int64_t* p = t.data<int64_t>();
     for (int64_t e = 0; e < t.numel(); ++e) {
-      MG_CHECK(p[e] >= -n && p[e] < n, IndexError, "{}: index {} is out of range for dim {} of size {} (expected {} to {})",
-               op, p[e], d, n, -n, n - 1);
+      MG_CHECK(p[e] >= -n && p[e] < n, IndexError,
+               "{}: index {} is out of range for dim {} of size {} (expected {} to {})", op, p[e], d, n, -n, n - 1);
       if (p[e] < 0) p[e] += n;
     }
     a.idx.push_back(t);
@@ -433,7 +450,8 @@ Tensor index_get(const Tensor& x0, const std::vector<Tensor>& indices) {
   const char* src = static_cast<const char*>(x.storage()->data()) + x.offset() * itemsize(x.dtype());
   char* dst = static_cast<char*>(out.storage()->data());
   const int64_t item = static_cast<int64_t>(itemsize(x.dtype()));
-  for_each_indexed(a, x.shape(), [&](int64_t e, int64_t off) { std::memcpy(dst + e * bytes, src + off * item, bytes); });
+  for_each_indexed(a, x.shape(),
+                   [&](int64_t e, int64_t off) { std::memcpy(dst + e * bytes, src + off * item, bytes); });
   return out;
 }
 

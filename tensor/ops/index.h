@@ -45,8 +45,7 @@ Tensor index_get(const Tensor& x, const std::vector<Tensor>& indices);
 /// A copy of `base` with values (broadcast to index_get's shape) written at base[indices...]
 /// (torch.index_put): added to what is there with accumulate (repeats add up, in a fixed order),
 /// else written (of repeated positions the last wins).
-Tensor index_put(const Tensor& base, const std::vector<Tensor>& indices, const Tensor& values,
-                 bool accumulate = false);
+Tensor index_put(const Tensor& base, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
 /// gather's gradient: zeros of shape `in` with dy scatter-added at index along dim
 Tensor gather_backward(const Tensor& dy, const Shape& in, int64_t dim, const Tensor& index);
 /// index_select's gradient: zeros of shape `in` with slice i of dy added to slice index[i]

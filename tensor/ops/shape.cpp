@@ -170,7 +170,7 @@ Tensor repeat_interleave_index(const Tensor& repeats, int64_t size, std::string_
            shape_str(repeats.shape()));
   const std::vector<int64_t> r = repeats.to_vector<int64_t>();
   auto count = [&](int64_t i) { return r.size() == 1 ? r[0] : r[static_cast<size_t>(i)]; };
-  int64_t total = 0;  // summed and checked first: the index is then allocated once, as a tensor
+  int64_t total = 0;    // summed and checked first: the index is then allocated once, as a tensor
   if (r.size() == 1) {  // one count for every slice: no loop over the slices to find the total
     MG_CHECK(r[0] >= 0, ValueError, "{}: repeats must be >= 0, got {}", op, r[0]);
     total = checked_mul(r[0], size, op);

@@ -70,15 +70,24 @@ Args parse(int argc, char** argv) {
       MG_CHECK(i + 1 < argc, ValueError, "cluster_train: {} needs a value", k);
       return argv[++i];
     };
-    if (k == "--out") a.out = value();
-    else if (k == "--steps") a.steps = std::stoll(value());
-    else if (k == "--hidden") a.hidden = std::stoll(value());
-    else if (k == "--step-ms") a.step_ms = std::stoll(value());
-    else if (k == "--late-rank") a.late_rank = std::stoll(value());
-    else if (k == "--late-ms") a.late_ms = std::stoll(value());
-    else if (k == "--resume") a.resume = true;
-    else if (k == "--zero") a.zero = true;
-    else if (k == "--check") a.check = value();
+    if (k == "--out")
+      a.out = value();
+    else if (k == "--steps")
+      a.steps = std::stoll(value());
+    else if (k == "--hidden")
+      a.hidden = std::stoll(value());
+    else if (k == "--step-ms")
+      a.step_ms = std::stoll(value());
+    else if (k == "--late-rank")
+      a.late_rank = std::stoll(value());
+    else if (k == "--late-ms")
+      a.late_ms = std::stoll(value());
+    else if (k == "--resume")
+      a.resume = true;
+    else if (k == "--zero")
+      a.zero = true;
+    else if (k == "--check")
+      a.check = value();
     else if (k == "--count") {
       a.count = value();
       a.steps = std::stoll(value());
@@ -144,18 +153,19 @@ int count(const Args& a) {
         return 1;
       }
   }
-  std::printf("%lld steps: every one of %lld samples trained on once per epoch (steps 0-%lld on %lld processes, "
-              "%lld-%lld on %lld)\n",
-              static_cast<long long>(a.steps), static_cast<long long>(kSamples), static_cast<long long>(a.ckpt_step - 1),
-              static_cast<long long>(a.w1), static_cast<long long>(a.ckpt_step), static_cast<long long>(a.steps - 1),
-              static_cast<long long>(a.w2));
+  std::printf(
+      "%lld steps: every one of %lld samples trained on once per epoch (steps 0-%lld on %lld processes, "
+      "%lld-%lld on %lld)\n",
+      static_cast<long long>(a.steps), static_cast<long long>(kSamples), static_cast<long long>(a.ckpt_step - 1),
+      static_cast<long long>(a.w1), static_cast<long long>(a.ckpt_step), static_cast<long long>(a.steps - 1),
+      static_cast<long long>(a.w2));
   return 0;
 }
 
 int train(const Args& a) {
   const int rank = dist::rank(), world = dist::world_size();
-  MG_CHECK(kGlobalBatch % world == 0, ValueError, "cluster_train: {} processes do not divide the global batch {}", world,
-           kGlobalBatch);
+  MG_CHECK(kGlobalBatch % world == 0, ValueError, "cluster_train: {} processes do not divide the global batch {}",
+           world, kGlobalBatch);
   if (rank == a.late_rank) std::this_thread::sleep_for(std::chrono::milliseconds(a.late_ms));
   Generator g(1), gd(2);
   MLP model(a.hidden, g);
