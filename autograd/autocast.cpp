@@ -3,6 +3,12 @@
 namespace mg {
 namespace {
 thread_local bool autocast_enabled = false;  // per thread, as GradMode
+
+// y = bfloat16(x)      x: float32, any shape      dx = dy (float32: the gradient of a bfloat16 value)
+Variable bfloat16_cast(const Variable& x, Tensor copy) {
+  return record("autocast", std::move(copy), {x}, keep(),
+                []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy}; });
+}
 }  // namespace
 
 bool AutocastMode::is_enabled() { return autocast_enabled; }
@@ -15,8 +21,19 @@ Tensor autocast(const Tensor& t) {
   return copy.defined() ? copy : t.to(DType::BFloat16);
 }
 
+Variable autocast(const Variable& v) {
+  if (!autocast_enabled || !v.defined() || v.dtype() != DType::Float32) return v;
+  return bfloat16_cast(v, autocast(v.data()));
+}
+
 Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands) {
   return bfloat16_involved(operands) ? dy.to(DType::BFloat16) : dy;
+}
+
+Variable autocast_like(const Variable& dy, std::initializer_list<Variable> operands) {
+  for (const Variable& v : operands)
+    if (v.defined() && v.dtype() == DType::BFloat16) return bfloat16_cast(dy, dy.data().to(DType::BFloat16));
+  return dy;
 }
 
 bool bfloat16_involved(std::initializer_list<Tensor> tensors) {

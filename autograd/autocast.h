@@ -23,16 +23,26 @@
 // in bfloat16 (8 bits) would round away. PyTorch's CPU autocast keeps the same ops in float32; its
 // products also write bfloat16 outputs, minigrad's write float32 (one rounding fewer, same speed).
 //
-// The policy lives in one place, autocast() below: the derivative rules of the products (linear,
-// matmul, attention) pass their operands through it before their one recording call, and the
-// tensor kernels decide by dtype alone (a bfloat16 operand makes a bfloat16 product). A rule reads
-// the same with autocast on or off.
+// The policy lives in one place, autocast() below. A product (linear, matmul, attention) passes its
+// float32 operands through the Variable form before its one recording call: inside the scope that
+// records a cast, an op of its own ("autocast") whose output is the bfloat16 copy and whose input is
+// the float32 value, as PyTorch's autocast inserts casts. The product's rule then reads the copies
+// it was given, and rounds the incoming gradient as they were rounded (autocast_like); the same rule
+// runs with autocast on or off, on Tensors or, under create_graph, on Variables, so the backward of
+// a mixed-precision product can be differentiated again.
+//
+// The gradient of a bfloat16 value is float32. bfloat16 is only ever a product's operand here
+// (arithmetic on it is refused), the products sum and write in float32, and rounding their gradients
+// to bfloat16 only for the cast to widen them again would throw away 16 bits. So the cast's rule
+// passes the gradient through, and a node records float32 as the gradient dtype of a bfloat16 input
+// (Node::input_dtypes).
 //
 // bfloat16 has float32's exponent range, so gradients neither underflow nor overflow where float32's
 // would not: no loss scaling is needed (float16, 5 exponent bits, needs it).
 
 #include <initializer_list>
 
+#include "minigrad/autograd/variable.h"
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
@@ -48,12 +58,16 @@ struct AutocastMode {
 /// The operand a matrix product reads: inside an AutocastGuard, a float32 tensor's bfloat16 copy;
 /// otherwise (outside one, or float64, which autocast leaves alone as PyTorch does) `t` itself.
 Tensor autocast(const Tensor& t);
+/// The same for a Variable: inside an AutocastGuard, a float32 value's bfloat16 copy, recorded as
+/// the op "autocast" (dx = dy, already float32) when `v` requires grad; otherwise `v` itself.
+Variable autocast(const Variable& v);
 /// The incoming gradient `dy` as a product's backward reads it: rounded to bfloat16 once when any of
 /// the forward's operands was bfloat16, so its product was (whether or not the scope is still
 /// open), else `dy`.
 Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands);
-/// Whether any of the tensors is bfloat16: then a product's rule reads rounded copies, and is
-/// written for Tensors only (differentiable once; create_graph needs float32 or float64).
+/// The same under create_graph: the rounding is a recorded cast, so the gradient stays differentiable.
+Variable autocast_like(const Variable& dy, std::initializer_list<Variable> operands);
+/// Whether any of the tensors is bfloat16.
 bool bfloat16_involved(std::initializer_list<Tensor> tensors);
 
 /// RAII: matrix products run with bfloat16 operands and float32 sums while one of these is alive (on

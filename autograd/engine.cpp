@@ -339,8 +339,9 @@ void run_backward(const std::vector<Variable>& roots, const TensorList& grads, b
   walk(roots, grads, retain_graph, everything);
 }
 
-// A backward with create_graph records its rules as they are, with float32 or float64 products: an
-// AutocastGuard around it would turn them into bfloat16 ones, differentiable once.
+// A backward with create_graph records its rules as they are: a product recorded under autocast
+// rounds as its forward did (the rule's autocast_like), one recorded outside stays float32 or
+// float64, whether or not an AutocastGuard is open around the backward.
 void run_backward_graph(const std::vector<Variable>& roots, const VariableList& grads, bool retain_graph) {
   const EnableGradGuard recording;
   const AutocastGuard full_precision(false);

@@ -281,6 +281,7 @@ bool will_record(const std::vector<Variable>& inputs) {
 }
 
 Variable unpack_saved(const Tensor& data, int input, Node& self) {
+  if (!data.defined()) return Variable();  // an optional input that was not given
   if (input == kOutput) return Variable::from_edge(data, self.shared_from_this());
   return Variable::from_edge(data, self.next.at(static_cast<size_t>(input)));
 }
@@ -290,10 +291,12 @@ Variable record_node(std::string name, Tensor out, const std::vector<Variable>& 
                      const std::vector<Tensor>& also_saved) {
   auto node = std::make_shared<LambdaNode>();
   node->name = std::move(name);
-  for (const Variable& v : inputs) {
+  for (const Variable& v : inputs) {  // an undefined input (no bias) keeps its slot, needing nothing
     node->next.push_back(v.gradient_edge());
-    node->input_shapes.push_back(v.shape());
-    node->input_dtypes.push_back(v.dtype());
+    node->input_shapes.push_back(v.defined() ? v.shape() : Shape{});
+    // a bfloat16 value's gradient is float32 (autograd/autocast.h)
+    const DType dtype = v.defined() ? v.dtype() : out.dtype();
+    node->input_dtypes.push_back(dtype == DType::BFloat16 ? DType::Float32 : dtype);
   }
   for (int k : kept) {
     const Variable* in = k == kOutput ? nullptr : &inputs.at(static_cast<size_t>(k));

@@ -278,6 +278,8 @@ class Variable {
 std::ostream& operator<<(std::ostream& os, const Variable& v);
 
 /// Which tensors an op keeps for its backward: input indices, or kOutput for the op's own output.
+/// An optional input that was not given (an undefined Variable, such as a missing bias) keeps its
+/// slot: it needs no gradient (n.needs(i) is false) and the rule sees it undefined.
 template <size_t K>
 using Keep = std::array<int, K>;
 /// keep(0, 1): inputs 0 and 1; keep(kOutput): the output; keep(): nothing.
@@ -309,7 +311,13 @@ Variable unpack_saved(const Tensor& data, int input, Node& self);
 template <size_t K>
 Saved<Tensor, K> save(const Keep<K>& kept, const Tensor& out, const std::vector<Variable>& inputs) {
   Saved<Tensor, K> saved;
-  for (size_t k = 0; k < K; ++k) saved[k] = kept[k] == kOutput ? out : inputs[static_cast<size_t>(kept[k])].data();
+  for (size_t k = 0; k < K; ++k) {
+    if (kept[k] == kOutput) {
+      saved[k] = out;
+    } else if (const Variable& in = inputs[static_cast<size_t>(kept[k])]; in.defined()) {
+      saved[k] = in.data();  // (an optional input not given stays undefined)
+    }
+  }
   return saved;
 }
 // The same tensors as Variables wired into the graph, for a rule run under create_graph.

@@ -1,5 +1,6 @@
 #include "helpers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -32,6 +33,13 @@ void expect_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs, mg::Gradc
 Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo, double hi) {
   mg::Generator g(seed);
   return mg::uniform(shape, lo, hi, g, mg::DType::Float64);
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to(mg::DType::Float64).to_vector<double>(), y = b.to(mg::DType::Float64).to_vector<double>();
+  double m = 0;
+  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
 }
 
 namespace {

@@ -25,6 +25,8 @@ void expect_values(const Tensor& actual, const mg::Shape& shape, const std::vect
 void expect_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs, mg::GradcheckOptions opt = {});
 /// A random float64 tensor (deterministic per seed).
 Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo = -1, double hi = 1);
+/// The largest |a - b| over the elements, computed in float64 (any floating dtype, bfloat16 included).
+double max_abs_diff(const Tensor& a, const Tensor& b);
 
 /// One case of the golden file: name -> tensor.
 using GoldenCase = std::map<std::string, Tensor>;

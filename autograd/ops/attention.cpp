@@ -147,10 +147,10 @@ Variable sdpa_composed(const Variable& q, const Variable& k0, const Variable& v0
 }
 }  // namespace
 
-// Under autocast the kernels read bfloat16 copies of q, k, v (and qkv), made here by autocast() and
-// kept for the backward; the products run in bfloat16 with float32 sums and softmax. Under
-// create_graph (float32 or float64 only) the backward is the composed form: the formulas above in
-// recorded ops, with P recomputed.
+// Under autocast q, k, v (and qkv) are cast to bfloat16 by autocast(), recorded, and the kernels
+// read the copies, kept for the backward; the products run in bfloat16 with float32 sums and
+// softmax. Under create_graph the backward is the composed form: the formulas above in recorded
+// ops, with P recomputed.
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v, const SdpaOptions& o) {
   check_sdpa(q, k, v, o);
   const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
@@ -165,16 +165,15 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
   const int64_t kv_group = q.size(1) / k.size(1);
   const bool is_causal = o.is_causal;
   const std::optional<double> sc = o.scale;
-  const Tensor qd = autocast(q.data()), kd = autocast(k.data()), vd = autocast(v.data());
-  AttentionForward f = attention_forward(qd, kd, vd, is_causal, sc);
-  LambdaNode::Backward fused = [q = qd, k = kd, v = vd, f, is_causal, sc](const Tensor& dy, const Node&) -> TensorList {
+  const Variable q16 = autocast(q), k16 = autocast(k), v16 = autocast(v);
+  AttentionForward f = attention_forward(q16.data(), k16.data(), v16.data(), is_causal, sc);
+  LambdaNode::Backward fused = [q = q16.data(), k = k16.data(), v = v16.data(), f, is_causal, sc](
+                                   const Tensor& dy, const Node&) -> TensorList {
     auto [dq, dk, dv] = attention_backward(dy, q, k, v, f, is_causal, sc);
     return {dq, dk, dv};
   };
   // the fused backward reads the output too (each row's sum of dy * out)
-  if (bfloat16_involved({qd, kd, vd}))
-    return record("scaled_dot_product_attention", f.out, {q, k, v}, keep(0, 1, 2, kOutput), std::move(fused));
-  return record_fused("scaled_dot_product_attention", f.out, {q, k, v}, keep(0, 1, 2, kOutput), std::move(fused),
+  return record_fused("scaled_dot_product_attention", f.out, {q16, k16, v16}, keep(0, 1, 2, kOutput), std::move(fused),
                       [is_causal, scale, kv_group](const Variable& dy, const Saved<Variable, 4>& s, const Node&) {
                         return attention_graph_backward(dy, s[0], s[1], s[2], is_causal, scale, kv_group);
                       });
@@ -183,13 +182,13 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
 // The same rule with Q, K, V read from one (B, T, 3E) projection; the gradient is one (B, T, 3E)
 // tensor with dQ, dK, dV in their column blocks.
 Variable self_attention_qkv(const Variable& qkv, int64_t num_heads, bool is_causal) {
-  const Tensor qkvd = autocast(qkv.data());
-  AttentionForward f = attention_qkv_forward(qkvd, num_heads, is_causal);
-  LambdaNode::Backward fused = [qkv = qkvd, f, num_heads, is_causal](const Tensor& dy, const Node&) -> TensorList {
+  const Variable qkv16 = autocast(qkv);
+  AttentionForward f = attention_qkv_forward(qkv16.data(), num_heads, is_causal);
+  LambdaNode::Backward fused = [qkv = qkv16.data(), f, num_heads, is_causal](const Tensor& dy,
+                                                                             const Node&) -> TensorList {
     return {attention_qkv_backward(dy, qkv, num_heads, f, is_causal)};
   };
-  if (bfloat16_involved({qkvd})) return record("self_attention_qkv", f.out, {qkv}, keep(0, kOutput), std::move(fused));
-  return record_fused("self_attention_qkv", f.out, {qkv}, keep(0, kOutput), std::move(fused),
+  return record_fused("self_attention_qkv", f.out, {qkv16}, keep(0, kOutput), std::move(fused),
                       [num_heads, is_causal](const Variable& dy, const Saved<Variable, 2>& s, const Node&) {
                         const Variable& x = s[0];  // (B, T, 3E)
                         const int64_t B = x.size(0), T = x.size(1), E = x.size(2) / 3, d = E / num_heads;

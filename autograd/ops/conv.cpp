@@ -38,14 +38,11 @@ namespace {
 // itself through this: its node, and the error when differentiated twice, say conv1d)
 Variable conv2d_recorded(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dArgs& a,
                          const char* name = "conv2d") {
-  std::vector<Variable> inputs{x, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  return record(name, mg::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), a), inputs,
-                keep(0, 1), [x = x.data(), w = weight.data(), a](const Tensor& dy, const Node& n) -> TensorList {
-                  Conv2dGrads g = conv2d_backward(dy, x, w, a, n.needs(0), n.needs(1), n.next.size() > 2 && n.needs(2));
-                  TensorList out{g.dx, g.dweight};
-                  if (n.next.size() > 2) out.push_back(g.dbias);
-                  return out;
+  return record(name, mg::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), a),
+                {x, weight, bias}, keep(0, 1),
+                [x = x.data(), w = weight.data(), a](const Tensor& dy, const Node& n) -> TensorList {
+                  Conv2dGrads g = conv2d_backward(dy, x, w, a, n.needs(0), n.needs(1), n.needs(2));
+                  return {g.dx, g.dweight, g.dbias};
                 });
 }
 }  // namespace
@@ -162,14 +159,11 @@ Variable conv_transpose2d_named(const Variable& x, const Variable& weight, const
   const Tensor shape_only = zeros({}, x.dtype()).expand({N, cout, t.Ho, t.Wo});
   Tensor y = conv2d_backward(x.data(), shape_only, weight.data(), t.a, true, false, false).dx;
   if (bias.defined()) y = y + bias.data().reshape({1, cout, 1, 1});
-  std::vector<Variable> inputs{x, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  return record(name, std::move(y), inputs, keep(0, 1),
+  return record(name, std::move(y), {x, weight, bias}, keep(0, 1),
                 [x = x.data(), w = weight.data(), a = t.a](const Tensor& dy, const Node& n) -> TensorList {
-                  TensorList out{n.needs(0) ? conv2d(dy, w, Tensor(), a) : Tensor(),
-                                 n.needs(1) ? conv2d_backward(x, dy, w, a, false, true, false).dweight : Tensor()};
-                  if (n.next.size() > 2) out.push_back(n.needs(2) ? sum(dy, {0, 2, 3}) : Tensor());
-                  return out;
+                  return {n.needs(0) ? conv2d(dy, w, Tensor(), a) : Tensor(),
+                          n.needs(1) ? conv2d_backward(x, dy, w, a, false, true, false).dweight : Tensor(),
+                          n.needs(2) ? sum(dy, {0, 2, 3}) : Tensor()};
                 });
 }
 }  // namespace

@@ -1,10 +1,11 @@
 // Matrix products. The transposes in the backward are views; BLAS reads them through its
 // transpose flags, so no matrix is copied to compute a gradient.
 //
-// Under autocast (autograd/autocast.h) the products read bfloat16 copies of their float32 operands,
-// made once by autocast() before the recording call; the rules are the same. The copies are kept for
-// the backward (half the memory of float32 ones; linear's weight is read as it is and rounded by the
-// kernel again instead), which rounds the incoming gradient once too (autocast_like).
+// Under autocast (autograd/autocast.h) a product records the casts of its float32 operands to
+// bfloat16 (autocast(), an op of its own) and then itself on the copies, with the same rule as
+// without: the rule reads the copies it kept (half the memory of float32 ones; linear's weight is
+// read as it is and rounded by the kernel again instead) and rounds the incoming gradient once, as
+// the forward rounded its operands (autocast_like).
 #include "minigrad/autograd/ops/matmul.h"
 
 #include <cmath>
@@ -29,19 +30,13 @@ Variable matmul(const Variable& a, const Variable& b) {
   if (a.dim() == 1 && b.dim() == 1) return reshape(matmul(unsqueeze(a, 0), unsqueeze(b, 1)), {});  // a dot product
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
-  const Tensor ad = autocast(a.data()), bd = autocast(b.data());
-  if (bfloat16_involved({a.data(), b.data(), ad, bd}))  // once only: the rule reads the bfloat16 copies
-    return record("matmul", mg::matmul(ad, bd), {a, b}, keep(0, 1),
-                  [ad, bd](const Tensor& dy, const Node& n) -> TensorList {
-                    const Tensor g = autocast_like(dy, {ad, bd});
-                    return {n.needs(0) ? mg::matmul(g, bd.transpose(-2, -1)) : Tensor(),
-                            n.needs(1) ? mg::matmul(ad.transpose(-2, -1), g) : Tensor()};
-                  });
-  return record("matmul", mg::matmul(ad, bd), {a, b}, keep(0, 1),
+  const Variable a16 = autocast(a), b16 = autocast(b);  // a and b themselves outside autocast
+  return record("matmul", mg::matmul(a16.data(), b16.data()), {a16, b16}, keep(0, 1),
                 []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
                   const auto& [a, b] = s;
-                  return {n.needs(0) ? mg::matmul(dy, b.transpose(-2, -1)) : V(),
-                          n.needs(1) ? mg::matmul(a.transpose(-2, -1), dy) : V()};
+                  const V g = autocast_like(dy, {a, b});
+                  return {n.needs(0) ? mg::matmul(g, b.transpose(-2, -1)) : V(),
+                          n.needs(1) ? mg::matmul(a.transpose(-2, -1), g) : V()};
                 });
 }
 
@@ -69,22 +64,13 @@ V linear_bias_grad(const V& dy, int64_t out) {
 // dx = dy W   (N, out) @ (out, in)      dW = dy^T x   (out, N) @ (N, in)      db = sum_N dy
 // Each is one GEMM over all N rows: no per-batch products to add up afterwards.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
-  const Tensor b = bias.defined() ? bias.data() : Tensor();
-  std::vector<Variable> inputs{x, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  const Tensor xd = autocast(x.data()), w = weight.data();
-  if (bfloat16_involved({x.data(), xd, w}))  // once only: the products read bfloat16
-    return record("linear", mg::linear(xd, w, b), inputs, keep(0, 1),
-                  [xd, w](const Tensor& dy, const Node& n) -> TensorList {
-                    TensorList grads = linear_product_grads(autocast_like(dy, {xd, w}), xd, w, n);
-                    if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));  // from dy as it came (float32)
-                    return grads;
-                  });
-  return record("linear", mg::linear(xd, w, b), inputs, keep(0, 1),
+  const Variable x16 = autocast(x);
+  return record("linear", mg::linear(x16.data(), weight.data(), bias.defined() ? bias.data() : Tensor()),
+                {x16, weight, bias}, keep(0, 1),
                 []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
                   const auto& [x, w] = s;
-                  Grads<V> grads = linear_product_grads(dy, x, w, n);
-                  if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));
+                  Grads<V> grads = linear_product_grads(autocast_like(dy, {x, w}), x, w, n);
+                  if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));  // from dy as it came (float32)
                   return grads;
                 });
 }
@@ -104,33 +90,23 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
            "linear_gelu: input of shape {} does not fit weight of shape {} (expected a 2-D weight (out, in) and "
            "an input whose last dim is in)",
            shape_str(x.shape()), shape_str(weight.shape()));
-  std::vector<Variable> inputs{x, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  const Tensor xd = autocast(x.data()), w = weight.data();
+  const Variable x16 = autocast(x);
+  const Tensor xd = x16.data(), w = weight.data();
   const Tensor h = mg::linear(xd, w, bias.defined() ? bias.data() : Tensor());
-  const std::string name = approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu";
-  const bool bf16 = bfloat16_involved({xd, w});  // as autocast_like decides
-  LambdaNode::Backward fused = [xd, w, h, approximate, bf16](const Tensor& dy, const Node& n) -> TensorList {
-    const auto [dh, db] = linear_gelu_backward(dy, h, approximate, bf16 ? DType::BFloat16 : h.dtype(), n.needs(2));
+  // (under autocast the output's bfloat16 copy is made with it: the next product's operand)
+  const Tensor y = mg::gelu(h, approximate, AutocastMode::is_enabled() && h.dtype() == DType::Float32);
+  const DType dh_dtype = bfloat16_involved({xd, w}) ? DType::BFloat16 : h.dtype();  // as autocast_like rounds
+  LambdaNode::Backward fused = [xd, w, h, approximate, dh_dtype](const Tensor& dy, const Node& n) -> TensorList {
+    const auto [dh, db] = linear_gelu_backward(dy, h, approximate, dh_dtype, n.needs(2));
     TensorList grads = linear_product_grads(dh, xd, w, n);
     if (n.needs(2)) grads[2] = db;
     return grads;
   };
-  if (bf16 || xd.dtype() != x.dtype())
-    // (under autocast the output's bfloat16 copy is made with it: proj's operand, tensor/storage.h)
-    return record(name, mg::gelu(h, approximate, AutocastMode::is_enabled()), inputs, keep(0, 1), std::move(fused));
-  if (!bias.defined())
-    return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1), std::move(fused),
-                        [approximate](const Variable& dy, const Saved<Variable, 2>& s, const Node& n) {
-                          const auto& [x, w] = s;
-                          return linear_product_grads(gelu_backward(dy, linear(x, w, Variable()), approximate), x, w,
-                                                      n);
-                        });
-  return record_fused(name, mg::gelu(h, approximate), inputs, keep(0, 1, 2), std::move(fused),
-                      [approximate](const Variable& dy, const Saved<Variable, 3>& s, const Node& n) {
+  return record_fused(approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu", y, {x16, weight, bias}, keep(0, 1, 2),
+                      std::move(fused), [approximate](const Variable& dy, const Saved<Variable, 3>& s, const Node& n) {
                         const auto& [x, w, b] = s;
                         const Variable dh = gelu_backward(dy, linear(x, w, b), approximate);
-                        VariableList grads = linear_product_grads(dh, x, w, n);
+                        VariableList grads = linear_product_grads(autocast_like(dh, {x, w}), x, w, n);
                         if (n.needs(2)) grads[2] = linear_bias_grad(dh, w.size(0));
                         return grads;
                       });

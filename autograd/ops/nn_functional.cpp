@@ -50,17 +50,15 @@ namespace {
 //   dx = rstd (g - mean(g) - xhat mean(g xhat)),  g = dy w      dw = dy xhat      db = dy
 // (dw and db in x's shape: the engine sums them over the leading dims).
 VariableList layer_norm_graph_backward(const Variable& dy, const Variable& x, const Variable& w, size_t norm_dims,
-                                       double eps, bool has_b) {
+                                       double eps, const Node& n) {
   std::vector<int64_t> dims;
   for (int64_t d = x.dim() - static_cast<int64_t>(norm_dims); d < x.dim(); ++d) dims.push_back(d);
   const Variable xc = x - mean(x, dims, true);
   const Variable rstd = pow(mean(xc * xc, dims, true) + eps, -0.5);
   const Variable xhat = xc * rstd;
   const Variable g = w.defined() ? dy * w : dy;
-  VariableList out{rstd * (g - mean(g, dims, true) - xhat * mean(g * xhat, dims, true))};
-  if (w.defined()) out.push_back(dy * xhat);
-  if (has_b) out.push_back(dy);
-  return out;
+  return {rstd * (g - mean(g, dims, true) - xhat * mean(g * xhat, dims, true)), n.needs(1) ? dy * xhat : Variable(),
+          n.needs(2) ? dy : Variable()};
 }
 }  // namespace
 
@@ -75,44 +73,29 @@ Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Vari
   const Tensor w = weight.defined() ? weight.data() : Tensor(), b = bias.defined() ? bias.data() : Tensor();
   // under autocast the output's bfloat16 copy is made with it: the next product's operand
   LayerNormForward f = layer_norm_forward(x.data(), normalized_shape, w, b, eps, AutocastMode::is_enabled());
-  std::vector<Variable> inputs{x};
-  if (weight.defined()) inputs.push_back(weight);
-  if (bias.defined()) inputs.push_back(bias);
-  const bool has_w = weight.defined(), has_b = bias.defined();
-  LambdaNode::Backward fused = [x = x.data(), w, mean = f.mean, rstd = f.rstd, has_w, has_b, norm = normalized_shape](
+  LambdaNode::Backward fused = [x = x.data(), w, mean = f.mean, rstd = f.rstd, norm = normalized_shape](
                                    const Tensor& dy, const Node& n) -> TensorList {
-    const size_t ib = has_w ? 2 : 1;  // the bias's input slot
-    LayerNormGrads g = layer_norm_backward(dy, x, w, mean, rstd, norm, has_w && n.needs(1), has_b && n.needs(ib));
-    TensorList out{g.dx};
-    if (has_w) out.push_back(g.dweight);
-    if (has_b) out.push_back(g.dbias);
-    return out;
+    LayerNormGrads g = layer_norm_backward(dy, x, w, mean, rstd, norm, n.needs(1), n.needs(2));
+    return {g.dx, g.dweight, g.dbias};
   };
-  const size_t k = normalized_shape.size();
-  if (has_w)
-    return record_fused("layer_norm", f.y, inputs, keep(0, 1), std::move(fused),
-                        [k, eps, has_b](const Variable& dy, const Saved<Variable, 2>& s, const Node&) {
-                          return layer_norm_graph_backward(dy, s[0], s[1], k, eps, has_b);
-                        });
-  return record_fused("layer_norm", f.y, inputs, keep(0), std::move(fused),
-                      [k, eps, has_b](const Variable& dy, const Saved<Variable, 1>& s, const Node&) {
-                        return layer_norm_graph_backward(dy, s[0], Variable(), k, eps, has_b);
-                      });
+  return record_fused(
+      "layer_norm", f.y, {x, weight, bias}, keep(0, 1), std::move(fused),
+      [k = normalized_shape.size(), eps](const Variable& dy, const Saved<Variable, 2>& s, const Node& n) {
+        return layer_norm_graph_backward(dy, s[0], s[1], k, eps, n);
+      });
 }
 
 namespace {
 // rms_norm's backward in differentiable ops (its rule under create_graph), rstd recomputed from x:
 //   dx = rstd (g - xhat mean(g xhat)),  g = dy w      dw = dy xhat (x's shape: the engine sums it)
 VariableList rms_norm_graph_backward(const Variable& dy, const Variable& x, const Variable& w, size_t norm_dims,
-                                     double eps) {
+                                     double eps, const Node& n) {
   std::vector<int64_t> dims;
   for (int64_t d = x.dim() - static_cast<int64_t>(norm_dims); d < x.dim(); ++d) dims.push_back(d);
   const Variable rstd = pow(mean(x * x, dims, true) + eps, -0.5);
   const Variable xhat = x * rstd;
   const Variable g = w.defined() ? dy * w : dy;
-  VariableList out{rstd * (g - xhat * mean(g * xhat, dims, true))};
-  if (w.defined()) out.push_back(dy * xhat);
-  return out;
+  return {rstd * (g - xhat * mean(g * xhat, dims, true)), n.needs(1) ? dy * xhat : Variable()};
 }
 }  // namespace
 
@@ -121,26 +104,15 @@ VariableList rms_norm_graph_backward(const Variable& dy, const Variable& x, cons
 Variable rms_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight, std::optional<double> eps) {
   const Tensor w = weight.defined() ? weight.data() : Tensor();
   RMSNormForward f = rms_norm_forward(x.data(), normalized_shape, w, eps);
-  const double e = rms_norm_eps(eps, x.dtype());
-  std::vector<Variable> inputs{x};
-  if (weight.defined()) inputs.push_back(weight);
-  const bool has_w = weight.defined();
-  LambdaNode::Backward fused = [x = x.data(), w, rstd = f.rstd, has_w, norm = normalized_shape](
-                                   const Tensor& dy, const Node& n) -> TensorList {
-    RMSNormGrads g = rms_norm_backward(dy, x, w, rstd, norm, has_w && n.needs(1));
-    TensorList out{g.dx};
-    if (has_w) out.push_back(g.dweight);
-    return out;
+  LambdaNode::Backward fused = [x = x.data(), w, rstd = f.rstd, norm = normalized_shape](const Tensor& dy,
+                                                                                         const Node& n) -> TensorList {
+    RMSNormGrads g = rms_norm_backward(dy, x, w, rstd, norm, n.needs(1));
+    return {g.dx, g.dweight};
   };
-  const size_t k = normalized_shape.size();
-  if (has_w)
-    return record_fused("rms_norm", f.y, inputs, keep(0, 1), std::move(fused),
-                        [k, e](const Variable& dy, const Saved<Variable, 2>& s, const Node&) {
-                          return rms_norm_graph_backward(dy, s[0], s[1], k, e);
-                        });
-  return record_fused("rms_norm", f.y, inputs, keep(0), std::move(fused),
-                      [k, e](const Variable& dy, const Saved<Variable, 1>& s, const Node&) {
-                        return rms_norm_graph_backward(dy, s[0], Variable(), k, e);
+  return record_fused("rms_norm", f.y, {x, weight}, keep(0, 1), std::move(fused),
+                      [k = normalized_shape.size(), e = rms_norm_eps(eps, x.dtype())](
+                          const Variable& dy, const Saved<Variable, 2>& s, const Node& n) {
+                        return rms_norm_graph_backward(dy, s[0], s[1], k, e, n);
                       });
 }
 

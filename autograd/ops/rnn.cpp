@@ -16,27 +16,16 @@ Variable recurrence(RNNKind kind, const Variable& xw, const Variable& h0, const 
   MG_CHECK(lstm == c0.defined(), StateError, "recurrence: c0 is {} an LSTM", lstm ? "required for" : "only for");
   const Tensor c0t = lstm ? c0.data() : Tensor(), bt = b_hh.defined() ? b_hh.data() : Tensor();
   RecurrenceForward f = recurrence_forward(kind, xw.data(), h0.data(), c0t, w_hh.data(), bt, reverse);
-  std::vector<Variable> inputs{xw, h0, w_hh};
-  if (lstm) inputs.push_back(c0);
-  if (b_hh.defined()) inputs.push_back(b_hh);
   const Tensor y = lstm ? stack({f.h, f.c}, 0) : f.h;
-  auto rule = [kind, f, xw = xw.data(), h0 = h0.data(), c0t, w = w_hh.data(), bt, reverse, lstm](
-                  const Tensor& dy, const Node&) -> TensorList {
-    const Tensor dh = lstm ? dy.narrow(0, 0, 1).squeeze(0) : dy, dc = lstm ? dy.narrow(0, 1, 1).squeeze(0) : Tensor();
-    RecurrenceGrads g = recurrence_backward(kind, dh, dc, xw, h0, c0t, w, bt, f, reverse);
-    TensorList out{g.dxw, g.dh0, g.dw_hh};
-    if (lstm) out.push_back(g.dc0);
-    if (bt.defined()) out.push_back(g.db_hh);
-    return out;
-  };
-  switch (inputs.size()) {  // the rule reads every input
-    case 3:
-      return record("recurrence", y, inputs, keep(0, 1, 2), std::move(rule));
-    case 4:
-      return record("recurrence", y, inputs, keep(0, 1, 2, 3), std::move(rule));
-    default:
-      return record("recurrence", y, inputs, keep(0, 1, 2, 3, 4), std::move(rule));
-  }
+  // (c0 and b_hh keep their slots when not given: a GRU's or RNN's c0, a layer without bias)
+  return record("recurrence", y, {xw, h0, w_hh, c0, b_hh}, keep(0, 1, 2, 3, 4),
+                [kind, f, xw = xw.data(), h0 = h0.data(), c0t, w = w_hh.data(), bt, reverse, lstm](
+                    const Tensor& dy, const Node&) -> TensorList {
+                  const Tensor dh = lstm ? dy.narrow(0, 0, 1).squeeze(0) : dy;
+                  const Tensor dc = lstm ? dy.narrow(0, 1, 1).squeeze(0) : Tensor();
+                  RecurrenceGrads g = recurrence_backward(kind, dh, dc, xw, h0, c0t, w, bt, f, reverse);
+                  return {g.dxw, g.dh0, g.dw_hh, lstm ? g.dc0 : Tensor(), bt.defined() ? g.db_hh : Tensor()};
+                });
 }
 
 }  // namespace mg

@@ -3,7 +3,7 @@
 torch.autocast("cpu", dtype=torch.bfloat16), and the gradients its backward gives the float32 leaves.
 
 Run with Debian's python3-torch:  /usr/bin/python3 tests/golden/gen_golden_bf16.py > tests/golden/bf16.txt
-CI does not run this; tests/test_bfloat16.cpp reads the committed bf16.txt.
+CI does not run this; tests/test_autocast.cpp reads the committed bf16.txt.
 
 Format: one tensor per line, `<case>.<key> <ndim> <dims...> <values...>` (float32 values written
 exactly as float64 decimals). PyTorch's autocast products write bfloat16 outputs (and bfloat16

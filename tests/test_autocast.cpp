@@ -1,0 +1,479 @@
+// Autocast: the bfloat16 products against a float64 reference on bfloat16-rounded operands (the
+// only difference is the order of float32 sums) and against PyTorch's autocast
+// (tests/golden/bf16.txt); their gradients, recorded casts and second derivatives; the copies
+// layer norm and GELU leave beside their outputs; and bfloat16 training tracking float32 training.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "file_helpers.h"
+#include "helpers.h"
+#include "minigrad/minigrad.h"
+#include "minigrad/tensor/blas.h"
+
+using namespace mg;
+using mgtest::expect_close;
+using mgtest::max_abs_diff;
+using mgtest::rnd;
+
+namespace {
+// a rounded to bfloat16 and back: what an autocast product reads
+Tensor rounded(const Tensor& t) { return t.to(DType::BFloat16).to(DType::Float32); }
+}  // namespace
+
+TEST(Autocast, MatmulAndLinearEqualFloat64OnRoundedOperandsInEveryLayout) {
+  const Tensor A = rnd({6, 40}, 11).to(DType::Float32), B = rnd({40, 5}, 12).to(DType::Float32);
+  const Tensor W = rnd({5, 40}, 13).to(DType::Float32), bias = rnd({5}, 14).to(DType::Float32);
+  auto ref_matmul = [](const Tensor& a, const Tensor& b) {
+    return matmul(rounded(a).to(DType::Float64), rounded(b).to(DType::Float64)).to(DType::Float32);
+  };
+  const std::vector<std::pair<Tensor, Tensor>> operands = {
+      {A, B},
+      {A.transpose(0, 1).contiguous().transpose(0, 1),
+       B.transpose(0, 1).contiguous().transpose(0, 1)},  // transposed storage
+      {rnd({6, 80}, 15).to(DType::Float32).narrow(1, 20, 40),
+       rnd({40, 9}, 16).to(DType::Float32).narrow(1, 2, 5)},  // offset, strided
+      {A.narrow(0, 0, 1).expand({6, 40}), B},                 // stride 0
+      {A.narrow(0, 0, 0), B},                                 // zero rows
+      {A.narrow(1, 0, 0), B.narrow(0, 0, 0)}};                // k = 0: zeros
+  // A bfloat16 operand makes a bfloat16 product (the kernel decides by dtype); the float32 one, in
+  // its layout, is rounded by the kernel.
+  for (const auto& [a, b] : operands)
+    for (const Tensor& got : {matmul(a, b.to(DType::BFloat16)), matmul(a.to(DType::BFloat16), b)}) {
+      ASSERT_EQ(got.dtype(), DType::Float32);
+      expect_close(got, ref_matmul(a, b), 1e-5, 1e-5);
+    }
+  // It really rounds: against the unrounded float32 product the difference is bfloat16-sized.
+  EXPECT_GT(max_abs_diff(matmul(A.to(DType::BFloat16), B), matmul(A, B)), 1e-3);
+  // Batched (the attention shape), with a broadcast batch dim
+  const Tensor a4 = rnd({2, 3, 7, 8}, 17).to(DType::Float32), b4 = rnd({1, 3, 8, 4}, 18).to(DType::Float32);
+  expect_close(matmul(a4.to(DType::BFloat16), b4.to(DType::BFloat16)), ref_matmul(a4, b4), 1e-5, 1e-5);
+  // linear: x W^T + b, the bias added in float32 unrounded
+  const Tensor x = rnd({2, 3, 40}, 19).to(DType::Float32);
+  const Tensor ref =
+      add(matmul(rounded(x).to(DType::Float64), rounded(W).to(DType::Float64).transpose(0, 1)), bias.to(DType::Float64))
+          .to(DType::Float32);
+  expect_close(linear(x.to(DType::BFloat16), W, bias), ref, 1e-5, 1e-5);
+  expect_close(linear(x, W.to(DType::BFloat16), bias), ref, 1e-5, 1e-5);
+  // a single vector (1-D input) and zero rows
+  expect_close(linear(x.narrow(0, 0, 1).narrow(1, 0, 1).reshape({40}).to(DType::BFloat16), W, bias),
+               ref.narrow(0, 0, 1).narrow(1, 0, 1).reshape({5}), 1e-5, 1e-5);
+  const Tensor none = linear(x.narrow(0, 0, 0), W.to(DType::BFloat16), bias);
+  EXPECT_EQ(none.shape(), (Shape{0, 3, 5}));
+  EXPECT_EQ(none.dtype(), DType::Float32);
+  expect_close(linear(x.transpose(0, 1), W.transpose(0, 1).contiguous().transpose(0, 1).to(DType::BFloat16), Tensor()),
+               matmul(rounded(x.transpose(0, 1)).to(DType::Float64), rounded(W).to(DType::Float64).transpose(0, 1))
+                   .to(DType::Float32),
+               1e-5, 1e-5);
+}
+
+TEST(Autocast, GradientsAreTheRoundedProductsAndTheBackwardRunsAsTheForwardDid) {
+  const Tensor x0 = rnd({4, 3, 24}, 21).to(DType::Float32), w0 = rnd({10, 24}, 22).to(DType::Float32),
+               b0 = rnd({10}, 23).to(DType::Float32), g0 = rnd({4, 3, 10}, 24).to(DType::Float32);
+  Variable x(x0, true), w(w0, true), b(b0, true);
+  Variable y;
+  {
+    AutocastGuard guard;
+    y = linear(x, w, b);
+  }
+  EXPECT_FALSE(AutocastMode::is_enabled());
+  y.backward(g0);  // outside the scope: still the bfloat16 backward
+  const Tensor gx = matmul(rounded(g0).to(DType::Float64), rounded(w0).to(DType::Float64)).to(DType::Float32);
+  const Tensor gw = matmul(rounded(g0).reshape({12, 10}).to(DType::Float64).transpose(0, 1),
+                           rounded(x0).reshape({12, 24}).to(DType::Float64))
+                        .to(DType::Float32);
+  expect_close(x.grad(), gx, 1e-5, 1e-5);
+  expect_close(w.grad(), gw, 1e-5, 1e-5);
+  expect_close(b.grad(), sum(g0.reshape({12, 10}), {0}), 1e-5, 1e-5);  // the bias gradient is not rounded
+  EXPECT_EQ(x.grad().dtype(), DType::Float32);
+  // matmul: da = round(g) round(b)^T, db = round(a)^T round(g), summed over the broadcast batch
+  const Tensor a1 = rnd({2, 5, 6}, 25).to(DType::Float32), c1 = rnd({6, 3}, 26).to(DType::Float32),
+               g1 = rnd({2, 5, 3}, 27).to(DType::Float32);
+  Variable va(a1, true), vc(c1, true);
+  {
+    AutocastGuard guard;
+    matmul(va, vc).backward(g1);
+  }
+  expect_close(
+      va.grad(),
+      matmul(rounded(g1).to(DType::Float64), rounded(c1).to(DType::Float64).transpose(0, 1)).to(DType::Float32), 1e-5,
+      1e-5);
+  expect_close(vc.grad(),
+               sum(matmul(rounded(a1).to(DType::Float64).transpose(1, 2), rounded(g1).to(DType::Float64)), {0})
+                   .to(DType::Float32),
+               1e-5, 1e-5);
+}
+
+TEST(Autocast, Float64AndTheOffSwitchAreUntouched) {
+  const Tensor a = rnd({5, 7}, 31), b = rnd({7, 3}, 32);  // float64
+  Variable va(a, true), vb(b, true);
+  Variable y;
+  {
+    AutocastGuard guard;
+    y = matmul(va, vb);
+  }
+  EXPECT_EQ(y.dtype(), DType::Float64);
+  EXPECT_EQ(max_abs_diff(y.data(), matmul(a, b)), 0.0);
+  const Tensor af = a.to(DType::Float32), bf = b.to(DType::Float32);
+  AutocastGuard on;
+  {
+    AutocastGuard off(false);
+    EXPECT_EQ(max_abs_diff(matmul(Variable(af), Variable(bf)).data(), matmul(af, bf)), 0.0);
+  }
+  EXPECT_TRUE(AutocastMode::is_enabled());
+  EXPECT_GT(max_abs_diff(matmul(Variable(af), Variable(bf)).data(), matmul(af, bf)), 1e-4);
+}
+
+namespace {
+// Causal attention in float64 as the autocast kernel defines it: scores from the rounded q, k;
+// softmax; the weights rounded to bfloat16 before they multiply the rounded v.
+Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+  const double scale = 1 / std::sqrt(static_cast<double>(q.size(-1)));
+  Tensor s = matmul(rounded(q).to(DType::Float64), rounded(k).to(DType::Float64).transpose(-2, -1)) * scale;
+  if (causal) {
+    const int64_t T = q.size(-2);
+    Tensor future = zeros({T, T}, DType::Bool);
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = i + 1; j < T; ++j) future.narrow(0, i, 1).narrow(1, j, 1).fill_(1);
+    s = masked_fill(s, future, -INFINITY);
+  }
+  const Tensor p = softmax(s, -1);
+  return matmul(rounded(p.to(DType::Float32)).to(DType::Float64), rounded(v).to(DType::Float64)).to(DType::Float32);
+}
+}  // namespace
+
+TEST(Autocast, FusedAttentionEqualsTheRoundedReference) {
+  for (bool causal : {false, true}) {
+    // 70 queries: two query blocks of the kernel (64 rows each)
+    const Tensor q = rnd({2, 3, 70, 16}, 41).to(DType::Float32), k = rnd({2, 3, 70, 16}, 42).to(DType::Float32),
+                 v = rnd({2, 3, 70, 16}, 43).to(DType::Float32);
+    const AttentionForward f = attention_forward(q.to(DType::BFloat16), k, v, causal);  // one bfloat16 operand suffices
+    expect_close(f.out, reference_attention(q, k, v, causal), 2e-5, 2e-5);
+    // the (B, T, 3E) projection path gives the same numbers
+    const Tensor qkv = concat({q.transpose(1, 2).reshape({2, 70, 48}), k.transpose(1, 2).reshape({2, 70, 48}),
+                               v.transpose(1, 2).reshape({2, 70, 48})},
+                              2);
+    const Tensor qkv16 = qkv.to(DType::BFloat16);
+    const AttentionForward g = attention_qkv_forward(qkv16, 3, causal);
+    EXPECT_EQ(max_abs_diff(g.out, f.out), 0.0);
+    // gradients: within bfloat16 rounding of the float32 ones, and the same through both entry points
+    const Tensor dout = rnd({2, 3, 70, 16}, 44).to(DType::Float32);
+    const auto [dq, dk, dv] = attention_backward(dout, q, k.to(DType::BFloat16), v, f, causal);
+    const AttentionForward f32 = attention_forward(q, k, v, causal);
+    const auto [eq, ek, ev] = attention_backward(dout, q, k, v, f32, causal);
+    expect_close(dq, eq, 2e-2, 2e-2);
+    expect_close(dk, ek, 2e-2, 2e-2);
+    expect_close(dv, ev, 2e-2, 2e-2);
+    EXPECT_GT(max_abs_diff(dv, ev), 1e-5);  // and they were rounded
+    const Tensor dqkv = attention_qkv_backward(dout, qkv16, 3, g, causal);
+    EXPECT_EQ(max_abs_diff(dqkv.narrow(2, 0, 48), dq.transpose(1, 2).reshape({2, 70, 48})), 0.0);
+    EXPECT_EQ(max_abs_diff(dqkv.narrow(2, 96, 48), dv.transpose(1, 2).reshape({2, 70, 48})), 0.0);
+  }
+}
+
+namespace {
+// tests/golden/bf16.txt: "<case>.<key> <ndim> <dims...> <values...>"
+std::map<std::string, Tensor> load_bf16_golden() {
+  std::ifstream in(std::string(MG_GOLDEN_DIR) + "/bf16.txt");
+  std::map<std::string, Tensor> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ss(line);
+    std::string key;
+    int64_t nd;
+    ss >> key >> nd;
+    Shape shape(nd);
+    for (auto& s : shape) ss >> s;
+    std::vector<double> v;
+    double x;
+    while (ss >> x) v.push_back(x);
+    out[key] = from_vector<double>(v, shape).to(DType::Float32);
+  }
+  return out;
+}
+}  // namespace
+
+TEST(Autocast, MatchesPyTorchAutocastWithinOneBf16Rounding) {
+  auto gold = load_bf16_golden();
+  ASSERT_FALSE(gold.empty()) << "tests/golden/bf16.txt is missing";
+  // PyTorch's products write bfloat16 (one rounding more than minigrad's float32): relative 2^-8.
+  auto check = [&](const std::string& name, int n, const std::function<Variable(const std::vector<Variable>&)>& fn,
+                   double atol, double rtol = 1.0 / 256) {
+    std::vector<Variable> in;
+    for (int i = 0; i < n; ++i) in.emplace_back(gold.at(name + ".in" + std::to_string(i)), true);
+    Variable out;
+    {
+      AutocastGuard guard;
+      out = fn(in);
+    }
+    SCOPED_TRACE(name);
+    expect_close(out.data(), gold.at(name + ".out"), atol, rtol);
+    out.backward(gold.at(name + ".gout"));
+    for (int i = 0; i < n; ++i) {
+      SCOPED_TRACE("grad" + std::to_string(i));
+      expect_close(in[i].grad(), gold.at(name + ".grad" + std::to_string(i)), atol, 2 * rtol);
+    }
+  };
+  check(
+      "linear", 3, [](const std::vector<Variable>& v) { return linear(v[0], v[1], v[2]); }, 1e-2);
+  // PyTorch 1.13's bfloat16 batched matmul on the CPU sums these small products in bfloat16 (its
+  // error against the exact product of the rounded operands reaches 1.5% here, a float32 sum's is
+  // 0.4% at most): a bound of 8 roundings for its 8-term sums, and minigrad must be the closer one.
+  check(
+      "bmm", 2, [](const std::vector<Variable>& v) { return matmul(v[0], v[1]); }, 1e-2, 8.0 / 256);
+  const Tensor exact =
+      matmul(rounded(gold.at("bmm.in0")).to(DType::Float64), rounded(gold.at("bmm.in1")).to(DType::Float64));
+  Tensor ours;
+  {
+    AutocastGuard guard;
+    ours = matmul(Variable(gold.at("bmm.in0")), Variable(gold.at("bmm.in1"))).data();
+  }
+  EXPECT_LT(max_abs_diff(ours, exact), 1e-5);
+  EXPECT_GT(max_abs_diff(gold.at("bmm.out"), exact), 1e-2);
+  // PyTorch's composed attention also rounds the scores before its softmax: a looser bound.
+  check(
+      "attention", 3,
+      [](const std::vector<Variable>& v) {
+        return scaled_dot_product_attention(v[0], v[1], v[2], {.is_causal = true});
+      },
+      3e-2);
+}
+
+// ---------------------------------------------------------------- training
+
+TEST(Autocast, Bf16TrainingTracksFloat32Training) {
+  // A small GPT on a fixed random batch, 40 AdamW steps, the same seed both ways: the losses stay
+  // within 2% of each other at every step, and both fall by more than half.
+  auto train = [](bool bf16) {
+    Generator g(0);
+    nn::GPT m(16, 16, {.d_model = 32, .nhead = 2, .num_layers = 2}, g);
+    optim::AdamW opt(m.parameters(), {.lr = 3e-3});
+    const Tensor x = randint(0, 16, {8, 16}, g);
+    const Tensor y = x;  // each position's own token: quickly learned
+    std::vector<double> losses;
+    for (int step = 0; step < 40; ++step) {
+      Variable l;
+      {
+        AutocastGuard guard(bf16);
+        l = cross_entropy(reshape(m(x), {-1, 16}), y.reshape({-1}));
+      }
+      opt.zero_grad();
+      l.backward();
+      opt.step();
+      losses.push_back(l.item());
+    }
+    return losses;
+  };
+  const auto f32 = train(false), bf16 = train(true);
+  for (size_t i = 0; i < f32.size(); ++i) EXPECT_NEAR(bf16[i], f32[i], 0.02 * f32[i]) << "step " << i;
+  EXPECT_LT(f32.back(), 0.5 * f32.front());
+  EXPECT_LT(bf16.back(), 0.5 * bf16.front());
+  EXPECT_NE(bf16.back(), f32.back());  // it did run in bfloat16
+}
+
+TEST(Autocast, SameThreadsSameBits) {
+  // Two runs of the same autocast step give the same bits (fixed splits, one oneDNN thread each).
+  auto run = [] {
+    Generator g(1);
+    nn::GPT m(16, 32, {.d_model = 64, .nhead = 4, .num_layers = 1}, g);
+    const Tensor x = randint(0, 16, {4, 32}, g);
+    AutocastGuard guard;
+    Variable l = cross_entropy(reshape(m(x), {-1, 16}), x.reshape({-1}));
+    l.backward();
+    return m.parameters()[2].grad().to_vector<float>();
+  };
+  EXPECT_EQ(run(), run());
+}
+
+TEST(Autocast, KernelIsTheExpectedOne) {
+  // ctest runs this binary a second time with oneDNN capped at AVX2 (AutocastNoBf16Instructions):
+  // there the products must go to sgemm on widened operands, and every test above still passes.
+  const std::string kernel = blas::bf16_kernel();
+  std::printf("bfloat16 products run on: %s\n", kernel.c_str());
+  if (const char* want = std::getenv("MG_EXPECT_BF16_KERNEL")) EXPECT_EQ(kernel, want);
+  EXPECT_FALSE(kernel.empty());
+}
+
+namespace {
+// Whether two bfloat16 tensors of one shape hold the same bits.
+bool same_bf16_bits(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != DType::BFloat16 || b.dtype() != DType::BFloat16) return false;
+  const Tensor x = a.contiguous(), y = b.contiguous();
+  return std::memcmp(x.data<bfloat16>(), y.data<bfloat16>(), static_cast<size_t>(x.numel()) * 2) == 0;
+}
+}  // namespace
+
+TEST(Autocast, LayerNormAndGeluLeaveTheNextProductsOperandBeside) {
+  // Under autocast, layer norm and linear_gelu round their output to bfloat16 while it is in cache
+  // (Storage::bf16_copy); the next product reads that instead of converting: the same bits as
+  // .to(BFloat16), for any view of the output, and never once the output has been written in place.
+  Generator g(3);
+  const Variable x(randn({6, 40}, g) * 3.0, true), w(randn({40}, g), true), b(randn({40}, g), true);
+  const Variable fw(randn({24, 40}, g) * 0.2, true), fb(randn({24}, g), true);
+  Variable y, h;
+  {
+    const AutocastGuard guard;
+    y = layer_norm(x, {40}, w, b);
+    h = linear_gelu(y, fw, fb, "tanh");
+  }
+  for (const Variable* v : {&y, &h}) {
+    const Tensor copy = bf16_copy_of(v->data());
+    ASSERT_TRUE(copy.defined());
+    EXPECT_TRUE(same_bf16_bits(copy, v->data().to(DType::BFloat16)));
+    const Tensor view = v->data().narrow(1, 3, 7).transpose(0, 1);  // a view reads the copy's same elements
+    EXPECT_TRUE(same_bf16_bits(bf16_copy_of(view), view.to(DType::BFloat16)));
+  }
+  // the products that read them: the same outputs and gradients as from a fresh conversion
+  Tensor with_copy;
+  {
+    const AutocastGuard guard;
+    with_copy = linear(y, fw, fb).data();
+  }
+  // written in place: the copy is stale and is not used; autocast converts the new values
+  y.data().narrow(0, 0, 1).fill_(2);
+  EXPECT_FALSE(bf16_copy_of(y.data()).defined());
+  {
+    const AutocastGuard guard;
+    EXPECT_TRUE(same_bf16_bits(autocast(y.data()), y.data().to(DType::BFloat16)));
+    EXPECT_NE(max(abs(linear(y, fw, fb).data() - with_copy)).item(), 0.0);
+  }
+  // outside autocast, and in float64, nothing is made
+  EXPECT_FALSE(bf16_copy_of(layer_norm(x, {40}, w, b).data()).defined());
+  {
+    const AutocastGuard guard;
+    EXPECT_FALSE(bf16_copy_of(layer_norm(Variable(randn({2, 5}, g, DType::Float64)), {5}).data()).defined());
+  }
+}
+
+TEST(Autocast, AStepReadsTheCopiesAndGivesTheConvertedOperandsBits) {
+  // A bfloat16 GPT step reads layer norm's and GELU's copies; the same step with those copies gone
+  // (each output written in place with its own values: the versions move, the numbers stay) converts
+  // afresh. Every gradient is the same to the bit.
+  Generator g(9);
+  nn::GPT model(20, 8, {.d_model = 16, .nhead = 2, .num_layers = 2}, g);
+  const Tensor ids = randint(0, 20, {3, 8}, g), targets = randint(0, 20, {3 * 8}, g);
+  auto step = [&](bool drop_copies) {
+    model.zero_grad();
+    std::vector<nn::HookHandle> hooks;
+    if (drop_copies)  // a forward hook on every LayerNorm writes its output onto itself; one on each
+      for (auto& [name, m] : model.named_modules())  // fc sends the MLP back to linear, then gelu
+        if (m->type_name() == "LayerNorm" || name.ends_with(".fc"))
+          hooks.push_back(
+              m->register_forward_hook([](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
+                out[0].data().copy_(out[0].data().clone());
+              }));
+    Variable loss;
+    {
+      const AutocastGuard guard;
+      loss = cross_entropy(model(ids).reshape({3 * 8, 20}), targets);
+    }
+    loss.backward();
+    for (nn::HookHandle& hk : hooks) hk.remove();
+    std::vector<std::vector<float>> grads;
+    for (const Variable& p : model.parameters()) grads.push_back(p.grad().to_vector<float>());
+    return grads;
+  };
+  EXPECT_EQ(step(false), step(true));
+}
+
+// ---------------------------------------------------------------- one recording per product
+
+TEST(Autocast, AProductRecordsTheCastsOfItsOperandsThenItselfOnce) {
+  const Tensor x0 = rnd({3, 4}, 41).to(DType::Float32), w0 = rnd({2, 4}, 42).to(DType::Float32);
+  const Variable x(x0, true), w(w0, true), b(zeros({2}), true);
+  Variable y, z;
+  {
+    AutocastGuard guard;
+    y = linear(x, w, b);
+    z = matmul(x, w.transpose(0, 1));
+  }
+  // linear: x is cast (a node of its own, float32 in, bfloat16 out); the weight is read as it is
+  ASSERT_EQ(y.grad_fn()->name, "linear");
+  ASSERT_EQ(y.grad_fn()->next.size(), 3u);
+  EXPECT_EQ(y.grad_fn()->next[0]->name, "autocast");
+  EXPECT_EQ(y.grad_fn()->next[0]->next[0], x.gradient_edge());
+  EXPECT_EQ(y.grad_fn()->next[1], w.gradient_edge());
+  EXPECT_EQ(y.grad_fn()->next[2], b.gradient_edge());
+  // the gradient of a bfloat16 copy is float32: that is what the node expects back for it
+  EXPECT_EQ(y.grad_fn()->input_dtypes[0], DType::Float32);
+  // matmul: both operands cast
+  ASSERT_EQ(z.grad_fn()->name, "matmul");
+  EXPECT_EQ(z.grad_fn()->next[0]->name, "autocast");
+  EXPECT_EQ(z.grad_fn()->next[1]->name, "autocast");
+  // outside the scope: no casts, and linear without a bias keeps the bias's slot, needing nothing
+  const Variable u = linear(x, w, Variable());
+  EXPECT_EQ(u.grad_fn()->next[0], x.gradient_edge());
+  ASSERT_EQ(u.grad_fn()->next.size(), 3u);
+  EXPECT_FALSE(u.grad_fn()->needs(2));
+}
+
+TEST(Autocast, GradientsAreTheKernelsOnTheRoundedOperandsBitForBit) {
+  // The rule calls the same kernels as a hand-written Tensor backward would: dx = round(g) W,
+  // dW = round(g)^T round(x), db = sum g, each bit for bit.
+  const Tensor x0 = rnd({4, 3, 24}, 21).to(DType::Float32), w0 = rnd({10, 24}, 22).to(DType::Float32),
+               b0 = rnd({10}, 23).to(DType::Float32), g0 = rnd({4, 3, 10}, 24).to(DType::Float32);
+  Variable x(x0, true), w(w0, true), b(b0, true);
+  {
+    AutocastGuard guard;
+    linear(x, w, b).backward(g0);
+  }
+  const Tensor g16 = g0.to(DType::BFloat16);
+  EXPECT_EQ(max_abs_diff(x.grad(), matmul(g16, w0)), 0.0);
+  EXPECT_EQ(
+      max_abs_diff(w.grad(), matmul(g16.reshape({12, 10}).transpose(0, 1), x0.to(DType::BFloat16).reshape({12, 24}))),
+      0.0);
+  EXPECT_EQ(max_abs_diff(b.grad(), sum(g0.reshape({12, 10}), {0})), 0.0);
+  EXPECT_EQ(x.grad().dtype(), DType::Float32);
+  EXPECT_EQ(w.grad().dtype(), DType::Float32);
+}
+
+namespace {
+// |a - b| / |b| over all elements (Frobenius norms)
+double relative_diff(const Tensor& a, const Tensor& b) {
+  const Tensor d = a.to(DType::Float64) - b.to(DType::Float64);
+  return std::sqrt(sum(d * d).item()) / std::sqrt(sum(b.to(DType::Float64) * b.to(DType::Float64)).item());
+}
+}  // namespace
+
+TEST(Autocast, ProductsAreDifferentiableTwice) {
+  // f(x, W, q, k, v) through linear, matmul and fused attention; d/dW and d/dq of |df/dx|^2 and
+  // |df/dq|^2 with autocast on equal those without it to bfloat16's precision (the casts are
+  // recorded ops), and the first derivative under create_graph is the plain backward's (bit for bit
+  // through linear and matmul, whose recorded rule is the same rule).
+  const Tensor x0 = rnd({6, 8}, 51).to(DType::Float32), w0 = rnd({5, 8}, 52).to(DType::Float32);
+  const Tensor q0 = rnd({1, 2, 5, 4}, 53).to(DType::Float32), k0 = rnd({1, 2, 5, 4}, 54).to(DType::Float32),
+               v0 = rnd({1, 2, 5, 4}, 55).to(DType::Float32);
+  struct Result {
+    Tensor gx, gq, hw, hq, hv;
+  };
+  auto run = [&](bool bf16, bool create_graph) {
+    Variable x(x0, true), w(w0, true), q(q0, true), k(k0, true), v(v0, true);
+    Variable f;
+    {
+      AutocastGuard guard(bf16);
+      const Variable h = linear(x, w, Variable());
+      const Variable a = scaled_dot_product_attention(q, k, v, {.is_causal = true});
+      f = sum(pow(matmul(h, h.transpose(0, 1)), 2)) + sum(pow(a, 2));
+    }
+    const VariableList g = grad({f}, {x, q}, {.create_graph = create_graph});
+    Result r{g[0].data(), g[1].data(), {}, {}, {}};
+    if (!create_graph) return r;
+    const VariableList h = grad({sum(pow(g[0], 2)) + sum(pow(g[1], 2))}, {w, q, v});
+    r.hw = h[0].data(), r.hq = h[1].data(), r.hv = h[2].data();
+    return r;
+  };
+  const Result plain = run(true, false), bf16 = run(true, true), full = run(false, true);
+  EXPECT_EQ(max_abs_diff(bf16.gx, plain.gx), 0.0);
+  // attention's recorded backward is the composed form, rounding in other places than the kernel
+  EXPECT_LT(relative_diff(bf16.gq, plain.gq), 1e-2);
+  EXPECT_GT(max_abs_diff(bf16.gx, full.gx), 0.0);  // (the products were rounded)
+  EXPECT_LT(relative_diff(bf16.hw, full.hw), 3e-2);
+  EXPECT_LT(relative_diff(bf16.hq, full.hq), 3e-2);
+  EXPECT_LT(relative_diff(bf16.hv, full.hv), 3e-2);
+  EXPECT_GT(sum(abs(full.hw)).item(), 1.0);  // (a real second derivative, not zeros)
+}
