@@ -104,7 +104,7 @@ test: format-check test-release test-other-kernel test-asan fuzz
 
 # Every C++ file as .clang-format lays it out (Debian 12's clang-format 14): a file that differs is
 # named with the lines that would change, and make test stops there. `make format` rewrites them.
-CXX_FILES = $(shell find minigrad.h tensor autograd nn optim data distributed inspect viz examples tests bench fuzz scripts \
+CXX_FILES = $(shell find minigrad.h tensor autograd nn models optim data distributed inspect viz examples tests bench fuzz scripts \
                   -name '*.cpp' -o -name '*.h' | sort)
 format-check: deps
 	@clang-format --dry-run --Werror $(CXX_FILES) && echo "format-check: $(words $(CXX_FILES)) files as .clang-format lays them out"

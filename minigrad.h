@@ -1,13 +1,13 @@
 #pragma once
 // minigrad: everything in one include. The layers, each depending only on those above it here:
-//   tensor/    numbers: Tensor, its views and kernels              (knows nothing of gradients)
-//   autograd/  Variable, the tape, derivative rules, gradcheck
-//   nn/        Module and layers, attention, GPT, BERT, save/load, Hugging Face checkpoints
-//   inspect/   looking into a running model: attention capture, head scores, telemetry
-//   optim/     optimizers, schedules, clipping, checkpoints
-//   data/      TensorDataset, DataLoader, DistributedSampler, WordPieceTokenizer, GPT2Tokenizer: batches of plain
-//   tensors (needs only tensor/) distributed/  data-parallel training over processes on MPI (optional: built when MPI
-//   is found)
+//   tensor/       numbers: Tensor, its views and kernels            (knows nothing of gradients)
+//   autograd/     Variable, the tape, derivative rules, gradcheck
+//   nn/           Module and layers, attention, Transformer layers, save/load
+//   inspect/      looking into a running model: attention capture, head scores, telemetry
+//   optim/        optimizers, schedules, clipping, checkpoints
+//   data/         datasets, DataLoader, samplers, the WordPiece and GPT-2 tokenizers (needs only tensor/)
+//   models/       whole architectures (models::GPT, models::BertModel), Hugging Face checkpoints
+//   distributed/  data-parallel training over processes on MPI (built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/atomic_file.h"
 #include "minigrad/tensor/cpu.h"
@@ -31,23 +31,23 @@
 #include "minigrad/inspect/head_scores.h"
 #include "minigrad/inspect/telemetry.h"
 #include "minigrad/nn/attention.h"
-#include "minigrad/nn/bert.h"
 #include "minigrad/nn/container.h"
 #include "minigrad/nn/conv.h"
 #include "minigrad/nn/embedding.h"
-#include "minigrad/nn/gpt.h"
 #include "minigrad/nn/init.h"
 #include "minigrad/nn/layers.h"
 #include "minigrad/nn/linear.h"
-#include "minigrad/nn/llama.h"
 #include "minigrad/nn/module.h"
 #include "minigrad/nn/normalization.h"
 #include "minigrad/nn/pooling.h"
-#include "minigrad/nn/pretrained.h"
 #include "minigrad/nn/rnn.h"
 #include "minigrad/nn/serialize.h"
 #include "minigrad/nn/summary.h"
 #include "minigrad/nn/transformer.h"
+
+#include "minigrad/models/bert.h"
+#include "minigrad/models/gpt.h"
+#include "minigrad/models/pretrained.h"
 
 #include "minigrad/data/bpe.h"
 #include "minigrad/data/dataloader.h"

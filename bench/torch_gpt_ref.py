@@ -1,4 +1,4 @@
-"""PyTorch CPU reference for bench/gpt: training-step time of the same GPT (nn::GPT's layout), same shapes.
+"""PyTorch CPU reference for bench/gpt: training-step time of the same GPT (models::GPT's layout), same shapes.
 Run by bench/run.py (`make bench`) beside bench_gpt, in the same sitting.
 Usage: torch_gpt_ref.py --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2 [--bf16 1]
   [--sdpa 0|1] [--compile 0|1]

@@ -6,7 +6,7 @@
 // would take on the whole batch (the average of N shard means is the mean over the batch).
 //
 //   distributed::init(&argc, &argv);
-//   nn::GPT model(...);                                  // same seed everywhere (rank 0's weights win anyway)
+//   models::GPT model(...);                                  // same seed everywhere (rank 0's weights win anyway)
 //   distributed::DistributedDataParallel ddp(model);     // broadcasts rank 0's parameters
 //   optim::AdamW opt(model.parameters(), {...});
 //   for (...) {

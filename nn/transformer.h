@@ -1,10 +1,13 @@
 #pragma once
 // Transformer layers built from the pieces above, with PyTorch's structure and member names
-// (torch.nn.TransformerEncoderLayer / TransformerDecoderLayer). The decoder-only GPT is nn/gpt.h.
+// (torch.nn.TransformerEncoderLayer / TransformerDecoderLayer), and the SwiGLU feed-forward a
+// LLaMA-style decoder uses (with RMSNorm, nn/normalization.h, and rotary embeddings and grouped-query
+// attention, options of nn::MultiheadAttention). The decoder-only models are in models/gpt.h.
 //
 // post-LN (norm_first=false, the 2017 paper):  x = norm(x + sublayer(x))
 // pre-LN  (norm_first=true, GPT-2 and later):  x = x + sublayer(norm(x))
 #include "minigrad/nn/attention.h"
+#include "minigrad/nn/linear.h"
 #include "minigrad/nn/normalization.h"
 
 namespace mg::nn {
@@ -69,6 +72,29 @@ class TransformerDecoderLayer : public Callable<TransformerDecoderLayer> {
 
  private:
   Variable feed_forward(const Variable& x) const;
+};
+
+/// SwiGLU's optional settings.
+struct SwiGLUOptions {
+  bool bias = false;  // biases on the three projections (LLaMA has none)
+};
+
+/// The SwiGLU feed-forward (Shazeer 2020, "GLU Variants Improve Transformer"; LLaMA's MLP):
+///   out = down_proj( silu(gate_proj(x)) * up_proj(x) )
+/// The gate's SiLU decides, feature by feature, how much of the "up" projection passes. Three
+/// matrices instead of GPT-2's two, so LLaMA shrinks the hidden width to about 8/3 d_model (from
+/// 4 d_model) to keep the parameter count. Names as Hugging Face's LlamaMLP (Meta's code calls
+/// them w1 = gate_proj, w3 = up_proj, w2 = down_proj).
+class SwiGLU : public Callable<SwiGLU> {
+ public:
+  /// in_features -> hidden_features -> in_features; each Linear initialised as PyTorch's.
+  SwiGLU(int64_t in_features, int64_t hidden_features, SwiGLUOptions options = {},
+         Generator& gen = default_generator());
+  /// x (..., in_features) -> (..., in_features).
+  Variable forward(const Variable& x) const;
+  std::string type_name() const override { return "SwiGLU"; }
+
+  Linear gate_proj, up_proj, down_proj;
 };
 
 }  // namespace mg::nn

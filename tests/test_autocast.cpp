@@ -251,7 +251,7 @@ TEST(Autocast, Bf16TrainingTracksFloat32Training) {
   // within 2% of each other at every step, and both fall by more than half.
   auto train = [](bool bf16) {
     Generator g(0);
-    nn::GPT m(16, 16, {.d_model = 32, .nhead = 2, .num_layers = 2}, g);
+    models::GPT m(16, 16, {.d_model = 32, .nhead = 2, .num_layers = 2}, g);
     optim::AdamW opt(m.parameters(), {.lr = 3e-3});
     const Tensor x = randint(0, 16, {8, 16}, g);
     const Tensor y = x;  // each position's own token: quickly learned
@@ -280,7 +280,7 @@ TEST(Autocast, SameThreadsSameBits) {
   // Two runs of the same autocast step give the same bits (fixed splits, one oneDNN thread each).
   auto run = [] {
     Generator g(1);
-    nn::GPT m(16, 32, {.d_model = 64, .nhead = 4, .num_layers = 1}, g);
+    models::GPT m(16, 32, {.d_model = 64, .nhead = 4, .num_layers = 1}, g);
     const Tensor x = randint(0, 16, {4, 32}, g);
     AutocastGuard guard;
     Variable l = cross_entropy(reshape(m(x), {-1, 16}), x.reshape({-1}));
@@ -355,7 +355,7 @@ TEST(Autocast, AStepReadsTheCopiesAndGivesTheConvertedOperandsBits) {
   // (each output written in place with its own values: the versions move, the numbers stay) converts
   // afresh. Every gradient is the same to the bit.
   Generator g(9);
-  nn::GPT model(20, 8, {.d_model = 16, .nhead = 2, .num_layers = 2}, g);
+  models::GPT model(20, 8, {.d_model = 16, .nhead = 2, .num_layers = 2}, g);
   const Tensor ids = randint(0, 20, {3, 8}, g), targets = randint(0, 20, {3 * 8}, g);
   auto step = [&](bool drop_copies) {
     model.zero_grad();

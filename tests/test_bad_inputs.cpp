@@ -209,7 +209,7 @@ void modules() {
   BAD(ShapeError, "MultiheadAttention:", mha(x, {.head_mask = ones({3})}));
   nn::TransformerDecoderLayer dec(8, 2, {.dim_feedforward = 16});
   BAD(ShapeError, "MultiheadAttention:", dec(x, Variable(zeros({3, 4, 8}))));
-  nn::GPT gpt(11, 4, {.d_model = 8, .nhead = 2, .num_layers = 1});
+  models::GPT gpt(11, 4, {.d_model = 8, .nhead = 2, .num_layers = 1});
   BAD(ShapeError, "GPT:", gpt(zeros({1, 5}, DType::Int64)));
   BAD(ShapeError, "GPT:", gpt(zeros({5}, DType::Int64)));
   BAD(IndexError, "embedding:", gpt(from_vector<int64_t>({11}, {1, 1})));

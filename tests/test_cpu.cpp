@@ -188,7 +188,7 @@ TEST(Cpu, TrainingAGptGivesTheSameBitsAtEveryLevel) {
   for (bool bf16 : {false, true}) {
     expect_same_bits_at_every_level(bf16 ? "GPT steps under autocast" : "GPT steps in float32", [bf16] {
       Generator g(0);
-      nn::GPT m(16, 16, {.d_model = 32, .nhead = 2, .num_layers = 2}, g);
+      models::GPT m(16, 16, {.d_model = 32, .nhead = 2, .num_layers = 2}, g);
       optim::AdamW opt(m.parameters(), {.lr = 3e-3});
       const Tensor x = randint(0, 16, {8, 16}, g);
       for (int step = 0; step < 3; ++step) {

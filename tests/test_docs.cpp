@@ -27,10 +27,11 @@ namespace {
 const fs::path kRoot = MG_SOURCE_DIR;
 // The library's layers sit at the repository's root; its headers are included as
 // <minigrad/nn/linear.h>, which is the file nn/linear.h (README: Layout), so docs name them from the root.
-const std::set<std::string> kLayers = {"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed"};
-const std::set<std::string> kTopDirs = {"tensor", "autograd",    "nn",    "inspect",  "optim", "data",
-                                        "viz",    "distributed", "tests", "examples", "bench", "docs",
-                                        "fuzz",   "scripts",     "cmake", ".ci"};
+const std::set<std::string> kLayers = {"tensor", "autograd", "nn",  "models",     "inspect",
+                                       "optim",  "data",     "viz", "distributed"};
+const std::set<std::string> kTopDirs = {"tensor", "autograd", "nn",          "models", "inspect",  "optim",
+                                        "data",   "viz",      "distributed", "tests",  "examples", "bench",
+                                        "docs",   "fuzz",     "scripts",     "cmake",  ".ci"};
 const std::set<std::string> kRootFiles = {"minigrad.h", "Makefile", "CMakeLists.txt", "README.md"};
 
 // Where a path written in the docs lives.
@@ -102,7 +103,7 @@ bool file_has(const fs::path& file, const std::string& name) {
   return std::regex_search(text, def_re);
 }
 
-// All of the library's code (tensor/, autograd/, nn/, optim/, data/, viz/, distributed/), as one text.
+// All of the library's code (tensor/, autograd/, nn/, models/, optim/, data/, viz/, distributed/), as one text.
 const std::string& library_code() {
   static const std::string code = [] {
     std::string all;
@@ -118,8 +119,8 @@ const std::string& library_code() {
 // part that is not one of minigrad's namespaces must occur in the library's code as a word.
 std::vector<std::string> check_cpp_name(const std::string& where, const std::string& ref) {
   static const std::regex name_re(R"(^(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*(?:\(\))?$)");
-  static const std::set<std::string> namespaces = {"mg",  "nn",          "inspect", "optim", "data",
-                                                   "viz", "distributed", "init",    "blas",  "fast"};
+  static const std::set<std::string> namespaces = {"mg",  "nn",          "models", "inspect", "optim", "data",
+                                                   "viz", "distributed", "init",   "blas",    "fast"};
   std::vector<std::string> out;
   if (!std::regex_match(ref, name_re) || ref.rfind("std::", 0) == 0) return out;
   std::string name = ref.substr(0, ref.find('('));
@@ -190,7 +191,7 @@ std::vector<std::string> check_markdown(const fs::path& md, const std::string& t
   static const std::regex span_re("`([^`\\n]+)`"), link_re("\\]\\(([^)\\s]+)\\)");
   // A path written in plain prose, outside backticks: nn/transformer.h, autograd/ops/attention.cpp.
   static const std::regex plain_re(
-      R"((?:^|[\s(,])((?:tensor|autograd|nn|inspect|optim|data|viz|distributed|tests|examples|bench|docs|fuzz|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
+      R"((?:^|[\s(,])((?:tensor|autograd|nn|models|inspect|optim|data|viz|distributed|tests|examples|bench|docs|fuzz|scripts|cmake)/[\w./-]*\.(?:h|cpp|py|md|txt|in))\b)");
   const std::string prose = prose_of(text);
   std::vector<std::string> out;
   const std::string plain = std::regex_replace(prose, span_re, " ");

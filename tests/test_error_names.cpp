@@ -89,7 +89,7 @@ TEST(ErrorNames, DTypeProblemsAreDTypeErrors) {
   x.register_hook([](const Tensor& g) { return g.to(DType::Float64); });
   EXPECT_THROW(sum(x * 2.0).backward(), DTypeError);
   // GPT::generate with float ids
-  nn::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
+  models::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
   NAMED(DTypeError, "GPT::generate", gpt.generate(zeros({1, 2}), 1));
   // Telemetry's probe must be int64 ids
   try {
@@ -173,7 +173,7 @@ TEST(ErrorNames, OverflowingSizes) {
 
 TEST(ErrorNames, MoreTypesAndSizes) {
   // score_heads (what Telemetry::record calls) with float ids
-  nn::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
+  models::GPT gpt(8, 6, {.d_model = 8, .nhead = 2, .num_layers = 1});
   NAMED(DTypeError, "score_heads",
         inspect::score_heads(
             gpt, [&](const Tensor& ids) { gpt(ids); }, zeros({1, 6}), 8));

@@ -52,7 +52,7 @@ TEST_F(Examples, CharGptRunsWithAShortContext) {
   c.sample_len = 30, c.out = (dir / "run").string();
   const char_gpt::Data d = char_gpt::load_data(c);
   Generator g(c.seed);
-  nn::GPT m(d.vocab.size(), c.context, char_gpt::gpt_options(c), g);
+  models::GPT m(d.vocab.size(), c.context, char_gpt::gpt_options(c), g);
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   optim::WarmupCosineLR sched(opt, 2, c.steps, 0.1);
   fs::create_directories(c.out);

@@ -1,5 +1,6 @@
 // The layers point downward, and nothing but the build keeps them so:
 //   tensor/ <- autograd/ <- nn/ <- optim/ <- distributed/     nn/ <- inspect/     data/ <- tensor/     viz/ <- tensor/
+//   nn/, data/, optim/ <- models/ (whole architectures and the Hugging Face formats; nothing in the library needs them)
 // A file may include headers of its own layer and the layers below it, never above. Inside
 // tensor/, the loop machinery (tensor/loops.h, `detail::`) and the fast math are private: the
 // layers above call kernels, not loops. And BLAS has one door, tensor/blas.cpp.
@@ -28,6 +29,7 @@ const std::map<std::string, std::set<std::string>> kAllowed = {
     {"inspect", {"tensor", "autograd", "nn", "inspect"}},
     {"optim", {"tensor", "autograd", "nn", "optim"}},
     {"distributed", {"tensor", "autograd", "nn", "optim", "distributed"}},
+    {"models", {"tensor", "autograd", "nn", "data", "optim", "models"}},
     {"data", {"tensor", "data"}},
     {"viz", {"tensor", "viz"}},
 };
@@ -66,7 +68,7 @@ std::vector<std::string> violations(const std::string& layer, const std::string&
   }
   // a library header included without the prefix could be a user's file of the same name
   static const std::regex bare_re(
-      R"re(#include\s+["<]((tensor|autograd|nn|inspect|optim|data|viz|distributed)/[^">]+)[">])re");
+      R"re(#include\s+["<]((tensor|autograd|nn|models|inspect|optim|data|viz|distributed)/[^">]+)[">])re");
   for (std::sregex_iterator it(text.begin(), text.end(), bare_re), end; it != end; ++it)
     out.push_back(file + " includes \"" + (*it)[1].str() + "\" without the minigrad/ prefix");
   if (layer != "tensor" && text.find("detail::") != std::string::npos)
@@ -117,12 +119,21 @@ TEST(Layers, BlasHasOneDoor) {
   }
 }
 
+// nn/ is layers: the file formats of published models (config.json, Hugging Face's names) live in
+// models/, so nn reads no JSON (the header is on the system path, so only this check would notice).
+TEST(Layers, NnReadsNoJson) {
+  for (auto& [layer, file] : library_files())
+    if (layer == "nn")
+      EXPECT_EQ(read(kRoot / file).find("nlohmann"), std::string::npos)
+          << file << " uses JSON; that belongs in models/";
+}
+
 // The design card's top level: the layers at the repository's root beside examples/, tests/ and
 // CMakeLists.txt, and no minigrad/ folder (the prefix of <minigrad/...> exists only in the build's
 // include folder and the installed tree).
 TEST(Layers, TheLayersSitAtTheRoot) {
   for (const char* dir :
-       {"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed", "examples", "tests"})
+       {"tensor", "autograd", "nn", "models", "inspect", "optim", "data", "viz", "distributed", "examples", "tests"})
     EXPECT_TRUE(fs::is_directory(kRoot / dir)) << dir << "/ is missing from the repository's root";
   EXPECT_TRUE(fs::is_regular_file(kRoot / "CMakeLists.txt"));
   EXPECT_TRUE(fs::is_regular_file(kRoot / "minigrad.h")) << "the umbrella header sits at the root";
@@ -142,7 +153,7 @@ TEST(Layers, TheIncludeFolderLinksToTheLayers) {
     EXPECT_TRUE(fs::equivalent(e.path(), kRoot / e.path().filename())) << e.path() << " does not point at the source";
     EXPECT_TRUE(fs::read_symlink(e.path()).is_relative()) << e.path() << " must not depend on where the clone is";
   }
-  EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "inspect", "optim", "data", "viz", "distributed",
-                                          "minigrad.h"}));
+  EXPECT_EQ(names, (std::set<std::string>{"tensor", "autograd", "nn", "models", "inspect", "optim", "data", "viz",
+                                          "distributed", "minigrad.h"}));
   EXPECT_TRUE(fs::equivalent(dir / "nn" / "linear.h", kRoot / "nn" / "linear.h"));
 }

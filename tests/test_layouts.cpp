@@ -354,7 +354,7 @@ TEST(Layouts, ModulesWithParametersInAnyLayout) {
   check_module(
       [] {
         Generator g(2);
-        return std::make_unique<nn::GPTBlock>(8, 2, nn::GPTBlockOptions{}, g);
+        return std::make_unique<models::GPTBlock>(8, 2, models::GPTBlockOptions{}, g);
       },
       x);
   struct Attn : nn::MultiheadAttention {

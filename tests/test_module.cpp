@@ -31,14 +31,14 @@ std::filesystem::path temp_dir(const std::string& test) {
   return d;
 }
 
-nn::GPTOptions small(bool tie) { return {.d_model = 16, .nhead = 2, .num_layers = 2, .tie_weights = tie}; }
+models::GPTOptions small(bool tie) { return {.d_model = 16, .nhead = 2, .num_layers = 2, .tie_weights = tie}; }
 }  // namespace
 
 // The trap: `head.weight = tok.weight` used to leave the head's old matrix in the registry, so the
 // model counted (and an optimizer stepped) a parameter nothing used any more.
 TEST(WeightTying, TheSharedMatrixIsListedCountedAndOptimizedOnce) {
   Generator g1(1), g2(1);
-  nn::GPT untied(11, 8, small(false), g1), tied(11, 8, small(true), g2);
+  models::GPT untied(11, 8, small(false), g1), tied(11, 8, small(true), g2);
   EXPECT_EQ(tied.parameters().size() + 1, untied.parameters().size());
   EXPECT_EQ(tied.num_parameters() + 11 * 16, untied.num_parameters());
   EXPECT_EQ(tied.head.weight.impl(), tied.tok.weight.impl());
@@ -54,7 +54,7 @@ TEST(WeightTying, TheSharedMatrixIsListedCountedAndOptimizedOnce) {
 
 TEST(WeightTying, TheSharedMatrixGetsTheSumOfBothUsesGradients) {
   Generator g1(2), g2(2);
-  nn::GPT untied(11, 8, small(false), g1), tied(11, 8, small(true), g2);
+  models::GPT untied(11, 8, small(false), g1), tied(11, 8, small(true), g2);
   untied.to(DType::Float64), tied.to(DType::Float64);
   // The untied model with the head set to the embedding's values computes the same function;
   // its two gradients must add up to the tied model's one.
@@ -62,7 +62,7 @@ TEST(WeightTying, TheSharedMatrixGetsTheSumOfBothUsesGradients) {
   for (auto& [n, p] : tied.named_parameters()) EXPECT_EQ(p.shape(), untied.parameter(n).shape()) << n;
   Generator gi(3);
   const Tensor ids = randint(0, 11, {3, 8}, gi), targets = randint(0, 11, {3 * 8}, gi);
-  auto loss = [&](nn::GPT& m) { return cross_entropy(m(ids).reshape({3 * 8, 11}), targets); };
+  auto loss = [&](models::GPT& m) { return cross_entropy(m(ids).reshape({3 * 8, 11}), targets); };
   const Variable lu = loss(untied), lt = loss(tied);
   expect_close(lt.data(), lu.data(), 1e-12, 1e-12);
   lu.backward();
@@ -79,7 +79,7 @@ TEST(WeightTying, SaveAndLoadKeepTheTie) {
   const auto dir = temp_dir("tie");
   const std::string file = (dir / "tied.safetensors").string();
   Generator g1(4), g2(5), g3(6);
-  nn::GPT saved(11, 8, small(true), g1), fresh(11, 8, small(true), g2), untied(11, 8, small(false), g3);
+  models::GPT saved(11, 8, small(true), g1), fresh(11, 8, small(true), g2), untied(11, 8, small(false), g3);
   nn::save(saved, file);
   const SafeTensors st = load_safetensors(file);
   EXPECT_TRUE(st.find("tok.weight").defined());
@@ -190,7 +190,7 @@ TEST(ModuleHooks, PreHooksReplaceInputsAndForwardHooksReplaceOutputs) {
 
 TEST(ModuleHooks, EveryModuleThatRunsCallsItsHooks) {
   Generator g(7);
-  nn::GPT gpt(11, 8, small(false), g);
+  models::GPT gpt(11, 8, small(false), g);
   nn::Sequential cnn;
   cnn.emplace_back<nn::Conv2d>(1, 2, 3, nn::Conv2dOptions{.padding = 1});
   cnn.emplace_back<nn::BatchNorm2d>(2);
@@ -375,7 +375,7 @@ TEST(GradHooks, HooksSeeAndReplaceGradientsAndRunAfterAccumulation) {
 // gradient (both uses of a tied matrix summed) is in .grad().
 TEST(GradHooks, PostAccumulateHookFiresOncePerParameterWithTheWholeGradient) {
   Generator g(8);
-  nn::GPT tied(11, 8, small(true), g);
+  models::GPT tied(11, 8, small(true), g);
   std::map<VariableImpl*, int> calls;
   for (auto& p : tied.parameters())
     p.register_post_accumulate_grad_hook([&](const Variable& leaf) {
@@ -398,11 +398,11 @@ struct Stack : nn::Callable<Stack> {
   Stack() {
     register_module("embed", embed);
     register_module("blocks", blocks);
-    for (int i = 0; i < 3; ++i) blocks.emplace_back<nn::GPTBlock>(8, 2);
+    for (int i = 0; i < 3; ++i) blocks.emplace_back<models::GPTBlock>(8, 2);
   }
   Variable forward(const Variable& x) const {
     Variable h = embed(x);
-    for (size_t i = 0; i < blocks.size(); ++i) h = blocks.at<nn::GPTBlock>(i)(h);
+    for (size_t i = 0; i < blocks.size(); ++i) h = blocks.at<models::GPTBlock>(i)(h);
     return h;
   }
   std::string type_name() const override { return "Stack"; }
@@ -411,7 +411,7 @@ struct Stack : nn::Callable<Stack> {
 
 TEST(ModuleErrors, AnErrorInsideAForwardNamesWhereInTheModel) {
   Stack net;
-  net.blocks.at<nn::GPTBlock>(2).ln_1.weight.set_data(ones({5}));  // a broken layer deep inside
+  net.blocks.at<models::GPTBlock>(2).ln_1.weight.set_data(ones({5}));  // a broken layer deep inside
   try {
     net(Variable(ones({1, 3, 4})));
     ADD_FAILURE();
@@ -419,7 +419,7 @@ TEST(ModuleErrors, AnErrorInsideAForwardNamesWhereInTheModel) {
     EXPECT_THAT(e.what(), testing::StartsWith("in blocks.2.ln_1 (LayerNorm): layer_norm: "));
   }
   Generator g(9);
-  nn::GPT gpt(11, 8, small(false), g);
+  models::GPT gpt(11, 8, small(false), g);
   try {
     gpt(tensor({1, 20}, {1, 2}).to(DType::Int64));
     ADD_FAILURE();

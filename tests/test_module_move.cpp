@@ -49,10 +49,10 @@ std::vector<std::pair<std::string, const void*>> registry_of(const nn::Module& m
 }  // namespace
 
 // Library modules are move-constructible, never copyable, and not assignable (nn/module.h).
-static_assert(std::is_move_constructible_v<nn::Linear> && std::is_move_constructible_v<nn::GPT> &&
+static_assert(std::is_move_constructible_v<nn::Linear> && std::is_move_constructible_v<models::GPT> &&
               std::is_move_constructible_v<nn::MultiheadAttention> && std::is_move_constructible_v<nn::LSTM> &&
               std::is_move_constructible_v<nn::Sequential> && std::is_move_constructible_v<nn::ModuleList> &&
-              std::is_move_constructible_v<nn::BatchNorm1d> && std::is_move_constructible_v<nn::BertModel> &&
+              std::is_move_constructible_v<nn::BatchNorm1d> && std::is_move_constructible_v<models::BertModel> &&
               std::is_move_constructible_v<Net>);
 static_assert(!std::is_copy_constructible_v<nn::Linear> && !std::is_move_assignable_v<nn::Linear> &&
               !std::is_move_assignable_v<Net>);
@@ -143,16 +143,16 @@ TEST(ModuleMove, HooksAndTheirHandlesFollowTheModule) {
 
 TEST(ModuleMove, LibraryModelsAndContainersMoveWhole) {
   Generator g(6);
-  nn::GPT gpt(11, 8, {.d_model = 16, .nhead = 2, .num_layers = 2, .tie_weights = true}, g);
+  models::GPT gpt(11, 8, {.d_model = 16, .nhead = 2, .num_layers = 2, .tie_weights = true}, g);
   const Tensor ids = randint(0, 11, {2, 8}, g);
   const Tensor logits = gpt(ids).data();
   const auto gpt_registry = registry_of(gpt);
-  nn::GPT moved(std::move(gpt));
+  models::GPT moved(std::move(gpt));
   EXPECT_EQ(registry_of(moved), gpt_registry);
   expect_close(moved(ids).data(), logits, 0, 0);
   EXPECT_EQ(moved.head.weight.impl(), moved.tok.weight.impl());  // still tied
   EXPECT_EQ(moved.parameter("head.weight").impl(), moved.tok.weight.impl());
-  EXPECT_EQ(moved.blocks.at<nn::GPTBlock>(1).path(), "blocks.1");  // a container's child: parent followed
+  EXPECT_EQ(moved.blocks.at<models::GPTBlock>(1).path(), "blocks.1");  // a container's child: parent followed
 
   nn::Sequential seq;
   seq.emplace_back<nn::Linear>(3, 5);

@@ -1,4 +1,4 @@
-// Published models in Hugging Face's layout (nn/bert.h, nn/pretrained.h): the small committed
+// Published models in Hugging Face's layout (models/bert.h, models/pretrained.h): the small committed
 // fixtures (tests/golden/tiny_bert, tiny_gpt2, made by transformers: gen_pretrained.py) give
 // transformers' numbers to 1e-12 in float64; the real all-MiniLM-L6-v2 (scripts/fetch-minilm)
 // gives sentence-transformers' embeddings to 1e-5 and every layer's hidden states to 1e-4; a model
@@ -72,29 +72,29 @@ std::string error_of(Fn&& fn) {
 // ---------------------------------------------------------------- BERT, the small fixture
 
 TEST(Bert, TinyCheckpointMatchesTransformersInFloat64) {
-  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
   model->to(DType::Float64);
   const Tensor ids = gold("bert.input_ids"), mask = gold("bert.attention_mask");
-  const nn::BertOutput r = (*model)(ids, {.attention_mask = mask, .token_type_ids = gold("bert.token_type_ids")});
+  const models::BertOutput r = (*model)(ids, {.attention_mask = mask, .token_type_ids = gold("bert.token_type_ids")});
   ASSERT_EQ(r.hidden_states.size(), 3u);
   for (size_t i = 0; i < r.hidden_states.size(); ++i)
     EXPECT_LT(max_diff(r.hidden_states[i].data(), gold(fmt::format("bert.hidden_states.{}", i))), 1e-12)
         << "layer " << i;
   EXPECT_LT(max_diff(r.pooler_output.data(), gold("bert.pooler_output")), 1e-12);
-  EXPECT_LT(max_diff(nn::mean_pooling(r.last_hidden_state, mask).data(), gold("bert.mean_pooling")), 1e-12);
+  EXPECT_LT(max_diff(models::mean_pooling(r.last_hidden_state, mask).data(), gold("bert.mean_pooling")), 1e-12);
 }
 
 TEST(Bert, TinyCheckpointMatchesInFloat32) {
-  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
-  const nn::BertOutput r = (*model)(gold("bert.input_ids"), {.attention_mask = gold("bert.attention_mask"),
-                                                             .token_type_ids = gold("bert.token_type_ids")});
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
+  const models::BertOutput r = (*model)(gold("bert.input_ids"), {.attention_mask = gold("bert.attention_mask"),
+                                                                 .token_type_ids = gold("bert.token_type_ids")});
   EXPECT_EQ(r.last_hidden_state.dtype(), DType::Float32);
   EXPECT_LT(max_diff(r.last_hidden_state.data(), gold("bert.hidden_states.2")), 1e-5);
 }
 
 TEST(Bert, PaddingChangesNothingForTheRealTokens) {
   // Row 1 of the fixture is 4 tokens padded to 8; alone and unpadded it gives the same vectors.
-  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
   model->to(DType::Float64);
   const Tensor ids = gold("bert.input_ids");
   const Tensor padded = (*model)(ids, {.attention_mask = gold("bert.attention_mask")}).last_hidden_state.data();
@@ -104,7 +104,8 @@ TEST(Bert, PaddingChangesNothingForTheRealTokens) {
 
 TEST(Bert, HeadMaskZeroRemovesOneHeadsOutput) {
   // Removing head h of layer 0 equals zeroing the h-th block of columns of that layer's W_O.
-  auto a = nn::bert_from_pretrained(kGolden + "/tiny_bert"), b = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto a = models::bert_from_pretrained(kGolden + "/tiny_bert"),
+       b = models::bert_from_pretrained(kGolden + "/tiny_bert");
   a->to(DType::Float64);
   b->to(DType::Float64);
   const Tensor ids = gold("bert.input_ids");
@@ -118,31 +119,32 @@ TEST(Bert, HeadMaskZeroRemovesOneHeadsOutput) {
 }
 
 TEST(Bert, NameMapGoesBothWays) {
-  nn::BertModel model(nn::BertConfig{.vocab_size = 10,
-                                     .hidden_size = 8,
-                                     .num_hidden_layers = 2,
-                                     .num_attention_heads = 2,
-                                     .intermediate_size = 16,
-                                     .max_position_embeddings = 6});
+  models::BertModel model(models::BertConfig{.vocab_size = 10,
+                                             .hidden_size = 8,
+                                             .num_hidden_layers = 2,
+                                             .num_attention_heads = 2,
+                                             .intermediate_size = 16,
+                                             .max_position_embeddings = 6});
   for (const auto& [name, t] : nn::state_dict(model)) {
-    const std::string hf = nn::bert_name_to_hf(name);
+    const std::string hf = models::bert_name_to_hf(name);
     EXPECT_FALSE(hf.empty()) << name;
-    EXPECT_EQ(nn::bert_name_from_hf(hf), name);
-    EXPECT_EQ(nn::bert_name_from_hf("bert." + hf), name);  // BertForMaskedLM's prefix
+    EXPECT_EQ(models::bert_name_from_hf(hf), name);
+    EXPECT_EQ(models::bert_name_from_hf("bert." + hf), name);  // BertForMaskedLM's prefix
   }
-  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.3.attention.self.query.weight"),
+  EXPECT_EQ(models::bert_name_from_hf("encoder.layer.3.attention.self.query.weight"),
             "encoder.layer.3.self_attn.w_q.weight");
-  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.0.output.dense.bias"), "encoder.layer.0.linear2.bias");
-  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.0.attention.output.dense.bias"), "encoder.layer.0.self_attn.w_o.bias");
-  EXPECT_EQ(nn::bert_name_from_hf("cls.predictions.bias"), "");
-  EXPECT_EQ(nn::bert_name_from_hf("encoder.layer.x.output.dense.bias"), "");
+  EXPECT_EQ(models::bert_name_from_hf("encoder.layer.0.output.dense.bias"), "encoder.layer.0.linear2.bias");
+  EXPECT_EQ(models::bert_name_from_hf("encoder.layer.0.attention.output.dense.bias"),
+            "encoder.layer.0.self_attn.w_o.bias");
+  EXPECT_EQ(models::bert_name_from_hf("cls.predictions.bias"), "");
+  EXPECT_EQ(models::bert_name_from_hf("encoder.layer.x.output.dense.bias"), "");
 }
 
 TEST(Bert, MeanPoolingIgnoresPaddingAndHasTheRightGradient) {
   const Tensor h = arange_float(0, 12, 1, DType::Float64).view({2, 3, 2});
   const Tensor mask = from_vector<int64_t>({1, 1, 0, 1, 0, 0}, {2, 3});
   Variable x(h, true);
-  const Variable p = nn::mean_pooling(x, mask);
+  const Variable p = models::mean_pooling(x, mask);
   // row 0: mean of (0,1),(2,3) = (1,2); row 1: (6,7) alone
   EXPECT_EQ(p.data().to_vector<double>(), (std::vector<double>{1, 2, 6, 7}));
   sum(p).backward();
@@ -162,10 +164,10 @@ TEST(Bert, ReadsTheOriginalReleasesNamesAndSkipsTaskHeads) {
     s.emplace_back("cls.predictions.bias", zeros({40}));
     s.emplace_back("classifier.weight", zeros({2, 16}));
   });
-  auto model = nn::bert_from_pretrained(dir);
+  auto model = models::bert_from_pretrained(dir);
   model->to(DType::Float64);
   const Tensor ids = gold("bert.input_ids");
-  const nn::BertOutput r =
+  const models::BertOutput r =
       (*model)(ids, {.attention_mask = gold("bert.attention_mask"), .token_type_ids = gold("bert.token_type_ids")});
   EXPECT_LT(max_diff(r.last_hidden_state.data(), gold("bert.hidden_states.2")), 1e-12);
   // a tensor missing from such a file is named as the file would have it
@@ -173,12 +175,12 @@ TEST(Bert, ReadsTheOriginalReleasesNamesAndSkipsTaskHeads) {
     for (auto& [name, t] : s) name = "bert." + name;
     std::erase_if(s, [](const auto& p) { return p.first == "bert.pooler.dense.bias"; });
   });
-  EXPECT_THAT(error_of([&] { nn::load_hf_bert(*model, missing + "/model.safetensors"); }),
+  EXPECT_THAT(error_of([&] { models::load_hf_bert(*model, missing + "/model.safetensors"); }),
               HasSubstr("tensor 'bert.pooler.dense.bias' is missing"));
 }
 
 TEST(Bert, AnyLayoutOfIdsMasksAndHiddenStatesGivesTheSameNumbers) {
-  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
   model->to(DType::Float64);
   const Tensor ids = gold("bert.input_ids"), types = gold("bert.token_type_ids"), mask = gold("bert.attention_mask");
   const Tensor want = (*model)(ids, {.attention_mask = mask, .token_type_ids = types}).last_hidden_state.data();
@@ -202,18 +204,18 @@ TEST(Bert, AnyLayoutOfIdsMasksAndHiddenStatesGivesTheSameNumbers) {
   // mean_pooling: hidden transposed, mask expanded; a zero-row batch; a 0-dim mask refused
   const Tensor h = gold("bert.hidden_states.2");  // (2, 8, 16)
   const Tensor h_t = h.transpose(1, 2).contiguous().transpose(1, 2);
-  EXPECT_EQ(max_diff(nn::mean_pooling(Variable(h_t), mask).data(), gold("bert.mean_pooling")), 0.0);
+  EXPECT_EQ(max_diff(models::mean_pooling(Variable(h_t), mask).data(), gold("bert.mean_pooling")), 0.0);
   const Tensor ones_row = ones({1, 8}, DType::Int64).expand({2, 8});
-  EXPECT_EQ(max_diff(nn::mean_pooling(Variable(h), ones_row).data(), mean(h, {1})), 0.0);
-  EXPECT_EQ(nn::mean_pooling(Variable(zeros({0, 8, 16}, DType::Float64)), zeros({0, 8}, DType::Int64)).shape(),
+  EXPECT_EQ(max_diff(models::mean_pooling(Variable(h), ones_row).data(), mean(h, {1})), 0.0);
+  EXPECT_EQ(models::mean_pooling(Variable(zeros({0, 8, 16}, DType::Float64)), zeros({0, 8}, DType::Int64)).shape(),
             Shape({0, 16}));
-  EXPECT_THROW(nn::mean_pooling(Variable(h), scalar_tensor(1)), ShapeError);
+  EXPECT_THROW(models::mean_pooling(Variable(h), scalar_tensor(1)), ShapeError);
 }
 
 // ---------------------------------------------------------------- GPT-2, the small fixture
 
 TEST(Gpt2, TinyCheckpointMatchesTransformersInFloat64) {
-  auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  auto model = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
   EXPECT_TRUE(model->head.weight.impl() == model->tok.weight.impl());  // lm_head tied, as in the config
   EXPECT_EQ(model->options.gelu_approximate, "tanh");
   model->to(DType::Float64);
@@ -221,7 +223,7 @@ TEST(Gpt2, TinyCheckpointMatchesTransformersInFloat64) {
 }
 
 TEST(Gpt2, GreedyGenerationMatchesTransformers) {
-  auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  auto model = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
   model->to(DType::Float64);
   const Tensor prompt = gold("gpt2.input_ids").narrow(0, 0, 1).narrow(1, 0, 4).contiguous();
   const Tensor out = model->generate(prompt, 6, /*temperature=*/0.0);
@@ -235,7 +237,7 @@ TEST(Gpt2, ReadsGPT2ModelNamesWithoutPrefixAndOldMaskBuffers) {
     s.emplace_back("h.0.attn.bias", ones({1, 1, 12, 12}));
     s.emplace_back("h.0.attn.masked_bias", scalar_tensor(-1e4));
   });
-  auto model = nn::gpt2_from_pretrained(dir);
+  auto model = models::gpt2_from_pretrained(dir);
   model->to(DType::Float64);
   EXPECT_LT(max_diff((*model)(gold("gpt2.input_ids")).data(), gold("gpt2.logits")), 1e-12);
 }
@@ -245,9 +247,9 @@ TEST(Gpt2, AConfigWithExactGeluLoadsAndRunsExactGelu) {
   // and the loader then refused the model it had built; now the model loads with exact GELU.
   const std::string dir = edited_copy(
       "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["activation_function"] = "gelu"; });
-  auto exact = nn::gpt2_from_pretrained(dir);
+  auto exact = models::gpt2_from_pretrained(dir);
   EXPECT_EQ(exact->options.gelu_approximate, "none");
-  auto tanh_model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  auto tanh_model = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
   exact->to(DType::Float64), tanh_model->to(DType::Float64);
   const Tensor ids = gold("gpt2.input_ids");
   // the same weights; the two GELUs differ by at most about 1e-3, so the logits are close, not equal
@@ -255,16 +257,16 @@ TEST(Gpt2, AConfigWithExactGeluLoadsAndRunsExactGelu) {
   EXPECT_GT(d, 0.0);
   EXPECT_LT(d, 1e-2);
   // a model built by hand still has to say tanh to load_hf_gpt2
-  EXPECT_THAT(error_of([&] { nn::load_hf_gpt2(*exact, dir + "/model.safetensors"); }),
+  EXPECT_THAT(error_of([&] { models::load_hf_gpt2(*exact, dir + "/model.safetensors"); }),
               HasSubstr("use gpt2_from_pretrained, which builds the activation config.json names"));
 }
 
 TEST(Gpt2, ConvOneDWeightsAreTransposedAndSplit) {
   // w_q's row r is c_attn's column r; w_k's row r is column d + r.
-  auto model = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  auto model = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
   const Tensor c_attn =
       load_safetensors(kGolden + "/tiny_gpt2/model.safetensors").find("transformer.h.1.attn.c_attn.weight");
-  const auto& attn = model->blocks.at<nn::GPTBlock>(1).attn;
+  const auto& attn = model->blocks.at<models::GPTBlock>(1).attn;
   EXPECT_EQ(max_diff(attn.w_q.weight.data(), c_attn.narrow(1, 0, 16).transpose(0, 1)), 0.0);
   EXPECT_EQ(max_diff(attn.w_k.weight.data(), c_attn.narrow(1, 16, 16).transpose(0, 1)), 0.0);
   EXPECT_EQ(max_diff(attn.w_v.weight.data(), c_attn.narrow(1, 32, 16).transpose(0, 1)), 0.0);
@@ -274,10 +276,10 @@ TEST(Gpt2, ConvOneDWeightsAreTransposedAndSplit) {
 
 TEST(Pretrained, SavedInHuggingFaceLayoutLoadsBackAndInTransformers) {
   const std::string dir = temp_path("hf");
-  auto bert = nn::bert_from_pretrained(kGolden + "/tiny_bert");
-  auto gpt = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
-  nn::save_hf_bert(*bert, dir + "/bert");
-  nn::save_hf_gpt2(*gpt, dir + "/gpt2");
+  auto bert = models::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto gpt = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  models::save_hf_bert(*bert, dir + "/bert");
+  models::save_hf_gpt2(*gpt, dir + "/gpt2");
   // The files hold exactly the names and shapes transformers wrote.
   for (const char* m : {"bert", "gpt2"}) {
     const SafeTensors ours = load_safetensors(dir + "/" + m + "/model.safetensors");
@@ -289,8 +291,8 @@ TEST(Pretrained, SavedInHuggingFaceLayoutLoadsBackAndInTransformers) {
     }
   }
   // Loaded back by minigrad: the same numbers.
-  auto bert2 = nn::bert_from_pretrained(dir + "/bert");
-  auto gpt2 = nn::gpt2_from_pretrained(dir + "/gpt2");
+  auto bert2 = models::bert_from_pretrained(dir + "/bert");
+  auto gpt2 = models::gpt2_from_pretrained(dir + "/gpt2");
   const Tensor ids = gold("bert.input_ids"), types = gold("bert.token_type_ids");
   EXPECT_EQ(max_diff((*bert2)(ids, {.token_type_ids = types}).last_hidden_state.data(),
                      (*bert)(ids, {.token_type_ids = types}).last_hidden_state.data()),
@@ -316,64 +318,64 @@ TEST(Pretrained, SavedInHuggingFaceLayoutLoadsBackAndInTransformers) {
 
 TEST(Pretrained, AnUntiedGpt2HeadIsSavedAndLoadedAsItsOwnMatrix) {
   Generator gen(5);
-  nn::GPT model(
+  models::GPT model(
       30, 8,
       {.d_model = 8, .nhead = 2, .num_layers = 1, .tie_weights = false, .gelu_approximate = "tanh", .head_bias = false},
       gen);
   const std::string dir = temp_path("untied");
-  nn::save_hf_gpt2(model, dir);
+  models::save_hf_gpt2(model, dir);
   const SafeTensors f = load_safetensors(dir + "/model.safetensors");
   ASSERT_TRUE(f.find("lm_head.weight").defined());
   nlohmann::json config;
   std::ifstream(dir + "/config.json") >> config;
   EXPECT_EQ(config["tie_word_embeddings"], false);
-  auto back = nn::gpt2_from_pretrained(dir);
+  auto back = models::gpt2_from_pretrained(dir);
   EXPECT_FALSE(back->head.weight.impl() == back->tok.weight.impl());
   EXPECT_EQ(max_diff(back->head.weight.data(), model.head.weight.data()), 0.0);
   const Tensor ids = from_vector<int64_t>({1, 5, 29, 3}, {1, 4});
   EXPECT_EQ(max_diff((*back)(ids).data(), model(ids).data()), 0.0);
   // and a GPT whose head has a bias cannot be written as GPT-2
-  nn::GPT biased(30, 8, {.d_model = 8, .nhead = 2, .num_layers = 1}, gen);
-  EXPECT_THAT(error_of([&] { nn::save_hf_gpt2(biased, temp_path("biased")); }), HasSubstr("head has a bias"));
+  models::GPT biased(30, 8, {.d_model = 8, .nhead = 2, .num_layers = 1}, gen);
+  EXPECT_THAT(error_of([&] { models::save_hf_gpt2(biased, temp_path("biased")); }), HasSubstr("head has a bias"));
 }
 
 // ---------------------------------------------------------------- bad checkpoints and configs
 
 TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged) {
-  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
   const auto before = snapshot(*model);
   const std::string missing = edited_copy("tiny_bert", [](StateDict& s) {
     std::erase_if(s, [](const auto& p) { return p.first == "encoder.layer.1.attention.self.key.weight"; });
   });
-  std::string e = error_of([&] { nn::load_hf_bert(*model, missing + "/model.safetensors"); });
+  std::string e = error_of([&] { models::load_hf_bert(*model, missing + "/model.safetensors"); });
   EXPECT_THAT(e, HasSubstr("'encoder.layer.1.attention.self.key.weight' is missing"));
   EXPECT_THAT(e, HasSubstr("encoder.layer.1.self_attn.w_k.weight"));
   EXPECT_THAT(e, HasSubstr(missing));
   const std::string extra =
       edited_copy("tiny_bert", [](StateDict& s) { s.emplace_back("encoder.layer.7.foo", ones({2})); });
-  e = error_of([&] { nn::load_hf_bert(*model, extra + "/model.safetensors"); });
+  e = error_of([&] { models::load_hf_bert(*model, extra + "/model.safetensors"); });
   EXPECT_THAT(e, HasSubstr("the model does not have: encoder.layer.7.foo"));
   const std::string shaped = edited_copy("tiny_bert", [](StateDict& s) {
     for (auto& [n, t] : s)
       if (n == "encoder.layer.0.intermediate.dense.weight") t = zeros({31, 16});
   });
-  e = error_of([&] { nn::load_hf_bert(*model, shaped + "/model.safetensors"); });
+  e = error_of([&] { models::load_hf_bert(*model, shaped + "/model.safetensors"); });
   EXPECT_THAT(e, HasSubstr("'encoder.layer.0.intermediate.dense.weight' has shape (31, 16)"));
   EXPECT_THAT(e, HasSubstr("needs (32, 16)"));
   EXPECT_EQ(snapshot(*model), before);
   // A GPT-2 c_attn of the wrong width, and a config whose sizes do not match the file.
-  auto gpt = nn::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
+  auto gpt = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
   const auto gpt_before = snapshot(*gpt);
   const std::string attn = edited_copy("tiny_gpt2", [](StateDict& s) {
     for (auto& [n, t] : s)
       if (n == "transformer.h.1.attn.c_attn.weight") t = zeros({16, 32});
   });
-  e = error_of([&] { nn::load_hf_gpt2(*gpt, attn + "/model.safetensors"); });
+  e = error_of([&] { models::load_hf_gpt2(*gpt, attn + "/model.safetensors"); });
   EXPECT_THAT(e, HasSubstr("'transformer.h.1.attn.c_attn.weight' has shape (16, 32)"));
   EXPECT_EQ(snapshot(*gpt), gpt_before);
   const std::string config = edited_copy(
       "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_embd"] = 32; });
-  e = error_of([&] { nn::gpt2_from_pretrained(config); });
+  e = error_of([&] { models::gpt2_from_pretrained(config); });
   EXPECT_THAT(e,
               HasSubstr("'transformer.wte.weight' has shape (400, 16), but the model's 'tok.weight' needs (400, 32)"));
 }
@@ -381,45 +383,46 @@ TEST(Pretrained, MissingExtraOrMisShapedTensorsAreRefusedAndTheModelIsUnchanged)
 TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
   const std::string act = edited_copy(
       "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_act"] = "gelu_new"; });
-  std::string e = error_of([&] { nn::bert_from_pretrained(act); });
+  std::string e = error_of([&] { models::bert_from_pretrained(act); });
   EXPECT_THAT(e, HasSubstr("config.json"));
   EXPECT_THAT(e, HasSubstr("hidden_act must be \"gelu\" or \"relu\", got \"gelu_new\""));
   const std::string eps = edited_copy(
       "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_epsilon"] = "1e-5"; });
-  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(eps); }),
+  EXPECT_THAT(error_of([&] { models::gpt2_from_pretrained(eps); }),
               HasSubstr("field \"layer_norm_epsilon\" should be a number, got \"1e-5\""));
   const std::string tie = edited_copy(
       "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["tie_word_embeddings"] = "yes"; });
-  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(tie); }),
+  EXPECT_THAT(error_of([&] { models::gpt2_from_pretrained(tie); }),
               HasSubstr("field \"tie_word_embeddings\" should be true or false"));
   const std::string no_layers = edited_copy(
       "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c.erase("num_hidden_layers"); });
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(no_layers); }), HasSubstr("has no field \"num_hidden_layers\""));
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained(no_layers); }),
+              HasSubstr("has no field \"num_hidden_layers\""));
   const std::string typed = edited_copy(
       "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["hidden_size"] = "16"; });
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(typed); }),
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained(typed); }),
               HasSubstr("field \"hidden_size\" should be a whole number, got \"16\""));
   const std::string gpt_as_bert = edited_copy(
       "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["model_type"] = "gpt2"; });
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(gpt_as_bert); }), HasSubstr("expected model_type \"bert\""));
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained(gpt_as_bert); }), HasSubstr("expected model_type \"bert\""));
   const std::string heads = edited_copy(
       "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_attention_heads"] = 3; });
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(heads); }),
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained(heads); }),
               HasSubstr("hidden_size 16 must divide by num_attention_heads 3"));
   const std::string inner = edited_copy(
       "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_inner"] = 8; });
-  EXPECT_THAT(error_of([&] { nn::gpt2_from_pretrained(inner); }), HasSubstr("n_inner 8 is not supported"));
+  EXPECT_THAT(error_of([&] { models::gpt2_from_pretrained(inner); }), HasSubstr("n_inner 8 is not supported"));
   // BERT's layer_norm_eps is checked as GPT-2's layer_norm_epsilon is (it was accepted, then NaN)
   const std::string bert_eps = edited_copy(
       "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["layer_norm_eps"] = -1; });
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(bert_eps); }),
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained(bert_eps); }),
               HasSubstr("layer_norm_eps must be finite and positive, got -1"));
   // 2^40 layers: refused before anything is built, naming the fields and the bytes (it allocated
   // until the system killed the process)
   const std::string deep_bert = edited_copy(
       "tiny_bert", [](StateDict&) {}, [](nlohmann::json& c) { c["num_hidden_layers"] = int64_t{1} << 40; });
   try {
-    nn::bert_from_pretrained(deep_bert);
+    models::bert_from_pretrained(deep_bert);
     ADD_FAILURE() << "no error";
   } catch (const MemoryError& e) {
     EXPECT_THAT(e.what(), HasSubstr("config.json: BertModel: a model of num_hidden_layers=1099511627776"));
@@ -428,21 +431,21 @@ TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
   const std::string deep_gpt = edited_copy(
       "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["n_layer"] = int64_t{1} << 40; });
   try {
-    nn::gpt2_from_pretrained(deep_gpt);
+    models::gpt2_from_pretrained(deep_gpt);
     ADD_FAILURE() << "no error";
   } catch (const MemoryError& e) {
     EXPECT_THAT(e.what(), HasSubstr("GPT: a model of num_layers=1099511627776"));
   }
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained("/nonexistent/folder"); }),
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained("/nonexistent/folder"); }),
               HasSubstr("cannot open /nonexistent/folder/config.json"));
   const std::string not_json = temp_path("notjson");
   fs::create_directories(not_json);
   std::ofstream(not_json + "/config.json") << "{ hidden_size: ";
-  EXPECT_THAT(error_of([&] { nn::bert_from_pretrained(not_json); }), HasSubstr("is not valid JSON"));
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained(not_json); }), HasSubstr("is not valid JSON"));
 }
 
 TEST(Pretrained, TooLongOrMalformedInputsAreShapeErrors) {
-  auto model = nn::bert_from_pretrained(kGolden + "/tiny_bert");
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
   // BertModel's errors name BertModel (the call the user made), not the BertEmbeddings inside it
   EXPECT_THAT(error_of([&] {
                 (*model)(zeros({1, 13}, DType::Int64));
@@ -498,21 +501,21 @@ class MiniLM : public testing::Test {
 
 TEST_F(MiniLM, SentenceEmbeddingsMatchSentenceTransformers) {
   const SafeTensors g = load_safetensors(kGolden + "/minilm_golden.safetensors");
-  auto model = nn::bert_from_pretrained(folder);
+  auto model = models::bert_from_pretrained(folder);
   EXPECT_EQ(model->num_parameters(), 22713216);  // 22.7 M, as the model card says (with the pooler)
   const Tensor ids = g.find("input_ids"), mask = g.find("attention_mask");
-  const nn::BertOutput r = (*model)(ids, {.attention_mask = mask});
-  const Variable pooled = nn::mean_pooling(r.last_hidden_state, mask);
+  const models::BertOutput r = (*model)(ids, {.attention_mask = mask});
+  const Variable pooled = models::mean_pooling(r.last_hidden_state, mask);
   const Tensor emb = pooled.data() / sqrt(sum(pooled.data() * pooled.data(), {1}, true));
   EXPECT_LT(max_diff(emb, g.find("embeddings")), 1e-5);
 }
 
 TEST_F(MiniLM, EveryLayersHiddenStatesMatchTransformers) {
   const SafeTensors g = load_safetensors(kGolden + "/minilm_golden.safetensors");
-  auto model = nn::bert_from_pretrained(folder);
+  auto model = models::bert_from_pretrained(folder);
   const Tensor expected = g.find("hidden_states.0");  // (7, T, 384): the first sentence, unpadded
   const int64_t T = expected.size(1);
-  const nn::BertOutput r = (*model)(g.find("input_ids").narrow(0, 0, 1).narrow(1, 0, T).contiguous());
+  const models::BertOutput r = (*model)(g.find("input_ids").narrow(0, 0, 1).narrow(1, 0, T).contiguous());
   ASSERT_EQ(r.hidden_states.size(), 7u);
   for (int64_t l = 0; l < 7; ++l)
     EXPECT_LT(max_diff(r.hidden_states[l].data().reshape({T, 384}), expected.narrow(0, l, 1).reshape({T, 384})), 1e-4)

@@ -30,14 +30,14 @@ residual_stream::Config small_config(uint64_t seed = 0) {
 struct Trained {
   residual_stream::Config c;
   residual_stream::Data d;
-  nn::GPT m;
+  models::GPT m;
   Tensor x, y;
 };
 
 Trained trained(uint64_t seed = 0) {
   const residual_stream::Config c = small_config(seed);
   residual_stream::Data d = residual_stream::load_data(c);
-  nn::GPT m = residual_stream::train(d, c);
+  models::GPT m = residual_stream::train(d, c);
   auto [x, y] = residual_stream::eval_set(d, c);
   return {c, std::move(d), std::move(m), x, y};
 }
@@ -99,7 +99,7 @@ TEST_F(ResidualStream, TakingKeyZeroAwayIsMaskingItForThatHead) {
       const residual_stream::Stream masked = residual_stream::run_stream(
           t.m, x, [&](size_t l, const Tensor& in, const Tensor& out, const Tensor&, const Tensor&) -> Tensor {
             if (l != layer) return out;
-            const auto& attn = t.m.blocks.at<nn::GPTBlock>(l).attn;
+            const auto& attn = t.m.blocks.at<models::GPTBlock>(l).attn;
             return attn(Variable(in), nn::AttentionForwardOptions{.attn_mask = mask, .is_causal = true}).output.data();
           });
       EXPECT_LT((edited.logits - masked.logits).abs().max().item(), 1e-4) << layer << "." << head;

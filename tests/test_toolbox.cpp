@@ -344,8 +344,8 @@ TEST(Toolbox, SequentialTakesAnyModuleWithAForward) {
 
 TEST(Toolbox, SummaryTableAsTorchinfo) {
   Generator g(1);
-  nn::GPT gpt(20, 8, {.d_model = 16, .nhead = 2, .num_layers = 2, .tie_weights = true}, g);
-  gpt.blocks.at<nn::GPTBlock>(1).ln_1.weight.set_requires_grad(false);  // a frozen parameter
+  models::GPT gpt(20, 8, {.d_model = 16, .nhead = 2, .num_layers = 2, .tie_weights = true}, g);
+  gpt.blocks.at<models::GPTBlock>(1).ln_1.weight.set_requires_grad(false);  // a frozen parameter
   const std::string t = nn::summary(gpt, {{2, 8}}, DType::Int64);
   EXPECT_THAT(t, testing::HasSubstr("tok (Embedding)"));
   EXPECT_THAT(t, testing::HasSubstr("(2, 8, 16)"));

@@ -157,7 +157,7 @@ TEST(Transformer, GradcheckOfWholeLayers) {
   leaves.push_back(mem);
   GradcheckResult r = gradcheck([&] { return dec(tgt, mem, {.is_causal = true}); }, leaves);
   EXPECT_TRUE(r.ok) << r.message;
-  nn::GPTBlock block(4, 2);
+  models::GPTBlock block(4, 2);
   block.to(DType::Float64);
   Variable x(rnd({2, 3, 4}, 5), true);
   leaves = block.parameters();
@@ -168,7 +168,7 @@ TEST(Transformer, GradcheckOfWholeLayers) {
 
 TEST(Transformer, GPTModel) {
   Generator g(1);
-  nn::GPT gpt(11, 6, {.d_model = 8, .nhead = 2, .num_layers = 2}, g);
+  models::GPT gpt(11, 6, {.d_model = 8, .nhead = 2, .num_layers = 2}, g);
   EXPECT_EQ(gpt.named_parameters()[2].first, "blocks.0.ln_1.weight");
   Tensor ids = randint(0, 11, {3, 6}, g);
   EXPECT_EQ(gpt(ids).shape(), (Shape{3, 6, 11}));
@@ -187,7 +187,7 @@ TEST(Transformer, GPTModel) {
 
 TEST(Transformer, GPTBlockIsCausal) {
   // Changing a later token must not change an earlier position's output.
-  nn::GPTBlock block(8, 2);
+  models::GPTBlock block(8, 2);
   Tensor x = rnd({1, 4, 8}, 6).to(DType::Float32);
   Tensor y = block(Variable(x)).data();
   Tensor x2 = x.clone();
@@ -201,7 +201,7 @@ TEST(Transformer, GPTBlockIsCausal) {
 // sees fc's own output, and the block computes the same bits with and without one, gradients too.
 TEST(Transformer, GPTBlockMlpWithAHookOnFc) {
   Generator g(3);
-  nn::GPTBlock block(8, 2, {}, g);
+  models::GPTBlock block(8, 2, {}, g);
   const Tensor x = rnd({2, 4, 8}, 7).to(DType::Float32);
   auto run = [&] {
     block.zero_grad();
@@ -226,16 +226,16 @@ TEST(Transformer, GPTBlockMlpWithAHookOnFc) {
 
 namespace {
 // A GPT big enough that the fused kernel's 64-row query blocks and BLAS's edge cases both matter.
-std::unique_ptr<nn::GPT> decoding_model(DType dt) {
+std::unique_ptr<models::GPT> decoding_model(DType dt) {
   Generator g(7);
-  auto gpt = std::make_unique<nn::GPT>(23, 80, nn::GPTOptions{.d_model = 32, .nhead = 4, .num_layers = 2}, g);
+  auto gpt = std::make_unique<models::GPT>(23, 80, models::GPTOptions{.d_model = 32, .nhead = 4, .num_layers = 2}, g);
   gpt->to(dt);
   gpt->eval();
   return gpt;
 }
 
 // Logits of the last position of the window ids[:, start:end], computed without a cache: (B, vocab).
-Tensor window_logits(const nn::GPT& gpt, const Tensor& ids, int64_t start, int64_t end) {
+Tensor window_logits(const models::GPT& gpt, const Tensor& ids, int64_t start, int64_t end) {
   const Tensor l = gpt(ids.narrow(1, start, end - start).contiguous()).data();
   return l.narrow(1, l.size(1) - 1, 1).reshape({ids.size(0), gpt.vocab_size});
 }
@@ -245,11 +245,11 @@ TEST(Generate, CachedLogitsEqualTheWholeWindow) {
   for (DType dt : {DType::Float64, DType::Float32}) {
     SCOPED_TRACE(dtype_name(dt));
     const auto model = decoding_model(dt);
-    const nn::GPT& gpt = *model;
+    const models::GPT& gpt = *model;
     Generator g(3);
     const Tensor ids = randint(0, 23, {2, 80}, g);
     NoGradGuard no_grad;
-    nn::GPTCache cache;
+    models::GPTCache cache;
     // A prompt of 5 tokens, then one token per step up to the full context (past the 64-row block).
     Tensor l = gpt(ids.narrow(1, 0, 5).contiguous(), &cache).data();
     EXPECT_EQ(cache.size(), 5);
@@ -271,11 +271,11 @@ TEST(Generate, CachedLogitsEqualTheWholeWindow) {
 TEST(Generate, CachedBlockOfTokensAfterEarlierOnes) {
   // Several new tokens after cached ones take the composed path with the shifted causal mask.
   const auto model = decoding_model(DType::Float64);
-  const nn::GPT& gpt = *model;
+  const models::GPT& gpt = *model;
   Generator g(4);
   const Tensor ids = randint(0, 23, {3, 40}, g);
   NoGradGuard no_grad;
-  nn::GPTCache cache;
+  models::GPTCache cache;
   gpt(ids.narrow(1, 0, 10).contiguous(), &cache);
   const Tensor l = gpt(ids.narrow(1, 10, 30).contiguous(), &cache).data();  // positions 10..39
   expect_close(l, gpt(ids).data().narrow(1, 10, 30), 1e-12, 1e-12);
@@ -344,7 +344,7 @@ TEST(Generate, SameTokensWithAndWithoutTheCache) {
   for (DType dt : {DType::Float64, DType::Float32}) {
     SCOPED_TRACE(dtype_name(dt));
     const auto model = decoding_model(dt);
-    const nn::GPT& gpt = *model;
+    const models::GPT& gpt = *model;
     Generator g(6);
     const Tensor prompt = randint(0, 23, {2, 3}, g);
     // 100 new tokens: past the context of 80, so the window slides for the last 23 steps.
@@ -361,7 +361,7 @@ TEST(Generate, SameTokensWithAndWithoutTheCache) {
 
 TEST(Generate, TopKAndTemperatureSelectAsDocumented) {
   const auto model = decoding_model(DType::Float64);
-  const nn::GPT& gpt = *model;
+  const models::GPT& gpt = *model;
   const Tensor prompt = zeros({1, 1}, DType::Int64);
   // top_k = 1 is the most likely token, like temperature 0, whatever the draws.
   Generator g1(1), g2(2);

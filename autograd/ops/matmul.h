@@ -13,7 +13,7 @@ Variable matmul(const Variable& a, const Variable& b);
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
 /// gelu(linear(x, weight, bias), approximate) as one op: the same numbers, bit for bit, with a
 /// backward that computes GELU's derivative, the bias gradient and (under autocast) the bfloat16
-/// gradient operand in one pass instead of three. nn::GPT's MLP uses it.
+/// gradient operand in one pass instead of three. models::GPT's MLP uses it.
 Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
                      const std::string& approximate = "none");
 

@@ -1,5 +1,5 @@
 // bench/gpt: training-step time of the GPT in bench/torch_gpt_ref.py (PyTorch), built from
-// minigrad's nn modules (nn::GPT): token + position embeddings, pre-LN blocks (causal multi-head
+// minigrad's nn modules (models::GPT): token + position embeddings, pre-LN blocks (causal multi-head
 // attention, GELU MLP 4x), final LayerNorm, untied head, AdamW(lr 3e-4), random tokens.
 //
 //   bench_gpt --vocab 65 --ctx 64 --d 128 --heads 4 --layers 4 --batch 32 --steps 20 --threads 2 [--bf16]
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
   }
   set_num_threads(threads);
   Generator g(0);
-  nn::GPT m(vocab, ctx, {.d_model = d, .nhead = heads, .num_layers = layers}, g);
+  models::GPT m(vocab, ctx, {.d_model = d, .nhead = heads, .num_layers = layers}, g);
   optim::AdamW opt(m.parameters(), {.lr = 3e-4});
   const Tensor x0 = randint(0, vocab, {batch, ctx}, g), y0 = randint(0, vocab, {batch, ctx}, g);
   const Tensor x = x0.narrow(0, rank * (batch / world), batch / world),

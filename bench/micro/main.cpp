@@ -209,7 +209,7 @@ void BM_attention_composed_fwd_bwd(benchmark::State& st) { attention(st, false);
 BENCHMARK(BM_attention_fused_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_attention_composed_fwd_bwd)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// The parts of a LLaMA-style block (nn/llama.h, nn/attention.h), forward + backward on the same
+// The parts of a LLaMA-style block (nn/transformer.h, nn/attention.h), forward + backward on the same
 // shapes: RMSNorm over (N, d); rotary embedding of the queries (B, H, T, d/H) (half-split, the
 // angles of positions 0..T-1); the SwiGLU MLP d -> 8d/3 -> d; causal grouped-query attention with
 // H/2 key/value heads.
@@ -314,7 +314,7 @@ void BM_generate_500(benchmark::State& st) {
   const bool cached = st.range(0) == 1;
   st.SetLabel(cached ? "KV cache" : "no cache");
   Generator g(0);
-  nn::GPT gpt(65, 512, {.d_model = 128, .nhead = 4, .num_layers = 4}, g);
+  models::GPT gpt(65, 512, {.d_model = 128, .nhead = 4, .num_layers = 4}, g);
   gpt.eval();
   const Tensor prompt = zeros({1, 1}, DType::Int64);
   for (auto _ : st) {

@@ -61,15 +61,15 @@ using char_text::Data;
 using char_text::Vocab;
 Data load_data(const Config& c) { return char_text::load_data(c.data, c.context, "char_gpt"); }
 
-// The model is nn::GPT (nn/gpt.h): token + position embeddings, GPTBlocks (causal
+// The model is models::GPT (models/gpt.h): token + position embeddings, GPTBlocks (causal
 // multi-head attention + GELU MLP, pre-LN), a final LayerNorm and a linear head.
-nn::GPTOptions gpt_options(const Config& c) { return {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers}; }
+models::GPTOptions gpt_options(const Config& c) { return {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers}; }
 
-Variable loss_on(const nn::GPT& m, const Tensor& x, const Tensor& y) {
+Variable loss_on(const models::GPT& m, const Tensor& x, const Tensor& y) {
   return cross_entropy(reshape(m(x), {-1, m.head.out_features}), y.reshape({-1}));
 }
 
-double val_loss(const nn::GPT& m, const Data& d, const Config& c) {
+double val_loss(const models::GPT& m, const Data& d, const Config& c) {
   NoGradGuard no_grad;
   AutocastGuard guard(c.bf16);
   double s = 0;
@@ -107,11 +107,11 @@ std::string explorer_label(char ch) {
 // Telemetry on 4 windows of validation text, its first 32 characters drawn (pattern_length), and
 // for the induction, copying and ICL scores 4 random spans of T / 2 characters repeated twice.
 // The sizes keep a recording near one training step of work and telemetry.json a few MB.
-inspect::Telemetry make_telemetry(nn::GPT& m, const Data& d, const Config& c) {
+inspect::Telemetry make_telemetry(models::GPT& m, const Data& d, const Config& c) {
   const Tensor probe = val_probe(d, c, 4);
   std::vector<std::string> labels;
   for (int64_t t = 0; t < probe.size(1); ++t) labels.push_back(explorer_label(d.vocab.chars[probe.data<int64_t>()[t]]));
-  const nn::GPT* model = &m;
+  const models::GPT* model = &m;
   auto logits = [model](const Tensor& ids) { return (*model)(ids); };
   return inspect::Telemetry(m, [model](const Tensor& ids) { (*model)(ids); },
                             {.vocab = d.vocab.size(),
@@ -130,7 +130,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // AdamW steps start+1 ... last, with gradient clipping and the schedule; a checkpoint every
 // ckpt_every steps and at the end. Each step's batch depends only on (seed, step), so a resumed
 // run sees exactly the batches the uninterrupted one would have.
-History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c,
+History train(models::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const Data& d, const Config& c,
               int64_t start, const std::string& ckpt, const std::function<double(double)>& after_backward = {}) {
   History h;
   inspect::Telemetry tel = make_telemetry(m, d, c);
@@ -176,9 +176,9 @@ History train(nn::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, const
   return h;
 }
 
-// Continue `prompt` by sampling with GPT::generate (nn/gpt.h): logits / temperature, keep the
+// Continue `prompt` by sampling with GPT::generate (models/gpt.h): logits / temperature, keep the
 // top_k, softmax, draw; each layer's keys and values are cached, so a step runs one character.
-std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator& g) {
+std::string sample(const models::GPT& m, const Vocab& v, const Config& c, Generator& g) {
   MG_CHECK(!c.prompt.empty(), ValueError, "char_gpt: the prompt must have at least one character to continue");
   std::vector<int64_t> ids;
   for (unsigned char ch : c.prompt) ids.push_back(v.id[ch] >= 0 ? v.id[ch] : 0);
@@ -192,10 +192,10 @@ std::string sample(const nn::GPT& m, const Vocab& v, const Config& c, Generator&
 
 // What each head does, measured (inspect/head_scores.h): previous-token and first-token scores on
 // validation text, and the induction score on random characters repeated twice.
-std::vector<inspect::HeadScore> label_heads(const nn::GPT& m, const Data& d, const Config& c) {
+std::vector<inspect::HeadScore> label_heads(const models::GPT& m, const Data& d, const Config& c) {
   const Tensor probe = val_probe(d, c, 8);
   return inspect::score_heads(
-      const_cast<nn::GPT&>(m), [&](const Tensor& ids) { m(ids); }, probe, d.vocab.size());
+      const_cast<models::GPT&>(m), [&](const Tensor& ids) { m(ids); }, probe, d.vocab.size());
 }
 
 std::string score_table(const std::vector<inspect::HeadScore>& scores) {
@@ -210,8 +210,8 @@ std::string score_table(const std::vector<inspect::HeadScore>& scores) {
 // runs/char_gpt/index.html: the loss curves, the sample, each head's scores, and every head's
 // attention on the sample's first characters (at most 24, and no more than the context) as a
 // layers x heads grid labelled by the scores.
-std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const History& h, const std::string& sampled,
-                         const std::vector<inspect::HeadScore>& scores) {
+std::string write_report(const models::GPT& m, const Data& d, const Config& c, const History& h,
+                         const std::string& sampled, const std::vector<inspect::HeadScore>& scores) {
   viz::Report rep(c.out, "char_gpt: a character-level GPT",
                   "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
   rep.add_svg("loss.svg",
@@ -219,7 +219,7 @@ std::string write_report(const nn::GPT& m, const Data& d, const Config& c, const
                                   "step", "cross-entropy"),
               "Training and validation loss (nats per character).");
   rep.add_note("Sample:\n" + sampled, true);
-  inspect::AttentionCapture cap(const_cast<nn::GPT&>(m));
+  inspect::AttentionCapture cap(const_cast<models::GPT&>(m));
   const std::string shown = sampled.substr(0, std::min<size_t>({24, sampled.size(), static_cast<size_t>(c.context)}));
   std::vector<int64_t> pids;
   std::vector<std::string> labels;
@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
       set_num_threads(c.threads > 0 ? c.threads : std::max<int>(1, get_num_threads() / c.world));
     const Data d = load_data(c);
     Generator g(c.seed);
-    nn::GPT m(d.vocab.size(), c.context, gpt_options(c), g);
+    models::GPT m(d.vocab.size(), c.context, gpt_options(c), g);
     optim::AdamW opt(m.parameters(), {.lr = c.lr});
     optim::WarmupCosineLR sched(opt, std::max(1, c.steps / 20), c.steps, 0.1);
     std::filesystem::create_directories(c.out);

@@ -1,7 +1,7 @@
 // gpt2_generate: text from OpenAI's GPT-2, run by minigrad. "Is the GPT here the real thing?"
 //
 // Hugging Face's GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) is read
-// into nn::GPT (nn/pretrained.h: the Conv1D weights transposed, c_attn split into W_Q, W_K, W_V,
+// into models::GPT (models/pretrained.h: the Conv1D weights transposed, c_attn split into W_Q, W_K, W_V,
 // lm_head tied to the token embedding) and data::GPT2Tokenizer (data/bpe.h: byte-level BPE). The
 // prompt becomes token ids, GPT::generate continues them (top-k sampling with a temperature, or
 // greedy with temperature 0; the KV cache makes each new token one step), and the ids become text.
@@ -57,7 +57,7 @@ struct Generation {
 inline Generation generate(const Config& c) {
   const std::string tok_dir = c.tokenizer.empty() ? c.model : c.tokenizer;
   const data::GPT2Tokenizer tok = data::GPT2Tokenizer::from_files(tok_dir + "/vocab.json", tok_dir + "/merges.txt");
-  const std::unique_ptr<nn::GPT> model = nn::gpt2_from_pretrained(c.model);
+  const std::unique_ptr<models::GPT> model = models::gpt2_from_pretrained(c.model);
   MG_CHECK(tok.vocab_size() <= model->vocab_size, ValueError,
            "gpt2_generate: the tokenizer has {} tokens, more than the model's {}", tok.vocab_size(), model->vocab_size);
   Generation g;

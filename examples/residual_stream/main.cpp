@@ -54,9 +54,9 @@ inline Data load_data(const Config& c) { return char_text::load_data(c.data, c.c
 
 /// char_gpt's training, step for step: AdamW, warm-up then cosine, clipping at 1, the batch of
 /// each step drawn from (seed, step). The same flags give char_gpt's weights.
-inline nn::GPT train(const Data& d, const Config& c) {
+inline models::GPT train(const Data& d, const Config& c) {
   Generator g(c.seed);
-  nn::GPT m(d.vocab.size(), c.context, {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers}, g);
+  models::GPT m(d.vocab.size(), c.context, {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers}, g);
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   optim::WarmupCosineLR sched(opt, std::max(1, c.steps / 20), c.steps, 0.1);
   viz::ProgressBar bar(c.steps, "train");
@@ -94,17 +94,17 @@ struct Stream {
   Tensor logits;                   // (B, T, vocab)
 };
 
-/// GPT::forward written out block by block (nn/gpt.cpp), keeping every part it adds:
+/// GPT::forward written out block by block (models/gpt.cpp), keeping every part it adds:
 ///   x_0 = tok(ids) + pos(t);  x += attn_l(ln_1(x));  x += proj(gelu(fc(ln_2(x))));  logits = head(ln_f(x)).
 /// `edit`, when set, replaces what each attention layer adds.
-inline Stream run_stream(nn::GPT& m, const Tensor& ids, const AttentionEdit& edit = {}) {
+inline Stream run_stream(models::GPT& m, const Tensor& ids, const AttentionEdit& edit = {}) {
   NoGradGuard no_grad;
   inspect::AttentionCapture capture(m);  // the weights of every layer
   Stream s;
   Variable x = m.tok(ids) + m.pos(arange(0, ids.size(1)));
   s.names.push_back("embedding"), s.parts.push_back(x.data());
   for (size_t l = 0; l < m.blocks.size(); ++l) {
-    const auto& b = m.blocks.at<nn::GPTBlock>(l);
+    const auto& b = m.blocks.at<models::GPTBlock>(l);
     const Variable in = b.ln_1(x);
     Tensor a = b.attn(in, nn::AttentionForwardOptions{.is_causal = true}).output.data();
     const inspect::AttentionCapture::Record& rec = capture.at(fmt::format("blocks.{}.attn", l));
@@ -178,7 +178,7 @@ inline Counted counted_losses(const Data& d, const Tensor& x, const Tensor& y, d
 
 /// The loss of reading the stream after its first k parts through ln_f and the head, for
 /// k = 1 (the direct path: the embedding alone) ... all parts (the model itself).
-inline std::vector<double> logit_lens(nn::GPT& m, const Stream& s, const Tensor& y) {
+inline std::vector<double> logit_lens(models::GPT& m, const Stream& s, const Tensor& y) {
   NoGradGuard no_grad;
   std::vector<double> losses;
   Tensor x = zeros_like(s.parts[0]);
@@ -192,9 +192,9 @@ inline std::vector<double> logit_lens(nn::GPT& m, const Stream& s, const Tensor&
 /// The loss of the paths that see only the current character: the embedding plus what the first
 /// MLP makes of the embedding alone, e + mlp_0(ln_2(e)), skipping layer 0's attention and the
 /// rest. (The direct path is e alone.)
-inline double token_paths_loss(nn::GPT& m, const Stream& s, const Tensor& y) {
+inline double token_paths_loss(models::GPT& m, const Stream& s, const Tensor& y) {
   NoGradGuard no_grad;
-  const auto& b = m.blocks.at<nn::GPTBlock>(0);
+  const auto& b = m.blocks.at<models::GPTBlock>(0);
   const Variable e(s.parts[0]);
   const Variable z = e + b.proj(gelu(b.fc(b.ln_2(e)), b.gelu_approximate));
   return loss_of(m.head(m.ln_f(z)).data(), y);
@@ -202,7 +202,7 @@ inline double token_paths_loss(nn::GPT& m, const Stream& s, const Tensor& y) {
 
 /// Of the positions in x (B, T), the fraction where the direct path's most likely next character
 /// is the bigram's.
-inline double agreement_with_bigram(nn::GPT& m, const Stream& s, const Tensor& x, const Counted& counted) {
+inline double agreement_with_bigram(models::GPT& m, const Stream& s, const Tensor& x, const Counted& counted) {
   NoGradGuard no_grad;
   const auto best = argmax(m.head(m.ln_f(Variable(s.parts[0]))).data(), -1).to_vector<int64_t>();
   const auto xs = x.to_vector<int64_t>();
@@ -218,7 +218,7 @@ inline double agreement_with_bigram(nn::GPT& m, const Stream& s, const Tensor& x
 /// held fixed, x - mean(x) is the sum of (part - mean(part)), so
 ///   head(ln_f(x)) = sum over parts of W (gamma * (part - mean(part)) / sigma)  +  (W beta + b),
 /// exactly. The last entry of the result is that constant term; the entries add up to the model's.
-inline std::vector<double> logit_terms(nn::GPT& m, const Stream& s, const Tensor& y) {
+inline std::vector<double> logit_terms(models::GPT& m, const Stream& s, const Tensor& y) {
   NoGradGuard no_grad;
   const double eps = m.ln_f.eps;
   const Tensor& x = s.final_stream;
@@ -252,13 +252,13 @@ struct FirstToken {
 
 /// What head h of layer l adds to the stream from each key, before weighting: u_j = W_O^h v_j^h,
 /// (B, T, d), where v^h is head h's slice of w_v(ln_1(x)) (inspect::head_value_writes).
-inline Tensor head_writes(nn::GPT& m, size_t l, int64_t h, const Tensor& attn_in) {
+inline Tensor head_writes(models::GPT& m, size_t l, int64_t h, const Tensor& attn_in) {
   NoGradGuard no_grad;
-  return inspect::head_value_writes(m.blocks.at<nn::GPTBlock>(l).attn, Variable(attn_in), h).data();
+  return inspect::head_value_writes(m.blocks.at<models::GPTBlock>(l).attn, Variable(attn_in), h).data();
 }
 
 /// Every head's use of key 0 on the run `s` recorded, in model order.
-inline std::vector<FirstToken> first_token_heads(nn::GPT& m, const Stream& s) {
+inline std::vector<FirstToken> first_token_heads(models::GPT& m, const Stream& s) {
   std::vector<FirstToken> out;
   for (size_t l = 0; l < s.weights.size(); ++l)
     for (int64_t h = 0; h < s.weights[l].size(1); ++h) {
@@ -280,7 +280,7 @@ inline std::vector<FirstToken> first_token_heads(nn::GPT& m, const Stream& s) {
 /// the head's softmax is taken again over its scores with key 0's set to -inf, so its weight goes to
 /// the other keys in proportion to theirs (exact even where the weight on key 0 rounded to 1).
 /// Query 0 has only key 0 and keeps it.
-inline AttentionEdit without_key0(nn::GPT& m, size_t layer, int64_t h) {
+inline AttentionEdit without_key0(models::GPT& m, size_t layer, int64_t h) {
   return
       [&m, layer, h](size_t l, const Tensor& in, const Tensor& out, const Tensor& w, const Tensor& scores) -> Tensor {
         if (l != layer) return out;
@@ -295,7 +295,7 @@ inline AttentionEdit without_key0(nn::GPT& m, size_t layer, int64_t h) {
 }
 
 /// An edit of run_stream that removes head h of layer `layer` (its part of the output is dropped).
-inline AttentionEdit without_head(nn::GPT& m, size_t layer, int64_t h) {
+inline AttentionEdit without_head(models::GPT& m, size_t layer, int64_t h) {
   return [&m, layer, h](size_t l, const Tensor& in, const Tensor& out, const Tensor& w, const Tensor&) -> Tensor {
     return l != layer ? out : out - matmul(pick(w, 1, h), head_writes(m, l, h, in));
   };
@@ -325,7 +325,8 @@ struct Results {
 };
 
 /// Measure everything on the evaluation windows x (B, T) with next characters y, from the run s of m on x.
-inline Results analyse(nn::GPT& m, const Data& d, const Config& c, const Stream& s, const Tensor& x, const Tensor& y) {
+inline Results analyse(models::GPT& m, const Data& d, const Config& c, const Stream& s, const Tensor& x,
+                       const Tensor& y) {
   Results r;
   {
     NoGradGuard no_grad;
@@ -495,7 +496,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     const Data d = load_data(c);
-    nn::GPT m = train(d, c);
+    models::GPT m = train(d, c);
     const auto [x, y] = eval_set(d, c);
     const Stream s = run_stream(m, x);
     const Results r = analyse(m, d, c, s, x, y);

@@ -53,7 +53,7 @@ elseif(MODE STREQUAL "installed")
   # the installed header tree: include/minigrad/minigrad.h and include/minigrad/<layer>/..., every
   # header of the layers at the source's root and nothing else
   file(GLOB_RECURSE installed RELATIVE ${WORK}/prefix/include/minigrad ${WORK}/prefix/include/*)
-  file(GLOB_RECURSE expected RELATIVE ${SOURCE} ${SOURCE}/tensor/*.h ${SOURCE}/autograd/*.h ${SOURCE}/nn/*.h ${SOURCE}/inspect/*.h
+  file(GLOB_RECURSE expected RELATIVE ${SOURCE} ${SOURCE}/tensor/*.h ${SOURCE}/autograd/*.h ${SOURCE}/nn/*.h ${SOURCE}/models/*.h ${SOURCE}/inspect/*.h
        ${SOURCE}/optim/*.h ${SOURCE}/data/*.h ${SOURCE}/viz/*.h ${SOURCE}/distributed/*.h)
   list(APPEND expected minigrad.h)
   list(REMOVE_ITEM expected tensor/onednn.h)  # private to tensor/'s sources

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hugging Face transformers' own numbers for minigrad's BertModel and GPT (nn/bert.h, nn/pretrained.h).
+"""Hugging Face transformers' own numbers for minigrad's BertModel and GPT (models/bert.h, models/pretrained.h).
 
 Needs transformers and safetensors from PyPI (a venv under build/, never needed by `make test`):
     python3 -m venv build/torch2-venv && build/torch2-venv/bin/pip install torch transformers sentence-transformers

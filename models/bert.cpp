@@ -1,10 +1,10 @@
-#include "minigrad/nn/bert.h"
+#include "minigrad/models/bert.h"
 
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-namespace mg::nn {
+namespace mg::models {
 
 // ---------------------------------------------------------------- config
 
@@ -146,12 +146,12 @@ Variable BertEmbeddings::forward(const Tensor& ids, const Tensor& types) const {
 BertEncoder::BertEncoder(const BertConfig& c, Generator& gen) {
   check_config(c);
   register_module("layer", layer);
-  const TransformerLayerOptions o{.dim_feedforward = c.intermediate_size,
-                                  .dropout = c.hidden_dropout_prob,
-                                  .activation = c.hidden_act,
-                                  .layer_norm_eps = c.layer_norm_eps};
+  const nn::TransformerLayerOptions o{.dim_feedforward = c.intermediate_size,
+                                      .dropout = c.hidden_dropout_prob,
+                                      .activation = c.hidden_act,
+                                      .layer_norm_eps = c.layer_norm_eps};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
-    layer.emplace_back<TransformerEncoderLayer>(c.hidden_size, c.num_attention_heads, o, gen);
+    layer.emplace_back<nn::TransformerEncoderLayer>(c.hidden_size, c.num_attention_heads, o, gen);
 }
 
 BertPooler::BertPooler(const BertConfig& c, Generator& gen) : dense(c.hidden_size, c.hidden_size, {}, gen) {
@@ -172,8 +172,8 @@ BertModel::BertModel(const BertConfig& c, Generator& gen) : config(c), embedding
 }
 
 BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) const {
-  ForwardScope scope(*this);
-  AttentionForwardOptions attn;
+  nn::ForwardScope scope(*this);
+  nn::AttentionForwardOptions attn;
   MG_CHECK(ids.dim() == 2 && ids.size(0) >= 1 && ids.size(1) >= 1, ShapeError,
            "BertModel: input_ids must be (batch, seq) with at least one sequence of at least one token, got shape {}",
            shape_str(ids.shape()));
@@ -227,7 +227,7 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
   out.hidden_states.push_back(x);
   for (int64_t l = 0; l < L; ++l) {
     if (o.head_mask.defined()) attn.head_mask = o.head_mask.narrow(0, l, 1).reshape({H});
-    x = encoder.layer.at<TransformerEncoderLayer>(static_cast<size_t>(l))(x, attn);
+    x = encoder.layer.at<nn::TransformerEncoderLayer>(static_cast<size_t>(l))(x, attn);
     out.hidden_states.push_back(x);
   }
   out.last_hidden_state = x;
@@ -252,4 +252,4 @@ Variable mean_pooling(const Variable& hidden, const Tensor& mask) {
   return total / Variable(count);
 }
 
-}  // namespace mg::nn
+}  // namespace mg::models

@@ -37,11 +37,11 @@
 #include <memory>
 #include <string>
 
-#include "minigrad/nn/bert.h"
-#include "minigrad/nn/gpt.h"
+#include "minigrad/models/bert.h"
+#include "minigrad/models/gpt.h"
 #include "minigrad/nn/serialize.h"
 
-namespace mg::nn {
+namespace mg::models {
 
 /// A Hugging Face BERT tensor name -> the BertModel name ("encoder.layer.0.attention.self.query.weight"
 /// -> "encoder.layer.0.self_attn.w_q.weight"). A leading "bert." (BertForMaskedLM and the like) is
@@ -86,4 +86,4 @@ std::unique_ptr<GPT> gpt2_from_pretrained(const std::string& folder);
 /// says tie_word_embeddings) and config.json. The model must have head_bias false (GPT-2's lm_head has no bias).
 void save_hf_gpt2(const GPT& model, const std::string& folder);
 
-}  // namespace mg::nn
+}  // namespace mg::models

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-namespace mg::nn {
+namespace mg::models {
 
 /// GPTBlock's optional settings.
 struct GPTBlockOptions {
@@ -20,19 +20,19 @@ struct GPTBlockOptions {
 
 /// The decoder-only block of GPT-2 (pre-LN, causal self-attention, GELU MLP 4x):
 ///   x = x + attn(ln_1(x));  x = x + mlp(ln_2(x))
-class GPTBlock : public Callable<GPTBlock> {
+class GPTBlock : public nn::Callable<GPTBlock> {
  public:
   GPTBlock(int64_t d_model, int64_t nhead, GPTBlockOptions options = {}, Generator& gen = default_generator());
   /// x (B, T, d_model) -> (B, T, d_model), causal. With a cache (inference only), x holds the new
   /// tokens after the cache's ones, and their keys and values join it.
-  Variable forward(const Variable& x, KVCache* cache = nullptr) const;
+  Variable forward(const Variable& x, nn::KVCache* cache = nullptr) const;
 
   std::string type_name() const override { return "GPTBlock"; }
 
-  LayerNorm ln_1, ln_2;
-  MultiheadAttention attn;
-  Linear fc, proj;  // the MLP: d -> 4d -> d
-  Dropout resid_dropout;
+  nn::LayerNorm ln_1, ln_2;
+  nn::MultiheadAttention attn;
+  nn::Linear fc, proj;  // the MLP: d -> 4d -> d
+  nn::Dropout resid_dropout;
   const std::string gelu_approximate;
 };
 
@@ -55,19 +55,19 @@ struct GPTOptions {
 /// Every block's KVCache, for incremental decoding: GPT::forward(ids, &cache) runs only the new
 /// tokens through the model, their positions continuing after the tokens the cache holds.
 struct GPTCache {
-  std::vector<KVCache> layers;  // one per block, made by the first forward that uses the cache
+  std::vector<nn::KVCache> layers;  // one per block, made by the first forward that uses the cache
   /// Tokens held: the position of the next token.
   int64_t size() const { return layers.empty() ? 0 : layers.front().size(); }
   /// Forget every token.
   void clear() {
-    for (KVCache& l : layers) l.clear();
+    for (nn::KVCache& l : layers) l.clear();
   }
 };
 
 /// A decoder-only Transformer, GPT-2's layout: token + position embeddings, num_layers GPTBlocks,
 /// a final LayerNorm and a linear head (tied to the token embedding with options.tie_weights). The model of
 /// examples/char_gpt and bench/gpt (the same as the PyTorch reference bench/torch_gpt_ref.py).
-class GPT : public Callable<GPT> {
+class GPT : public nn::Callable<GPT> {
  public:
   /// vocab_size tokens; sequences of at most `context` tokens (rows of the position embedding).
   GPT(int64_t vocab_size, int64_t context, GPTOptions options = {}, Generator& gen = default_generator());
@@ -95,10 +95,10 @@ class GPT : public Callable<GPT> {
 
   const int64_t vocab_size, context;
   const GPTOptions options;
-  Embedding tok, pos;
-  ModuleList blocks;  // GPTBlock x num_layers
-  LayerNorm ln_f;
-  Linear head;
+  nn::Embedding tok, pos;
+  nn::ModuleList blocks;  // GPTBlock x num_layers
+  nn::LayerNorm ln_f;
+  nn::Linear head;
 };
 
-}  // namespace mg::nn
+}  // namespace mg::models

@@ -1,4 +1,4 @@
-#include "minigrad/nn/gpt.h"
+#include "minigrad/models/gpt.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "minigrad/tensor/ops/random.h"
 
-namespace mg::nn {
+namespace mg::models {
 
 // ---------------------------------------------------------------- GPT block
 
@@ -28,8 +28,8 @@ GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
   register_module("resid_dropout", resid_dropout);
 }
 
-Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
-  const AttentionOutput a = attn(ln_1(x0), AttentionForwardOptions{.is_causal = true, .cache = cache});
+Variable GPTBlock::forward(const Variable& x0, nn::KVCache* cache) const {
+  const nn::AttentionOutput a = attn(ln_1(x0), nn::AttentionForwardOptions{.is_causal = true, .cache = cache});
   Variable x = x0 + resid_dropout(a.output);
   // proj(gelu(fc(h))), with fc and the GELU as one op (autograd/ops/matmul.cpp: the same numbers, a
   // backward with one pass fewer); a forward hook on fc needs fc called as a module.
@@ -38,7 +38,7 @@ Variable GPTBlock::forward(const Variable& x0, KVCache* cache) const {
   if (fc.has_forward_hooks()) {
     hidden = gelu(fc(h), gelu_approximate);
   } else {
-    ForwardScope scope(fc);  // an error inside names "blocks.i.fc (Linear)", as fc(h) would
+    nn::ForwardScope scope(fc);  // an error inside names "blocks.i.fc (Linear)", as fc(h) would
     hidden = linear_gelu(h, fc.weight, fc.bias, gelu_approximate);
   }
   return x + resid_dropout(proj(hidden));
@@ -97,7 +97,7 @@ Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
   if (cache && cache->layers.size() != blocks.size()) {
     MG_CHECK(cache->size() == 0, ValueError, "GPT: the cache has {} layers for a model of {} blocks",
              cache->layers.size(), blocks.size());
-    cache->layers.assign(blocks.size(), KVCache());
+    cache->layers.assign(blocks.size(), nn::KVCache());
   }
   Variable x = tok(ids) + pos(arange(past, past + T));  // (B, T, dim)
   for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i)(x, cache ? &cache->layers[i] : nullptr);
@@ -148,4 +148,4 @@ std::string GPT::extra_repr() const {
                      options.head_bias ? "" : ", head_bias=false");
 }
 
-}  // namespace mg::nn
+}  // namespace mg::models

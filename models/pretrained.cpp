@@ -1,4 +1,4 @@
-#include "minigrad/nn/pretrained.h"
+#include "minigrad/models/pretrained.h"
 
 #include <array>
 #include <filesystem>
@@ -10,7 +10,7 @@
 
 #include "minigrad/tensor/atomic_file.h"
 
-namespace mg::nn {
+namespace mg::models {
 namespace fs = std::filesystem;
 
 namespace {
@@ -141,7 +141,7 @@ void load_hf_bert_from(BertModel& model, const SafeTensors& file, const std::str
     if (!ours.empty()) hf_of[ours] = name;
     prefixed |= name.rfind("bert.", 0) == 0;
   }
-  StateDict state;
+  nn::StateDict state;
   std::set<std::string> used;
   for (const auto& [ours, slot] : state_dict(model)) {
     const auto it = hf_of.find(ours);
@@ -176,7 +176,7 @@ std::unique_ptr<BertModel> bert_from_pretrained(const std::string& folder) {
 
 void save_hf_bert(const BertModel& model, const std::string& folder) {
   make_directories(folder, "save_hf");
-  StateDict state;
+  nn::StateDict state;
   for (const auto& [name, t] : state_dict(model)) state.emplace_back(bert_name_to_hf(name), t);
   save_safetensors((fs::path(folder) / "model.safetensors").string(), state, {{"format", "pt"}});
   const BertConfig& c = model.config;
@@ -275,7 +275,7 @@ void load_gpt2_weights(GPT& model, const std::string& path) {
   const std::string pre = file.find("transformer.wte.weight").defined() ? "transformer." : "";
   const int64_t d = model.options.d_model, V = model.vocab_size;
   std::set<std::string> used;
-  StateDict state;
+  nn::StateDict state;
   auto plain = [&](const std::string& hf, const std::string& ours, const Shape& shape) {
     state.emplace_back(ours, take(file, path, pre + hf, shape, ours));
     used.insert(pre + hf);
@@ -352,9 +352,9 @@ void save_hf_gpt2(const GPT& model, const std::string& folder) {
       !model.head.bias.defined(), ValueError,
       "save_hf_gpt2: the model's head has a bias, which GPT-2's lm_head cannot hold (build it with head_bias = false)");
   make_directories(folder, "save_hf");
-  StateDict state;
+  nn::StateDict state;
   auto put = [&](const std::string& hf, const Tensor& t) { state.emplace_back("transformer." + hf, t); };
-  auto conv1d = [&](const std::string& hf, const Linear& l) {
+  auto conv1d = [&](const std::string& hf, const nn::Linear& l) {
     put(hf + ".weight", l.weight.data().transpose(0, 1));
     put(hf + ".bias", l.bias.data());
   };
@@ -367,7 +367,7 @@ void save_hf_gpt2(const GPT& model, const std::string& folder) {
     put(h + "ln_1.bias", b.ln_1.bias.data());
     put(h + "ln_2.weight", b.ln_2.weight.data());
     put(h + "ln_2.bias", b.ln_2.bias.data());
-    const MultiheadAttention& a = b.attn;
+    const nn::MultiheadAttention& a = b.attn;
     put(h + "attn.c_attn.weight",
         concat({a.w_q.weight.data(), a.w_k.weight.data(), a.w_v.weight.data()}, 0).transpose(0, 1));
     put(h + "attn.c_attn.bias", concat({a.w_q.bias.data(), a.w_k.bias.data(), a.w_v.bias.data()}, 0));
@@ -401,4 +401,4 @@ void save_hf_gpt2(const GPT& model, const std::string& folder) {
   write_text_file((fs::path(folder) / "config.json").string(), j.dump(2) + "\n", "save_hf");
 }
 
-}  // namespace mg::nn
+}  // namespace mg::models

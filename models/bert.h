@@ -14,7 +14,7 @@
 // default norm_first = false), with the same MultiheadAttention and its four Linear layers w_q,
 // w_k, w_v, w_o that every other model here uses. So the trained W_Q of a real model is read in
 // exactly the place a student already knows. The embeddings and pooler carry Hugging Face's names;
-// inside a layer the names differ, and nn/pretrained.h translates them (a table of eight rows).
+// inside a layer the names differ, and models/pretrained.h translates them (a table of eight rows).
 //
 // One difference in training mode only: Hugging Face's BertLayer has no dropout between the GELU
 // and the second Linear, and PyTorch's TransformerEncoderLayer has one (`dropout`, p of the config's
@@ -29,7 +29,7 @@
 #include "minigrad/nn/normalization.h"
 #include "minigrad/nn/transformer.h"
 
-namespace mg::nn {
+namespace mg::models {
 
 /// The sizes of a BERT model: Hugging Face's BertConfig, names and defaults (bert-base).
 struct BertConfig {
@@ -53,7 +53,7 @@ struct BertConfig {
 };
 
 /// Token, position and token-type embeddings, summed, then LayerNorm and dropout.
-class BertEmbeddings : public Callable<BertEmbeddings> {
+class BertEmbeddings : public nn::Callable<BertEmbeddings> {
  public:
   /// Three tables of config.hidden_size columns; LayerNorm with config.layer_norm_eps.
   explicit BertEmbeddings(const BertConfig& config, Generator& gen = default_generator());
@@ -61,19 +61,19 @@ class BertEmbeddings : public Callable<BertEmbeddings> {
   Variable forward(const Tensor& input_ids, const Tensor& token_type_ids = Tensor()) const;
   std::string type_name() const override { return "BertEmbeddings"; }
 
-  Embedding word_embeddings, position_embeddings, token_type_embeddings;
-  LayerNorm norm;  // registered as "LayerNorm", Hugging Face's name: "embeddings.LayerNorm.*" loads as is
-  Dropout dropout;
+  nn::Embedding word_embeddings, position_embeddings, token_type_embeddings;
+  nn::LayerNorm norm;  // registered as "LayerNorm", Hugging Face's name: "embeddings.LayerNorm.*" loads as is
+  nn::Dropout dropout;
 };
 
 /// The stack of encoder layers ("encoder.layer.i", as Hugging Face nests them).
-class BertEncoder : public Module {
+class BertEncoder : public nn::Module {
  public:
   /// config.num_hidden_layers TransformerEncoderLayers.
   explicit BertEncoder(const BertConfig& config, Generator& gen = default_generator());
   std::string type_name() const override { return "BertEncoder"; }
 
-  ModuleList layer;  // TransformerEncoderLayer x num_hidden_layers
+  nn::ModuleList layer;  // TransformerEncoderLayer x num_hidden_layers
 
  protected:
   /// Movable: its size is known.
@@ -81,7 +81,7 @@ class BertEncoder : public Module {
 };
 
 /// tanh(dense(h[:, 0])): the [CLS] token's vector through one more layer (BERT's next-sentence head).
-class BertPooler : public Callable<BertPooler> {
+class BertPooler : public nn::Callable<BertPooler> {
  public:
   /// dense: hidden -> hidden.
   explicit BertPooler(const BertConfig& config, Generator& gen = default_generator());
@@ -89,7 +89,7 @@ class BertPooler : public Callable<BertPooler> {
   Variable forward(const Variable& hidden) const;
   std::string type_name() const override { return "BertPooler"; }
 
-  Linear dense;
+  nn::Linear dense;
 };
 
 /// Options of one BertModel forward.
@@ -112,10 +112,10 @@ struct BertOutput {
 };
 
 /// A BERT encoder (Hugging Face's BertModel): embeddings, encoder.layer.i, pooler.
-class BertModel : public Module {
+class BertModel : public nn::Module {
  public:
   /// Every weight initialised as nn's layers do (train it, or load a checkpoint with
-  /// nn::load_hf_bert, or build it from a folder with nn::bert_from_pretrained: nn/pretrained.h).
+  /// models::load_hf_bert, or build it from a folder with models::bert_from_pretrained: models/pretrained.h).
   explicit BertModel(const BertConfig& config, Generator& gen = default_generator());
   /// input_ids (B, T) int64 with 1 <= T <= max_position_embeddings -> the hidden states of every
   /// layer. A padding token (attention_mask 0) is never attended to; its own rows are computed
@@ -143,4 +143,4 @@ class BertModel : public Module {
 /// -> (B, D). Derivative: each real token's row gets dy / (number of real tokens); padding gets 0.
 Variable mean_pooling(const Variable& hidden, const Tensor& attention_mask);
 
-}  // namespace mg::nn
+}  // namespace mg::models
