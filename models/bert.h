@@ -74,10 +74,6 @@ class BertEncoder : public nn::Module {
   std::string type_name() const override { return "BertEncoder"; }
 
   nn::ModuleList layer;  // TransformerEncoderLayer x num_hidden_layers
-
- protected:
-  /// Movable: its size is known.
-  size_t object_size() const override { return exact_size(this); }
 };
 
 /// tanh(dense(h[:, 0])): the [CLS] token's vector through one more layer (BERT's next-sentence head).
@@ -132,10 +128,6 @@ class BertModel : public nn::Module {
   BertEmbeddings embeddings;
   BertEncoder encoder;
   std::optional<BertPooler> pooler;  // config.add_pooling_layer
-
- protected:
-  /// Movable: its size is known.
-  size_t object_size() const override { return exact_size(this); }
 };
 
 /// Sentence embeddings the way sentence-transformers' Pooling(mean) makes them: the mean of the

@@ -105,10 +105,6 @@ class ModuleList : public Module {
   size_t size() const { return owned_.size(); }
   std::string type_name() const override { return "ModuleList"; }
 
- protected:
-  /// Movable: its size is known.
-  size_t object_size() const override { return exact_size(this); }
-
  private:
   std::vector<std::shared_ptr<Module>> owned_;
 };
@@ -161,10 +157,6 @@ class ModuleDict : public Module {
   /// Number of modules.
   size_t size() const { return owned_.size(); }
   std::string type_name() const override { return "ModuleDict"; }
-
- protected:
-  /// Movable: its size is known.
-  size_t object_size() const override { return exact_size(this); }
 
  private:
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> owned_;

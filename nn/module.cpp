@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
-#include <mutex>
 #include <set>
-#include <typeinfo>
 
 #include <fmt/format.h>
 
@@ -34,112 +31,8 @@ void check_name(const std::string& name, const char* what) {
 }
 }  // namespace
 
-// ---------------------------------------------------------------- moving
-
-namespace {
-// Every module alive in the process, by address: a move finds the modules inside the moving object
-// (its members at any depth, registered or not) and every entry that points into it.
-struct LiveModules {
-  std::mutex mutex;
-  std::set<const Module*> all;
-};
-LiveModules& live_modules() {
-  static LiveModules* live = new LiveModules;  // never destroyed: modules may outlive static destruction
-  return *live;
-}
-// The type Callable<Self>'s move constructor is making, read by Module(Module&&) below it.
-thread_local const std::type_info* t_move_target = nullptr;
-}  // namespace
-
-Module::Module() {
-  LiveModules& live = live_modules();
-  std::lock_guard lock(live.mutex);
-  live.all.insert(this);
-}
-
-Module::~Module() {
-  LiveModules& live = live_modules();
-  std::lock_guard lock(live.mutex);
-  live.all.erase(this);
-}
-
-void Module::note_move_target(const std::type_info& type) {
-  if (t_move_target == nullptr) t_move_target = &type;  // the outermost class: the object being made
-}
-
-// The checks, and the shift of every registry entry that points into this object to where the
-// same member will be, all before any member moves: a refused move changes nothing. The modules
-// inside the object (members at any depth) are then marked: their own moves only take over.
-void Module::prepare_move(const std::type_info* target, std::uintptr_t delta) {
-  const size_t size = object_size();
-  MG_CHECK(size > 0, ValueError,
-           "moving a module: the size of this {} is not known, so its members cannot be told from what it points at; "
-           "derive it from nn::Callable<{}> (or override object_size() with exact_size(this))",
-           type_name(), type_name());
-  MG_CHECK(target == nullptr || *target == typeid(*this), ValueError,
-           "moving a module: this {} would be moved into a variable of a class it derives from (slicing) and lose "
-           "its own members; move it into a {}",
-           type_name(), type_name());
-  auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-  const std::uintptr_t begin = address(dynamic_cast<const void*>(this)), end = begin + size;
-  LiveModules& live = live_modules();
-  std::lock_guard lock(live.mutex);
-  const auto first = live.all.lower_bound(reinterpret_cast<const Module*>(begin));
-  const auto last = live.all.lower_bound(reinterpret_cast<const Module*>(end));
-  auto moves = [&](const Module* m) { return address(m) >= begin && address(m) < end; };
-  // A module registered in one that stays behind: a part of a model, which would go on pointing at
-  // the old object. (Modules inside this one that are registered elsewhere follow it instead.)
-  for (const std::weak_ptr<Module*>& box : registered_in_)
-    if (const std::shared_ptr<Module*> p = box.lock(); p && !moves(*p))
-      for (auto& [name, child] : (*p)->children_)
-        MG_CHECK(child != this, ValueError,
-                 "moving a module: this {} is registered in {} as \"{}\", which does not move with it and would go "
-                 "on pointing at the old object; move the model that holds it (modules made at run time belong in "
-                 "an nn::ModuleList)",
-                 type_name(), (*p)->type_name(), name);
-  auto shift = [&](auto*& p) {
-    if (address(p) >= begin && address(p) < end)
-      p = reinterpret_cast<std::remove_reference_t<decltype(p)>>(address(p) + delta);
-  };
-  for (const Module* c : live.all) {
-    Module* m = const_cast<Module*>(c);
-    for (auto& entry : m->params_) shift(entry.second);
-    for (auto& entry : m->buffers_) shift(entry.second);
-    for (auto& entry : m->children_) shift(entry.second);
-  }
-  for (auto it = first; it != last; ++it)
-    if (*it != this) const_cast<Module*>(*it)->moving_with_model_ = true;
-}
-
-Module::Module(Module&& other) : training_(other.training_) {
-  const std::type_info* target = t_move_target;
-  t_move_target = nullptr;        // the members that move next note their own
-  if (!other.moving_with_model_)  // throws before anything of other changes
-    other.prepare_move(target, reinterpret_cast<std::uintptr_t>(this) - reinterpret_cast<std::uintptr_t>(&other));
-  other.moving_with_model_ = false;
-  params_ = std::move(other.params_);
-  buffers_ = std::move(other.buffers_);
-  children_ = std::move(other.children_);
-  owned_params_ = std::move(other.owned_params_);  // the elements stay where they are
-  owned_buffers_ = std::move(other.owned_buffers_);
-  pre_hooks_ = std::move(other.pre_hooks_);
-  forward_hooks_ = std::move(other.forward_hooks_);
-  // The box moves here: hook handles and children's parent links now reach this object.
-  self_ = std::move(other.self_);
-  *self_ = this;
-  other.self_ = std::make_shared<Module*>(&other);
-  other.life_ = std::make_shared<int>(0);  // captures of the old object see it expire
-  // Still the child of the modules that moved with it (prepare_move refused any other).
-  parent_ = std::exchange(other.parent_, {});
-  name_in_parent_ = std::exchange(other.name_in_parent_, {});
-  registered_in_ = std::exchange(other.registered_in_, {});
-  other.params_.clear();
-  other.buffers_.clear();
-  other.children_.clear();
-  LiveModules& live = live_modules();
-  std::lock_guard lock(live.mutex);
-  live.all.insert(this);
-}
+Module::Module() = default;
+Module::~Module() = default;
 
 // A name may be used once in a module, by a parameter, a buffer or a submodule.
 void Module::check_unused(const std::string& name, const char* what) const {
@@ -198,7 +91,6 @@ void Module::add_child(const std::string& name, Module* child) {
     MG_CHECK(m != this, ValueError, "register_module: registering \"{}\" ({}) in {} would put {} inside itself", name,
              child->type_name(), type_name(), type_name());
   children_.emplace_back(name, child);
-  child->registered_in_.push_back(self_);
   if (child->parent() == nullptr) {  // the first registration names it in error messages
     child->parent_ = self_;
     child->name_in_parent_ = name;

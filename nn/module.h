@@ -14,11 +14,12 @@
 // Parameters, buffers and submodules are plain members registered by reference: the registry
 // points at the members, so the member and the registry are one object. Assigning to a member
 // (tying a head to an embedding: `head.weight = tok.weight`), Module::to(), loading and apply()
-// all change what both see. A Module cannot be copied (two models would share one registry's
-// members). It can be moved, e.g. returned from a function or kept in a std::vector: the moved
-// module's registry entries that pointed into the old object are shifted into the new one, and its
-// hooks and children come along (see Module(Module&&)). Containers that create modules at run
-// time (Sequential, ModuleList, ModuleDict) own them through shared_ptr.
+// all change what both see. That is why a Module is neither copied nor moved: it stays where it
+// was made, so every pointer into it stays true. Ownership is said in the code instead: a module
+// is a member of its model, an element of a container that owns it (Sequential, ModuleList,
+// ModuleDict, through shared_ptr), or held by a std::unique_ptr. Making one is still one line,
+// `auto m = nn::Linear(2, 3);` or a factory returning `nn::Linear(...)`: C++17 constructs the
+// result where it goes, with no move. docs/04 ("Why modules do not move") says what was measured.
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -27,7 +28,6 @@
 #include <ostream>
 #include <string>
 #include <tuple>
-#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -47,8 +47,8 @@ using ForwardHook =
     std::function<void(const Module& module, const std::vector<Variable>& inputs, std::vector<Variable>& outputs)>;
 
 /// What register_forward_hook returns: remove() takes the hook off again (PyTorch's
-/// RemovableHandle), also after the module was moved. Removing twice, or after the module is
-/// gone, does nothing; dropping the handle leaves the hook in place.
+/// RemovableHandle). Removing twice, or after the module is gone, does nothing; dropping the
+/// handle leaves the hook in place.
 class HookHandle {
  public:
   HookHandle() = default;
@@ -58,7 +58,7 @@ class HookHandle {
  private:
   friend class Module;
   HookHandle(std::weak_ptr<Module*> module, int64_t id) : module_(std::move(module)), id_(id) {}
-  std::weak_ptr<Module*> module_;  // the module's address box (Module::self_), which follows a move
+  std::weak_ptr<Module*> module_;  // the module's box (Module::self_), expired once it is gone
   int64_t id_ = -1;
 };
 
@@ -66,20 +66,10 @@ class Module {
  public:
   Module();
   virtual ~Module();
+  /// Not copyable, not movable: the registry points at this object's members (see above).
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
-  /// Move a module (return it from a function, keep it in a std::vector or std::optional). The
-  /// derived class's members move as usual. Every registry entry that pointed at a member of
-  /// `other` (in this module, its submodules, or a module that borrowed one of them) now points at
-  /// the same member of this object; entries that point elsewhere (a container's children, owned
-  /// parameters) stay; hooks, hook handles and children's parent links follow. `other` is left
-  /// empty. Refused with a ValueError, before anything changes, when `other` is registered in a
-  /// module that does not move with it (a part of a model moved out alone: move the model), when
-  /// its size is unknown (a class derived from nn::Module alone: derive it from nn::Callable<Self>,
-  /// or override object_size), and when it would be sliced (moved into a variable of a base class).
-  Module(Module&& other);
-  /// Not assignable: replacing a module in place would have to rewire every model it sits in
-  /// (construct a new one instead, or load another's state_dict).
+  Module(Module&&) = delete;
   Module& operator=(Module&&) = delete;
 
   /// Add the parameter held by the member `slot`: the slot becomes a leaf Variable holding `data`
@@ -169,34 +159,20 @@ class Module {
   }
   /// This module's dotted path from the root of its model ("blocks.2.attn"; "" for a root).
   std::string path() const;
-  /// Expires when this module is destroyed or moved from: whatever keeps a pointer to a module (a
-  /// capture) checks it before touching the module again.
+  /// Expires when this module is destroyed: whatever keeps a pointer to a module (a capture)
+  /// checks it before touching the module again.
   std::weak_ptr<void> lifetime() const { return life_; }
 
  protected:
   void add_child(const std::string& name, Module* child);
-  /// The size in bytes of the whole object this Module is the base of, or 0 if unknown; a move
-  /// needs it to tell the members (inside the object) from what the module points at elsewhere.
-  /// nn::Callable<Self> answers sizeof(Self); a class derived from Module alone answers
-  /// exact_size(this) to be movable.
-  virtual size_t object_size() const { return 0; }
-  /// sizeof(Self) when this object is exactly a Self (not a class derived from it), else 0.
-  template <class Self>
-  size_t exact_size(const Self* self) const {
-    return typeid(*self) == typeid(Self) ? sizeof(Self) : 0;
-  }
-  /// Called by nn::Callable<Self>'s move constructor before its bases move: the type of the object
-  /// being made, so that a move into a base class (slicing) is refused before anything changes.
-  static void note_move_target(const std::type_info& type);
 
  private:
   friend class HookHandle;
   void check_unused(const std::string& name, const char* what) const;
   void check_runs_hooks(const char* what) const;
-  void prepare_move(const std::type_info* target, std::uintptr_t delta);
   void summary_into(std::string& out, int indent) const;
   // Each registry entry points at its slot: a member, or an element of owned_params_ /
-  // owned_buffers_ (deques: their elements never move, and a moved deque keeps them).
+  // owned_buffers_ (deques: their elements never move as the deque grows).
   std::vector<std::pair<std::string, Variable*>> params_;
   std::vector<std::pair<std::string, Tensor*>> buffers_;
   std::deque<Variable> owned_params_;
@@ -204,14 +180,11 @@ class Module {
   std::vector<std::pair<std::string, Module*>> children_;
   std::vector<std::pair<int64_t, ForwardPreHook>> pre_hooks_;
   std::vector<std::pair<int64_t, ForwardHook>> forward_hooks_;
-  // Where this module is now: hook handles, children and captures hold a weak_ptr to this box,
-  // and a move hands the box to the new object, so they all follow it.
+  // Hook handles and children hold a weak_ptr to this box, which expires with the module.
   std::shared_ptr<Module*> self_ = std::make_shared<Module*>(this);
   std::weak_ptr<Module*> parent_;                         // the module this one was first registered in
   std::string name_in_parent_;                            // and its name there
-  std::vector<std::weak_ptr<Module*>> registered_in_;     // every module it is registered in
-  std::shared_ptr<int> life_ = std::make_shared<int>(0);  // lifetime(): this object's, not moved
-  bool moving_with_model_ = false;  // its entries were shifted by the move of a module it is a member of
+  std::shared_ptr<int> life_ = std::make_shared<int>(0);  // lifetime()
   bool training_ = true;
 };
 
@@ -365,9 +338,6 @@ class Callable : public Base {
   using Base::Base;
   /// Default construction, when Base has one.
   Callable() = default;
-  /// Move (see Module(Module&&)): the type being made is noted first, so that moving a class
-  /// derived from Self into a Self (slicing) is refused.
-  Callable(Callable&& other) : Base((Module::note_move_target(typeid(Self)), std::move(other))) {}
   /// Run forward(args...) with hooks and errors that say where.
   template <class... Args>
   auto operator()(Args&&... args) const {
@@ -380,11 +350,6 @@ class Callable : public Base {
   }
   /// True: calling this module runs its hooks.
   bool runs_hooks() const override { return true; }
-
- protected:
-  /// sizeof(Self) when the object is a Self; 0 for a class derived from Self without naming
-  /// itself (it cannot be moved: its own members would not be known).
-  size_t object_size() const override { return this->exact_size(static_cast<const Self*>(this)); }
 };
 
 }  // namespace mg::nn

@@ -30,16 +30,18 @@ residual_stream::Config small_config(uint64_t seed = 0) {
 struct Trained {
   residual_stream::Config c;
   residual_stream::Data d;
-  models::GPT m;
+  std::unique_ptr<models::GPT> model;  // (a module stays where it is made)
   Tensor x, y;
+  models::GPT& m;
 };
 
 Trained trained(uint64_t seed = 0) {
   const residual_stream::Config c = small_config(seed);
   residual_stream::Data d = residual_stream::load_data(c);
-  models::GPT m = residual_stream::train(d, c);
+  std::unique_ptr<models::GPT> model = residual_stream::train(d, c);
   auto [x, y] = residual_stream::eval_set(d, c);
-  return {c, std::move(d), std::move(m), x, y};
+  models::GPT& m = *model;
+  return {c, std::move(d), std::move(model), x, y, m};
 }
 
 class ResidualStream : public example_tests::Examples {};  // one thread, portable products

@@ -53,10 +53,13 @@ using char_text::Data;
 inline Data load_data(const Config& c) { return char_text::load_data(c.data, c.context, "residual_stream"); }
 
 /// char_gpt's training, step for step: AdamW, warm-up then cosine, clipping at 1, the batch of
-/// each step drawn from (seed, step). The same flags give char_gpt's weights.
-inline models::GPT train(const Data& d, const Config& c) {
+/// each step drawn from (seed, step). The same flags give char_gpt's weights. (A module stays
+/// where it is made, so the trained model comes back owned by a unique_ptr.)
+inline std::unique_ptr<models::GPT> train(const Data& d, const Config& c) {
   Generator g(c.seed);
-  models::GPT m(d.vocab.size(), c.context, {.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers}, g);
+  auto model = std::make_unique<models::GPT>(
+      d.vocab.size(), c.context, models::GPTOptions{.d_model = c.dim, .nhead = c.heads, .num_layers = c.layers}, g);
+  models::GPT& m = *model;
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   optim::WarmupCosineLR sched(opt, std::max(1, c.steps / 20), c.steps, 0.1);
   viz::ProgressBar bar(c.steps, "train");
@@ -71,7 +74,7 @@ inline models::GPT train(const Data& d, const Config& c) {
     bar.update(step, loss.item(), -1, c.batch * c.context);
   }
   bar.finish();
-  return m;
+  return model;
 }
 
 /// Index i of dimension dim, that dimension dropped (torch's select).
@@ -496,7 +499,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     const Data d = load_data(c);
-    models::GPT m = train(d, c);
+    const std::unique_ptr<models::GPT> model = train(d, c);
+    models::GPT& m = *model;
     const auto [x, y] = eval_set(d, c);
     const Stream s = run_stream(m, x);
     const Results r = analyse(m, d, c, s, x, y);
