@@ -8,8 +8,8 @@
 #include "examples/digits_cnn/main.cpp"
 #include "examples/gpt2_generate/main.cpp"
 #include "examples/mlp/main.cpp"
-#include "examples/pretrained_heads/main.cpp"
-#include "examples/second_order/main.cpp"
+#include "examples/pretrained_heads/report.h"
+#include "examples/second_order/costs.h"
 #include "helpers.h"
 
 #include <filesystem>

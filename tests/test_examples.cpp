@@ -5,13 +5,13 @@
 #define MG_EXAMPLE_NO_MAIN
 #include "example_helpers.h"
 #include "examples/attention_cost/main.cpp"
-#include "examples/hand_attention/main.cpp"
+#include "examples/hand_attention/report.h"
 #include "examples/heads_specialise/main.cpp"
-#include "examples/induction_heads/main.cpp"
+#include "examples/induction_heads/report.h"
 #include "examples/one_matrix_per_head/main.cpp"
 #include "examples/related_not_similar/main.cpp"
 #include "examples/seq2seq_cross_attention/main.cpp"
-#include "examples/where_weights_come_from/main.cpp"
+#include "examples/where_weights_come_from/report.h"
 #include "examples/why_sqrt_dk/main.cpp"
 #include "helpers.h"
 

@@ -4,7 +4,7 @@
 // the numbers. What the docs say the default run learns is asserted on a small run across seeds.
 #define MG_EXAMPLE_NO_MAIN
 #include "example_helpers.h"
-#include "examples/residual_stream/main.cpp"
+#include "examples/residual_stream/report.h"
 #include "helpers.h"
 
 #include <filesystem>

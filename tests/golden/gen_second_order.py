@@ -2,7 +2,7 @@
 """PyTorch's numbers for examples/second_order (float64), written to tests/golden/second_order.txt.
 
 Both sides build their inputs from the same closed-form formulas (see `init` below and
-examples/second_order/main.cpp:formula_tensor), so no random numbers cross the language border.
+examples/second_order/experiment.h:formula_tensor), so no random numbers cross the language border.
 Run with Debian's python3-torch:
     /usr/bin/python3 tests/golden/gen_second_order.py > tests/golden/second_order.txt
 """
