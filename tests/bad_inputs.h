@@ -1,6 +1,7 @@
 #pragma once
-// Shared by the bad-input tests (test_bad_inputs.cpp, test_bad_kernel_inputs.cpp): BAD(E, op, call)
-// runs `call`, which must throw the typed mg::Error E with a message naming `op`, and counts it.
+// Shared by the bad-input tests (test_bad_inputs.cpp with its catalogue bad_inputs_*.cpp,
+// test_bad_kernel_inputs.cpp): BAD(E, op, call) runs `call`, which must throw the typed mg::Error E
+// with a message naming `op`, and counts it.
 #include <functional>
 #include <limits>
 #include <string>

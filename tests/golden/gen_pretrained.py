@@ -12,7 +12,7 @@ Needs transformers and safetensors from PyPI (a venv under build/, never needed 
            tests/golden/minilm_golden.safetensors   sentence embeddings (sentence-transformers) of 12
            sentences, token ids, and every layer's hidden states of the first sentence (float32)
       build/torch2-venv/bin/python tests/golden/gen_pretrained.py make [MINILM_FOLDER]
-  check  loads the models minigrad wrote in Hugging Face's layout (tests/test_pretrained.cpp,
+  check  loads the models minigrad wrote in Hugging Face's layout (tests/test_pretrained_io.cpp,
          SavedInHuggingFaceLayout) with transformers and compares their outputs with minigrad's:
       build/torch2-venv/bin/python tests/golden/gen_pretrained.py check FOLDER
 """
