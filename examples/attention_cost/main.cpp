@@ -19,7 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"      // add_run_options: --gemm, --seed, --out, --threads
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
@@ -290,16 +290,14 @@ int main(int argc, char** argv) {
   using namespace attention_cost;
   Config c;
   CLI::App app{"attention_cost: attention's cost against sequence length, and what its direct path buys"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--dim", c.dim, "model width d in part 1 (a multiple of 4)")->check(CLI::Range(4, 8192));
   app.add_option("--max-len", c.max_len, "longest T in part 1 (from 64, doubling; at least 512)")
       ->check(CLI::Range(512, 65536));
   app.add_option("--reps", c.reps, "timed runs per measurement")->check(CLI::Range(1, 100));
   app.add_option("--steps", c.steps, "training steps per model in part 2");
-  app.add_option("--seed", c.seed, "random seed");
   app.add_option("--part", c.part, "1: only the cost against T; 2: only the copying task; 0: both")
       ->check(CLI::Range(0, 2));
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   if (c.dim % c.heads != 0) {
     std::fprintf(stderr, "--dim must be a multiple of %lld\n", static_cast<long long>(c.heads));

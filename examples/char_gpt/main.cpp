@@ -19,8 +19,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
-#include "data_parallel.h"   // the same training on several processes (mpirun)
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
+#include "data_parallel.h"  // the same training on several processes (mpirun)
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -301,7 +301,7 @@ int main(int argc, char** argv) {
   using namespace char_gpt;
   Config c;
   CLI::App app{"char_gpt: a character-level GPT on the fortunes corpus (or --data FILE)"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out, {.threads = false});
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "total AdamW steps");
   app.add_option("--lr", c.lr, "peak learning rate");
@@ -321,8 +321,6 @@ int main(int argc, char** argv) {
   app.add_option("--sample-len", c.sample_len, "characters to sample");
   app.add_option("--temperature", c.temperature, "sampling temperature")->check(CLI::PositiveNumber);
   app.add_option("--top-k", c.top_k, "sample among the k most likely characters")->check(CLI::PositiveNumber);
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
   try {

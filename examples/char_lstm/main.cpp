@@ -20,7 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../char_gpt/text_data.h"  // the text, its split and batches, shared with char_gpt
-#include "../common/gemm.h"         // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"          // add_run_options: --gemm, --seed, --out, --threads
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   using namespace char_lstm;
   Config c;
   CLI::App app{"char_lstm: a character-level LSTM on the fortunes corpus (or --data FILE), beside char_gpt"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "total AdamW steps")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "peak learning rate");
@@ -199,8 +199,6 @@ int main(int argc, char** argv) {
   app.add_option("--sample-len", c.sample_len, "characters to sample");
   app.add_option("--temperature", c.temperature, "sampling temperature")->check(CLI::PositiveNumber);
   app.add_option("--top-k", c.top_k, "sample among the k most likely characters")->check(CLI::PositiveNumber);
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   try {
     const Data d = load_data(c);

@@ -20,7 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -250,14 +250,12 @@ int main(int argc, char** argv) {
   using namespace digits_cnn;
   Config c;
   CLI::App app{"digits_cnn: a small CNN on 1,797 handwritten 8x8 digits (scripts/fetch-digits gets them)"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--data", c.data, "the digits CSV written by scripts/fetch-digits");
   app.add_option("--epochs", c.epochs, "passes over the training images")->check(CLI::PositiveNumber);
   app.add_option("--batch", c.batch, "images per step")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "AdamW learning rate")->check(CLI::PositiveNumber);
   app.add_option("--test-fraction", c.test_fraction, "share of images held out")->check(CLI::Range(0.05, 0.5));
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   try {
     const Split s = split(load_digits(c.data), c.test_fraction, c.seed);

@@ -20,7 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "minigrad/minigrad.h"
 
 namespace gpt2_generate {
@@ -81,14 +81,13 @@ int main(int argc, char** argv) {
   using namespace gpt2_generate;
   Config c = fixture_config();
   CLI::App app{"gpt2_generate: continue a prompt with a Hugging Face GPT-2 folder"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, nullptr, {.seed_help = "the sampling's random generator"});
   app.add_option("--model", c.model, "folder with config.json and model.safetensors (default: the test fixture)");
   app.add_option("--tokenizer", c.tokenizer, "folder with vocab.json and merges.txt (default: the model's folder)");
   app.add_option("--prompt", c.prompt, "the text to continue");
   app.add_option("--tokens", c.tokens, "new tokens");
   app.add_option("--temperature", c.temperature, "0: always the most likely token");
   app.add_option("--top-k", c.top_k, "sample among the k most likely tokens (0: all)");
-  app.add_option("--seed", c.seed, "the sampling's random generator");
   CLI11_PARSE(app, argc, argv);
   if (app.count("--model") && !app.count("--tokenizer")) c.tokenizer.clear();  // the model's own folder
   if (c.model.find("tiny_gpt2") != std::string::npos)

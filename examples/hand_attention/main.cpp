@@ -15,19 +15,17 @@
 // (nn::Linear computes x W^T, so the Linear weight holds W_Q^T.)
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "report.h"
 
 int main(int argc, char** argv) {
   using namespace hand_attention;
   Config c;
   CLI::App app{"hand_attention: W_Q and W_K set by hand, then learned from random weights"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "Adam learning rate");
   app.add_option("--seq-len", c.seq_len, "training sequence length")->check(CLI::Range(2, 64));
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
   mg::viz::Report rep(

@@ -17,7 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"      // add_run_options: --gemm, --seed, --out, --threads
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
@@ -237,12 +237,10 @@ int main(int argc, char** argv) {
   using namespace heads_specialise;
   Config c;
   CLI::App app{"heads_specialise: why several heads, and why they differ"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "AdamW learning rate");
   app.add_option("--every", c.every, "telemetry every this many steps");
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("task: at position t, output (x_{t-1}, x_0) as one of %lld classes\n",

@@ -23,14 +23,14 @@
 // the learner moves a slider over the training steps.
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "report.h"
 
 int main(int argc, char** argv) {
   using namespace induction_heads;
   Config c;
   CLI::App app{"induction_heads: watch a previous-token head and an induction head form during training"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--lr", c.lr, "AdamW learning rate");
   app.add_option("--batch", c.batch, "sequences per step");
@@ -41,8 +41,6 @@ int main(int argc, char** argv) {
   app.add_option("--span-min", c.span_min, "shortest repeated span");
   app.add_option("--span-max", c.span_max, "longest repeated span (at most seq-len / 2)");
   app.add_option("--every", c.every, "telemetry every this many steps");
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   try {
     validate(c);

@@ -22,7 +22,7 @@
 #include <CLI/CLI.hpp>
 
 #include "../char_gpt/text_data.h"  // the text, its split and batches, shared with char_gpt
-#include "../common/gemm.h"         // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"          // add_run_options: --gemm, --seed, --out, --threads
 #include "../common/numbers.h"      // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
   using namespace llama_style;
   Config c;
   CLI::App app{"llama_style: a GPT-2-style and a LLaMA-style decoder on the same text, budget and parameter count"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out, {.seed_help = "the first seed"});
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "AdamW steps per run")->check(CLI::PositiveNumber);
   app.add_option("--lr", c.lr, "peak learning rate");
@@ -365,8 +365,6 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", c.seeds, "runs of every model")->check(CLI::PositiveNumber);
   app.add_flag("!--no-ablate", c.ablate, "only the two models, not the five ablations");
   app.add_flag("--tie", c.tie, "tie every head to its token embedding");
-  app.add_option("--seed", c.seed, "the first seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   try {
     MG_CHECK(c.heads >= 2 && c.heads % 2 == 0 && c.dim % c.heads == 0 && (c.dim / c.heads) % 2 == 0, ValueError,

@@ -11,7 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -132,11 +132,9 @@ int main(int argc, char** argv) {
   using namespace mlp;
   Config c;
   CLI::App app{"mlp: a two-layer perceptron learns two spirals with autograd and momentum SGD"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "full-batch SGD steps");
   app.add_option("--lr", c.lr, "learning rate");
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
   Generator gen(c.seed);

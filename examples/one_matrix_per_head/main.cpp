@@ -22,7 +22,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"      // add_run_options: --gemm, --seed, --out, --threads
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
@@ -329,13 +329,11 @@ int main(int argc, char** argv) {
   using namespace one_matrix;
   Config c;
   CLI::App app{"one_matrix_per_head: a per-head matrix on top of W_Q folds into W_Q"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out, {.seed_help = "first random seed"});
   app.add_option("--steps", c.steps, "training steps per model");
-  app.add_option("--seed", c.seed, "first random seed");
   app.add_option("--seeds", c.seeds, "number of seeds to run")->check(CLI::Range(1, 1000));
   app.add_option("--lr", c.lr, "AdamW learning rate");
   app.add_option("--vocab", c.vocab, "number of distinct tokens")->check(CLI::Range(2, 100000));
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   if (c.steps < 4) {
     std::fprintf(stderr, "--steps must be at least 4 (the run is summarised by quarters)\n");

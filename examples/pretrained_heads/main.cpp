@@ -20,7 +20,7 @@
 // 4. runs/pretrained_heads/explorer.html: every head's pattern on a real sentence, in the browser.
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "report.h"
 
 int main(int argc, char** argv) {
@@ -28,12 +28,10 @@ int main(int argc, char** argv) {
   Config c;
   c.model_dir = default_model_dir();
   CLI::App app{"pretrained_heads: label, remove and look at the heads of all-MiniLM-L6-v2"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out, {.seed_help = "the random spans of the induction score"});
   app.add_option("--model", c.model_dir, "the all-MiniLM-L6-v2 folder (scripts/fetch-minilm)");
   app.add_option("--threshold", c.threshold, "the least score that earns a label");
   app.add_option("--broad", c.broad, "entropy / log(T) from which a head with no label is \"broad\"");
-  app.add_option("--seed", c.seed, "the random spans of the induction score");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   std::optional<Pretrained> loaded;
   try {

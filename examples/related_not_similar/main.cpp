@@ -19,7 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -167,10 +167,8 @@ int main(int argc, char** argv) {
   using namespace related;
   Config c;
   CLI::App app{"related_not_similar: separate W_Q and W_K let a token attend to the token it predicts"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "Adam steps per model")->check(CLI::Range(1, 10000000));
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
   viz::Report rep(

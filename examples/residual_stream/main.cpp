@@ -18,14 +18,14 @@
 //    keys'), and what happens when key 0 is taken away from the head and its weight must go elsewhere.
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "report.h"
 
 int main(int argc, char** argv) {
   using namespace residual_stream;
   Config c;
   CLI::App app{"residual_stream: the residual stream as a sum of parts, the direct path, and first-token heads"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--data", c.data, "text file to train on (default: Debian's fortunes)");
   app.add_option("--steps", c.steps, "AdamW steps")->check(CLI::Range(1, 1000000));
   app.add_option("--lr", c.lr, "peak learning rate")->check(CLI::PositiveNumber);
@@ -35,8 +35,6 @@ int main(int argc, char** argv) {
   app.add_option("--layers", c.layers, "Transformer blocks")->check(CLI::Range(1, 64));
   app.add_option("--batch", c.batch, "sequences per step")->check(CLI::Range(1, 4096));
   app.add_option("--sink", c.sink, "mean weight on key 0 that makes a first-token head")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   try {
     const Data d = load_data(c);

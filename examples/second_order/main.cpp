@@ -15,18 +15,16 @@
 //   make build && build/examples/second_order/second_order
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "costs.h"
 
 int main(int argc, char** argv) {
   using namespace second_order;
   Config c;
   CLI::App app{"second_order: Hessians, Newton's method, a physics-informed network and MAML"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out, {.seed_help = "the physics-informed network's initial weights"});
   app.add_option("--pinn-steps", c.pinn_steps, "Adam steps for the physics-informed network");
   app.add_option("--pinn-points", c.pinn_points, "collocation points in (0, 1)");
-  app.add_option("--seed", c.seed, "the physics-informed network's initial weights");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   viz::Report rep(c.out, "second_order: derivatives of derivatives",
                   "Hessian-vector products, Newton's method, a physics-informed network and MAML.");

@@ -20,7 +20,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/explorer.h"
 #include "minigrad/viz/report.h"
@@ -314,13 +314,11 @@ int main(int argc, char** argv) {
   using namespace seq2seq;
   Config c;
   CLI::App app{"seq2seq_cross_attention: an encoder-decoder Transformer learns to reverse digit strings"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "training steps");
   app.add_option("--length", c.length, "digits per string")->check(CLI::Range(2, 16));
   app.add_option("--lr", c.lr, "peak AdamW learning rate");
   app.add_option("--every", c.every, "telemetry every this many steps");
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
   Generator g(c.seed);

@@ -15,18 +15,16 @@
 //      to predict the next token; the embedding cosine of co-occurring pairs is measured in both.
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"  // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "report.h"
 
 int main(int argc, char** argv) {
   using namespace where_weights;
   Config c;
   CLI::App app{"where_weights_come_from: W_Q, W_K, W_V are ordinary parameters trained by backpropagation"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "training steps per model");
   app.add_option("--lr", c.lr, "AdamW learning rate");
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
 
   viz::Report rep(c.out, "where_weights_come_from: W_Q, W_K, W_V are ordinary parameters",

@@ -19,7 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "../common/gemm.h"     // add_gemm_option: --gemm portable|blas
+#include "../common/cli.h"      // add_run_options: --gemm, --seed, --out, --threads
 #include "../common/numbers.h"  // window_mean, median, median_ms, finite_abs_max
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
@@ -246,13 +246,11 @@ int main(int argc, char** argv) {
   using namespace why_sqrt_dk;
   Config c;
   CLI::App app{"why_sqrt_dk: why attention divides its scores by sqrt(d_k)"};
-  example::add_gemm_option(app);
+  example::add_run_options(app, c.seed, &c.out);
   app.add_option("--steps", c.steps, "training steps per run (part 2)");
   app.add_option("--dk", c.dk, "head width in part 2")->check(CLI::Range(1, 4096));
   app.add_option("--lr", c.lr, "learning rate (part 2)");
   app.add_flag("--sgd", c.sgd, "plain SGD instead of Adam in part 2");
-  app.add_option("--seed", c.seed, "random seed");
-  app.add_option("--out", c.out, "output folder");
   CLI11_PARSE(app, argc, argv);
   if (c.steps < 50) {
     std::fprintf(stderr, "--steps must be at least 50 (the tables average steps 1-50 and the last 50)\n");
