@@ -55,7 +55,9 @@ TEST(LineChart, LogTicksAreRoundDecadesAndClearTheAxisTitle) {
   // a loss falling from 2.3 to 3e-5: ticks at powers of ten covering the range
   std::vector<double> y;
   for (int i = 0; i < 100; ++i) y.push_back(2.3 * std::pow(10.0, -5.0 * i / 99));
-  const std::string svg = viz::line_chart_svg({viz::Series::over_steps("loss", y)}, "t", "step", "cross-entropy", true);
+  const std::string svg =
+      viz::line_chart_svg({viz::Series::over_steps("loss", y)},
+                          {.title = "t", .x_label = "step", .y_label = "cross-entropy", .log_y = true});
   const auto ticks = y_ticks(svg);
   ASSERT_GE(ticks.size(), 3u);
   for (auto& [x, label] : ticks) {
@@ -75,8 +77,8 @@ TEST(LineChart, LogTicksAreRoundDecadesAndClearTheAxisTitle) {
 }
 
 TEST(LineChart, LinearTicksAreOneTwoOrFiveTimesAPowerOfTen) {
-  const std::string svg =
-      viz::line_chart_svg({viz::Series::over_steps("gap", {3.1, 7.7, 12.4, 14.36})}, "t", "step", "gap", false);
+  const std::string svg = viz::line_chart_svg({viz::Series::over_steps("gap", {3.1, 7.7, 12.4, 14.36})},
+                                              {.title = "t", .x_label = "step", .y_label = "gap"});
   std::vector<double> v;
   for (auto& [x, label] : y_ticks(svg)) v.push_back(std::stod(label));
   ASSERT_GE(v.size(), 3u);
@@ -93,7 +95,8 @@ TEST(LineChart, LogAxisCoversDataOverManyDecades) {
   // be at or above the data (it was 0.1, with the curve drawn above the frame).
   std::vector<double> y;
   for (int i = 0; i < 100; ++i) y.push_back(2.3 * std::pow(10.0, -7.4 * i / 99));
-  const auto ticks = y_ticks(viz::line_chart_svg({viz::Series::over_steps("loss", y)}, "t", "step", "loss", true));
+  const auto ticks = y_ticks(viz::line_chart_svg({viz::Series::over_steps("loss", y)},
+                                                 {.title = "t", .x_label = "step", .y_label = "loss", .log_y = true}));
   ASSERT_GE(ticks.size(), 2u);
   EXPECT_LE(std::stod(ticks.front().second), 1e-7 * 0.5);
   EXPECT_GE(std::stod(ticks.back().second), 2.3);
@@ -105,7 +108,8 @@ TEST(LineChart, LogXAxisHasRoundTicksAndPlacesPointsByTheirLogarithm) {
   for (double d = 2; d <= 1024; d *= 2) x.push_back(d), y.push_back(std::sqrt(d));
   viz::Series guide{"slope 1/2", x, y, true};
   x.insert(x.begin(), 0.0), y.insert(y.begin(), 1.0);  // x = 0 has no place on a log axis: left out
-  const std::string svg = viz::line_chart_svg({{"std of q.k", x, y}, guide}, "t", "d_k", "std", true, {}, true);
+  const std::string svg = viz::line_chart_svg(
+      {{"std of q.k", x, y}, guide}, {.title = "t", .x_label = "d_k", .y_label = "std", .log_y = true, .log_x = true});
   // x tick labels: the text under the frame (400 - 54 + 18)
   std::vector<std::pair<double, std::string>> xt;
   const std::regex re("<text x=\"([0-9.]+)\" y=\"364\" text-anchor=\"middle\">([^<]*)</text>");
@@ -140,8 +144,8 @@ TEST(LineChart, SeveralGuidesEachHaveTheirOwnDashPattern) {
   // three dashed guides beside a curve: the legend can only tell them apart by their dashes
   const std::vector<double> x = {1, 2};
   const std::string svg = viz::line_chart_svg(
-      {{"data", x, {1, 2}}, {"unigram", x, {3, 3}, true}, {"bigram", x, {2, 2}, true}, {"slope", x, {1, 3}, true}}, "t",
-      "x", "y");
+      {{"data", x, {1, 2}}, {"unigram", x, {3, 3}, true}, {"bigram", x, {2, 2}, true}, {"slope", x, {1, 3}, true}},
+      {.title = "t", .x_label = "x", .y_label = "y"});
   std::set<std::string> patterns;
   const std::regex re("stroke=\"#777\" stroke-width=\"1.2\" stroke-dasharray=\"([0-9,]+)\"");
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator(); ++it)
@@ -155,8 +159,8 @@ TEST(LineChart, NearlyConstantSeriesEndsWithTicksAroundIt) {
   // memory); now the flat range is widened as for a constant series
   for (double v : {1.0, 1e20, -3e-8, 0.0}) {
     const double next = std::nextafter(v, INFINITY);
-    const auto ticks =
-        y_ticks(viz::line_chart_svg({viz::Series::over_steps("flat", {v, next, v})}, "t", "step", "y", false));
+    const auto ticks = y_ticks(viz::line_chart_svg({viz::Series::over_steps("flat", {v, next, v})},
+                                                   {.title = "t", .x_label = "step", .y_label = "y"}));
     ASSERT_GE(ticks.size(), 2u) << v;
     EXPECT_LE(ticks.size(), 12u) << v;
     EXPECT_LE(std::stod(ticks.front().second), v + 1e-6 * std::abs(v)) << v;  // labels have 6 digits

@@ -193,8 +193,10 @@ std::string tick_label(double v) {
 
 }  // namespace
 
-std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
-                           const std::string& y_label, bool log_y, const std::vector<Marker>& markers, bool log_x) {
+std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options) {
+  const std::string &title = options.title, &x_label = options.x_label, &y_label = options.y_label;
+  const bool log_y = options.log_y, log_x = options.log_x;
+  const std::vector<Marker>& markers = options.markers;
   size_t longest = 0;
   for (auto& se : series) longest = std::max(longest, se.name.size());
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;

@@ -11,15 +11,22 @@ namespace mg::viz {
 
 /// How to draw a heatmap.
 struct HeatmapOptions {
+  /// The picture's title.
   std::string title;
-  std::vector<std::string> row_labels, col_labels;  // one per row / column (optional)
-  std::string row_title, col_title;                 // axis names, e.g. "query", "key"
-  bool diverging = false;     // blue-white-red around 0 (weights); otherwise light-to-dark (0..max)
-  double vmin = 0, vmax = 0;  // colour range; both 0: from the data (symmetric when diverging)
-  int annotate = -1;          // write values in cells: 1 yes, 0 no, -1 when the map is small
-  int decimals =
-      -1;         // decimals written in cells; -1: 3 for values in [0, 1] (attention) when the cell has room, else 2
-  int cell = 32;  // cell size in pixels
+  /// One label per row / column (optional).
+  std::vector<std::string> row_labels, col_labels;
+  /// The axes' names, e.g. "query", "key".
+  std::string row_title, col_title;
+  /// Blue-white-red around 0 (weights); otherwise light-to-dark (0..max).
+  bool diverging = false;
+  /// The colour range; both 0: from the data (symmetric when diverging).
+  double vmin = 0, vmax = 0;
+  /// Write the values in the cells: 1 yes, 0 no, -1 when the map is small.
+  int annotate = -1;
+  /// Decimals written in cells; -1: 3 for values in [0, 1] (attention) when the cell has room, else 2.
+  int decimals = -1;
+  /// Cell size in pixels.
+  int cell = 32;
 };
 
 /// A 2-D tensor as a heatmap with labels on both axes and a colour scale. -inf cells (masked
@@ -30,7 +37,8 @@ std::string heatmap_svg(const Tensor& matrix, const HeatmapOptions& options);
 struct Series {
   std::string name;
   std::vector<double> x, y;
-  bool dashed = false;  // drawn dashed and thin: a guide (a slope, a bound), not data
+  /// Drawn dashed and thin: a guide (a slope, a bound), not data.
+  bool dashed = false;
   /// y against the step number 1, 2, ..., y.size() (a training curve).
   static Series over_steps(std::string name, std::vector<double> y) {
     std::vector<double> x(y.size());
@@ -45,12 +53,23 @@ struct Marker {
   std::string label;
 };
 
-/// Curves on shared axes with a legend (e.g. train and validation loss against step), and
-/// optional vertical markers. log_y / log_x: logarithmic axes (on a log x axis, points at x <= 0
-/// are left out; on a log y axis, values below 1e-12 are drawn at 1e-12).
-std::string line_chart_svg(const std::vector<Series>& series, const std::string& title, const std::string& x_label,
-                           const std::string& y_label, bool log_y = false, const std::vector<Marker>& markers = {},
-                           bool log_x = false);
+/// How to draw a line chart.
+struct LineChartOptions {
+  /// The chart's title.
+  std::string title;
+  /// The names of the axes.
+  std::string x_label, y_label;
+  /// A logarithmic y axis (values below 1e-12 are drawn at 1e-12).
+  bool log_y = false;
+  /// A logarithmic x axis (points at x <= 0 are left out).
+  bool log_x = false;
+  /// Vertical lines across the chart, labelled (a phase change, an event).
+  std::vector<Marker> markers;
+};
+
+/// Curves on shared axes with a legend (e.g. train and validation loss against step):
+/// line_chart_svg(series, {.title = "Loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}).
+std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options);
 
 /// A 2-D classifier's picture: `probs` (H, W) is P(class 1) over the square [-1, 1]^2 (row 0 at
 /// the top), drawn as a background, with the points (N, 2) coloured by their labels (N) on top.

@@ -241,15 +241,19 @@ void report_costs(const Config& c, viz::Report& rep) {
   rep.add_note(t1, true);
   rep.add_svg(
       "cost.svg",
-      viz::line_chart_svg({{"attention, fused", Ts, fused},
-                           {"attention, composed", Ts, composed},
-                           {"4 projections", Ts, proj},
-                           {"4 projections + MLP", Ts, block},
-                           {"slope 1 (time ~ T)", Ts, lin, true},
-                           {"slope 2 (time ~ T^2)", Ts, quad, true}},
-                          fmt::format("Forward + backward time against T (d = {})", c.dim), "T (tokens)", "ms", true,
-                          {{2.0 * static_cast<double>(c.dim), "T = 2d"}, {6.0 * static_cast<double>(c.dim), "T = 6d"}},
-                          true),
+      viz::line_chart_svg(
+          {{"attention, fused", Ts, fused},
+           {"attention, composed", Ts, composed},
+           {"4 projections", Ts, proj},
+           {"4 projections + MLP", Ts, block},
+           {"slope 1 (time ~ T)", Ts, lin, true},
+           {"slope 2 (time ~ T^2)", Ts, quad, true}},
+          {.title = fmt::format("Forward + backward time against T (d = {})", c.dim),
+           .x_label = "T (tokens)",
+           .y_label = "ms",
+           .log_y = true,
+           .log_x = true,
+           .markers = {{2.0 * static_cast<double>(c.dim), "T = 2d"}, {6.0 * static_cast<double>(c.dim), "T = 6d"}}}),
       "Log-log: the projections follow slope 1, attention bends to slope 2. The dashed lines mark where attention's "
       "FLOPs equal the projections' (T = 2d) and the projections' plus a 4d MLP's (T = 6d).");
 }
@@ -275,12 +279,14 @@ void report_copying(const Config& c, viz::Report& rep) {
                                             first_l->k, 100 * copy.back().lstm, copy.back().k);
   std::printf("%s", t2.c_str());
   rep.add_note(t2, true);
-  rep.add_svg(
-      "copy.svg",
-      viz::line_chart_svg({{"attention", ks, acc_a}, {"LSTM", ks, acc_l}},
-                          "Copy the token k positions back: accuracy against k", "k", "accuracy (%)", false, {}, true),
-      "One attention layer reaches t - k in one step for any k; the LSTM must carry the token through k steps "
-      "of its state.");
+  rep.add_svg("copy.svg",
+              viz::line_chart_svg({{"attention", ks, acc_a}, {"LSTM", ks, acc_l}},
+                                  {.title = "Copy the token k positions back: accuracy against k",
+                                   .x_label = "k",
+                                   .y_label = "accuracy (%)",
+                                   .log_x = true}),
+              "One attention layer reaches t - k in one step for any k; the LSTM must carry the token through k steps "
+              "of its state.");
 }
 
 }  // namespace attention_cost

@@ -215,8 +215,8 @@ std::string write_report(const models::GPT& m, const Data& d, const Config& c, c
   viz::Report rep(c.out, "char_gpt: a character-level GPT",
                   "Trained on " + (c.data.empty() ? std::string("Debian's fortunes") : c.data));
   rep.add_svg("loss.svg",
-              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss",
-                                  "step", "cross-entropy"),
+              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}},
+                                  {.title = "Loss", .x_label = "step", .y_label = "cross-entropy"}),
               "Training and validation loss (nats per character).");
   rep.add_note("Sample:\n" + sampled, true);
   inspect::AttentionCapture cap(const_cast<models::GPT&>(m));

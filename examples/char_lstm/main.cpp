@@ -152,8 +152,8 @@ Sample sample(const CharLSTM& m, const char_text::Vocab& v, const Config& c, Gen
 std::string write_report(const History& h, const Sample& s, const Config& c) {
   viz::Report rep(c.out, "char_lstm: a character-level LSTM on the same text as char_gpt");
   rep.add_svg("loss.svg",
-              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}}, "Loss",
-                                  "step", "cross-entropy"),
+              viz::line_chart_svg({{"train", h.steps, h.losses}, {"validation", h.val_steps, h.val_losses}},
+                                  {.title = "Loss", .x_label = "step", .y_label = "cross-entropy"}),
               "Training loss every step and validation loss (the same windows as char_gpt's) every eval_every steps.");
   rep.add_note("Sample:\n" + s.text, true);
   const int64_t chars = std::min<int64_t>(48, s.hidden.size(0)), units = std::min<int64_t>(32, c.hidden);

@@ -203,12 +203,13 @@ std::string write_report(const DigitsCNN& m, const Split& s, const Result& r, co
   std::vector<double> epochs;
   for (size_t i = 0; i < r.train_loss.size(); ++i) epochs.push_back(static_cast<double>(i + 1));
   rep.add_svg("loss.svg",
-              viz::line_chart_svg({{"training loss", epochs, r.train_loss}}, "training loss", "epoch", "cross-entropy"),
+              viz::line_chart_svg({{"training loss", epochs, r.train_loss}},
+                                  {.title = "training loss", .x_label = "epoch", .y_label = "cross-entropy"}),
               "Mean cross-entropy over each epoch's mini-batches.");
-  rep.add_svg(
-      "test_accuracy.svg",
-      viz::line_chart_svg({{"held-out accuracy", epochs, r.test_accuracy}}, "held-out accuracy", "epoch", "accuracy"),
-      fmt::format("Accuracy on the {} held-out images after each epoch (eval mode).", n_test));
+  rep.add_svg("test_accuracy.svg",
+              viz::line_chart_svg({{"held-out accuracy", epochs, r.test_accuracy}},
+                                  {.title = "held-out accuracy", .x_label = "epoch", .y_label = "accuracy"}),
+              fmt::format("Accuracy on the {} held-out images after each epoch (eval mode).", n_test));
   rep.add_svg(
       "filters.svg",
       viz::heatmap_svg(filter_grid(m.conv1),

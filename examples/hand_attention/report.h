@@ -131,7 +131,7 @@ void report_learned(const HandResult& h, const TrainResult& r, const Config& c, 
               viz::line_chart_svg({viz::Series::over_steps("query A: column B - column A", ga),
                                    viz::Series::over_steps("query B: column B - column A", gb),
                                    viz::Series::over_steps("hand-set (10)", std::vector<double>(ga.size(), 10.0))},
-                                  "B - A gap of the learned W_Q W_K^T", "step", "gap"),
+                                  {.title = "B - A gap of the learned W_Q W_K^T", .x_label = "step", .y_label = "gap"}),
               "The gap over training: it passes the hand-set 10 and goes on growing.");
   rep.add_svg("W_Q_hand.svg", mat(h.w_q, "W_Q, set by hand"), "Hand-set W_Q: both tokens map to the query (0, 1).");
   rep.add_svg("W_K_hand.svg", mat(h.w_k, "W_K, set by hand"), "Hand-set W_K = 10 I.");
@@ -162,10 +162,11 @@ void report_learned(const HandResult& h, const TrainResult& r, const Config& c, 
                                                      .row_title = "query",
                                                      .col_title = "key"}),
               "A held-out sequence: every row puts its attention on the B, like the hand-set head.");
-  rep.add_svg("loss.svg",
-              viz::line_chart_svg({viz::Series::over_steps("train loss", r.losses)}, "Training loss", "step",
-                                  "cross-entropy", true),
-              "Loss: -log(attention on the B), averaged over every position.");
+  rep.add_svg(
+      "loss.svg",
+      viz::line_chart_svg({viz::Series::over_steps("train loss", r.losses)},
+                          {.title = "Training loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
+      "Loss: -log(attention on the B), averaged over every position.");
   rep.add_note(
       fmt::format("Learned from random weights in {} steps: accuracy {:.2f}%, attention on the B: mean {:.4f}, "
                   "smallest row {:.4f}.",

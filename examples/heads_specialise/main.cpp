@@ -358,7 +358,9 @@ int main(int argc, char** argv) {
   std::vector<viz::Series> curves;
   for (size_t k = 0; k < runs.size(); ++k)
     curves.push_back(viz::Series::over_steps(variant_name(static_cast<Variant>(k)), runs[k].losses));
-  rep.add_svg("loss.svg", viz::line_chart_svg(curves, "Training loss", "step", "cross-entropy", true),
+  rep.add_svg("loss.svg",
+              viz::line_chart_svg(
+                  curves, {.title = "Training loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
               "Loss of the three runs: all three solve the task.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   std::printf("explorer: %s\n", save_explorer(c, two, "heads_specialise: two heads").c_str());

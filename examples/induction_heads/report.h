@@ -46,17 +46,20 @@ void report(viz::Report& rep, const Config& c, const RunResult& two, const RunRe
   const std::vector<viz::Marker> phase = {{static_cast<double>(two.phase_step), "phase change"}};
   rep.add_svg(
       "loss.svg",
-      viz::line_chart_svg({series(two, "2 layers: loss", [](auto& r) { return r.loss; }),
-                           series(one, "1 layer: loss", [](auto& r) { return r.loss; })},
-                          "Training loss (all positions)", "step", "cross-entropy", false, phase),
+      viz::line_chart_svg(
+          {series(two, "2 layers: loss", [](auto& r) { return r.loss; }),
+           series(one, "1 layer: loss", [](auto& r) { return r.loss; })},
+          {.title = "Training loss (all positions)", .x_label = "step", .y_label = "cross-entropy", .markers = phase}),
       "The 2-layer model's loss sits on a plateau, then drops: the phase change. Most tokens are random, so the loss "
       "cannot go below about log(vocab) on them; the drop is the repeated spans becoming predictable.");
   rep.add_svg(
       "icl.svg",
       viz::line_chart_svg({series(two, "2 layers", [](auto& r) { return r.icl.score; }),
                            series(one, "1 layer", [](auto& r) { return r.icl.score; })},
-                          "In-context learning score (loss on the 2nd copy - loss on the 1st)", "step", "nats", false,
-                          phase),
+                          {.title = "In-context learning score (loss on the 2nd copy - loss on the 1st)",
+                           .x_label = "step",
+                           .y_label = "nats",
+                           .markers = phase}),
       "The in-context learning score jumps at the same steps in the 2-layer model; the 1-layer model never gets there.");
   const std::string last = fmt::format("attn{}", c.layers - 1);
   std::vector<viz::Series> prev, ind;
@@ -66,13 +69,17 @@ void report(viz::Report& rep, const Config& c, const RunResult& two, const RunRe
     ind.push_back(series(two, fmt::format("head {}", h), [&](auto& r) { return score_of(r, last, h).induction; }));
   }
   rep.add_svg("previous_token_scores.svg",
-              viz::line_chart_svg(prev, "Layer 0: previous-token score of each head", "step", "attention on t - 1",
-                                  false, phase),
+              viz::line_chart_svg(prev, {.title = "Layer 0: previous-token score of each head",
+                                         .x_label = "step",
+                                         .y_label = "attention on t - 1",
+                                         .markers = phase}),
               "Mean attention from position t to t - 1 on the probe, per head of layer 0.");
   rep.add_svg(
       "induction_scores.svg",
-      viz::line_chart_svg(ind, fmt::format("Layer {}: induction score of each head", c.layers - 1), "step",
-                          "attention on the token after the earlier copy", false, phase),
+      viz::line_chart_svg(ind, {.title = fmt::format("Layer {}: induction score of each head", c.layers - 1),
+                                .x_label = "step",
+                                .y_label = "attention on the token after the earlier copy",
+                                .markers = phase}),
       "On a random span repeated twice: mean attention from each token of the 2nd copy to the position after the "
       "same token in the 1st copy, per head of the last layer.");
   {  // the induction head before and after softmax, on one repeated sequence and on average

@@ -154,10 +154,11 @@ int main(int argc, char** argv) {
                   probability_grid(model, 96, 96), data.x, data.y,
                   fmt::format("Decision boundary after {} steps ({:.1f}% accuracy)", c.steps, 100 * acc)),
               "Background: the model's P(class 1) over the plane; dots: the training points.");
-  rep.add_svg("loss.svg",
-              viz::line_chart_svg({viz::Series::over_steps("train loss", losses)}, "Training loss", "step",
-                                  "cross-entropy", true),
-              "Full-batch cross-entropy.");
+  rep.add_svg(
+      "loss.svg",
+      viz::line_chart_svg({viz::Series::over_steps("train loss", losses)},
+                          {.title = "Training loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
+      "Full-batch cross-entropy.");
   std::printf("pictures: %s\n", rep.write_index().c_str());
   return acc > 0.95 ? 0 : 1;
 }

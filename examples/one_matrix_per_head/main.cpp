@@ -378,8 +378,10 @@ int main(int argc, char** argv) {
   rep.add_svg("loss.svg",
               viz::line_chart_svg({viz::Series::over_steps("standard (one W_Q)", median_smoothed(runs, false)),
                                    viz::Series::over_steps("A^h W_q[h] (per-head extra)", median_smoothed(runs, true))},
-                                  fmt::format("Median over {} seeds of the 20-step mean loss", runs.size()), "step",
-                                  "cross-entropy", true),
+                                  {.title = fmt::format("Median over {} seeds of the 20-step mean loss", runs.size()),
+                                   .x_label = "step",
+                                   .y_label = "cross-entropy",
+                                   .log_y = true}),
               fmt::format("Training loss of both parameterisations, each pair started as the same function: the "
                           "median over {} seeds of each step's 20-step running mean. The table gives each quarter's "
                           "range across seeds.",

@@ -219,7 +219,10 @@ int main(int argc, char** argv) {
   rep.add_svg("loss.svg",
               viz::line_chart_svg(
                   {viz::Series::over_steps("W_Q, W_K", sep.loss), viz::Series::over_steps("W_Q = W_K", tie.loss)},
-                  "Attend to the successor: training loss", "step", "cross-entropy", true),
+                  {.title = "Attend to the successor: training loss",
+                   .x_label = "step",
+                   .y_label = "cross-entropy",
+                   .log_y = true}),
               "The same start and batches; only the tying differs.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return 0;

@@ -170,10 +170,11 @@ inline std::string draw(const Results& r, const Config& c) {
       {fmt::format("bigram {:.2f}", r.counted.bigram), ends, {r.counted.bigram, r.counted.bigram}, true}};
   std::filesystem::create_directories(c.out);
   const std::string path = c.out + "/lens.svg";
-  viz::write_file(path,
-                  viz::line_chart_svg(series, "Loss of the residual stream read part way",
-                                      "parts added to the embedding (k: 2l+1 = attention of layer l, 2l+2 = its MLP)",
-                                      "validation loss (nats/char)"));
+  viz::write_file(
+      path, viz::line_chart_svg(
+                series, {.title = "Loss of the residual stream read part way",
+                         .x_label = "parts added to the embedding (k: 2l+1 = attention of layer l, 2l+2 = its MLP)",
+                         .y_label = "validation loss (nats/char)"}));
   return path;
 }
 

@@ -75,11 +75,12 @@ int main(int argc, char** argv) {
     for (double v : l) out.push_back(std::max(v - best, 1e-16));
     return out;
   };
-  rep.add_svg("newton_vs_gd.svg",
-              viz::line_chart_svg({viz::Series::over_steps("Newton", gap(nt.loss)),
-                                   viz::Series::over_steps("gradient descent", gap(gd.loss))},
-                                  "Loss above the minimum", "step", "loss - min", true),
-              fmt::format("Newton reaches the minimum in {} steps, gradient descent in {}.", nt.steps, gd.steps));
+  rep.add_svg(
+      "newton_vs_gd.svg",
+      viz::line_chart_svg(
+          {viz::Series::over_steps("Newton", gap(nt.loss)), viz::Series::over_steps("gradient descent", gap(gd.loss))},
+          {.title = "Loss above the minimum", .x_label = "step", .y_label = "loss - min", .log_y = true}),
+      fmt::format("Newton reaches the minimum in {} steps, gradient descent in {}.", nt.steps, gd.steps));
   std::printf("\n");
 
   std::printf("3. A physics-informed network: u'' = -pi^2 sin(pi x), u(0) = u(1) = 0 (exact: sin(pi x))\n");
@@ -90,12 +91,12 @@ int main(int argc, char** argv) {
               p.max_error, p.rel_l2);
   rep.add_svg("pinn.svg",
               viz::line_chart_svg({viz::Series{"network u(x)", p.grid, p.u}, viz::Series{"sin(pi x)", p.grid, p.exact}},
-                                  "Learned from the equation alone", "x", "u"),
+                                  {.title = "Learned from the equation alone", .x_label = "x", .y_label = "u"}),
               fmt::format("max |u - sin(pi x)| = {:.2e}", p.max_error));
-  rep.add_svg(
-      "pinn_loss.svg",
-      viz::line_chart_svg({viz::Series::over_steps("residual + boundary", p.loss)}, "PINN loss", "step", "loss", true),
-      "mean(residual^2) + mean(u(0)^2, u(1)^2).");
+  rep.add_svg("pinn_loss.svg",
+              viz::line_chart_svg({viz::Series::over_steps("residual + boundary", p.loss)},
+                                  {.title = "PINN loss", .x_label = "step", .y_label = "loss", .log_y = true}),
+              "mean(residual^2) + mean(u(0)^2, u(1)^2).");
   std::printf("\n");
 
   std::printf("4. MAML with one inner step on sine-wave regression (%d meta steps of %d tasks)\n", kMetaSteps, kTasks);

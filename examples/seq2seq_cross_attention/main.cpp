@@ -367,10 +367,11 @@ int main(int argc, char** argv) {
           "no digit to read.",
           c.length + 1, c.length));
   rep.add_note(interventions, true);
-  rep.add_svg("loss.svg",
-              viz::line_chart_svg({viz::Series::over_steps("train loss", tr.losses)}, "Training loss", "step",
-                                  "cross-entropy", true),
-              "Teacher-forced training loss.");
+  rep.add_svg(
+      "loss.svg",
+      viz::line_chart_svg({viz::Series::over_steps("train loss", tr.losses)},
+                          {.title = "Training loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
+      "Teacher-forced training loss.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   std::string line = "explorer: cross-attention on the probe string, weight on the mirrored digit by step:";
   for (size_t k = 0; k < tr.records.size(); ++k) {

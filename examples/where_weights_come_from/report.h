@@ -191,9 +191,11 @@ void report_ablation(viz::Report& rep, const std::vector<RunResult>& results, co
       "around them. Learned projections give the model the most freedom.",
       false);
   rep.add_note(table, true);
-  rep.add_svg("ablation_loss.svg",
-              viz::line_chart_svg(series, "Training loss by variant", "step", "cross-entropy", true),
-              "Loss curves of the three variants.");
+  rep.add_svg(
+      "ablation_loss.svg",
+      viz::line_chart_svg(
+          series, {.title = "Training loss by variant", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
+      "Loss curves of the three variants.");
 }
 
 // What the co-occurrence table shows, computed from it: for each objective, how much closer the

@@ -283,17 +283,26 @@ int main(int argc, char** argv) {
   }
   rep.add_svg("score_std.svg",
               viz::line_chart_svg({{"q.k", dks, std_u}, {"q.k / sqrt(d_k)", dks, std_s}, {"sqrt(d_k)", dks, sq, true}},
-                                  "Spread of the scores", "d_k", "standard deviation", true, {}, true),
+                                  {.title = "Spread of the scores",
+                                   .x_label = "d_k",
+                                   .y_label = "standard deviation",
+                                   .log_y = true,
+                                   .log_x = true}),
               "The standard deviation of q.k follows sqrt(d_k) (dashed); divided by sqrt(d_k) it stays at 1.");
   rep.add_svg("max_weight.svg",
               viz::line_chart_svg({{"q.k", dks, max_u}, {"q.k / sqrt(d_k)", dks, max_s}},
-                                  fmt::format("Largest softmax weight over {} keys", c.keys), "d_k",
-                                  "mean largest weight", false, {}, true),
+                                  {.title = fmt::format("Largest softmax weight over {} keys", c.keys),
+                                   .x_label = "d_k",
+                                   .y_label = "mean largest weight",
+                                   .log_x = true}),
               "Without the scale the softmax approaches one-hot as d_k grows; with it, it does not depend on d_k.");
-  rep.add_svg("jacobian.svg",
-              viz::line_chart_svg({{"q.k", dks, j_u}, {"q.k / sqrt(d_k)", dks, j_s}}, "Norm of the softmax Jacobian",
-                                  "d_k", "mean ||diag(p) - p p^T||", false, {}, true),
-              "How much a change of the scores moves the weights: it falls with d_k without the scale.");
+  rep.add_svg(
+      "jacobian.svg",
+      viz::line_chart_svg({{"q.k", dks, j_u}, {"q.k / sqrt(d_k)", dks, j_s}}, {.title = "Norm of the softmax Jacobian",
+                                                                               .x_label = "d_k",
+                                                                               .y_label = "mean ||diag(p) - p p^T||",
+                                                                               .log_x = true}),
+      "How much a change of the scores moves the weights: it falls with d_k without the scale.");
 
   std::vector<TrainResult> runs;
   for (Task t : {Task::FirstToken, Task::CountZeros})
@@ -317,8 +326,10 @@ int main(int argc, char** argv) {
     curves.push_back(
         viz::Series::over_steps(fmt::format("{}, {}", task_name(r.task), r.scaled ? "scaled" : "unscaled"), r.loss));
   rep.add_svg("loss.svg",
-              viz::line_chart_svg(curves, fmt::format("One head at d_k = {}: training loss", c.dk), "step",
-                                  "cross-entropy", true),
+              viz::line_chart_svg(curves, {.title = fmt::format("One head at d_k = {}: training loss", c.dk),
+                                           .x_label = "step",
+                                           .y_label = "cross-entropy",
+                                           .log_y = true}),
               "The same head, the same weights and batches for each task, with and without the scale.");
   std::printf("\npictures: %s\n", rep.write_index().c_str());
   return 0;
