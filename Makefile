@@ -36,7 +36,7 @@ build: deps
 
 # make test's release build: the same configuration, built up to the target test_programs (the
 # library, every test program, the benchmarks). The examples' code is compiled into
-# tests/test_examples.cpp, test_example_models.cpp, test_llama_style.cpp and test_residual_stream.cpp,
+# tests/test_examples_*.cpp, test_example_models.cpp, test_llama_style.cpp and test_residual_stream.cpp,
 # which train each one small, so their own programs are left to make build and make demo (they
 # would add a minute and a half to CI).
 build-tests: deps
