@@ -79,7 +79,7 @@ Dual clamp(const Dual& x, std::optional<double> min, std::optional<double> max) 
   return make_dual(mg::clamp(x.primal(), min, max), clamp_backward(x.tangent(), x.primal(), min, max));
 }
 Dual relu(const Dual& x) { return make_dual(mg::relu(x.primal()), relu_backward(x.tangent(), x.primal())); }
-Dual gelu(const Dual& x, const std::string& approximate) {
+Dual gelu(const Dual& x, GeluApproximate approximate) {
   return make_dual(mg::gelu(x.primal(), approximate), gelu_backward(x.tangent(), x.primal(), approximate));
 }
 Dual silu(const Dual& x) { return make_dual(mg::silu(x.primal()), silu_backward(x.tangent(), x.primal())); }

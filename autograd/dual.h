@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "minigrad/tensor/ops/activation.h"
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
@@ -99,8 +100,8 @@ Dual expm1(const Dual& x);
 Dual clamp(const Dual& x, std::optional<double> min, std::optional<double> max = std::nullopt);
 /// relu: dx where x > 0
 Dual relu(const Dual& x);
-/// GELU'(x) dx (approximate "none" or "tanh")
-Dual gelu(const Dual& x, const std::string& approximate = "none");
+/// GELU'(x) dx, in either form
+Dual gelu(const Dual& x, GeluApproximate approximate = GeluApproximate::None);
 /// SiLU'(x) dx
 Dual silu(const Dual& x);
 /// sigmoid(beta x) dx (dx where beta x > threshold)

@@ -146,10 +146,11 @@ Variable BertEmbeddings::forward(const Tensor& ids, const Tensor& types) const {
 BertEncoder::BertEncoder(const BertConfig& c, Generator& gen) {
   check_config(c);
   register_module("layer", layer);
-  const nn::TransformerLayerOptions o{.dim_feedforward = c.intermediate_size,
-                                      .dropout = c.hidden_dropout_prob,
-                                      .activation = c.hidden_act,
-                                      .layer_norm_eps = c.layer_norm_eps};
+  const nn::TransformerLayerOptions o{
+      .dim_feedforward = c.intermediate_size,
+      .dropout = c.hidden_dropout_prob,
+      .activation = c.hidden_act == "gelu" ? nn::TransformerActivation::GELU : nn::TransformerActivation::ReLU,
+      .layer_norm_eps = c.layer_norm_eps};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     layer.emplace_back<nn::TransformerEncoderLayer>(c.hidden_size, c.num_attention_heads, o, gen);
 }

@@ -18,8 +18,6 @@ GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
       proj(4 * d, d, {}, gen),
       resid_dropout({.p = o.dropout}, gen),
       gelu_approximate(o.gelu_approximate) {
-  MG_CHECK(o.gelu_approximate == "none" || o.gelu_approximate == "tanh", ValueError,
-           "GPTBlock: gelu_approximate must be \"none\" or \"tanh\", got \"{}\"", o.gelu_approximate);
   register_module("ln_1", ln_1);
   register_module("attn", attn);
   register_module("ln_2", ln_2);
@@ -144,7 +142,9 @@ std::string GPT::extra_repr() const {
   return fmt::format("vocab_size={}, context={}, d_model={}, nhead={}, num_layers={}{}{}{}", vocab_size, context,
                      options.d_model, options.nhead, options.num_layers,
                      options.tie_weights ? ", tie_weights=true" : "",
-                     options.gelu_approximate != "none" ? ", gelu_approximate=" + options.gelu_approximate : "",
+                     options.gelu_approximate != GeluApproximate::None
+                         ? std::string(", gelu_approximate=") + gelu_approximate_name(options.gelu_approximate)
+                         : "",
                      options.head_bias ? "" : ", head_bias=false");
 }
 

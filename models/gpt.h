@@ -13,8 +13,8 @@ namespace mg::models {
 /// GPTBlock's optional settings.
 struct GPTBlockOptions {
   double dropout = 0.0;  // on the attention weights and on both residual branches (training only)
-  /// The MLP's GELU: "none" (the exact erf form) or "tanh" (GPT-2's own "gelu_new" approximation).
-  std::string gelu_approximate = "none";
+  /// The MLP's GELU: the exact erf form, or GeluApproximate::Tanh (GPT-2's own "gelu_new").
+  GeluApproximate gelu_approximate = GeluApproximate::None;
   double layer_norm_eps = 1e-5;  // ln_1 and ln_2
 };
 
@@ -33,7 +33,7 @@ class GPTBlock : public nn::Callable<GPTBlock> {
   nn::MultiheadAttention attn;
   nn::Linear fc, proj;  // the MLP: d -> 4d -> d
   nn::Dropout resid_dropout;
-  const std::string gelu_approximate;
+  const GeluApproximate gelu_approximate;
 };
 
 /// GPT's optional settings (the names of torch.nn.Transformer's arguments).
@@ -45,9 +45,9 @@ struct GPTOptions {
   /// The head uses the token embedding's matrix (GPT-2's weight tying: head.weight = tok.weight),
   /// one (vocab, d_model) parameter for both ends of the model, trained by both uses' gradients.
   bool tie_weights = false;
-  /// The MLP's GELU in every block: "none" (erf) or "tanh" (GPT-2's "gelu_new"; the Hugging Face
-  /// checkpoints need it).
-  std::string gelu_approximate = "none";
+  /// The MLP's GELU in every block: the erf form, or GeluApproximate::Tanh (GPT-2's "gelu_new";
+  /// the Hugging Face checkpoints need it).
+  GeluApproximate gelu_approximate = GeluApproximate::None;
   double layer_norm_eps = 1e-5;  // every LayerNorm (GPT-2's layer_norm_epsilon)
   bool head_bias = true;         // a bias on the head (GPT-2's lm_head has none)
 };

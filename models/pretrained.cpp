@@ -250,7 +250,7 @@ GPTOptions gpt2_options_from_json(const std::string& path, int64_t& vocab_size, 
   MG_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu", ValueError,
            "gpt2 config: {}: activation_function \"{}\" is not supported (gelu_new, gelu_pytorch_tanh or gelu)", path,
            act);
-  o.gelu_approximate = act == "gelu" ? "none" : "tanh";
+  o.gelu_approximate = act == "gelu" ? GeluApproximate::None : GeluApproximate::Tanh;
   MG_CHECK(!optional_field<bool>(j, path, "scale_attn_by_inverse_layer_idx", false) &&
                optional_field<bool>(j, path, "scale_attn_weights", true),
            ValueError,
@@ -332,8 +332,8 @@ void load_hf_gpt2(GPT& model, const std::string& path) {
   // A model built by hand must have GPT-2's usual activation; gpt2_from_pretrained builds the one
   // config.json names (activation_function "gelu" is GELU without the tanh approximation).
   MG_CHECK(
-      model.options.gelu_approximate == "tanh", ValueError,
-      "load_hf_gpt2: the model must have gelu_approximate = \"tanh\" (GPT-2's gelu_new); use gpt2_from_pretrained, "
+      model.options.gelu_approximate == GeluApproximate::Tanh, ValueError,
+      "load_hf_gpt2: the model must have gelu_approximate = GeluApproximate::Tanh (GPT-2's gelu_new); use gpt2_from_pretrained, "
       "which builds the activation config.json names");
   load_gpt2_weights(model, path);
 }
@@ -390,7 +390,7 @@ void save_hf_gpt2(const GPT& model, const std::string& folder) {
       {"n_layer", o.num_layers},
       {"n_head", o.nhead},
       {"n_inner", nullptr},
-      {"activation_function", o.gelu_approximate == "tanh" ? "gelu_new" : "gelu"},
+      {"activation_function", o.gelu_approximate == GeluApproximate::Tanh ? "gelu_new" : "gelu"},
       {"layer_norm_epsilon", o.layer_norm_eps},
       {"resid_pdrop", o.dropout},
       {"embd_pdrop", 0.0},

@@ -73,7 +73,7 @@ GPTOptions gpt2_options_from_json(const std::string& config_path, int64_t& vocab
 
 /// Load a Hugging Face GPT-2 checkpoint (model.safetensors of GPT2LMHeadModel, names under
 /// "transformer.", or of GPT2Model, names without it) into `model`, which must be built with
-/// gelu_approximate "tanh", head_bias false and the checkpoint's sizes (gpt2_from_pretrained does
+/// gelu_approximate GeluApproximate::Tanh, head_bias false and the checkpoint's sizes (gpt2_from_pretrained does
 /// that). The causal-mask buffers older files carry ("h.i.attn.bias", "h.i.attn.masked_bias") are
 /// skipped. A FileError names the file and each missing, unexpected or mis-shaped tensor.
 void load_hf_gpt2(GPT& model, const std::string& safetensors_path);

@@ -21,7 +21,7 @@ void reset_conv(const Variable& weight, const Variable& bias, Generator& gen) {
   }
 }
 std::string padding_repr(const ConvPadding& p, bool two_d) {
-  if (!p.mode.empty()) return "'" + p.mode + "'";
+  if (p.mode) return *p.mode == PaddingMode::Same ? "'same'" : "'valid'";
   return two_d ? fmt::format("({}, {})", p.h, p.w) : fmt::format("({},)", p.w);
 }
 }  // namespace
@@ -47,7 +47,7 @@ Variable Conv2d::forward(const Variable& x) const {
 std::string Conv2d::extra_repr() const {
   std::string s = fmt::format("{}, {}, kernel_size=({}, {}), stride=({}, {})", in_channels, out_channels, kernel_size.h,
                               kernel_size.w, options.stride.h, options.stride.w);
-  if (!options.padding.mode.empty() || options.padding.h || options.padding.w)
+  if (options.padding.mode.has_value() || options.padding.h || options.padding.w)
     s += ", padding=" + padding_repr(options.padding, true);
   if (options.dilation.h != 1 || options.dilation.w != 1)
     s += fmt::format(", dilation=({}, {})", options.dilation.h, options.dilation.w);
@@ -60,7 +60,7 @@ Conv1d::Conv1d(int64_t in, int64_t out, int64_t k, Conv1dOptions o, Generator& g
     : in_channels(in), out_channels(out), kernel_size(k), options(std::move(o)) {
   check_channels(in, out, options.groups, "Conv1d");
   MG_CHECK(k > 0, ValueError, "Conv1d: kernel_size must be positive, got {}", k);
-  MG_CHECK(!options.padding.mode.empty() || options.padding.h == options.padding.w, ValueError,
+  MG_CHECK(options.padding.mode.has_value() || options.padding.h == options.padding.w, ValueError,
            "Conv1d: padding is one number, got ({}, {})", options.padding.h, options.padding.w);
   conv2d_args(1, k, {{1, options.stride}, options.padding, {1, options.dilation}, options.groups}, "Conv1d");
   checked_numel({out, in / options.groups, k}, "Conv1d", 4);
@@ -78,7 +78,7 @@ Variable Conv1d::forward(const Variable& x) const {
 std::string Conv1d::extra_repr() const {
   std::string s =
       fmt::format("{}, {}, kernel_size=({},), stride=({},)", in_channels, out_channels, kernel_size, options.stride);
-  if (!options.padding.mode.empty() || options.padding.w) s += ", padding=" + padding_repr(options.padding, false);
+  if (options.padding.mode.has_value() || options.padding.w) s += ", padding=" + padding_repr(options.padding, false);
   if (options.dilation != 1) s += fmt::format(", dilation=({},)", options.dilation);
   if (options.groups != 1) s += fmt::format(", groups={}", options.groups);
   if (!options.bias) s += ", bias=false";

@@ -32,15 +32,16 @@ struct ReLU : Callable<ReLU> {
 };
 /// GELU's settings (PyTorch's default).
 struct GELUOptions {
-  std::string approximate = "none";  // "none": the erf form; "tanh": the tanh approximation
+  /// The erf form (PyTorch's default) or GeluApproximate::Tanh.
+  GeluApproximate approximate = GeluApproximate::None;
 };
-/// GELU, erf form ("none") or tanh approximation ("tanh"): GELU({.approximate = "tanh"}).
+/// GELU, erf form or tanh approximation: GELU({.approximate = GeluApproximate::Tanh}).
 struct GELU : Callable<GELU> {
-  explicit GELU(GELUOptions options = {}) : approximate(std::move(options.approximate)) {}
+  explicit GELU(GELUOptions options = {}) : approximate(options.approximate) {}
   Variable forward(const Variable& x) const { return gelu(x, approximate); }
   std::string type_name() const override { return "GELU"; }
-  std::string extra_repr() const override { return "approximate=" + approximate; }
-  const std::string approximate;
+  std::string extra_repr() const override { return std::string("approximate=") + gelu_approximate_name(approximate); }
+  const GeluApproximate approximate;
 };
 /// tanh(x)
 struct Tanh : Callable<Tanh> {

@@ -48,8 +48,6 @@ bool cell_batch(const Variable& x, const Variable& h, int64_t input_size, int64_
 RNNCell::RNNCell(int64_t in, int64_t hidden, RNNCellOptions o, Generator& gen)
     : input_size(in), hidden_size(hidden), options(std::move(o)) {
   check_sizes(in, hidden, "RNNCell");
-  MG_CHECK(options.nonlinearity == "tanh" || options.nonlinearity == "relu", ValueError,
-           "RNNCell: nonlinearity must be \"tanh\" or \"relu\", got \"{}\"", options.nonlinearity);
   register_parameter("weight_ih", weight_ih, empty({hidden, in}));
   register_parameter("weight_hh", weight_hh, empty({hidden, hidden}));
   if (options.bias) {
@@ -64,12 +62,13 @@ Variable RNNCell::forward(const Variable& x, const Variable& h) const {
   Variable xb, hb;
   const bool unbatched = cell_batch(x, h, input_size, hidden_size, "RNNCell", xb, hb);
   const Variable a = linear(xb, weight_ih, bias_ih) + linear(hb, weight_hh, bias_hh);
-  const Variable out = options.nonlinearity == "tanh" ? tanh(a) : relu(a);
+  const Variable out = options.nonlinearity == RNNNonlinearity::Tanh ? tanh(a) : relu(a);
   return unbatched ? squeeze(out, 0) : out;
 }
 
 std::string RNNCell::extra_repr() const {
-  return fmt::format("{}, {}, bias={}, nonlinearity={}", input_size, hidden_size, options.bias, options.nonlinearity);
+  return fmt::format("{}, {}, bias={}, nonlinearity={}", input_size, hidden_size, options.bias,
+                     options.nonlinearity == RNNNonlinearity::Tanh ? "tanh" : "relu");
 }
 
 GRUCell::GRUCell(int64_t in, int64_t hidden, GRUCellOptions o, Generator& gen) : input_size(in), hidden_size(hidden) {
@@ -216,9 +215,7 @@ std::string RNNBase::extra_repr() const {
 
 namespace {
 RNNKind elman_kind(const RNNOptions& o) {
-  MG_CHECK(o.nonlinearity == "tanh" || o.nonlinearity == "relu", ValueError,
-           "RNN: nonlinearity must be \"tanh\" or \"relu\", got \"{}\"", o.nonlinearity);
-  return o.nonlinearity == "tanh" ? RNNKind::Tanh : RNNKind::ReLU;
+  return o.nonlinearity == RNNNonlinearity::Tanh ? RNNKind::Tanh : RNNKind::ReLU;
 }
 }  // namespace
 

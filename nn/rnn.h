@@ -13,10 +13,15 @@
 
 namespace mg::nn {
 
+/// An Elman RNN's activation (PyTorch's nonlinearity="tanh" or "relu").
+enum class RNNNonlinearity { Tanh, ReLU };
+
 /// RNNCell's optional settings (PyTorch's defaults).
 struct RNNCellOptions {
+  /// The biases b_ih and b_hh.
   bool bias = true;
-  std::string nonlinearity = "tanh";  // or "relu"
+  /// tanh, or ReLU.
+  RNNNonlinearity nonlinearity = RNNNonlinearity::Tanh;
 };
 /// One step of an Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh).
 class RNNCell : public Callable<RNNCell> {
@@ -73,7 +78,8 @@ class LSTMCell : public Callable<LSTMCell> {
 /// The settings of RNN, GRU and LSTM (PyTorch's defaults). `nonlinearity` is RNN's alone.
 struct RNNOptions {
   int64_t num_layers = 1;
-  std::string nonlinearity = "tanh";  // RNN: "tanh" or "relu"
+  /// RNN's activation (GRU and LSTM have their own gates).
+  RNNNonlinearity nonlinearity = RNNNonlinearity::Tanh;
   bool bias = true;
   bool batch_first = false;  // input and output (N, L, features) instead of (L, N, features)
   double dropout = 0;        // dropout on each layer's output but the last, in training

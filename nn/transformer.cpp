@@ -2,20 +2,19 @@
 
 namespace mg::nn {
 namespace {
-Variable activate(const Variable& x, const std::string& name) { return name == "gelu" ? gelu(x) : relu(x); }
+Variable activate(const Variable& x, TransformerActivation a) {
+  return a == TransformerActivation::GELU ? gelu(x) : relu(x);
+}
 // The position-wise MLP both layers end with: dropout_out(linear2(dropout(act(linear1(x))))).
 Variable mlp(const Linear& linear1, const Dropout& dropout, const Linear& linear2, const Dropout& dropout_out,
-             const std::string& activation, const Variable& x) {
+             TransformerActivation activation, const Variable& x) {
   return dropout_out(linear2(dropout(activate(linear1(x), activation))));
-}
-void check_activation(const std::string& a) {
-  MG_CHECK(a == "relu" || a == "gelu", ValueError,
-           "Transformer layer: activation must be \"relu\" or \"gelu\", got \"{}\"", a);
 }
 // The constructor arguments both layers show in a summary.
 std::string layer_repr(const MultiheadAttention& self_attn, const TransformerLayerOptions& o) {
   return fmt::format("d_model={}, nhead={}, dim_feedforward={}, activation={}, norm_first={}", self_attn.embed_dim,
-                     self_attn.num_heads, o.dim_feedforward, o.activation, o.norm_first);
+                     self_attn.num_heads, o.dim_feedforward,
+                     o.activation == TransformerActivation::GELU ? "gelu" : "relu", o.norm_first);
 }
 }  // namespace
 
@@ -31,7 +30,6 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d, int64_t h, Transform
       dropout2({.p = o.dropout}, gen),
       norm1({d}, {.eps = o.layer_norm_eps}),
       norm2({d}, {.eps = o.layer_norm_eps}) {
-  check_activation(o.activation);
   register_module("self_attn", self_attn);
   register_module("linear1", linear1);
   register_module("dropout", dropout);
@@ -73,7 +71,6 @@ TransformerDecoderLayer::TransformerDecoderLayer(int64_t d, int64_t h, Transform
       norm1({d}, {.eps = o.layer_norm_eps}),
       norm2({d}, {.eps = o.layer_norm_eps}),
       norm3({d}, {.eps = o.layer_norm_eps}) {
-  check_activation(o.activation);
   register_module("self_attn", self_attn);
   register_module("multihead_attn", multihead_attn);
   register_module("linear1", linear1);

@@ -12,13 +12,21 @@
 
 namespace mg::nn {
 
+/// The activation of a Transformer layer's MLP (PyTorch's activation="relu" or "gelu").
+enum class TransformerActivation { ReLU, GELU };
+
 /// Options shared by the encoder and decoder layers; defaults as PyTorch.
 struct TransformerLayerOptions {
+  /// The MLP's hidden width.
   int64_t dim_feedforward = 2048;
+  /// On the attention weights, inside the MLP and on both residual branches (training only).
   double dropout = 0.1;
-  std::string activation = "relu";  // "relu" or "gelu"
+  /// The MLP's activation (GELU in its erf form).
+  TransformerActivation activation = TransformerActivation::ReLU;
+  /// Every LayerNorm's eps.
   double layer_norm_eps = 1e-5;
-  bool norm_first = false;  // false: post-LN; true: pre-LN
+  /// false: post-LN, x = norm(x + sublayer(x)); true: pre-LN, x = x + sublayer(norm(x)).
+  bool norm_first = false;
 };
 
 /// Self-attention then an MLP, each with a residual connection and a LayerNorm.

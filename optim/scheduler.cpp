@@ -239,10 +239,6 @@ std::map<std::string, double> OneCycleLR::settings() const {
 }
 
 ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& opt, PlateauOptions o) : LRScheduler(opt), o_(std::move(o)) {
-  MG_CHECK(o_.mode == "min" || o_.mode == "max", ValueError,
-           "ReduceLROnPlateau: mode must be \"min\" or \"max\", got \"{}\"", o_.mode);
-  MG_CHECK(o_.threshold_mode == "rel" || o_.threshold_mode == "abs", ValueError,
-           "ReduceLROnPlateau: threshold_mode must be \"rel\" or \"abs\", got \"{}\"", o_.threshold_mode);
   MG_CHECK(o_.factor >= 0 && o_.factor < 1, ValueError, "ReduceLROnPlateau: factor must be in [0, 1), got {}",
            o_.factor);
   MG_CHECK(o_.patience >= 0 && o_.cooldown >= 0, ValueError,
@@ -255,12 +251,13 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& opt, PlateauOptions o) : LRSched
   for (double m : o_.min_lr)
     MG_CHECK(m >= 0 && std::isfinite(m), ValueError, "ReduceLROnPlateau: min_lr must be finite and >= 0, got {}", m);
   min_lrs_ = o_.min_lr.size() == n ? o_.min_lr : std::vector<double>(n, o_.min_lr[0]);
-  best_ = o_.mode == "min" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  best_ =
+      o_.mode == PlateauMode::Min ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
 }
 
 bool ReduceLROnPlateau::better(double a) const {
-  const bool rel = o_.threshold_mode == "rel";
-  if (o_.mode == "min") return rel ? a < best_ * (1 - o_.threshold) : a < best_ - o_.threshold;
+  const bool rel = o_.threshold_mode == ThresholdMode::Rel;
+  if (o_.mode == PlateauMode::Min) return rel ? a < best_ * (1 - o_.threshold) : a < best_ - o_.threshold;
   return rel ? a > best_ * (1 + o_.threshold) : a > best_ + o_.threshold;
 }
 
@@ -301,11 +298,11 @@ double ReduceLROnPlateau::lr_at(double, int64_t) const {
 }
 
 std::map<std::string, double> ReduceLROnPlateau::settings() const {
-  std::map<std::string, double> s{{"mode_max", o_.mode == "max" ? 1.0 : 0.0},
+  std::map<std::string, double> s{{"mode_max", o_.mode == PlateauMode::Max ? 1.0 : 0.0},
                                   {"factor", o_.factor},
                                   {"patience", static_cast<double>(o_.patience)},
                                   {"threshold", o_.threshold},
-                                  {"threshold_abs", o_.threshold_mode == "abs" ? 1.0 : 0.0},
+                                  {"threshold_abs", o_.threshold_mode == ThresholdMode::Abs ? 1.0 : 0.0},
                                   {"cooldown", static_cast<double>(o_.cooldown)},
                                   {"eps", o_.eps}};
   for (size_t i = 0; i < min_lrs_.size(); ++i) s["min_lr." + std::to_string(i)] = min_lrs_[i];

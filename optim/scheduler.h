@@ -161,16 +161,21 @@ class OneCycleLR : public LRScheduler {
   std::vector<Phase> phases_;
 };
 
+/// Whether ReduceLROnPlateau's metric should fall (a loss) or rise (an accuracy): PyTorch's mode.
+enum class PlateauMode { Min, Max };
+/// How ReduceLROnPlateau measures "better": relative to the best, or by an absolute margin.
+enum class ThresholdMode { Rel, Abs };
+
 /// ReduceLROnPlateau's settings (torch.optim.lr_scheduler.ReduceLROnPlateau's, with its defaults).
 struct PlateauOptions {
-  std::string mode = "min";            ///< "min": the metric should fall (a loss); "max": rise
-  double factor = 0.1;                 ///< new lr = lr * factor
-  int64_t patience = 10;               ///< steps without improvement tolerated before a reduction
-  double threshold = 1e-4;             ///< how much better counts as better
-  std::string threshold_mode = "rel";  ///< "rel": best * (1 -+ threshold); "abs": best -+ threshold
-  int64_t cooldown = 0;                ///< steps after a reduction before counting again
-  std::vector<double> min_lr = {0.0};  ///< the floor: one value for every group, or one per group
-  double eps = 1e-8;                   ///< a reduction smaller than this is not made
+  PlateauMode mode = PlateauMode::Min;                ///< Min: the metric should fall (a loss); Max: rise
+  double factor = 0.1;                                ///< new lr = lr * factor
+  int64_t patience = 10;                              ///< steps without improvement tolerated before a reduction
+  double threshold = 1e-4;                            ///< how much better counts as better
+  ThresholdMode threshold_mode = ThresholdMode::Rel;  ///< Rel: best * (1 -+ threshold); Abs: best -+ threshold
+  int64_t cooldown = 0;                               ///< steps after a reduction before counting again
+  std::vector<double> min_lr = {0.0};                 ///< the floor: one value for every group, or one per group
+  double eps = 1e-8;                                  ///< a reduction smaller than this is not made
 };
 
 /// Lower the rate when a metric stops improving (torch.optim.lr_scheduler.ReduceLROnPlateau):

@@ -319,7 +319,7 @@ TEST(Autocast, LayerNormAndGeluLeaveTheNextProductsOperandBeside) {
   {
     const AutocastGuard guard;
     y = layer_norm(x, {40}, w, b);
-    h = linear_gelu(y, fw, fb, "tanh");
+    h = linear_gelu(y, fw, fb, GeluApproximate::Tanh);
   }
   for (const Variable* v : {&y, &h}) {
     const Tensor copy = bf16_copy_of(v->data());

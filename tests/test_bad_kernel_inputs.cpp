@@ -25,13 +25,12 @@ void kernels() {
   BAD(ValueError, "mul:", i64 * NAN);
   BAD(DTypeError, "exp:", exp(i64));
   BAD(StateError, "exp:", exp(Tensor()));
-  BAD(ValueError, "gelu:", gelu(x, "fast"));
   BAD(DTypeError, "gelu_backward:", gelu_backward(x, zeros({2, 3}, DType::Float64)));
-  BAD(DTypeError,
-      "linear_gelu_backward:", linear_gelu_backward(x, zeros({2, 3}, DType::Float64), "none", DType::Float32, true));
-  BAD(ShapeError, "linear_gelu_backward:", linear_gelu_backward(x, zeros({3, 2}), "none", DType::Float32, true));
-  BAD(ValueError, "linear_gelu_backward:", linear_gelu_backward(x, x, "fast", DType::Float32, true));
-  BAD(DTypeError, "linear_gelu_backward:", linear_gelu_backward(x, x, "none", DType::Int64, true));
+  BAD(DTypeError, "linear_gelu_backward:",
+      linear_gelu_backward(x, zeros({2, 3}, DType::Float64), GeluApproximate::None, DType::Float32, true));
+  BAD(ShapeError,
+      "linear_gelu_backward:", linear_gelu_backward(x, zeros({3, 2}), GeluApproximate::None, DType::Float32, true));
+  BAD(DTypeError, "linear_gelu_backward:", linear_gelu_backward(x, x, GeluApproximate::None, DType::Int64, true));
   BAD(ShapeError, "tanh_backward:", tanh_backward(x, zeros({4})));
   BAD(DTypeError, "where (condition):", where(x, x, x));
   BAD(ShapeError, "where:", where(b, x, zeros({4})));

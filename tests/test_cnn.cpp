@@ -21,7 +21,7 @@ std::pair<Variable, Variable> just(const Variable& y) { return {y, Variable()}; 
 TEST(ConvLayers, GoldenPyTorch) {
   nn::Conv2d conv(3, 4, 3, {.stride = 2, .padding = 1});
   check_module(conv, "module_conv2d", [&](const V& v) { return just(conv(v[0])); });
-  nn::Conv2d grouped(4, 6, {2, 3}, {.padding = "same", .groups = 2, .bias = false});
+  nn::Conv2d grouped(4, 6, {2, 3}, {.padding = PaddingMode::Same, .groups = 2, .bias = false});
   check_module(grouped, "module_conv2d_groups_same", [&](const V& v) { return just(grouped(v[0])); });
   nn::Conv1d conv1(3, 5, 3, {.padding = 2, .dilation = 2});
   check_module(conv1, "module_conv1d", [&](const V& v) { return just(conv1(v[0])); });
@@ -40,11 +40,11 @@ TEST(ConvLayers, InitNamesAndSummaryFollowPyTorch) {
   EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias"}));
   EXPECT_EQ(conv.summary().substr(0, conv.summary().find('\n')),
             "Conv2d(8, 16, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), groups=2)");
-  EXPECT_THAT(nn::Conv1d(2, 4, 5, {.padding = "same"}).summary(),
+  EXPECT_THAT(nn::Conv1d(2, 4, 5, {.padding = PaddingMode::Same}).summary(),
               HasSubstr("Conv1d(2, 4, kernel_size=(5,), stride=(1,), padding='same')"));
   EXPECT_THROW(nn::Conv2d(3, 4, 3, {.groups = 2}), ValueError);  // 3 channels in 2 groups
   EXPECT_THROW(nn::Conv2d(3, 4, 0), ValueError);
-  EXPECT_THROW(nn::Conv2d(3, 4, 3, {.stride = 2, .padding = "same"}), ValueError);
+  EXPECT_THROW(nn::Conv2d(3, 4, 3, {.stride = 2, .padding = PaddingMode::Same}), ValueError);
 }
 
 TEST(Pooling, LayersCallTheirOps) {

@@ -24,7 +24,7 @@ TEST(Conv, HandValues) {
   // padding 1: the corner output sees only x[0, 0], through W[1, 1]
   EXPECT_EQ(conv2d(x, w, Variable(), {.padding = 1}).data().reshape({-1}).to_vector<double>()[0], 4.0);
   // padding "same" keeps 3x3; stride 2 with padding 1 gives 2x2
-  EXPECT_EQ(conv2d(x, w, Variable(), {.padding = "same"}).shape(), (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(conv2d(x, w, Variable(), {.padding = PaddingMode::Same}).shape(), (Shape{1, 1, 3, 3}));
   EXPECT_EQ(conv2d(x, w, Variable(), {.stride = 2, .padding = 1}).shape(), (Shape{1, 1, 2, 2}));
   // conv1d: [1, 2, 3, 4] with [1, -1] -> differences
   expect_values(conv1d(Variable(tensor({1, 2, 4, 7}, {1, 1, 4})), Variable(tensor({1, -1}, {1, 1, 2}))).data(),
@@ -52,14 +52,16 @@ TEST(Conv, Gradcheck) {
       {rnd({2, 2, 6, 5}, 4), rnd({3, 2, 3, 2}, 5)});
   expect_gradcheck([](const V& v) { return conv2d(v[0], v[1], v[2], {.padding = 1, .groups = 2}); },
                    {rnd({1, 4, 4, 4}, 6), rnd({2, 2, 3, 3}, 7), rnd({2}, 8)});
-  expect_gradcheck([](const V& v) { return conv2d(v[0], v[1], Variable(), {.padding = "same"}); },
+  expect_gradcheck([](const V& v) { return conv2d(v[0], v[1], Variable(), {.padding = PaddingMode::Same}); },
                    {rnd({2, 2, 4, 5}, 9), rnd({2, 2, 2, 3}, 10)});
   expect_gradcheck([](const V& v) { return conv2d(v[0], v[1], v[2]); },
                    {rnd({4, 3, 5}, 11), rnd({2, 4, 1, 1}, 12), rnd({2}, 13)});  // unbatched, 1x1
   expect_gradcheck([](const V& v) { return conv1d(v[0], v[1], v[2], {.stride = 2, .padding = 1}); },
                    {rnd({2, 3, 7}, 14), rnd({2, 3, 3}, 15), rnd({2}, 16)});
   expect_gradcheck(
-      [](const V& v) { return conv1d(v[0], v[1], Variable(), {.padding = "same", .dilation = 2, .groups = 2}); },
+      [](const V& v) {
+        return conv1d(v[0], v[1], Variable(), {.padding = PaddingMode::Same, .dilation = 2, .groups = 2});
+      },
       {rnd({2, 4, 6}, 17), rnd({4, 2, 2}, 18)});
 }
 
@@ -70,11 +72,11 @@ TEST(Conv, GoldenPyTorch) {
   });
   expect_golden("conv2d_groups", [](const V& v) { return conv2d(v[0], v[1], v[2], {.padding = 1, .groups = 2}); });
   expect_golden("conv2d_same_even_kernel",
-                [](const V& v) { return conv2d(v[0], v[1], Variable(), {.padding = "same"}); });
+                [](const V& v) { return conv2d(v[0], v[1], Variable(), {.padding = PaddingMode::Same}); });
   expect_golden("conv2d_pointwise", [](const V& v) { return conv2d(v[0], v[1], v[2]); });
   expect_golden("conv1d_pad_stride", [](const V& v) { return conv1d(v[0], v[1], v[2], {.stride = 2, .padding = 1}); });
   expect_golden("conv1d_groups_dilation", [](const V& v) {
-    return conv1d(v[0], v[1], Variable(), {.padding = "same", .dilation = 2, .groups = 3});
+    return conv1d(v[0], v[1], Variable(), {.padding = PaddingMode::Same, .dilation = 2, .groups = 3});
   });
 }
 
@@ -229,9 +231,8 @@ TEST(Conv, Errors) {
                 conv2d(x, Variable(zeros({4, 3, 7, 3})));
               }),
               testing::HasSubstr("is larger than the padded input"));
-  EXPECT_THAT(msg([&] { conv2d(x, w, Variable(), {.stride = 2, .padding = "same"}); }),
-              testing::HasSubstr("padding=\"same\" needs stride 1"));
-  EXPECT_THAT(msg([&] { conv2d(x, w, Variable(), {.padding = "full"}); }), testing::HasSubstr("\"same\" or \"valid\""));
+  EXPECT_THAT(msg([&] { conv2d(x, w, Variable(), {.stride = 2, .padding = PaddingMode::Same}); }),
+              testing::HasSubstr("padding=PaddingMode::Same needs stride 1"));
   EXPECT_THAT(msg([&] {
                 conv2d(x, Variable(zeros({4, 1, 3, 3})), Variable(), {.groups = 3});
               }),

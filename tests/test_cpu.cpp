@@ -163,10 +163,12 @@ TEST(Cpu, EveryLevelComputesTheSameBits) {
     const Tensor x = (randn({37, 53}, g) * 3.0).to(dt), w = randn({53}, g).to(dt), b = randn({53}, g).to(dt);
     const Tensor xt = (randn({53, 37}, g) * 3.0).to(dt).transpose(0, 1);  // a strided view
     expect_same_bits_at_every_level(name + "exp, tanh, sigmoid, gelu, silu", [&] {
-      return std::vector<Tensor>{exp(v), tanh(v), sigmoid(v), gelu(v), gelu(v, "tanh"), silu(v), relu(v)};
+      return std::vector<Tensor>{exp(v),  tanh(v), sigmoid(v), gelu(v), gelu(v, GeluApproximate::Tanh),
+                                 silu(v), relu(v)};
     });
     expect_same_bits_at_every_level(name + "activation gradients", [&] {
-      return std::vector<Tensor>{gelu_backward(v, v, "none"), gelu_backward(v, v, "tanh"), silu_backward(v, v)};
+      return std::vector<Tensor>{gelu_backward(v, v, GeluApproximate::None), gelu_backward(v, v, GeluApproximate::Tanh),
+                                 silu_backward(v, v)};
     });
     expect_same_bits_at_every_level(name + "elementwise with broadcasting and strides", [&] {
       return std::vector<Tensor>{x + w, x * xt, xt / (x * x + 1.0), x - b};

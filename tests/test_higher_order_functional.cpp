@@ -226,7 +226,7 @@ TEST(HigherOrder, DualNumbersAgreeWithTheDoubleVjpOnEveryElementwiseOp) {
   BOTH("clamp", clamp(a, -0.5, 0.5));
   BOTH("relu", relu(a));
   BOTH("gelu", gelu(a));
-  BOTH("gelu_tanh", gelu(a, "tanh"));
+  BOTH("gelu_tanh", gelu(a, GeluApproximate::Tanh));
   BOTH("silu", silu(a));
   BOTH("softplus", softplus(a, 2.0, 1.0));
   BOTH("leaky_relu", leaky_relu(a, 0.1));

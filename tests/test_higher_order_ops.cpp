@@ -58,7 +58,7 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"where", [mask](const V& x) { return where(mask, x[0] * x[1], x[1] * x[1]); }, {a, b}},
       {"relu", [](const V& x) { return relu(x[0]) * x[0]; }, {nz}},
       {"gelu", [](const V& x) { return gelu(x[0]); }, {a}},
-      {"gelu_tanh", [](const V& x) { return gelu(x[0], "tanh"); }, {a}},
+      {"gelu_tanh", [](const V& x) { return gelu(x[0], GeluApproximate::Tanh); }, {a}},
       {"silu", [](const V& x) { return silu(x[0]); }, {a}},
       {"softplus", [](const V& x) { return softplus(x[0], 2.0, 1.0); }, {a}},
       {"leaky_relu", [](const V& x) { return leaky_relu(x[0], 0.2) * x[0]; }, {nz}},
@@ -179,7 +179,7 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"self_attention_qkv", [](const V& x) { return self_attention_qkv(x[0], 2, false); }, {rnd({1, 3, 12}, 33)}},
       {"self_attention_qkv_causal", [](const V& x) { return self_attention_qkv(x[0], 3, true); }, {rnd({2, 3, 9}, 41)}},
       {"linear_gelu_no_bias",
-       [](const V& x) { return linear_gelu(x[0], x[1], Variable(), "tanh"); },
+       [](const V& x) { return linear_gelu(x[0], x[1], Variable(), GeluApproximate::Tanh); },
        {rnd({4, 3}, 42), a}},
       {"layer_norm_no_weight",
        [](const V& x) {

@@ -24,7 +24,7 @@ std::vector<OpCase> autograd_cases() {
       {"sigmoid", {R23}, [](const V& v) { return sigmoid(v[0]); }},
       {"relu", {R23}, [](const V& v) { return relu(v[0]); }},
       {"gelu", {R234}, [](const V& v) { return gelu(v[0]); }},
-      {"gelu_tanh", {R23}, [](const V& v) { return gelu(v[0], "tanh"); }},
+      {"gelu_tanh", {R23}, [](const V& v) { return gelu(v[0], GeluApproximate::Tanh); }},
       {"masked_fill", {R23, {{2, 3}, In::Mask}}, [](const V& v) { return masked_fill(v[0], v[1].data(), -2); }},
       {"where", {{{2, 3}, In::Mask}, R23, {{3}}}, [](const V& v) { return where(v[0].data(), v[1], v[2]); }},
       {"sum",
@@ -282,7 +282,9 @@ std::vector<OpCase> autograd_cases() {
        }},
       {"conv2d_groups_dilation",
        {{{2, 4, 6, 5}}, {{2, 2, 2, 2}}},
-       [](const V& v) { return conv2d(v[0], v[1], Variable(), {.padding = "same", .dilation = 2, .groups = 2}); }},
+       [](const V& v) {
+         return conv2d(v[0], v[1], Variable(), {.padding = PaddingMode::Same, .dilation = 2, .groups = 2});
+       }},
       {"conv2d_pointwise", {{{2, 3, 4, 5}}, {{2, 3, 1, 1}}}, [](const V& v) { return conv2d(v[0], v[1]); }},
       {"conv1d",
        {{{2, 3, 7}}, {{2, 3, 3}}, {{2}}},

@@ -59,10 +59,14 @@ TEST(Pretrained, SavedInHuggingFaceLayoutLoadsBackAndInTransformers) {
 
 TEST(Pretrained, AnUntiedGpt2HeadIsSavedAndLoadedAsItsOwnMatrix) {
   Generator gen(5);
-  models::GPT model(
-      30, 8,
-      {.d_model = 8, .nhead = 2, .num_layers = 1, .tie_weights = false, .gelu_approximate = "tanh", .head_bias = false},
-      gen);
+  models::GPT model(30, 8,
+                    {.d_model = 8,
+                     .nhead = 2,
+                     .num_layers = 1,
+                     .tie_weights = false,
+                     .gelu_approximate = GeluApproximate::Tanh,
+                     .head_bias = false},
+                    gen);
   const std::string dir = temp_path("untied");
   models::save_hf_gpt2(model, dir);
   const SafeTensors f = load_safetensors(dir + "/model.safetensors");

@@ -170,7 +170,7 @@ TEST(Bert, AnyLayoutOfIdsMasksAndHiddenStatesGivesTheSameNumbers) {
 TEST(Gpt2, TinyCheckpointMatchesTransformersInFloat64) {
   auto model = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
   EXPECT_TRUE(model->head.weight.impl() == model->tok.weight.impl());  // lm_head tied, as in the config
-  EXPECT_EQ(model->options.gelu_approximate, "tanh");
+  EXPECT_EQ(model->options.gelu_approximate, GeluApproximate::Tanh);
   model->to(DType::Float64);
   EXPECT_LT(max_diff((*model)(gold("gpt2.input_ids")).data(), gold("gpt2.logits")), 1e-12);
 }
@@ -201,7 +201,7 @@ TEST(Gpt2, AConfigWithExactGeluLoadsAndRunsExactGelu) {
   const std::string dir = edited_copy(
       "tiny_gpt2", [](StateDict&) {}, [](nlohmann::json& c) { c["activation_function"] = "gelu"; });
   auto exact = models::gpt2_from_pretrained(dir);
-  EXPECT_EQ(exact->options.gelu_approximate, "none");
+  EXPECT_EQ(exact->options.gelu_approximate, GeluApproximate::None);
   auto tanh_model = models::gpt2_from_pretrained(kGolden + "/tiny_gpt2");
   exact->to(DType::Float64), tanh_model->to(DType::Float64);
   const Tensor ids = gold("gpt2.input_ids");

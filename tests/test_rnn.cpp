@@ -64,7 +64,7 @@ TEST(Recurrence, ThreadsSplitTheStepsWork) {
 }
 
 TEST(RNNCells, GoldenPyTorch) {
-  nn::RNNCell rnn(4, 3, {.nonlinearity = "relu"});
+  nn::RNNCell rnn(4, 3, {.nonlinearity = nn::RNNNonlinearity::ReLU});
   check_module(rnn, "rnn_cell_relu", [&](const V& v) { return std::pair{rnn(v[0], v[1]), Variable()}; });
   nn::GRUCell gru(4, 3);
   check_module(gru, "gru_cell", [&](const V& v) { return std::pair{gru(v[0], v[1]), Variable()}; });
@@ -175,7 +175,6 @@ TEST(RNNLayers, Errors) {
   EXPECT_THROW(lstm(Variable(zeros({5, 2, 3})), std::tuple{Variable(zeros({1, 2, 4})), Variable(zeros({2, 2, 4}))}),
                ShapeError);  // h0 needs num_layers = 2 rows
   EXPECT_THROW(lstm(Variable(zeros({0, 2, 3}))), ShapeError);
-  EXPECT_THROW(nn::RNN(3, 4, {.nonlinearity = "sigmoid"}), ValueError);
   EXPECT_THROW(nn::GRU(3, 0), ValueError);
   EXPECT_THROW(nn::GRUCell(3, 4)(Variable(zeros({2, 3})), Variable(zeros({3, 4}))), ShapeError);
   EXPECT_THROW(recurrence(RNNKind::LSTM, Variable(zeros({2, 1, 8})), Variable(zeros({1, 2})), Variable(),

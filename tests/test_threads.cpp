@@ -38,9 +38,10 @@ TEST(Threads, KernelsCutByShapeGiveTheSameBitsForAnyThreadCount) {
   expect_same_bits("log_softmax over dim 0", [&] { return log_softmax(x, 0); });
   expect_same_bits("layer_norm", [&] { return layer_norm(x, {384}, w, b); });
   expect_same_bits("linear_gelu_backward: dh",
-                   [&] { return linear_gelu_backward(x, x * 0.5, "none", DType::Float32, true).first; });
-  expect_same_bits("linear_gelu_backward: db",
-                   [&] { return linear_gelu_backward(x, x * 0.5, "none", DType::Float32, true).second; });
+                   [&] { return linear_gelu_backward(x, x * 0.5, GeluApproximate::None, DType::Float32, true).first; });
+  expect_same_bits("linear_gelu_backward: db", [&] {
+    return linear_gelu_backward(x, x * 0.5, GeluApproximate::None, DType::Float32, true).second;
+  });
   const Tensor img = randn({8, 3, 32, 32}, g), k = randn({16, 3, 3, 3}, g);
   expect_same_bits("conv2d", [&] {
     return conv2d(img, k, Tensor(), {.pad_top = 1, .pad_bottom = 1, .pad_left = 1, .pad_right = 1});

@@ -22,8 +22,8 @@ TEST(Transformer, GoldenEncoderLayers) {
   check_module(post, "encoder_post_ln_relu", [&](const std::vector<Variable>& v) {
     return std::pair{post(v[0]), Variable()};
   });
-  nn::TransformerEncoderLayer pre(8, 2,
-                                  {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
+  nn::TransformerEncoderLayer pre(
+      8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = nn::TransformerActivation::GELU, .norm_first = true});
   check_module(pre, "encoder_pre_ln_gelu", [&](const std::vector<Variable>& v) {
     return std::pair{pre(v[0], {triu(ones({4, 4}, DType::Bool), 1)}), Variable()};
   });
@@ -35,8 +35,8 @@ TEST(Transformer, GoldenDecoderLayers) {
   check_module(post, "decoder_post_ln", [&](const std::vector<Variable>& v) {
     return std::pair{post(v[0], v[1], causal), Variable()};
   });
-  nn::TransformerDecoderLayer pre(8, 2,
-                                  {.dim_feedforward = 16, .dropout = 0.0, .activation = "gelu", .norm_first = true});
+  nn::TransformerDecoderLayer pre(
+      8, 2, {.dim_feedforward = 16, .dropout = 0.0, .activation = nn::TransformerActivation::GELU, .norm_first = true});
   check_module(pre, "decoder_pre_ln_gelu", [&](const std::vector<Variable>& v) {
     return std::pair{pre(v[0], v[1], causal), Variable()};
   });

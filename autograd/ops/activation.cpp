@@ -39,9 +39,9 @@ Variable relu_backward(const Variable& dy, const Variable& x) {
 // erf form:  y = x Phi(x)                  dx = dy * (Phi(x) + x phi(x)),   phi = Phi' the normal density
 // tanh form: y = x/2 (1 + tanh u),  u = c (x + 0.044715 x^3),  c = sqrt(2/pi)
 //            dx = dy * ((1 + tanh u) / 2 + x/2 (1 - tanh^2 u) c (1 + 3 * 0.044715 x^2))
-Variable gelu(const Variable& x, const std::string& approximate) {
-  return record(approximate == "tanh" ? "gelu_tanh" : "gelu", mg::gelu(x.data(), approximate), {x}, keep(0),
-                [approximate]<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
+Variable gelu(const Variable& x, GeluApproximate approximate) {
+  return record(approximate == GeluApproximate::Tanh ? "gelu_tanh" : "gelu", mg::gelu(x.data(), approximate), {x},
+                keep(0), [approximate]<class V>(const V& dy, const Saved<V, 1>& x, const Node&) -> Grads<V> {
                   return {gelu_backward(dy, x[0], approximate)};
                 });
 }
@@ -49,14 +49,14 @@ Variable gelu(const Variable& x, const std::string& approximate) {
 // z = dy GELU'(x)      d(dy) = dz GELU'(x)      dx = dz dy GELU''(x), with
 //   erf form:  GELU'' = phi(x) (2 - x^2)
 //   tanh form: GELU'' = (1 - t^2) (u' - x t u'^2 + 3 c 0.044715 x^2),  t = tanh u,  u' = c (1 + 3 * 0.044715 x^2)
-Variable gelu_backward(const Variable& dy, const Variable& x, const std::string& approximate) {
-  return record(approximate == "tanh" ? "gelu_tanh_backward" : "gelu_backward",
+Variable gelu_backward(const Variable& dy, const Variable& x, GeluApproximate approximate) {
+  return record(approximate == GeluApproximate::Tanh ? "gelu_tanh_backward" : "gelu_backward",
                 mg::gelu_backward(dy.data(), x.data(), approximate), {dy, x}, keep(0, 1),
                 [approximate]<class V>(const V& dz, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
                   const auto& [dy, x] = s;
                   if (!n.needs(1)) return {gelu_backward(dz, x, approximate), V()};
                   V f2;
-                  if (approximate == "tanh") {
+                  if (approximate == GeluApproximate::Tanh) {
                     const double c = std::sqrt(2.0 / std::numbers::pi), k = 0.044715;
                     const V x2 = x * x, t = mg::tanh((x + x2 * x * k) * c), du = (x2 * (3 * k) + 1.0) * c;
                     f2 = (t * t * -1.0 + 1.0) * (du - x * t * du * du + x2 * (3 * c * k));

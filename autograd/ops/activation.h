@@ -4,13 +4,14 @@
 #include <string>
 
 #include "minigrad/autograd/variable.h"
+#include "minigrad/tensor/ops/activation.h"
 
 namespace mg {
 
 /// max(x, 0) (gradient 0 at 0, like PyTorch)
 Variable relu(const Variable& x);
-/// GELU; approximate = "none" (erf form, PyTorch's default) or "tanh".
-Variable gelu(const Variable& x, const std::string& approximate = "none");
+/// GELU in the erf form (PyTorch's default) or GeluApproximate::Tanh.
+Variable gelu(const Variable& x, GeluApproximate approximate = GeluApproximate::None);
 /// x sigmoid(x)
 Variable silu(const Variable& x);
 /// log(1 + e^(beta x)) / beta (x itself where beta x > threshold)
@@ -25,7 +26,7 @@ Variable elu(const Variable& x, double alpha = 1);
 /// dy where x > 0, else 0
 Variable relu_backward(const Variable& dy, const Variable& x);
 /// dy * GELU'(x)
-Variable gelu_backward(const Variable& dy, const Variable& x, const std::string& approximate = "none");
+Variable gelu_backward(const Variable& dy, const Variable& x, GeluApproximate approximate = GeluApproximate::None);
 /// dy * SiLU'(x)
 Variable silu_backward(const Variable& dy, const Variable& x);
 /// dy * sigmoid(beta x) (dy where beta x > threshold)

@@ -15,21 +15,18 @@ Conv2dArgs conv2d_args(int64_t kh, int64_t kw, const Conv2dFuncOptions& o, std::
   a.stride_h = o.stride.h, a.stride_w = o.stride.w;
   a.dilation_h = o.dilation.h, a.dilation_w = o.dilation.w;
   a.groups = o.groups;
-  if (o.padding.mode.empty()) {
+  if (!o.padding.mode) {
     a.pad_top = a.pad_bottom = o.padding.h;
     a.pad_left = a.pad_right = o.padding.w;
-  } else if (o.padding.mode == "same") {
-    MG_CHECK(a.stride_h == 1 && a.stride_w == 1, ValueError, "{}: padding=\"same\" needs stride 1, got ({}, {})", op,
-             a.stride_h, a.stride_w);
+  } else if (*o.padding.mode == PaddingMode::Same) {
+    MG_CHECK(a.stride_h == 1 && a.stride_w == 1, ValueError,
+             "{}: padding=PaddingMode::Same needs stride 1, got ({}, {})", op, a.stride_h, a.stride_w);
     MG_CHECK(a.dilation_h >= 1 && a.dilation_w >= 1, ValueError, "{}: dilation must be >= 1, got ({}, {})", op,
              a.dilation_h, a.dilation_w);
     const int64_t th = checked_mul(a.dilation_h, kh - 1, op), tw = checked_mul(a.dilation_w, kw - 1, op);
     a.pad_top = th / 2, a.pad_bottom = th - th / 2;
     a.pad_left = tw / 2, a.pad_right = tw - tw / 2;
-  } else {
-    MG_CHECK(o.padding.mode == "valid", ValueError, "{}: padding must be sizes, \"same\" or \"valid\", got \"{}\"", op,
-             o.padding.mode);
-  }
+  }  // PaddingMode::Valid: no padding
   return a;
 }
 
@@ -68,7 +65,7 @@ Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias,
   MG_CHECK(x.dim() == 3, ShapeError, "conv1d: expected input (N, C, L) or (C, L), got shape {}", shape_str(x.shape()));
   MG_CHECK(weight.dim() == 3, ShapeError,
            "conv1d: expected weight (out_channels, in_channels / groups, k), got shape {}", shape_str(weight.shape()));
-  MG_CHECK(!o.padding.mode.empty() || o.padding.h == o.padding.w, ValueError,
+  MG_CHECK(o.padding.mode.has_value() || o.padding.h == o.padding.w, ValueError,
            "conv1d: padding is one number, got ({}, {})", o.padding.h, o.padding.w);
   MG_CHECK(is_floating(x.dtype()) && x.dtype() == weight.dtype() && (!bias.defined() || bias.dtype() == x.dtype()),
            DTypeError, "conv1d: input {}, weight {}{} must be one floating dtype", dtype_name(x.dtype()),
@@ -86,7 +83,7 @@ Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias,
            shape_str(weight.shape()), o.groups, weight.size(1) * o.groups);
   const Conv2dArgs a = conv2d_args(1, weight.size(2),
                                    {.stride = {1, o.stride},
-                                    .padding = o.padding.mode.empty() ? ConvPadding(0, o.padding.w) : o.padding,
+                                    .padding = !o.padding.mode ? ConvPadding(0, o.padding.w) : o.padding,
                                     .dilation = {1, o.dilation},
                                     .groups = o.groups},
                                    "conv1d");

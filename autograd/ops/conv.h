@@ -2,6 +2,7 @@
 // Convolutions on Variables (autograd/ops/conv.cpp), with F.conv1d's and F.conv2d's keywords.
 // The kernels are tensor/ops/conv.cpp's; Conv1d is a Conv2d on images one row high.
 #include <concepts>
+#include <optional>
 #include <string>
 
 #include "minigrad/autograd/variable.h"
@@ -16,16 +17,26 @@ struct Size2 {
   int64_t h, w;
 };
 
+/// Padding by rule instead of by size (PyTorch's padding="valid" and padding="same").
+enum class PaddingMode {
+  /// No padding.
+  Valid,
+  /// The output as large as the input: stride 1 only, and an even window pads one more zero
+  /// after than before, as PyTorch does.
+  Same,
+};
+
 /// A convolution's padding: zeros on both sides of every spatial dim (`1`, or `{1, 2}` in 2-D), or
-/// "valid" (no padding) or "same" (the output as large as the input; stride 1 only, and an even
-/// window pads one more zero after than before, as PyTorch does).
+/// a PaddingMode (`.padding = PaddingMode::Same`).
 struct ConvPadding {
   template <std::integral I>
-  ConvPadding(I v) : h(v), w(v) {}  // NOLINT: implicit, as Size2 (a template, so that 0 is not a null string)
+  ConvPadding(I v) : h(v), w(v) {}  // NOLINT: implicit, as Size2
   ConvPadding(int64_t h_, int64_t w_) : h(h_), w(w_) {}
-  ConvPadding(const char* m) : mode(m) {}  // NOLINT
+  ConvPadding(PaddingMode m) : mode(m) {}  // NOLINT: implicit, so that `.padding = PaddingMode::Same` reads
+  /// The zeros on each side, when padding by size.
   int64_t h = 0, w = 0;
-  std::string mode;  // "" for sizes, else "same" or "valid"
+  /// The rule, when padding by rule (then h and w are unused).
+  std::optional<PaddingMode> mode;
 };
 
 /// F.conv2d's keywords (PyTorch's defaults).
@@ -38,7 +49,7 @@ struct Conv2dFuncOptions {
 /// F.conv1d's keywords (PyTorch's defaults).
 struct Conv1dFuncOptions {
   int64_t stride = 1;
-  ConvPadding padding = 0;  // a number, "same" or "valid"
+  ConvPadding padding = 0;  // a number or a PaddingMode
   int64_t dilation = 1;
   int64_t groups = 1;
 };

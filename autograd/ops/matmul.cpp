@@ -82,9 +82,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
 // bfloat16 when the products are (the composed ops write dh in float32, read it for the bias sum,
 // and read it again to round it). Under create_graph the backward is the composed form instead:
 // h recomputed by linear(), dh = gelu_backward(dy, h), then linear's rule, all recorded.
-Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, const std::string& approximate) {
-  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
-           "linear_gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
+Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias, GeluApproximate approximate) {
   MG_CHECK(x.defined() && weight.defined(), StateError, "linear_gelu: an operand is undefined");
   MG_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), ShapeError,
            "linear_gelu: input of shape {} does not fit weight of shape {} (expected a 2-D weight (out, in) and "
@@ -102,8 +100,9 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
     if (n.needs(2)) grads[2] = db;
     return grads;
   };
-  return record_fused(approximate == "tanh" ? "linear_gelu_tanh" : "linear_gelu", y, {x16, weight, bias}, keep(0, 1, 2),
-                      std::move(fused), [approximate](const Variable& dy, const Saved<Variable, 3>& s, const Node& n) {
+  return record_fused(approximate == GeluApproximate::Tanh ? "linear_gelu_tanh" : "linear_gelu", y, {x16, weight, bias},
+                      keep(0, 1, 2), std::move(fused),
+                      [approximate](const Variable& dy, const Saved<Variable, 3>& s, const Node& n) {
                         const auto& [x, w, b] = s;
                         const Variable dh = gelu_backward(dy, linear(x, w, b), approximate);
                         VariableList grads = linear_product_grads(autocast_like(dh, {x, w}), x, w, n);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "minigrad/autograd/variable.h"
+#include "minigrad/tensor/ops/activation.h"
 
 namespace mg {
 
@@ -15,7 +16,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias 
 /// backward that computes GELU's derivative, the bias gradient and (under autocast) the bfloat16
 /// gradient operand in one pass instead of three. models::GPT's MLP uses it.
 Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& bias = Variable(),
-                     const std::string& approximate = "none");
+                     GeluApproximate approximate = GeluApproximate::None);
 
 /// beta input + alpha (mat1 @ mat2) (torch.addmm): mat1 (n, m), mat2 (m, p), input broadcastable
 /// to (n, p). With beta 0, input is not read (a NaN in it does not reach the result), as PyTorch.

@@ -115,7 +115,8 @@ void gelu_bias_backward(benchmark::State& st, bool fused) {
   const Tensor h = randn({s.B * s.T, 4 * s.d}), dy = randn({s.B * s.T, 4 * s.d});
   for (auto _ : st) {
     if (fused) {
-      benchmark::DoNotOptimize(linear_gelu_backward(dy, h, "none", bf16 ? DType::BFloat16 : DType::Float32, true));
+      benchmark::DoNotOptimize(
+          linear_gelu_backward(dy, h, GeluApproximate::None, bf16 ? DType::BFloat16 : DType::Float32, true));
     } else {
       const Tensor dh = gelu_backward(dy, h);
       benchmark::DoNotOptimize(sum(dh, {0}));
@@ -152,7 +153,8 @@ void BM_producer_bf16_operand(benchmark::State& st) {
   const int64_t width = is_gelu ? 4 * s.d : s.d;
   const Tensor x = randn({s.B * s.T, width}), w = ones({width}), b = zeros({width});
   for (auto _ : st) {
-    const Tensor y = is_gelu ? gelu(x, "none", copy) : layer_norm_forward(x, {width}, w, b, 1e-5, copy).y;
+    const Tensor y =
+        is_gelu ? gelu(x, GeluApproximate::None, copy) : layer_norm_forward(x, {width}, w, b, 1e-5, copy).y;
     if (st.range(1) == 2)
       benchmark::DoNotOptimize(y);
     else

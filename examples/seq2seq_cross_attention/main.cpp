@@ -54,7 +54,7 @@ struct Model : nn::Callable<Model> {
   nn::LayerNorm norm;
   nn::Linear out;
   static nn::TransformerLayerOptions layer(const Config& c) {
-    return {.dim_feedforward = c.ff, .dropout = 0.0, .activation = "gelu", .norm_first = true};
+    return {.dim_feedforward = c.ff, .dropout = 0.0, .activation = nn::TransformerActivation::GELU, .norm_first = true};
   }
   Model(const Config& c, Generator& g)
       : src_tok(kDigits, c.dim, {}, g),

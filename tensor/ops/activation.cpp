@@ -20,10 +20,6 @@ constexpr double kGeluCubic = 0.044715;                // the x^3 coefficient of
 constexpr double kInvSqrt2 = std::numbers::sqrt2 / 2;  // 1/sqrt(2): Phi(x) = (1 + erf(x/sqrt 2)) / 2
 constexpr double kInvSqrt2Pi = std::numbers::inv_sqrtpi / std::numbers::sqrt2;  // 1/sqrt(2 pi): phi(0)
 
-void check_approximate(const std::string& approximate, std::string_view op) {
-  MG_CHECK(approximate == "none" || approximate == "tanh", ValueError,
-           "{}: approximate must be \"none\" or \"tanh\", got \"{}\"", op, approximate);
-}
 void check_finite(double v, const char* what, std::string_view op) {
   MG_CHECK(std::isfinite(v), ValueError, "{}: {} must be finite, got {}", op, what, v);
 }
@@ -76,11 +72,15 @@ Tensor gelu_float_pieces(const Tensor& x0, bool copy) {
 }
 }  // namespace
 
-Tensor gelu(const Tensor& x, const std::string& approximate, bool bf16_copy) {
-  check_approximate(approximate, "gelu");
+const char* gelu_approximate_name(GeluApproximate approximate) {
+  return approximate == GeluApproximate::Tanh ? "tanh" : "none";
+}
+
+Tensor gelu(const Tensor& x, GeluApproximate approximate, bool bf16_copy) {
   if (x.defined() && x.dtype() == DType::Float32)
-    return approximate == "tanh" ? gelu_float_pieces<true>(x, bf16_copy) : gelu_float_pieces<false>(x, bf16_copy);
-  if (approximate == "tanh") return unary_float(x, "gelu", [](auto v) { return gelu_tanh(v); });
+    return approximate == GeluApproximate::Tanh ? gelu_float_pieces<true>(x, bf16_copy)
+                                                : gelu_float_pieces<false>(x, bf16_copy);
+  if (approximate == GeluApproximate::Tanh) return unary_float(x, "gelu", [](auto v) { return gelu_tanh(v); });
   return unary_float(x, "gelu", [](auto v) { return gelu_erf(v); });
 }
 
@@ -102,9 +102,8 @@ T gelu_grad_tanh(T g, T v) {
 }
 }  // namespace
 
-Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate) {
-  check_approximate(approximate, "gelu_backward");
-  if (approximate == "tanh")
+Tensor gelu_backward(const Tensor& dy, const Tensor& x, GeluApproximate approximate) {
+  if (approximate == GeluApproximate::Tanh)
     return backward_map(dy, x, "gelu_backward", [](auto g, auto v) { return gelu_grad_tanh(g, v); });
   return backward_map(dy, x, "gelu_backward", [](auto g, auto v) { return gelu_grad_erf(g, v); });
 }
@@ -116,9 +115,8 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& appro
 // adding into double sums: the order of sum(dh, {0}) (tensor/ops/reduce.cpp), so db has the same
 // bits as the separate sum, and dh the same bits as gelu_backward (rounded as .to(BFloat16) does).
 // The blocks are tensor/parallel.h's column_chunk.
-std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy0, const Tensor& h0, const std::string& approximate,
+std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy0, const Tensor& h0, GeluApproximate approximate,
                                                DType dh_dtype, bool need_db) {
-  check_approximate(approximate, "linear_gelu_backward");
   detail::check_same_dtype(dy0, h0, "linear_gelu_backward");
   MG_CHECK(dy0.shape() == h0.shape() && h0.dim() >= 1, ShapeError,
            "linear_gelu_backward: dy has shape {} and h {}; they must be equal, with at least 1 dim",
@@ -150,7 +148,7 @@ std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy0, const Tensor& 
     });
   };
   visit_float(h.dtype(), "linear_gelu_backward", [&]<class T>() {
-    if (approximate == "tanh")
+    if (approximate == GeluApproximate::Tanh)
       pass.template operator()<T>([](T g, T v) { return gelu_grad_tanh(g, v); });
     else
       pass.template operator()<T>([](T g, T v) { return gelu_grad_erf(g, v); });

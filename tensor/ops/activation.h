@@ -12,18 +12,27 @@ namespace mg {
 Tensor relu(const Tensor& x);
 /// dy where x > 0, else 0
 Tensor relu_backward(const Tensor& dy, const Tensor& x);
-/// GELU. approximate "none": x Phi(x), Phi the standard normal CDF (erf form, PyTorch's default);
-/// "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). bf16_copy: for float32 x, also keep the
+/// GELU's two forms (PyTorch's approximate="none" and "tanh").
+enum class GeluApproximate {
+  /// x Phi(x), Phi the standard normal CDF: the erf form, PyTorch's default.
+  None,
+  /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): GPT-2's "gelu_new".
+  Tanh,
+};
+/// "none" or "tanh", as PyTorch spells the argument.
+const char* gelu_approximate_name(GeluApproximate approximate);
+
+/// GELU in the form `approximate` says (GeluApproximate). bf16_copy: for float32 x, also keep the
 /// output's bfloat16 copy beside it (Storage::bf16_copy), made piece by piece while in cache: the
 /// operand the next product reads under autocast.
-Tensor gelu(const Tensor& x, const std::string& approximate = "none", bool bf16_copy = false);
+Tensor gelu(const Tensor& x, GeluApproximate approximate = GeluApproximate::None, bool bf16_copy = false);
 /// dy * GELU'(x) for the same `approximate` as the forward.
-Tensor gelu_backward(const Tensor& dy, const Tensor& x, const std::string& approximate = "none");
+Tensor gelu_backward(const Tensor& dy, const Tensor& x, GeluApproximate approximate = GeluApproximate::None);
 /// The backward of gelu(linear(x, W, b)) up to its two products, in one pass over h = x W^T + b
 /// (N, out) and dy: returns {dh, db}, dh = dy * GELU'(h) written as `dh_dtype` (h's dtype, or
 /// bfloat16 from float32, the operand of a bfloat16 product) and db = dh summed over all leading dims
 /// (undefined unless need_db). Bit for bit gelu_backward, then sum(dh, {0}) and .to(dh_dtype).
-std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy, const Tensor& h, const std::string& approximate,
+std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy, const Tensor& h, GeluApproximate approximate,
                                                DType dh_dtype, bool need_db);
 /// x sigmoid(x) (SiLU, or swish)
 Tensor silu(const Tensor& x);
