@@ -206,8 +206,8 @@ std::vector<CopyRow> copy_at_distance(const Config& c) {
 // Part 1's table, conclusions and chart.
 void report_costs(const Config& c, viz::Report& rep) {
   const std::vector<CostRow> rows = measure_costs(c);
-  std::printf("Part 1: d = %lld, %lld heads, batch 1, forward + backward, median of %d runs, %d threads\n",
-              static_cast<long long>(c.dim), static_cast<long long>(c.heads), c.reps, get_num_threads());
+  fmt::print("Part 1: d = {}, {} heads, batch 1, forward + backward, median of {} runs, {} threads\n", c.dim, c.heads,
+             c.reps, get_num_threads());
   std::string t1 =
       fmt::format("{:>6} {:>14} {:>10} {:>12} {:>14} {:>16} {:>16} {:>14}\n", "T", "projections ms", "MLP ms",
                   "fused ms", "composed ms", "fused memory", "composed memory", "attn/proj FLOPs");
@@ -237,7 +237,7 @@ void report_costs(const Config& c, viz::Report& rep) {
       std::pow(rows.back().fused_ms / rows[rows.size() - 4].fused_ms, 1.0 / 3),
       std::pow(rows.back().projections_ms / rows[rows.size() - 4].projections_ms, 1.0 / 3), last.T, tt_bytes / 1e6,
       last.composed_bytes / 1e6, last.fused_bytes / 1e6);
-  std::printf("%s", t1.c_str());
+  fmt::print("{}", t1);
   rep.add_note(t1, true);
   rep.add_svg(
       "cost.svg",
@@ -277,7 +277,7 @@ void report_copying(const Config& c, viz::Report& rep) {
   t2 += first_l == copy.end() ? "the LSTM's stays above 90% at every k measured.\n"
                               : fmt::format("the LSTM's falls below 90% from k = {} (to {:.1f}% at k = {}).\n",
                                             first_l->k, 100 * copy.back().lstm, copy.back().k);
-  std::printf("%s", t2.c_str());
+  fmt::print("{}", t2);
   rep.add_note(t2, true);
   rep.add_svg("copy.svg",
               viz::line_chart_svg({{"attention", ks, acc_a}, {"LSTM", ks, acc_l}},
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 2));
   CLI11_PARSE(app, argc, argv);
   if (c.dim % c.heads != 0) {
-    std::fprintf(stderr, "--dim must be a multiple of %lld\n", static_cast<long long>(c.heads));
+    fmt::print(stderr, "--dim must be a multiple of {}\n", c.heads);
     return 2;
   }
 
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
                   "Time and memory of attention against the projections; copying from k positions back.");
   if (c.part != 2) report_costs(c, rep);
   if (c.part != 1) report_copying(c, rep);
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   return 0;
 }
 #endif

@@ -340,28 +340,27 @@ int main(int argc, char** argv) {
     int64_t start = 0;
     if (c.resume) {                                          // every process reads rank 0's checkpoint
       start = optim::load_checkpoint(ckpt, m, opt, &sched);  // the schedule resumes too
-      if (c.rank == 0) std::printf("resumed from %s at step %lld\n", ckpt.c_str(), static_cast<long long>(start));
+      if (c.rank == 0) fmt::print("resumed from {} at step {}\n", ckpt, start);
     }
     if (c.rank == 0)
-      std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters%s\n", d.text.size(),
-                  static_cast<long long>(d.vocab.size()), d.train.size(), static_cast<long long>(m.num_parameters()),
-                  c.world > 1 ? fmt::format("; {} processes x {} threads", c.world, get_num_threads()).c_str() : "");
+      fmt::print("{} characters ({} distinct), {} for training; {} parameters{}\n", d.text.size(), d.vocab.size(),
+                 d.train.size(), m.num_parameters(),
+                 c.world > 1 ? fmt::format("; {} processes x {} threads", c.world, get_num_threads()) : "");
     const History h = train(m, opt, sched, d, c, start, ckpt, synchronise_gradients(m, c.world));
     if (c.rank != 0) return 0;  // rank 0 reports, samples and draws
     if (!h.val_losses.empty())
-      std::printf("validation loss %.4f (uniform guessing: %.4f)\n", h.val_losses.back(),
-                  std::log(static_cast<double>(d.vocab.size())));
+      fmt::print("validation loss {:.4f} (uniform guessing: {:.4f})\n", h.val_losses.back(),
+                 std::log(static_cast<double>(d.vocab.size())));
     Generator sg(c.seed + 1);
     const std::string sampled = sample(m, d.vocab, c, sg);
-    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature,
-                static_cast<long long>(c.top_k), sampled.c_str());
+    fmt::print("\n--- sample (temperature {:.2f}, top-k {}) ---\n{}\n---\n", c.temperature, c.top_k, sampled);
     const std::vector<inspect::HeadScore> scores = label_heads(m, d, c);
-    std::printf("\nwhat each head does (measured):\n%s", score_table(scores).c_str());
-    std::printf("checkpoint: %s\npictures: %s\n", ckpt.c_str(), write_report(m, d, c, h, sampled, scores).c_str());
+    fmt::print("\nwhat each head does (measured):\n{}", score_table(scores));
+    fmt::print("checkpoint: {}\npictures: {}\n", ckpt, write_report(m, d, c, h, sampled, scores));
     if (const std::string page = save_explorer(c, h); !page.empty())
-      std::printf("%sexplorer: %s\n", explorer_summary(h).c_str(), page.c_str());
+      fmt::print("{}explorer: {}\n", explorer_summary(h), page);
   } catch (const mg::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    fmt::print(stderr, "error: {}\n", e.what());
     stop_other_processes();
     return 1;
   }

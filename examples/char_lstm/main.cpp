@@ -204,18 +204,17 @@ int main(int argc, char** argv) {
     const Data d = load_data(c);
     Generator g(c.seed);
     CharLSTM m(d.vocab.size(), c, g);
-    std::printf("%zu characters (%lld distinct), %zu for training; %lld parameters\n", d.text.size(),
-                static_cast<long long>(d.vocab.size()), d.train.size(), static_cast<long long>(m.num_parameters()));
+    fmt::print("{} characters ({} distinct), {} for training; {} parameters\n", d.text.size(), d.vocab.size(),
+               d.train.size(), m.num_parameters());
     const History h = train(m, d, c);
-    std::printf("validation loss %.4f (uniform guessing: %.4f); %.0f training tokens/s\n", h.val_losses.back(),
-                std::log(static_cast<double>(d.vocab.size())), h.tokens_per_s);
+    fmt::print("validation loss {:.4f} (uniform guessing: {:.4f}); {:.0f} training tokens/s\n", h.val_losses.back(),
+               std::log(static_cast<double>(d.vocab.size())), h.tokens_per_s);
     Generator sg(c.seed + 1);
     const Sample s = sample(m, d.vocab, c, sg);
-    std::printf("\n--- sample (temperature %.2f, top-k %lld) ---\n%s\n---\n", c.temperature,
-                static_cast<long long>(c.top_k), s.text.c_str());
-    std::printf("pictures: %s\n", write_report(h, s, c).c_str());
+    fmt::print("\n--- sample (temperature {:.2f}, top-k {}) ---\n{}\n---\n", c.temperature, c.top_k, s.text);
+    fmt::print("pictures: {}\n", write_report(h, s, c));
   } catch (const mg::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
   return 0;

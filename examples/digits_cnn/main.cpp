@@ -262,18 +262,17 @@ int main(int argc, char** argv) {
     const Split s = split(load_digits(c.data), c.test_fraction, c.seed);
     Generator g(c.seed);
     DigitsCNN m(g);
-    std::printf("%lld training and %lld held-out images; %lld parameters\n", static_cast<long long>(s.train.y.size(0)),
-                static_cast<long long>(s.test.y.size(0)), static_cast<long long>(m.num_parameters()));
+    fmt::print("{} training and {} held-out images; {} parameters\n", s.train.y.size(0), s.test.y.size(0),
+               m.num_parameters());
     const Result r = train(m, s, c);
-    std::printf(
-        "held-out accuracy: %.2f%% (%zu of %lld wrong)\n\nconfusion matrix (rows: true digit, columns: predicted)\n%s\n",
-        100 * r.test.accuracy, r.test.wrong.size(), static_cast<long long>(s.test.y.size(0)),
+    fmt::print(
+        "held-out accuracy: {:.2f}% ({} of {} wrong)\n\nconfusion matrix (rows: true digit, columns: predicted)\n{}\n",
+        100 * r.test.accuracy, r.test.wrong.size(), s.test.y.size(0),
         viz::terminal_heatmap(r.test.confusion, {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"},
-                              {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"})
-            .c_str());
-    std::printf("pictures: %s\n", write_report(m, s, r, c).c_str());
+                              {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}));
+    fmt::print("pictures: {}\n", write_report(m, s, r, c));
   } catch (const mg::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
   return 0;

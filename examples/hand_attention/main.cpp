@@ -32,17 +32,16 @@ int main(int argc, char** argv) {
       c.out, "hand_attention: W_Q and W_K by hand, and learned",
       "Part 1 sets W_Q and W_K by hand so that every token attends to the B. Part 2 learns them from random "
       "numbers by backpropagation.");
-  std::printf("== Part 1: attention set by hand on A A B A ==\n\n");
+  fmt::print("== Part 1: attention set by hand on A A B A ==\n\n");
   const HandResult h = hand_set();
   report_hand(h, rep);
-  std::printf("== Part 2: the same head learned from random W_Q, W_K (find the B in %lld tokens) ==\n",
-              static_cast<long long>(c.seq_len));
+  fmt::print("== Part 2: the same head learned from random W_Q, W_K (find the B in {} tokens) ==\n", c.seq_len);
   report_trace(trace_backward(c), rep);
-  std::printf("\n");
+  fmt::print("\n");
   const TrainResult r = train(c);
-  std::printf("held-out accuracy %.2f%%, attention on the B: mean %.4f, smallest row %.4f\n", 100 * r.eval.accuracy,
-              r.eval.mean_mass, r.eval.min_mass);
+  fmt::print("held-out accuracy {:.2f}%, attention on the B: mean {:.4f}, smallest row {:.4f}\n", 100 * r.eval.accuracy,
+             r.eval.mean_mass, r.eval.min_mass);
   report_learned(h, r, c, rep);
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   return r.eval.accuracy >= 0.99 && r.eval.min_mass >= 0.9 ? 0 : 1;
 }

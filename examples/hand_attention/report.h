@@ -14,7 +14,7 @@ void report_hand(const HandResult& h, viz::Report& rep) {
   const std::vector<std::string> seq = {"A", "A", "B", "A"}, ab = {"A", "B"};
   auto show = [&](const char* what, const Tensor& t, const std::vector<std::string>& rows,
                   const std::vector<std::string>& cols) {
-    std::printf("%s\n%s\n", what, viz::terminal_heatmap(t, rows, cols).c_str());
+    fmt::print("{}\n{}\n", what, viz::terminal_heatmap(t, rows, cols));
   };
   show("Q = X W_Q   (every query is (0, 1): looking for B)", h.q, seq, {"d0", "d1"});
   show("K = X W_K   (A -> (10, 0), B -> (0, 10))", h.k, seq, {"d0", "d1"});
@@ -22,11 +22,11 @@ void report_hand(const HandResult& h, viz::Report& rep) {
   show("attention = softmax(Q K^T), rows sum to 1", h.attn, seq, seq);
   show("attention = softmax(Q K^T / sqrt(2))", h.attn_scaled, seq, seq);
   show("output = attention V, with V = X (W_V = I): every row is ~all B", h.out, seq, {"A", "B"});
-  std::printf(
-      "The scores are an n x n table: %lld tokens, %lld scores. At 1024 tokens it is about a million per head\n"
+  fmt::print(
+      "The scores are an n x n table: {} tokens, {} scores. At 1024 tokens it is about a million per head\n"
       "and layer, which is why attention's cost grows with the square of the context (docs/BENCHMARKS.md,\n"
       "'Context scaling').\n\n",
-      static_cast<long long>(h.x.size(0)), static_cast<long long>(h.x.size(0) * h.x.size(0)));
+      h.x.size(0), h.x.size(0) * h.x.size(0));
   auto heat = [&](const Tensor& t, const std::string& title, bool diverging = false) {
     return viz::heatmap_svg(t, {.title = title,
                                 .row_labels = seq,
@@ -64,7 +64,7 @@ void report_trace(const BackwardTrace& t, viz::Report& rep) {
                    t.gradcheck_ok ? "ok" : "FAILED", t.gradcheck_error);
   s += "No separate network updates W_Q: this gradient, from the chain rule through softmax and two matmuls,\n"
        "is all the optimizer sees.\n";
-  std::printf("%s", s.c_str());
+  fmt::print("{}", s);
   rep.add_note(
       "One backward pass traced by hand (dP = -onehot/(T P), dS = P * (dP - rowsum(dP * P)), "
       "dQ = dS K / sqrt(d), dW_Q = X^T dQ), against autograd and finite differences:",
@@ -107,19 +107,18 @@ void report_learned(const HandResult& h, const TrainResult& r, const Config& c, 
                                 .vmin = -form_range,
                                 .vmax = form_range});
   };
-  std::printf("\nW_Q W_K^T, the bilinear form (rows: query token, cols: key token)\n hand-set:\n%s learned:\n%s",
-              viz::terminal_heatmap(M_hand, kTokens, kTokens).c_str(),
-              viz::terminal_heatmap(M, kTokens, kTokens).c_str());
-  std::printf("Softmax ignores a constant added to a row, so what matters is column B minus column A:\n");
+  fmt::print("\nW_Q W_K^T, the bilinear form (rows: query token, cols: key token)\n hand-set:\n{} learned:\n{}",
+             viz::terminal_heatmap(M_hand, kTokens, kTokens), viz::terminal_heatmap(M, kTokens, kTokens));
+  fmt::print("Softmax ignores a constant added to a row, so what matters is column B minus column A:\n");
   for (int64_t q = 0; q < 2; ++q)
-    std::printf("  query %s: hand %+.2f, learned %+.2f\n", kTokens[q].c_str(), M_hand.at({q, 1}) - M_hand.at({q, 0}),
-                M.at({q, 1}) - M.at({q, 0}));
+    fmt::print("  query {}: hand {:+.2f}, learned {:+.2f}\n", kTokens[q], M_hand.at({q, 1}) - M_hand.at({q, 0}),
+               M.at({q, 1}) - M.at({q, 0}));
   const std::string gaps = gap_table(r);
-  std::printf(
-      "\nThe learned gap is not a target that training reaches; it keeps growing:\n%s"
+  fmt::print(
+      "\nThe learned gap is not a target that training reaches; it keeps growing:\n{}"
       "Cross-entropy is -log(attention on the B), which is above 0 for any finite gap, so every step still\n"
       "pushes the B's score up relative to the A's; the push weakens as the loss shrinks, so the growth slows.\n",
-      gaps.c_str());
+      gaps);
   rep.add_note(
       "The learned B - A gap keeps growing: cross-entropy -log(attention on the B) is above 0 for any finite gap, so "
       "every step pushes it further (more slowly as the loss shrinks). The hand-set 10 is one point on this road.",

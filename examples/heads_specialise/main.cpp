@@ -243,11 +243,10 @@ int main(int argc, char** argv) {
   app.add_option("--every", c.every, "telemetry every this many steps");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("task: at position t, output (x_{t-1}, x_0) as one of %lld classes\n",
-              static_cast<long long>(c.vocab * c.vocab));
+  fmt::print("task: at position t, output (x_{{t-1}}, x_0) as one of {} classes\n", c.vocab * c.vocab);
   std::vector<RunResult> runs;
   for (Variant v : {Variant::TwoHeads, Variant::OneHead, Variant::IdenticalStart}) {
-    std::printf("\n-- %s --\n", variant_name(v));
+    fmt::print("\n-- {} --\n", variant_name(v));
     runs.push_back(run(c, v));
   }
   const RunResult &two = runs[0], &one = runs[1], &same = runs[2];
@@ -273,12 +272,12 @@ int main(int argc, char** argv) {
       "identical start: max |W_Q head 0 - head 1| = {:.1e} before training, {:.1e} after {} steps\n"
       "random start:    max |W_Q head 0 - head 1| = {:.2f} before training, {:.2f} after {} steps\n",
       same.head_diff_start, same.head_diff_end, c.steps, two.head_diff_start, two.head_diff_end, c.steps);
-  std::printf("\nWhere each head looks (mean over positions t >= 2 of 512 test sequences):\n%s", t1.c_str());
-  std::printf(
-      "\nHead ablation in the two-head run (chance for one half is %.1f%%; at t = 1 the previous token *is*\n"
-      "the first token, so a model that keeps only the x_0 head still gets 1 of the 7 positions right):\n%s",
-      100.0 / c.vocab, t2.c_str());
-  std::printf("\nWhy do the heads differ?\n%s", t3.c_str());
+  fmt::print("\nWhere each head looks (mean over positions t >= 2 of 512 test sequences):\n{}", t1);
+  fmt::print(
+      "\nHead ablation in the two-head run (chance for one half is {:.1f}%; at t = 1 the previous token *is*\n"
+      "the first token, so a model that keeps only the x_0 head still gets 1 of the 7 positions right):\n{}",
+      100.0 / c.vocab, t2);
+  fmt::print("\nWhy do the heads differ?\n{}", t3);
   rep.add_note(
       "Where each head looks, measured. One head already solves the task by splitting its attention between "
       "t-1 and position 0; two heads divide that work cleanly, one look-up each. Two heads that start identical "
@@ -315,10 +314,10 @@ int main(int argc, char** argv) {
   double score_range = 0;  // one colour scale for both heads' scores
   for (int h = 0; h < 2; ++h) score_range = std::max(score_range, example::finite_abs_max(two.roles.example_scores[h]));
   for (int h = 0; h < 2; ++h) {
-    std::printf("\ntwo heads, head %d on one test sequence: scores before softmax (masked: the future)\n%s", h,
-                viz::terminal_heatmap(two.roles.example_scores[h], toks, toks).c_str());
-    std::printf("two heads, head %d on the same sequence: weights after softmax\n%s", h,
-                viz::terminal_heatmap(two.roles.example[h], toks, toks).c_str());
+    fmt::print("\ntwo heads, head {} on one test sequence: scores before softmax (masked: the future)\n{}", h,
+               viz::terminal_heatmap(two.roles.example_scores[h], toks, toks));
+    fmt::print("two heads, head {} on the same sequence: weights after softmax\n{}", h,
+               viz::terminal_heatmap(two.roles.example[h], toks, toks));
     rep.add_svg(fmt::format("head{}_scores.svg", h),
                 viz::heatmap_svg(two.roles.example_scores[h], {.title = fmt::format("Head {}: scores, one sequence", h),
                                                                .row_labels = toks,
@@ -343,8 +342,7 @@ int main(int argc, char** argv) {
                             "the tokens differ): the pattern does not depend on which tokens are there.",
                             h));
   }
-  std::printf("\none head, on the same test sequence\n%s",
-              viz::terminal_heatmap(one.roles.example[0], pos, pos).c_str());
+  fmt::print("\none head, on the same test sequence\n{}", viz::terminal_heatmap(one.roles.example[0], pos, pos));
   weights_map("one_head.svg", one.roles.example[0], "One head: weights, one sequence", toks,
               fmt::format("The one-head control on the same sequence: it splits its attention, {:.2f} on the previous "
                           "token and {:.2f} on the first (means over the test set).",
@@ -362,17 +360,17 @@ int main(int argc, char** argv) {
               viz::line_chart_svg(
                   curves, {.title = "Training loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
               "Loss of the three runs: all three solve the task.");
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
-  std::printf("explorer: %s\n", save_explorer(c, two, "heads_specialise: two heads").c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
+  fmt::print("explorer: {}\n", save_explorer(c, two, "heads_specialise: two heads"));
   // What the explorer's slider shows over the first steps, as numbers: each head's mean weight on
   // t - 1 and on position 0 in the recorded probe.
-  std::printf("the explorer's records (two heads; head: on t-1 / on position 0):\n");
+  fmt::print("the explorer's records (two heads; head: on t-1 / on position 0):\n");
   for (const inspect::TelemetryRecord& rec : two.records)
     if (rec.step == 1 || rec.step == 20 || rec.step == 40 || rec.step == 50) {
-      std::printf("  step %3d:", rec.step);
+      fmt::print("  step {:>3}:", rec.step);
       for (const inspect::HeadScore& h : rec.heads)
-        std::printf("  head %lld %.2f / %.2f", static_cast<long long>(h.head), h.previous_token, h.first_token);
-      std::printf("\n");
+        fmt::print("  head {} {:.2f} / {:.2f}", h.head, h.previous_token, h.first_token);
+      fmt::print("\n");
     }
   return two.full.both >= 0.95 && one.full.both >= 0.95 ? 0 : 1;
 }

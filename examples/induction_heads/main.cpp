@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   try {
     validate(c);
   } catch (const mg::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    fmt::print(stderr, "error: {}\n", e.what());
     return 2;
   }
 
@@ -55,9 +55,8 @@ int main(int argc, char** argv) {
       "the control.");
   Generator g(c.seed);
   Model two(c, g);
-  std::printf("%lld parameters (2 layers); sequences of %lld random tokens over %lld, one span of %lld-%lld repeated\n",
-              static_cast<long long>(two.num_parameters()), static_cast<long long>(c.seq_len),
-              static_cast<long long>(c.vocab), static_cast<long long>(c.span_min), static_cast<long long>(c.span_max));
+  fmt::print("{} parameters (2 layers); sequences of {} random tokens over {}, one span of {}-{} repeated\n",
+             two.num_parameters(), c.seq_len, c.vocab, c.span_min, c.span_max);
   const RunResult r2 = train(two, c, g);
   Config c1 = c;
   c1.layers = 1;
@@ -65,44 +64,41 @@ int main(int argc, char** argv) {
   Model one(c1, g1);
   const RunResult r1 = train(one, c1, g1);
 
-  std::printf("\nTraining, 2 layers (telemetry every %lld steps, a selection):\n%s", static_cast<long long>(c.every),
-              progress_table(r2, c).c_str());
-  std::printf("phase change: the ICL score has made half of its total move by step %lld\n",
-              static_cast<long long>(r2.phase_step));
-  std::printf("\nEvery head at the end (2 layers):\n%s", score_table(r2.records.back()).c_str());
-  std::printf("\nrepeated-span next-token accuracy: 2 layers %.1f%%, 1 layer %.1f%% (chance %.1f%%)\n",
-              100 * r2.final_span.accuracy, 100 * r1.final_span.accuracy, 100.0 / static_cast<double>(c.vocab));
-  std::printf(
-      "ICL score at the end: 2 layers %.3f, 1 layer %.3f nats; best induction score: 2 layers %.3f, 1 layer %.3f\n",
+  fmt::print("\nTraining, 2 layers (telemetry every {} steps, a selection):\n{}", c.every, progress_table(r2, c));
+  fmt::print("phase change: the ICL score has made half of its total move by step {}\n", r2.phase_step);
+  fmt::print("\nEvery head at the end (2 layers):\n{}", score_table(r2.records.back()));
+  fmt::print("\nrepeated-span next-token accuracy: 2 layers {:.1f}%, 1 layer {:.1f}% (chance {:.1f}%)\n",
+             100 * r2.final_span.accuracy, 100 * r1.final_span.accuracy, 100.0 / static_cast<double>(c.vocab));
+  fmt::print(
+      "ICL score at the end: 2 layers {:.3f}, 1 layer {:.3f} nats; best induction score: 2 layers {:.3f}, 1 layer {:.3f}\n",
       r2.records.back().icl.score, r1.records.back().icl.score, r2.induction_head.induction,
       r1.induction_head.induction);
 
   const PositionProfile profile = position_profile(two, c);
   const ProfileSplit split = split_profile(profile);
-  std::printf("\nWhere layer 0 looks at t - 1, by query position (512 fresh sequences):\n%s",
-              profile_table(profile, c).c_str());
-  std::printf(
-      "Where the induction head needs the key in at least 10%% of sequences, the best layer-0 head puts %.2f on t - 1;\n"
-      "where it does not (mostly t >= %lld), %.2f. The previous-token score averages over every t, so it stays below 1.\n",
-      split.where_needed, static_cast<long long>(split.first_unneeded), split.elsewhere);
+  fmt::print("\nWhere layer 0 looks at t - 1, by query position (512 fresh sequences):\n{}", profile_table(profile, c));
+  fmt::print(
+      "Where the induction head needs the key in at least 10% of sequences, the best layer-0 head puts {:.2f} on t - 1;\n"
+      "where it does not (mostly t >= {}), {:.2f}. The previous-token score averages over every t, so it stays below 1.\n",
+      split.where_needed, split.first_unneeded, split.elsewhere);
 
   const std::vector<Ablation> ab = ablate(two, c, r2);
-  std::printf("\nInterventions (2 layers; the induction head is %s head %lld):\n", r2.induction_head.layer.c_str(),
-              static_cast<long long>(r2.induction_head.head));
-  std::printf("%-40s %14s %14s %20s\n", "removed (head_mask)", "span accuracy", "span loss", "induction score");
+  fmt::print("\nInterventions (2 layers; the induction head is {} head {}):\n", r2.induction_head.layer,
+             r2.induction_head.head);
+  fmt::print("{:<40} {:>14} {:>14} {:>20}\n", "removed (head_mask)", "span accuracy", "span loss", "induction score");
   for (const Ablation& a : ab)
-    std::printf("%-40s %13.1f%% %14.3f %20.3f\n", a.removed.c_str(), 100 * a.span.accuracy, a.span.loss, a.induction);
+    fmt::print("{:<40} {:>13.1f}% {:>14.3f} {:>20.3f}\n", a.removed, 100 * a.span.accuracy, a.span.loss, a.induction);
 
   const Circuits circ = circuits(two, r2);
-  std::printf(
-      "\nCircuits of the induction head: the OV circuit's largest entry is on the diagonal in %.0f%% of rows (copying;\n"
-      "%.0f%% for the sum over all of %s's heads); the QK circuit through the previous-token head in %.0f%%\n"
+  fmt::print(
+      "\nCircuits of the induction head: the OV circuit's largest entry is on the diagonal in {:.0f}% of rows (copying;\n"
+      "{:.0f}% for the sum over all of {}'s heads); the QK circuit through the previous-token head in {:.0f}%\n"
       "(matching the token before the key).\n",
-      100 * circ.ov_diagonal, 100 * circ.ov_layer_diagonal, r2.induction_head.layer.c_str(), 100 * circ.qk_diagonal);
+      100 * circ.ov_diagonal, 100 * circ.ov_layer_diagonal, r2.induction_head.layer, 100 * circ.qk_diagonal);
   report(rep, c, r2, r1, ab, circ, head_maps(two, c, r2.induction_head.layer, r2.induction_head.head));
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   viz::write_file(rep.path("telemetry.json"), r2.telemetry_json);
-  std::printf("explorer: %s\n",
-              viz::write_explorer(rep.path("explorer.html"), "induction_heads: 2 layers", r2.telemetry_json).c_str());
+  fmt::print("explorer: {}\n",
+             viz::write_explorer(rep.path("explorer.html"), "induction_heads: 2 layers", r2.telemetry_json));
   return 0;
 }

@@ -372,19 +372,16 @@ int main(int argc, char** argv) {
              c.heads);
     std::filesystem::create_directories(c.out);
     const Data d = char_text::load_data(c.data, c.context, "llama_style");
-    std::printf("%zu characters (%lld distinct); %d steps of %lld x %lld characters per run, %d seed(s)\n",
-                d.text.size(), static_cast<long long>(d.vocab.size()), c.steps, static_cast<long long>(c.batch),
-                static_cast<long long>(c.context), c.seeds);
+    fmt::print("{} characters ({} distinct); {} steps of {} x {} characters per run, {} seed(s)\n", d.text.size(),
+               d.vocab.size(), c.steps, c.batch, c.context, c.seeds);
     const std::vector<Summary> all = compare(d, c);
-    std::printf("\n%s\n", table(all).c_str());
-    for (const std::string& line : conclusions(all, c.seeds)) std::printf("- %s\n", line.c_str());
+    fmt::print("\n{}\n", table(all));
+    for (const std::string& line : conclusions(all, c.seeds)) fmt::print("- {}\n", line);
     for (const Summary& s : all)
       for (const Run& r : s.runs)
-        if (!r.explorer.empty())
-          std::printf("explorer (LLaMA style, seed %llu): %s\n", static_cast<unsigned long long>(r.seed),
-                      r.explorer.c_str());
+        if (!r.explorer.empty()) fmt::print("explorer (LLaMA style, seed {}): {}\n", r.seed, r.explorer);
   } catch (const mg::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
   return 0;

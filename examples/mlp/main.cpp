@@ -6,10 +6,10 @@
 //   make build && build/examples/mlp/mlp     (make demo builds it too, the demo does not run it;
 //   tests/test_example_models.cpp checks what it prints, across seeds)
 #include <cmath>
-#include <cstdio>
 #include <numbers>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
 #include "minigrad/minigrad.h"
@@ -121,8 +121,8 @@ void draw(const MLP& model, const Data& d) {
     const int r = static_cast<int>(std::lround((1 - xs[2 * i + 1]) / 2 * (H - 1)));
     if (r >= 0 && r < H && c >= 0 && c < W) rows[r][c] = ys[i] ? 'x' : 'o';
   }
-  std::printf("\nDecision boundary ('#' = class 1, '.' = class 0; x/o = training points):\n");
-  for (auto& row : rows) std::printf("  %s\n", row.c_str());
+  fmt::print("\nDecision boundary ('#' = class 1, '.' = class 0; x/o = training points):\n");
+  for (auto& row : rows) fmt::print("  {}\n", row);
 }
 
 }  // namespace mlp
@@ -140,13 +140,13 @@ int main(int argc, char** argv) {
   Generator gen(c.seed);
   const Data data = make_spirals(gen);
   MLP model(gen);
-  std::printf("minigrad mlp: 2 -> %lld -> 2 on two spirals (%lld points), full-batch SGD with momentum, %d threads\n",
-              static_cast<long long>(kHidden), static_cast<long long>(2 * kPointsPerClass), get_num_threads());
+  fmt::print("minigrad mlp: 2 -> {} -> 2 on two spirals ({} points), full-batch SGD with momentum, {} threads\n",
+             kHidden, 2 * kPointsPerClass, get_num_threads());
   const std::vector<double> losses = train(model, data, c);
   draw(model, data);
   const double acc = accuracy(model, data);
-  std::printf("\nloss %.4f at step 1, %.4f at step %zu; final training accuracy: %.1f%%\n", losses.front(),
-              losses.back(), losses.size(), 100 * acc);
+  fmt::print("\nloss {:.4f} at step 1, {:.4f} at step {}; final training accuracy: {:.1f}%\n", losses.front(),
+             losses.back(), losses.size(), 100 * acc);
 
   viz::Report rep(c.out, "mlp: two spirals", "A 2 -> 64 -> 2 perceptron trained with autograd and momentum SGD.");
   rep.add_svg("decision_boundary.svg",
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
       viz::line_chart_svg({viz::Series::over_steps("train loss", losses)},
                           {.title = "Training loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
       "Full-batch cross-entropy.");
-  std::printf("pictures: %s\n", rep.write_index().c_str());
+  fmt::print("pictures: {}\n", rep.write_index());
   return acc > 0.95 ? 0 : 1;
 }
 #endif

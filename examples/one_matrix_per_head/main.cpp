@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", c.vocab, "number of distinct tokens")->check(CLI::Range(2, 100000));
   CLI11_PARSE(app, argc, argv);
   if (c.steps < 4) {
-    std::fprintf(stderr, "--steps must be at least 4 (the run is summarised by quarters)\n");
+    fmt::print(stderr, "--steps must be at least 4 (the run is summarised by quarters)\n");
     return 2;
   }
 
@@ -351,7 +351,7 @@ int main(int argc, char** argv) {
       "parameters, with a per-head matrix after W_Q, W_K and W_V: {3}  (+3 x {1} heads x {4}x{4})\n"
       "after folding A^h W[h] into one matrix per projection, max |output difference| = {5:.2e}\n",
       c.dim, c.heads, std_counts.num_parameters(), over_counts.num_parameters(), c.dim / c.heads, diff);
-  std::printf("%s", counts.c_str());
+  fmt::print("{}", counts);
   rep.add_note(counts, true);
 
   std::vector<SeedRun> runs;
@@ -368,7 +368,7 @@ int main(int argc, char** argv) {
     result += fmt::format("  {:<12} {:>7.2f}x {:>8.2f}x - {:.2f}x {:>16.4f}\n", fmt::format("{}-{}", q.from, q.to),
                           q.median, q.lo, q.hi, q.standard_loss);
   result += conclusion(runs, qs);
-  std::printf("%s", result.c_str());
+  fmt::print("{}", result);
   rep.add_note(
       "The two parameterisations can represent exactly the same functions, and here they start as the same "
       "function. Gradient descent moves a product of two matrices differently from one matrix (each factor's "
@@ -386,7 +386,7 @@ int main(int argc, char** argv) {
                           "median over {} seeds of each step's 20-step running mean. The table gives each quarter's "
                           "range across seeds.",
                           runs.size()));
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   double start = 0;
   for (const SeedRun& r : runs) start = std::max(start, r.start_logit_diff);
   return diff < 1e-4 && start < 1e-4 ? 0 : 1;

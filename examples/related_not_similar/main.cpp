@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
       100 * sep.accuracy, sep.asymmetry > 0.5 ? "far from symmetric" : "close to symmetric", sep.asymmetry,
       tie.asymmetry, 100 * tie.self_best, 100 * tie.accuracy,
       tie.on_self > 0.5 ? fmt::format(", and {:.1f}% of rows look at themselves", 100 * tie.on_self) : "");
-  std::printf("\n%s", t.c_str());
+  fmt::print("\n{}", t);
   rep.add_note(t, true);
   std::vector<std::string> labels;
   for (int64_t i = 0; i < c.vocab; ++i) labels.push_back(std::to_string(i));
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
                    .y_label = "cross-entropy",
                    .log_y = true}),
               "The same start and batches; only the tying differs.");
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   return 0;
 }
 #endif

@@ -43,9 +43,9 @@ int main(int argc, char** argv) {
     const auto [x, y] = eval_set(d, c);
     const Stream s = run_stream(m, x);
     const Results r = analyse(m, d, c, s, x, y);
-    std::printf("%s\npicture: %s\n", report(r, c).c_str(), draw(r, c).c_str());
+    fmt::print("{}\npicture: {}\n", report(r, c), draw(r, c));
   } catch (const mg::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }
   return 0;

@@ -36,9 +36,9 @@ int main(int argc, char** argv) {
     const Variable dy_dw = grad({y}, {w}, {.create_graph = true})[0];  // x (1 - y^2), itself a graph
     const Variable d2y_dw2 = grad({dy_dw}, {w})[0];                    // -2 x^2 y (1 - y^2)
     const double t = std::tanh(0.75);
-    std::printf(
-        "0. y = tanh(w x) at w = 1.5, x = 0.5: dy/dw = %.6f (x (1 - y^2) = %.6f), d2y/dw2 = %.6f "
-        "(-2 x^2 y (1 - y^2) = %.6f)\n\n",
+    fmt::print(
+        "0. y = tanh(w x) at w = 1.5, x = 0.5: dy/dw = {:.6f} (x (1 - y^2) = {:.6f}), d2y/dw2 = {:.6f} "
+        "(-2 x^2 y (1 - y^2) = {:.6f})\n\n",
         dy_dw.item(), 0.5 * (1 - t * t), d2y_dw2.item(), -2 * 0.25 * t * (1 - t * t));
     rep.add_text("gradient_graph.dot", to_dot(dy_dw),
                  "The graph of dy/dw for y = tanh(w x), recorded by a backward with create_graph (Graphviz DOT).");
@@ -49,27 +49,27 @@ int main(int argc, char** argv) {
                     "dy/dw as a graph: tanh's rule ran as recorded ops (tanh_backward, mul) on the forward's nodes.");
   }
 
-  std::printf("1. The Hessian of a small MLP's loss (2 -> 4 -> 1, tanh, mean squared error, 17 parameters)\n");
+  fmt::print("1. The Hessian of a small MLP's loss (2 -> 4 -> 1, tanh, mean squared error, 17 parameters)\n");
   const HessianResult h = mlp_hessian();
-  std::printf("   loss %.6f; 17 Hessian-vector products give the 17 columns; max |H - H^T| = %.1e\n", h.loss,
-              h.asymmetry);
+  fmt::print("   loss {:.6f}; 17 Hessian-vector products give the 17 columns; max |H - H^T| = {:.1e}\n", h.loss,
+             h.asymmetry);
   const int negative =
       static_cast<int>(std::count_if(h.eigenvalues.begin(), h.eigenvalues.end(), [](double e) { return e < -1e-12; }));
-  std::printf("   eigenvalues from %.4f to %.4f: %d negative, so this point is %s\n", h.eigenvalues.front(),
-              h.eigenvalues.back(), negative,
-              negative > 0 ? "a saddle, not a minimum (some directions curve down)" : "in a convex bowl");
-  std::printf("   all:");
-  for (double e : h.eigenvalues) std::printf(" %.4f", e);
-  std::printf("\n\n");
+  fmt::print("   eigenvalues from {:.4f} to {:.4f}: {} negative, so this point is {}\n", h.eigenvalues.front(),
+             h.eigenvalues.back(), negative,
+             negative > 0 ? "a saddle, not a minimum (some directions curve down)" : "in a convex bowl");
+  fmt::print("   all:");
+  for (double e : h.eigenvalues) fmt::print(" {:.4f}", e);
+  fmt::print("\n\n");
 
-  std::printf("2. Newton's method beside gradient descent (logistic regression, 3 weights, from w = 0)\n");
+  fmt::print("2. Newton's method beside gradient descent (logistic regression, 3 weights, from w = 0)\n");
   const LogReg d = make_logreg();
   const Descent nt = newton(d), gd = gradient_descent(d, 1.0);
   const double best = nt.loss.back();
-  std::printf("   Newton: %d steps to |grad| < %.0e; gradient descent (lr 1): %d steps%s\n", nt.steps, kGradTol,
-              gd.steps, gd.steps >= kMaxSteps ? " (stopped at the cap)" : "");
-  std::printf("   the same minimum: loss %.12f and %.12f, max |w_newton - w_gd| = %.1e\n", best, gd.loss.back(),
-              max(abs(nt.w - gd.w)).item());
+  fmt::print("   Newton: {} steps to |grad| < {:.0e}; gradient descent (lr 1): {} steps{}\n", nt.steps, kGradTol,
+             gd.steps, gd.steps >= kMaxSteps ? " (stopped at the cap)" : "");
+  fmt::print("   the same minimum: loss {:.12f} and {:.12f}, max |w_newton - w_gd| = {:.1e}\n", best, gd.loss.back(),
+             max(abs(nt.w - gd.w)).item());
   auto gap = [&](const std::vector<double>& l) {
     std::vector<double> out;
     for (double v : l) out.push_back(std::max(v - best, 1e-16));
@@ -81,14 +81,14 @@ int main(int argc, char** argv) {
           {viz::Series::over_steps("Newton", gap(nt.loss)), viz::Series::over_steps("gradient descent", gap(gd.loss))},
           {.title = "Loss above the minimum", .x_label = "step", .y_label = "loss - min", .log_y = true}),
       fmt::format("Newton reaches the minimum in {} steps, gradient descent in {}.", nt.steps, gd.steps));
-  std::printf("\n");
+  fmt::print("\n");
 
-  std::printf("3. A physics-informed network: u'' = -pi^2 sin(pi x), u(0) = u(1) = 0 (exact: sin(pi x))\n");
+  fmt::print("3. A physics-informed network: u'' = -pi^2 sin(pi x), u(0) = u(1) = 0 (exact: sin(pi x))\n");
   const PinnResult p = train_pinn(c);
-  std::printf("   %d Adam steps on %d collocation points: loss %.2e -> %.2e\n", c.pinn_steps, c.pinn_points,
-              p.loss.front(), p.loss.back());
-  std::printf("   against the exact solution on 101 points: max |u - sin(pi x)| = %.2e, relative L2 error %.2e\n",
-              p.max_error, p.rel_l2);
+  fmt::print("   {} Adam steps on {} collocation points: loss {:.2e} -> {:.2e}\n", c.pinn_steps, c.pinn_points,
+             p.loss.front(), p.loss.back());
+  fmt::print("   against the exact solution on 101 points: max |u - sin(pi x)| = {:.2e}, relative L2 error {:.2e}\n",
+             p.max_error, p.rel_l2);
   rep.add_svg("pinn.svg",
               viz::line_chart_svg({viz::Series{"network u(x)", p.grid, p.u}, viz::Series{"sin(pi x)", p.grid, p.exact}},
                                   {.title = "Learned from the equation alone", .x_label = "x", .y_label = "u"}),
@@ -97,36 +97,36 @@ int main(int argc, char** argv) {
               viz::line_chart_svg({viz::Series::over_steps("residual + boundary", p.loss)},
                                   {.title = "PINN loss", .x_label = "step", .y_label = "loss", .log_y = true}),
               "mean(residual^2) + mean(u(0)^2, u(1)^2).");
-  std::printf("\n");
+  fmt::print("\n");
 
-  std::printf("4. MAML with one inner step on sine-wave regression (%d meta steps of %d tasks)\n", kMetaSteps, kTasks);
+  fmt::print("4. MAML with one inner step on sine-wave regression ({} meta steps of {} tasks)\n", kMetaSteps, kTasks);
   const MamlResult m = train_maml();
   auto window_mean = [&](size_t from) {  // each step draws new tasks: their losses scatter, so compare averages
     double t = 0;
     for (size_t i = from; i < from + 10; ++i) t += m.meta_loss[i];
     return t / 10;
   };
-  std::printf("   meta-loss after adaptation, mean of the first 10 steps %.3f, of the last 10 %.3f\n", window_mean(0),
-              window_mean(m.meta_loss.size() - 10));
-  std::printf(
-      "   dropping the second-order term (first-order MAML) would move the first meta-gradient by %.2f times its "
+  fmt::print("   meta-loss after adaptation, mean of the first 10 steps {:.3f}, of the last 10 {:.3f}\n",
+             window_mean(0), window_mean(m.meta_loss.size() - 10));
+  fmt::print(
+      "   dropping the second-order term (first-order MAML) would move the first meta-gradient by {:.2f} times its "
       "length\n",
       m.second_order_share);
-  std::printf("\n");
+  fmt::print("\n");
 
-  std::printf("5. What it costs (2 -> 64 -> 64 -> 1 tanh MLP, 256 points, float64, %d threads)\n", get_num_threads());
+  fmt::print("5. What it costs (2 -> 64 -> 64 -> 1 tanh MLP, 256 points, float64, {} threads)\n", get_num_threads());
   const Costs k = measure_costs();
-  std::printf("   the loss's graph: %zu nodes; the backward with create_graph recorded %zu more (%.1fx)\n",
-              k.forward_nodes, k.grad_nodes, static_cast<double>(k.grad_nodes) / static_cast<double>(k.forward_nodes));
-  std::printf(
-      "   loss + gradient %.3f ms; with create_graph %.3f ms (%.2fx); a Hessian-vector product %.3f ms (%.2fx)\n",
+  fmt::print("   the loss's graph: {} nodes; the backward with create_graph recorded {} more ({:.1f}x)\n",
+             k.forward_nodes, k.grad_nodes, static_cast<double>(k.grad_nodes) / static_cast<double>(k.forward_nodes));
+  fmt::print(
+      "   loss + gradient {:.3f} ms; with create_graph {:.3f} ms ({:.2f}x); a Hessian-vector product {:.3f} ms ({:.2f}x)\n",
       k.ms_grad, k.ms_grad_graph, k.ms_grad_graph / k.ms_grad, k.ms_hvp, k.ms_hvp / k.ms_grad);
-  std::printf("   a whole Jacobian, R^256 -> R^1: 1 backward %.3f ms, 256 dual-number passes %.3f ms\n", k.ms_wide_rows,
-              k.ms_wide_columns);
-  std::printf("   a whole Jacobian, R^1 -> R^256: 256 backwards %.3f ms, 1 dual-number pass %.3f ms\n", k.ms_tall_rows,
-              k.ms_tall_columns);
-  std::printf("   reverse mode wins by %.0fx on the wide function, forward mode by %.0fx on the tall one\n",
-              k.ms_wide_columns / k.ms_wide_rows, k.ms_tall_rows / k.ms_tall_columns);
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("   a whole Jacobian, R^256 -> R^1: 1 backward {:.3f} ms, 256 dual-number passes {:.3f} ms\n",
+             k.ms_wide_rows, k.ms_wide_columns);
+  fmt::print("   a whole Jacobian, R^1 -> R^256: 256 backwards {:.3f} ms, 1 dual-number pass {:.3f} ms\n",
+             k.ms_tall_rows, k.ms_tall_columns);
+  fmt::print("   reverse mode wins by {:.0f}x on the wide function, forward mode by {:.0f}x on the tall one\n",
+             k.ms_wide_columns / k.ms_wide_rows, k.ms_tall_rows / k.ms_tall_columns);
+  fmt::print("\npictures: {}\n", rep.write_index());
   return 0;
 }

@@ -323,8 +323,7 @@ int main(int argc, char** argv) {
 
   Generator g(c.seed);
   Model m(c, g);
-  std::printf("%lld parameters; training on strings whose digit sum is not a multiple of 7\n",
-              static_cast<long long>(m.num_parameters()));
+  fmt::print("{} parameters; training on strings whose digit sum is not a multiple of 7\n", m.num_parameters());
   const TrainResult tr = train(m, c, g);
   const Evaluation e = evaluate(m, c, g);
   const Intervention iv = intervene(m, c, g);
@@ -344,9 +343,8 @@ int main(int argc, char** argv) {
       "  b's digit at output step {} and nothing else changed\n",
       100 * iv.swapped_follows_memory, 100 * iv.swapped_follows_input, iv.slot, 100 * iv.slot_exact,
       c.length - 1 - iv.slot);
-  std::printf("\n%s\n%s\n%s\ncross-attention, heads averaged (rows: output step, cols: source digit)\n%s",
-              summary.c_str(), e.shapes.c_str(), interventions.c_str(),
-              viz::terminal_heatmap(e.example_map, out, src).c_str());
+  fmt::print("\n{}\n{}\n{}\ncross-attention, heads averaged (rows: output step, cols: source digit)\n{}", summary,
+             e.shapes, interventions, viz::terminal_heatmap(e.example_map, out, src));
 
   viz::Report rep(
       c.out, "seq2seq_cross_attention: reversing digit strings",
@@ -372,13 +370,13 @@ int main(int argc, char** argv) {
       viz::line_chart_svg({viz::Series::over_steps("train loss", tr.losses)},
                           {.title = "Training loss", .x_label = "step", .y_label = "cross-entropy", .log_y = true}),
       "Teacher-forced training loss.");
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   std::string line = "explorer: cross-attention on the probe string, weight on the mirrored digit by step:";
   for (size_t k = 0; k < tr.records.size(); ++k) {
     if (k > 0 && tr.records[k].step > 100 && k + 1 < tr.records.size()) continue;  // the forming, and the end
     line += fmt::format(" {} {:.2f}", tr.records[k].step, tr.mirrored[k]);
   }
-  std::printf("%s\nexplorer: %s\n", line.c_str(), save_explorer(c, tr).c_str());
+  fmt::print("{}\nexplorer: {}\n", line, save_explorer(c, tr));
   return e.exact_match >= 0.99 ? 0 : 1;
 }
 #endif

@@ -38,6 +38,6 @@ int main(int argc, char** argv) {
   }
   report_ablation(rep, results, c);
   report_cooccurrence(rep, c);
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   return 0;
 }

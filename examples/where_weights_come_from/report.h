@@ -47,7 +47,7 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
       "W_Q's change: {:.0f}% of it is one outer product u v^T (its largest singular value squared over the total); "
       "v has |cosine| {:.2f} with the mean input vector.\n",
       100 * change_q.share, change_q.cos_mean_input);
-  std::printf("\n%s", stripes.c_str());
+  fmt::print("\n{}", stripes);
   rep.add_note(stripes, true);
   // The QK circuit: what the scores are made of. x = tok[i] + pos[p], so a score is a sum of
   // token-token, token-position, position-token and position-position terms (and bias terms);
@@ -102,7 +102,7 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
         "\nEvery query position's whole score puts key 0 ahead by {:.1f} to {:.1f}; the position term alone gives "
         "{:.1f} (query {}) to {:.1f} (query {}).\n",
         *lo, *hi, *plo, plo - leads.terms[0].second.begin(), *phi, phi - leads.terms[0].second.begin());
-    std::printf("\n%s", table.c_str());
+    fmt::print("\n{}", table);
     rep.add_note(table, true);
     rep.add_svg(
         "qk_tokens.svg",
@@ -146,7 +146,7 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
                      "(attn.w_k.bias's gradient is {:.1e} of the largest: not ~0 as softmax's rows "
                      "would make it)\n",
                      key_bias / largest);
-  std::printf("\n%s", table.c_str());
+  fmt::print("\n{}", table);
   rep.add_note(table, true);
   const double diff = embedding_vs_onehot(m, c, g);
   const ContextResult ctx = static_vs_contextual(m, c);
@@ -157,7 +157,7 @@ void report_learned(viz::Report& rep, Model& m, const RunResult& r, const Config
       "  cosine of its value vectors x W_V     {:.4f}  (an activation, but of this position's input only)\n"
       "  cosine of its vectors after attention {:.4f}  (they carry what attention gathered)\n",
       diff, ctx.embedding_cosine, ctx.value_cosine, ctx.contextual_cosine);
-  std::printf("%s", facts.c_str());
+  fmt::print("{}", facts);
   rep.add_note(facts, true);
   inspect::AttentionCapture cap(m);
   m(make_batch(c, g, 1).ids);
@@ -181,7 +181,7 @@ void report_ablation(viz::Report& rep, const std::vector<RunResult>& results, co
                          100 * r.test_accuracy);
     series.push_back(viz::Series::over_steps(variant_name(v), r.losses));
   }
-  std::printf("\nAblation (same data, same initial weights, %d steps each):\n%s", c.steps, table.c_str());
+  fmt::print("\nAblation (same data, same initial weights, {} steps each):\n{}", c.steps, table);
   rep.add_note(
       "Ablation: the same model trained with learned, identity, and frozen random W_Q/W_K/W_V. With Q = K = V = X "
       "the score of query i on key j is x_i . x_j, the same as j's on i: the scores are symmetric, so the "
@@ -245,7 +245,7 @@ void report_cooccurrence(viz::Report& rep, const Config& c) {
                            wd, r.before, r.after, r.other_before, r.other_after);
     }
   table += cooccurrence_conclusion(rs[0], rs[1], rs[2], rs[3]);
-  std::printf("\n%s", table.c_str());
+  fmt::print("\n{}", table);
   rep.add_note(
       "Do tokens that co-occur get similar embeddings? Nothing in self-attention makes them so; the objective "
       "decides. The same co-occurrence data trains four models:",

@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
   app.add_flag("--sgd", c.sgd, "plain SGD instead of Adam in part 2");
   CLI11_PARSE(app, argc, argv);
   if (c.steps < 50) {
-    std::fprintf(stderr, "--steps must be at least 50 (the tables average steps 1-50 and the last 50)\n");
+    fmt::print(stderr, "--steps must be at least 50 (the tables average steps 1-50 and the last 50)\n");
     return 2;
   }
 
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
       "(max w: mean largest softmax weight; |J|: mean norm of the softmax Jacobian; frozen: rows with "
       "|J| < {})\n",
       kFrozen);
-  std::printf("%s", t1.c_str());
+  fmt::print("{}", t1);
   rep.add_note(t1, true);
   std::vector<double> dks, sq, std_u, std_s, max_u, max_s, j_u, j_s;
   for (const WidthRow& r : rows) {
@@ -319,7 +319,7 @@ int main(int argc, char** argv) {
                       window_mean(r.loss, r.loss.size() - 49, r.loss.size()), r.end.max_weight, 100 * r.accuracy);
   t2 += "(score std, max w, frozen: at the start; last loss: mean of the last 50 steps; then max w at the end)\n";
   t2 += task_conclusion(runs[0], runs[1]) + task_conclusion(runs[2], runs[3]);
-  std::printf("\n%s", t2.c_str());
+  fmt::print("\n{}", t2);
   rep.add_note(t2, true);
   std::vector<viz::Series> curves;
   for (const TrainResult& r : runs)
@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
                                            .y_label = "cross-entropy",
                                            .log_y = true}),
               "The same head, the same weights and batches for each task, with and without the scale.");
-  std::printf("\npictures: %s\n", rep.write_index().c_str());
+  fmt::print("\npictures: {}\n", rep.write_index());
   return 0;
 }
 #endif
