@@ -13,7 +13,8 @@ struct GradcheckOptions {
   double eps = 1e-6;
   double atol = 1e-5;
   double rtol = 1e-3;
-  uint64_t seed = 0;  // for the random output weights
+  /// For the random output weights.
+  uint64_t seed = 0;
 };
 
 /// What gradcheck found, with the worst element.

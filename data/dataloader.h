@@ -74,12 +74,18 @@ class TensorDataset : public Dataset {
 
 /// DataLoader's settings (PyTorch's names and defaults; the generator's seed instead of a generator).
 struct DataLoaderOptions {
-  int64_t batch_size = 1;       // examples per batch (the last one may be smaller)
-  bool shuffle = false;         // a new seeded order every epoch; false: 0, 1, 2, ...
-  bool drop_last = false;       // drop a last batch smaller than batch_size
-  uint64_t seed = 0;            // the shuffle's generator
-  int64_t num_workers = 0;      // threads assembling batches ahead of the loop (0: the loop does it)
-  int64_t prefetch_factor = 2;  // batches each worker may have ready ahead (with workers)
+  /// Examples per batch (the last one may be smaller)
+  int64_t batch_size = 1;
+  /// A new seeded order every epoch; false: 0, 1, 2, ...
+  bool shuffle = false;
+  /// Drop a last batch smaller than batch_size.
+  bool drop_last = false;
+  /// The shuffle's generator.
+  uint64_t seed = 0;
+  /// Threads assembling batches ahead of the loop (0: the loop does it)
+  int64_t num_workers = 0;
+  /// Batches each worker may have ready ahead (with workers)
+  int64_t prefetch_factor = 2;
 };
 
 class Prefetcher;

@@ -53,12 +53,17 @@ namespace mg::data {
 
 /// How to tokenize (Hugging Face's names and defaults).
 struct WordPieceOptions {
-  bool do_lower_case = true;           // lower-case the text (uncased models)
-  std::optional<bool> strip_accents;   // unset: follows do_lower_case, as Hugging Face
-  bool tokenize_chinese_chars = true;  // each CJK ideograph is a word of its own
+  /// Lower-case the text (uncased models)
+  bool do_lower_case = true;
+  /// Unset: follows do_lower_case, as Hugging Face.
+  std::optional<bool> strip_accents;
+  /// Each CJK ideograph is a word of its own.
+  bool tokenize_chinese_chars = true;
   std::string unk_token = "[UNK]", cls_token = "[CLS]", sep_token = "[SEP]", pad_token = "[PAD]";
-  int64_t max_input_chars_per_word = 100;  // longer words become unk_token
-  std::string mask_token = "[MASK]";       // a special token too when the vocabulary has it (optional)
+  /// Longer words become unk_token.
+  int64_t max_input_chars_per_word = 100;
+  /// A special token too when the vocabulary has it (optional)
+  std::string mask_token = "[MASK]";
 };
 
 /// One text (or pair of texts) as ids: [CLS] a [SEP] (b [SEP]).

@@ -44,8 +44,10 @@ namespace mg::distributed {
 
 /// DistributedDataParallel's settings (PyTorch's names).
 struct DDPOptions {
-  double bucket_cap_mb = 25;      ///< bytes of gradient per bucket, in MiB (PyTorch's default)
-  bool broadcast_buffers = true;  ///< also copy rank 0's buffers at construction
+  /// Bytes of gradient per bucket, in MiB (PyTorch's default)
+  double bucket_cap_mb = 25;
+  /// Also copy rank 0's buffers at construction.
+  bool broadcast_buffers = true;
 };
 
 /// What happened when, for tests and profiles: a parameter's gradient became ready, a bucket's

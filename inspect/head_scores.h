@@ -51,10 +51,14 @@ struct HeadScore {
 
 /// Options of score_heads.
 struct HeadScoreOptions {
-  int64_t induction_length = 0;  // n, the length of the random span repeated twice; 0: half the probe's length
-  int64_t induction_batch = 16;  // repeated random sequences
-  double threshold = 0.3;        // the least score that earns a label
-  uint64_t seed = 1234;          // the random spans
+  /// N, the length of the random span repeated twice; 0: half the probe's length.
+  int64_t induction_length = 0;
+  /// Repeated random sequences.
+  int64_t induction_batch = 16;
+  /// The least score that earns a label.
+  double threshold = 0.3;
+  /// The random spans.
+  uint64_t seed = 1234;
   /// The model's logits (B, T, vocab) for ids (B, T), position t predicting token t+1; when
   /// set, the copying score is measured too (one extra forward per head).
   std::function<Variable(const Tensor& ids)> logits;

@@ -29,12 +29,18 @@ namespace mg::inspect {
 
 /// What Telemetry records, and how often.
 struct TelemetryOptions {
-  int64_t vocab = 0;                // token ids are in [0, vocab)
-  Tensor probe;                     // (B, T) Int64: typical input for patterns and the first two scores
-  std::vector<std::string> tokens;  // labels of the probe's first row (default: the ids)
-  int64_t pattern_length = 32;      // record the first pattern_length queries and keys of row 0
-  int64_t every = 50;               // due() at step 1 and every `every` steps
-  HeadScoreOptions scores;          // induction length, threshold, seed; .logits adds copying and ICL
+  /// Token ids are in [0, vocab)
+  int64_t vocab = 0;
+  /// (B, T) Int64: typical input for patterns and the first two scores.
+  Tensor probe;
+  /// Labels of the probe's first row (default: the ids)
+  std::vector<std::string> tokens;
+  /// Record the first pattern_length queries and keys of row 0.
+  int64_t pattern_length = 32;
+  /// due() at step 1 and every `every` steps.
+  int64_t every = 50;
+  /// Induction length, threshold, seed; .logits adds copying and ICL.
+  HeadScoreOptions scores;
   /// Per-layer labels where queries or keys are not the probe's tokens (cross-attention: the
   /// queries are the decoder's), by the layer's dotted name. A layer's labels must cover what is
   /// recorded of it (min(pattern_length, its length)); record() says which layer lacks them.

@@ -38,13 +38,16 @@ struct BertConfig {
   int64_t num_hidden_layers = 12;
   int64_t num_attention_heads = 12;
   int64_t intermediate_size = 3072;
-  std::string hidden_act = "gelu";  // "gelu" (the erf form) or "relu"
+  /// "gelu" (the erf form) or "relu".
+  std::string hidden_act = "gelu";
   int64_t max_position_embeddings = 512;
   int64_t type_vocab_size = 2;
   double layer_norm_eps = 1e-12;
   double hidden_dropout_prob = 0.1;
-  double attention_probs_dropout_prob = 0.1;  // must equal hidden_dropout_prob (one p per layer here)
-  bool add_pooling_layer = true;              // the pooler (BertModel's default)
+  /// Must equal hidden_dropout_prob (one p per layer here)
+  double attention_probs_dropout_prob = 0.1;
+  /// The pooler (BertModel's default)
+  bool add_pooling_layer = true;
 
   /// Read a Hugging Face config.json (model_type "bert"). A FileError names the file when it is
   /// missing or not JSON; a ValueError names the file and the field that is missing, of the wrong

@@ -12,10 +12,12 @@ namespace mg::models {
 
 /// GPTBlock's optional settings.
 struct GPTBlockOptions {
-  double dropout = 0.0;  // on the attention weights and on both residual branches (training only)
+  /// On the attention weights and on both residual branches (training only)
+  double dropout = 0.0;
   /// The MLP's GELU: the exact erf form, or GeluApproximate::Tanh (GPT-2's own "gelu_new").
   GeluApproximate gelu_approximate = GeluApproximate::None;
-  double layer_norm_eps = 1e-5;  // ln_1 and ln_2
+  /// ln_1 and ln_2.
+  double layer_norm_eps = 1e-5;
 };
 
 /// The decoder-only block of GPT-2 (pre-LN, causal self-attention, GELU MLP 4x):
@@ -38,18 +40,24 @@ class GPTBlock : public nn::Callable<GPTBlock> {
 
 /// GPT's optional settings (the names of torch.nn.Transformer's arguments).
 struct GPTOptions {
-  int64_t d_model = 128;   // model width: every token's vector
-  int64_t nhead = 4;       // attention heads per block (d_model / nhead features each)
-  int64_t num_layers = 4;  // GPT blocks
-  double dropout = 0.0;    // in every block (training only)
+  /// Model width: every token's vector.
+  int64_t d_model = 128;
+  /// Attention heads per block (d_model / nhead features each)
+  int64_t nhead = 4;
+  /// GPT blocks.
+  int64_t num_layers = 4;
+  /// In every block (training only)
+  double dropout = 0.0;
   /// The head uses the token embedding's matrix (GPT-2's weight tying: head.weight = tok.weight),
   /// one (vocab, d_model) parameter for both ends of the model, trained by both uses' gradients.
   bool tie_weights = false;
   /// The MLP's GELU in every block: the erf form, or GeluApproximate::Tanh (GPT-2's "gelu_new";
   /// the Hugging Face checkpoints need it).
   GeluApproximate gelu_approximate = GeluApproximate::None;
-  double layer_norm_eps = 1e-5;  // every LayerNorm (GPT-2's layer_norm_epsilon)
-  bool head_bias = true;         // a bias on the head (GPT-2's lm_head has none)
+  /// Every LayerNorm (GPT-2's layer_norm_epsilon)
+  double layer_norm_eps = 1e-5;
+  /// A bias on the head (GPT-2's lm_head has none)
+  bool head_bias = true;
 };
 
 /// Every block's KVCache, for incremental decoding: GPT::forward(ids, &cache) runs only the new

@@ -38,9 +38,12 @@ namespace mg::nn {
 /// RotaryEmbedding's settings (torchtune's RotaryPositionalEmbeddings and Hugging Face's LLaMA
 /// defaults, except the layout, which must be the one a checkpoint was trained with).
 struct RotaryEmbeddingOptions {
-  int64_t max_seq_len = 4096;  // positions 0 .. max_seq_len-1 have precomputed angles
-  double base = 10000.0;       // theta_i = base^(-2i/d)
-  bool interleaved = false;    // pairs (2i, 2i+1) (RoFormer, Meta's LLaMA); false: (i, i + d/2) (HF's LLaMA)
+  /// Positions 0 .. max_seq_len-1 have precomputed angles.
+  int64_t max_seq_len = 4096;
+  /// theta_i = base^(-2i/d)
+  double base = 10000.0;
+  /// Pairs (2i, 2i+1) (RoFormer, Meta's LLaMA); false: (i, i + d/2) (HF's LLaMA)
+  bool interleaved = false;
 };
 
 /// Rotary position embedding (RoPE; tensor/ops/attention.h has the formula and the two layouts):
@@ -70,8 +73,10 @@ class RotaryEmbedding : public Callable<RotaryEmbedding> {
 
 /// Constructor options; defaults as torch.nn.MultiheadAttention.
 struct MultiheadAttentionOptions {
-  bool bias = true;      // biases on w_q, w_k, w_v, w_o
-  double dropout = 0.0;  // dropout on the attention weights (training only)
+  /// Biases on w_q, w_k, w_v, w_o.
+  bool bias = true;
+  /// Dropout on the attention weights (training only)
+  double dropout = 0.0;
   /// Use the fused kernel (scaled_dot_product_attention) when nothing needs the (T, T) weights;
   /// false always runs the composed reference path (matmul, scale, mask, softmax, matmul).
   bool fused = true;

@@ -8,9 +8,11 @@ namespace mg::nn {
 /// Conv2d's optional settings (PyTorch's defaults).
 struct Conv2dOptions {
   Size2 stride = 1;
-  ConvPadding padding = 0;  // sizes, or a PaddingMode
+  /// Sizes, or a PaddingMode.
+  ConvPadding padding = 0;
   Size2 dilation = 1;
-  int64_t groups = 1;  // in_channels and out_channels split into this many separate convolutions
+  /// in_channels and out_channels split into this many separate convolutions.
+  int64_t groups = 1;
   bool bias = true;
 };
 
@@ -39,7 +41,8 @@ class Conv2d : public Callable<Conv2d> {
 /// Conv1d's optional settings (PyTorch's defaults).
 struct Conv1dOptions {
   int64_t stride = 1;
-  ConvPadding padding = 0;  // a size, or a PaddingMode
+  /// A size, or a PaddingMode.
+  ConvPadding padding = 0;
   int64_t dilation = 1;
   int64_t groups = 1;
   bool bias = true;

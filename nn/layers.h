@@ -7,7 +7,8 @@ namespace mg::nn {
 
 /// Dropout's settings (PyTorch's default).
 struct DropoutOptions {
-  double p = 0.5;  // probability of zeroing an element
+  /// Probability of zeroing an element.
+  double p = 0.5;
 };
 
 /// Zeroes elements with probability p in training mode (scaling the rest by 1/(1-p)); identity in
@@ -73,8 +74,10 @@ struct LeakyReLU : Callable<LeakyReLU> {
 };
 /// Softplus's settings (PyTorch's defaults).
 struct SoftplusOptions {
-  double beta = 1;        // sharpness
-  double threshold = 20;  // above beta x > threshold the output is x itself
+  /// Sharpness.
+  double beta = 1;
+  /// Above beta x > threshold the output is x itself.
+  double threshold = 20;
 };
 /// log(1 + e^(beta x)) / beta, a smooth ReLU.
 struct Softplus : Callable<Softplus> {

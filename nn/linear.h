@@ -6,7 +6,8 @@ namespace mg::nn {
 
 /// Linear's optional settings (PyTorch's defaults).
 struct LinearOptions {
-  bool bias = true;  // learn an additive bias
+  /// Learn an additive bias.
+  bool bias = true;
 };
 
 class Linear : public Callable<Linear> {

@@ -11,8 +11,10 @@ namespace mg::nn {
 
 /// LayerNorm's optional settings (PyTorch's defaults).
 struct LayerNormOptions {
-  double eps = 1e-5;               // added to the variance
-  bool elementwise_affine = true;  // learn a weight and a bias
+  /// Added to the variance.
+  double eps = 1e-5;
+  /// Learn a weight and a bias.
+  bool elementwise_affine = true;
 };
 
 /// Layer norm over the trailing dims `normalized_shape`; weight ones, bias zeros (PyTorch's init).
@@ -31,8 +33,10 @@ class LayerNorm : public Callable<LayerNorm> {
 
 /// RMSNorm's optional settings (PyTorch's defaults).
 struct RMSNormOptions {
-  std::optional<double> eps;       // added to mean(x^2); absent: the input dtype's machine epsilon
-  bool elementwise_affine = true;  // learn a weight (no bias: RMS norm has none)
+  /// Added to mean(x^2); absent: the input dtype's machine epsilon.
+  std::optional<double> eps;
+  /// Learn a weight (no bias: RMS norm has none)
+  bool elementwise_affine = true;
 };
 
 /// RMS norm over the trailing dims `normalized_shape` (PyTorch 2.4's torch.nn.RMSNorm, the norm of
@@ -56,9 +60,12 @@ class RMSNorm : public Callable<RMSNorm> {
 struct BatchNormOptions {
   double eps = 1e-5;
   std::optional<double> momentum =
-      0.1;                          // running = (1 - m) running + m batch; nullopt: the plain average of all batches
-  bool affine = true;               // learn weight (ones) and bias (zeros)
-  bool track_running_stats = true;  // keep running statistics (as buffers) for evaluation
+      /// running = (1 - m) running + m batch; nullopt: the plain average of all batches.
+      0.1;
+  /// Learn weight (ones) and bias (zeros)
+  bool affine = true;
+  /// Keep running statistics (as buffers) for evaluation.
+  bool track_running_stats = true;
 };
 
 /// What BatchNorm1d and BatchNorm2d share (PyTorch's _BatchNorm). In training mode each channel
@@ -111,7 +118,8 @@ class BatchNorm2d : public Callable<BatchNorm2d, BatchNorm> {
 /// GroupNorm's optional settings (PyTorch's defaults).
 struct GroupNormOptions {
   double eps = 1e-5;
-  bool affine = true;  // learn weight (ones) and bias (zeros), one per channel
+  /// Learn weight (ones) and bias (zeros), one per channel.
+  bool affine = true;
 };
 
 /// Group norm: each sample's channels split into num_groups groups, each normalized over its

@@ -15,15 +15,13 @@ AdaptiveAvgPool2d::AdaptiveAvgPool2d(Size2 output_size) : output_size(output_siz
 
 Upsample::Upsample(InterpolateOptions o) : options(std::move(o)) {
   // what can be checked without an input; interpolate checks the rest against each input
-  const std::string& m = options.mode;
-  MG_CHECK(m == "nearest" || m == "linear" || m == "bilinear", ValueError,
-           "Upsample: mode must be \"nearest\", \"linear\" or \"bilinear\", got \"{}\"", m);
+  const InterpolateMode m = options.mode;
   MG_CHECK(options.size.empty() != options.scale_factor.empty(), ValueError,
            "Upsample: give either size or scale_factor, not {}", options.size.empty() ? "neither" : "both");
   for (int64_t v : options.size) MG_CHECK(v > 0, ValueError, "Upsample: sizes must be positive, got {}", v);
   for (double f : options.scale_factor)
     MG_CHECK(std::isfinite(f) && f > 0, ValueError, "Upsample: scale factors must be finite and positive, got {}", f);
-  MG_CHECK(!options.align_corners || m != "nearest", ValueError,
+  MG_CHECK(!options.align_corners || m != InterpolateMode::Nearest, ValueError,
            "Upsample: align_corners only applies to the linear modes, not \"nearest\"");
 }
 
@@ -35,7 +33,7 @@ std::string Upsample::extra_repr() const {
     return s + ")";
   };
   std::string r = options.size.empty() ? "scale_factor=" + list(options.scale_factor) : "size=" + list(options.size);
-  r += ", mode='" + options.mode + "'";
+  r += fmt::format(", mode='{}'", interpolate_mode_name(options.mode));
   if (options.align_corners) r += *options.align_corners ? ", align_corners=True" : ", align_corners=False";
   return r;
 }

@@ -52,7 +52,7 @@ class AdaptiveAvgPool2d : public Callable<AdaptiveAvgPool2d> {
 
 /// Resamples (N, C, *spatial) inputs to a size or by a factor (torch.nn.Upsample):
 /// Upsample({.scale_factor = {2}}) doubles every spatial dim by nearest neighbour;
-/// Upsample({.size = {8, 8}, .mode = "bilinear"}). The work is interpolate()'s.
+/// Upsample({.size = {8, 8}, .mode = InterpolateMode::Bilinear}). The work is interpolate()'s.
 class Upsample : public Callable<Upsample> {
  public:
   explicit Upsample(InterpolateOptions options);

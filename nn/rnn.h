@@ -81,8 +81,10 @@ struct RNNOptions {
   /// RNN's activation (GRU and LSTM have their own gates).
   RNNNonlinearity nonlinearity = RNNNonlinearity::Tanh;
   bool bias = true;
-  bool batch_first = false;  // input and output (N, L, features) instead of (L, N, features)
-  double dropout = 0;        // dropout on each layer's output but the last, in training
+  /// Input and output (N, L, features) instead of (L, N, features)
+  bool batch_first = false;
+  /// Dropout on each layer's output but the last, in training.
+  double dropout = 0;
   bool bidirectional = false;
 };
 using GRUOptions = RNNOptions;

@@ -84,7 +84,8 @@ class TransformerDecoderLayer : public Callable<TransformerDecoderLayer> {
 
 /// SwiGLU's optional settings.
 struct SwiGLUOptions {
-  bool bias = false;  // biases on the three projections (LLaMA has none)
+  /// Biases on the three projections (LLaMA has none)
+  bool bias = false;
 };
 
 /// The SwiGLU feed-forward (Shazeer 2020, "GLU Variants Improve Transformer"; LLaMA's MLP):

@@ -153,8 +153,6 @@ LBFGS::LBFGS(const std::vector<Variable>& params, LBFGSOptions o)
   MG_CHECK(options.history_size > 0, ValueError, "LBFGS: history_size must be positive, got {}", options.history_size);
   MG_CHECK(options.tolerance_grad >= 0 && options.tolerance_change >= 0, ValueError,
            "LBFGS: the tolerances must be >= 0, got {} and {}", options.tolerance_grad, options.tolerance_change);
-  MG_CHECK(options.line_search_fn.empty() || options.line_search_fn == "strong_wolfe", ValueError,
-           "LBFGS: line_search_fn must be \"\" or \"strong_wolfe\", got \"{}\"", options.line_search_fn);
   for (const Variable& p : params)
     MG_CHECK(p.dtype() == params.front().dtype() && is_floating(p.dtype()), DTypeError,
              "LBFGS: the parameters must share one floating dtype; got {} and {}", dtype_name(params.front().dtype()),
@@ -169,7 +167,7 @@ std::map<std::string, double> LBFGS::hyper_parameters() const {
           {"tolerance_grad", options.tolerance_grad},
           {"tolerance_change", options.tolerance_change},
           {"history_size", static_cast<double>(options.history_size)},
-          {"strong_wolfe", options.line_search_fn == "strong_wolfe" ? 1.0 : 0.0}};
+          {"strong_wolfe", options.line_search_fn == LineSearch::StrongWolfe ? 1.0 : 0.0}};
 }
 
 std::vector<double> LBFGS::flat_grad() const {
@@ -287,7 +285,7 @@ Variable LBFGS::step(const std::function<Variable()>& closure) {
 
     int64_t ls_evals = 0;
     bool opt_cond = false;
-    if (options.line_search_fn == "strong_wolfe") {
+    if (options.line_search_fn == LineSearch::StrongWolfe) {
       const std::vector<double> x = flat_params();
       LineSearchResult r = strong_wolfe([&](double t) { return evaluate_at(closure, x, t, d_); }, t_, d_, loss, g, gtd,
                                         options.tolerance_change);

@@ -5,7 +5,7 @@
 // an approximate inverse Hessian with the gradient (the two-loop recursion), and steps along it.
 // One step() runs up to max_iter such iterations, re-evaluating the model through a closure:
 //
-//   optim::LBFGS opt(model.parameters(), {.line_search_fn = "strong_wolfe"});
+//   optim::LBFGS opt(model.parameters(), {.line_search_fn = optim::LineSearch::StrongWolfe});
 //   opt.step([&] { opt.zero_grad(); Variable loss = criterion(model(x), y); loss.backward(); return loss; });
 //
 // Each iteration k (d the direction, t the step length, g the flat gradient of every parameter):
@@ -29,15 +29,24 @@
 
 namespace mg::optim {
 
+/// L-BFGS's line search: none (a fixed step) or one satisfying the strong Wolfe conditions.
+enum class LineSearch { None, StrongWolfe };
+
 /// L-BFGS's settings (PyTorch's defaults).
 struct LBFGSOptions {
   double lr = 1;
-  int64_t max_iter = 20;            ///< iterations per step()
-  std::optional<int64_t> max_eval;  ///< closure evaluations per step(); unset: max_iter * 5 / 4
-  double tolerance_grad = 1e-7;     ///< stop when every |gradient| is at most this
-  double tolerance_change = 1e-9;   ///< stop when the step or the loss changes less than this
-  int64_t history_size = 100;       ///< how many (s, y) pairs are kept
-  std::string line_search_fn;       ///< "" (a fixed step lr) or "strong_wolfe"
+  /// Iterations per step()
+  int64_t max_iter = 20;
+  /// Closure evaluations per step(); unset: max_iter * 5 / 4.
+  std::optional<int64_t> max_eval;
+  /// Stop when every |gradient| is at most this.
+  double tolerance_grad = 1e-7;
+  /// Stop when the step or the loss changes less than this.
+  double tolerance_change = 1e-9;
+  /// How many (s, y) pairs are kept.
+  int64_t history_size = 100;
+  /// None (a fixed step lr) or StrongWolfe (PyTorch's line_search_fn=None or "strong_wolfe").
+  LineSearch line_search_fn = LineSearch::None;
 };
 
 class LBFGS : public Optimizer {

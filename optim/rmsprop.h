@@ -20,11 +20,13 @@ namespace mg::optim {
 /// RMSprop's hyper-parameters (PyTorch's defaults).
 struct RMSpropOptions {
   double lr = 1e-2;
-  double alpha = 0.99;  // smoothing of the squared gradients
+  /// Smoothing of the squared gradients.
+  double alpha = 0.99;
   double eps = 1e-8;
   double weight_decay = 0;
   double momentum = 0;
-  bool centered = false;  // divide by the gradient's estimated std, not its root mean square
+  /// Divide by the gradient's estimated std, not its root mean square.
+  bool centered = false;
 };
 
 class RMSprop : public Optimizer {
@@ -50,9 +52,11 @@ class RMSprop : public Optimizer {
 /// Adagrad's hyper-parameters (PyTorch's defaults).
 struct AdagradOptions {
   double lr = 1e-2;
-  double lr_decay = 0;  // the step size is lr / (1 + (t - 1) lr_decay)
+  /// The step size is lr / (1 + (t - 1) lr_decay)
+  double lr_decay = 0;
   double weight_decay = 0;
-  double initial_accumulator_value = 0;  // where each sum of squares starts
+  /// Where each sum of squares starts.
+  double initial_accumulator_value = 0;
   double eps = 1e-10;
 };
 

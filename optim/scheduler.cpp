@@ -146,8 +146,6 @@ OneCycleLR::OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, int64_t tota
     MG_CHECK(m >= 0 && std::isfinite(m), ValueError, "OneCycleLR: max_lr must be finite and >= 0, got {}", m);
   MG_CHECK(o_.pct_start >= 0 && o_.pct_start <= 1, ValueError, "OneCycleLR: pct_start must be in [0, 1], got {}",
            o_.pct_start);
-  MG_CHECK(o_.anneal_strategy == "cos" || o_.anneal_strategy == "linear", ValueError,
-           "OneCycleLR: anneal_strategy must be \"cos\" or \"linear\", got \"{}\"", o_.anneal_strategy);
   MG_CHECK(o_.div_factor > 0 && std::isfinite(o_.div_factor) && o_.final_div_factor > 0 &&
                std::isfinite(o_.final_div_factor),
            ValueError, "OneCycleLR: div_factor and final_div_factor must be finite and > 0, got {} and {}",
@@ -194,7 +192,7 @@ OneCycleLR::OneCycleLR(Optimizer& opt, std::vector<double> max_lrs, int64_t tota
 }
 
 double OneCycleLR::anneal(double start, double end, double pct) const {
-  if (o_.anneal_strategy == "linear") return (end - start) * pct + start;
+  if (o_.anneal_strategy == AnnealStrategy::Linear) return (end - start) * pct + start;
   return end + (start - end) / 2 * (std::cos(std::numbers::pi * pct) + 1);
 }
 
@@ -229,7 +227,7 @@ void OneCycleLR::apply() {
 std::map<std::string, double> OneCycleLR::settings() const {
   return {{"total_steps", static_cast<double>(total_)},
           {"pct_start", o_.pct_start},
-          {"anneal_linear", o_.anneal_strategy == "linear" ? 1.0 : 0.0},
+          {"anneal_linear", o_.anneal_strategy == AnnealStrategy::Linear ? 1.0 : 0.0},
           {"cycle_momentum", o_.cycle_momentum ? 1.0 : 0.0},
           {"base_momentum", o_.base_momentum},
           {"max_momentum", o_.max_momentum},

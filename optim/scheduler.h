@@ -115,16 +115,27 @@ class SequentialLR : public LRScheduler {
   std::vector<int64_t> milestones_;
 };
 
+/// How OneCycleLR moves between its rates (PyTorch's anneal_strategy="cos" or "linear").
+enum class AnnealStrategy { Cos, Linear };
+
 /// OneCycleLR's settings (torch.optim.lr_scheduler.OneCycleLR's, with its defaults).
 struct OneCycleOptions {
-  double pct_start = 0.3;               ///< the share of the steps spent raising the rate
-  std::string anneal_strategy = "cos";  ///< "cos" or "linear"
-  bool cycle_momentum = true;           ///< move momentum (beta1 for Adam) opposite to the rate
-  double base_momentum = 0.85;          ///< the momentum at the peak rate
-  double max_momentum = 0.95;           ///< the momentum at the start and the end
-  double div_factor = 25;               ///< initial rate = max_lr / div_factor
-  double final_div_factor = 1e4;        ///< final rate = initial rate / final_div_factor
-  bool three_phase = false;             ///< down to the initial rate, then to the final one
+  /// The share of the steps spent raising the rate.
+  double pct_start = 0.3;
+  /// Along half a cosine, or a straight line.
+  AnnealStrategy anneal_strategy = AnnealStrategy::Cos;
+  /// Move momentum (beta1 for Adam) opposite to the rate.
+  bool cycle_momentum = true;
+  /// The momentum at the peak rate.
+  double base_momentum = 0.85;
+  /// The momentum at the start and the end.
+  double max_momentum = 0.95;
+  /// Initial rate = max_lr / div_factor.
+  double div_factor = 25;
+  /// Final rate = initial rate / final_div_factor.
+  double final_div_factor = 1e4;
+  /// Down to the initial rate, then to the final one.
+  bool three_phase = false;
 };
 
 /// The 1cycle policy (Smith & Topin, 2017; torch.optim.lr_scheduler.OneCycleLR): the rate rises
@@ -168,14 +179,22 @@ enum class ThresholdMode { Rel, Abs };
 
 /// ReduceLROnPlateau's settings (torch.optim.lr_scheduler.ReduceLROnPlateau's, with its defaults).
 struct PlateauOptions {
-  PlateauMode mode = PlateauMode::Min;                ///< Min: the metric should fall (a loss); Max: rise
-  double factor = 0.1;                                ///< new lr = lr * factor
-  int64_t patience = 10;                              ///< steps without improvement tolerated before a reduction
-  double threshold = 1e-4;                            ///< how much better counts as better
-  ThresholdMode threshold_mode = ThresholdMode::Rel;  ///< Rel: best * (1 -+ threshold); Abs: best -+ threshold
-  int64_t cooldown = 0;                               ///< steps after a reduction before counting again
-  std::vector<double> min_lr = {0.0};                 ///< the floor: one value for every group, or one per group
-  double eps = 1e-8;                                  ///< a reduction smaller than this is not made
+  /// Min: the metric should fall (a loss); Max: rise.
+  PlateauMode mode = PlateauMode::Min;
+  /// New lr = lr * factor.
+  double factor = 0.1;
+  /// Steps without improvement tolerated before a reduction.
+  int64_t patience = 10;
+  /// How much better counts as better.
+  double threshold = 1e-4;
+  /// Rel: best * (1 -+ threshold); Abs: best -+ threshold.
+  ThresholdMode threshold_mode = ThresholdMode::Rel;
+  /// Steps after a reduction before counting again.
+  int64_t cooldown = 0;
+  /// The floor: one value for every group, or one per group.
+  std::vector<double> min_lr = {0.0};
+  /// A reduction smaller than this is not made.
+  double eps = 1e-8;
 };
 
 /// Lower the rate when a metric stops improving (torch.optim.lr_scheduler.ReduceLROnPlateau):

@@ -73,16 +73,14 @@ void new_surface() {
       einsum("ij,jk->ik", {ones({2, 2}, DType::Int64), ones({2, 2}, DType::Int64)}));
   BAD(DTypeError,
       "einsum:", einsum("ij,jk->ik", {Variable(ones({2, 2}, DType::Int64)), Variable(ones({2, 2}, DType::Int64))}));
-  // interpolate: the public matrix builder took any mode, dtype and scale (a negative one wrote
-  // out of bounds); huge sizes need dense matrices no memory holds
-  BAD(ValueError, "interpolate: mode must be",
-      interpolation_matrix(2, 3, "bogus", false, std::nullopt, DType::Float32));
+  // interpolate: the public matrix builder took any dtype and scale (a negative one wrote out of
+  // bounds); huge sizes need dense matrices no memory holds
   BAD(DTypeError, "interpolate: expected float32 or float64",
-      interpolation_matrix(2, 3, "linear", false, std::nullopt, DType::Int64));
+      interpolation_matrix(2, 3, InterpolateMode::Linear, false, std::nullopt, DType::Int64));
   BAD(ValueError, "interpolate: scale factors must be finite and positive",
-      interpolation_matrix(2, 3, "nearest", false, -1e-6, DType::Float32));
+      interpolation_matrix(2, 3, InterpolateMode::Nearest, false, -1e-6, DType::Float32));
   BAD(ValueError, "interpolate: scale factors must be finite and positive",
-      interpolation_matrix(2, 3, "nearest", false, NAN, DType::Float32));
+      interpolation_matrix(2, 3, InterpolateMode::Nearest, false, NAN, DType::Float32));
   BAD(MemoryError, "interpolate: resampling 1 positions to 1099511627776",
       interpolate(zeros({1, 1, 1}), {.size = {int64_t{1} << 40}}));
   // layer norm's eps (rms_norm, group_norm and batch_norm refused a bad one; layer_norm gave NaN)

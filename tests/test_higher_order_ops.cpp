@@ -157,7 +157,7 @@ std::vector<OpCase> twice_differentiable_cases() {
        {rnd({2, 1, 3}, 49), rnd({2, 2, 4}, 50), rnd({2, 4, 3}, 51)}},
       {"normalize", [](const V& x) { return normalize(x[0], 2.0, 1); }, {a}},
       {"interpolate",
-       [](const V& x) { return interpolate(x[0].unsqueeze(0) * x[0].unsqueeze(0), {.size = {3, 5}, .mode = "bilinear"}); },
+       [](const V& x) { return interpolate(x[0].unsqueeze(0) * x[0].unsqueeze(0), {.size = {3, 5}, .mode = InterpolateMode::Bilinear}); },
        {rnd({1, 2, 3}, 52)}},
       {"pad", [](const V& x) { return pad(x[0] * x[0], {2, 1}, "constant", 0.5) + pad(x[0], {1, 2}, "reflect"); }, {a}},
       {"cosine_similarity", [](const V& x) { return cosine_similarity(x[0], x[1], 1); }, {a, b}},

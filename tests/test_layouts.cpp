@@ -194,7 +194,7 @@ std::vector<OpCase> autograd_cases() {
       {"interpolate_bilinear",
        {{{1, 2, 3, 4}}},
        [](const V& v) {
-         return interpolate(v[0], {.size = {5, 3}, .mode = "bilinear"});
+         return interpolate(v[0], {.size = {5, 3}, .mode = InterpolateMode::Bilinear});
        }},
       {"interpolate_nearest", {R234}, [](const V& v) { return interpolate(v[0], {.scale_factor = {1.5}}); }},
       {"conv_transpose2d",

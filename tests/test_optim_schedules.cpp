@@ -96,7 +96,7 @@ TEST(Schedules, OneCycleMatchesTorchRatesAndMomentum) {
   optim::Adam adam({w}, {.lr = 0.1});
   optim::OneCycleLR three(adam, 0.02, 12,
                           {.pct_start = 0.25,
-                           .anneal_strategy = "linear",
+                           .anneal_strategy = optim::AnnealStrategy::Linear,
                            .base_momentum = 0.8,
                            .max_momentum = 0.9,
                            .div_factor = 10,

@@ -43,19 +43,20 @@ TEST(Toolbox, InterpolateGoldenPyTorch) {
   expect_golden("interp_nearest_scale", I({.scale_factor = {1.7}}));
   expect_golden("interp_nearest_down_1d", I({.size = {3}}));
   expect_golden("interp_nearest_3d", I({.size = {3, 4, 5}}));
-  expect_golden("interp_linear", I({.size = {8}, .mode = "linear", .align_corners = false}));
-  expect_golden("interp_linear_align", I({.size = {8}, .mode = "linear", .align_corners = true}));
-  expect_golden("interp_bilinear", I({.size = {5, 6}, .mode = "bilinear"}));
-  expect_golden("interp_bilinear_align", I({.size = {5, 6}, .mode = "bilinear", .align_corners = true}));
-  expect_golden("interp_bilinear_scale", I({.scale_factor = {1.5, 2.5}, .mode = "bilinear"}));
-  expect_golden("interp_bilinear_down", I({.size = {2, 3}, .mode = "bilinear"}));
+  expect_golden("interp_linear", I({.size = {8}, .mode = InterpolateMode::Linear, .align_corners = false}));
+  expect_golden("interp_linear_align", I({.size = {8}, .mode = InterpolateMode::Linear, .align_corners = true}));
+  expect_golden("interp_bilinear", I({.size = {5, 6}, .mode = InterpolateMode::Bilinear}));
+  expect_golden("interp_bilinear_align", I({.size = {5, 6}, .mode = InterpolateMode::Bilinear, .align_corners = true}));
+  expect_golden("interp_bilinear_scale", I({.scale_factor = {1.5, 2.5}, .mode = InterpolateMode::Bilinear}));
+  expect_golden("interp_bilinear_down", I({.size = {2, 3}, .mode = InterpolateMode::Bilinear}));
   // the module: the same op
-  nn::Upsample up({.scale_factor = {2}, .mode = "bilinear", .align_corners = true});
+  nn::Upsample up({.scale_factor = {2}, .mode = InterpolateMode::Bilinear, .align_corners = true});
   EXPECT_EQ(up.extra_repr(), "scale_factor=2, mode='bilinear', align_corners=True");
   const Variable x(rnd({1, 2, 3, 3}, 4));
-  EXPECT_EQ(
-      up(x).data().to_vector<double>(),
-      interpolate(x, {.scale_factor = {2}, .mode = "bilinear", .align_corners = true}).data().to_vector<double>());
+  EXPECT_EQ(up(x).data().to_vector<double>(),
+            interpolate(x, {.scale_factor = {2}, .mode = InterpolateMode::Bilinear, .align_corners = true})
+                .data()
+                .to_vector<double>());
   EXPECT_EQ(nn::Upsample({.size = {4, 6}}).extra_repr(), "size=(4, 6), mode='nearest'");
   // nearest with a scale factor reads floor(i / scale), as PyTorch 1.13 does, also when the output is
   // exactly twice the input (F.interpolate(arange(3.), scale_factor=2.1): 0 0 0 1 1 2; with size=6:
@@ -131,16 +132,15 @@ TEST(Toolbox, ConvTransposeGradcheckAndErrors) {
 TEST(Toolbox, InterpolateHandValuesAndErrors) {
   // (1, 2) bilinear to 3 with align_corners: the middle is the mean
   const Tensor x = from_vector<double>({1, 3}, {1, 1, 2});
-  EXPECT_EQ(interpolate(x, {.size = {3}, .mode = "linear", .align_corners = true}).to_vector<double>(),
+  EXPECT_EQ(interpolate(x, {.size = {3}, .mode = InterpolateMode::Linear, .align_corners = true}).to_vector<double>(),
             std::vector<double>({1, 2, 3}));
   EXPECT_EQ(interpolate(x, {.scale_factor = {2}}).to_vector<double>(), std::vector<double>({1, 1, 3, 3}));
   Variable v(ones({1, 1, 4, 4}));
-  for (const InterpolateOptions& o :
-       {InterpolateOptions{.scale_factor = {0}}, InterpolateOptions{.scale_factor = {-2}},
-        InterpolateOptions{.size = {2}, .scale_factor = {2}}, InterpolateOptions{},
-        InterpolateOptions{.size = {2, 2, 2}}, InterpolateOptions{.size = {0}},
-        InterpolateOptions{.size = {2}, .mode = "linear"}, InterpolateOptions{.size = {2}, .mode = "bicubic"},
-        InterpolateOptions{.size = {2}, .align_corners = true}}) {
+  for (const InterpolateOptions& o : {InterpolateOptions{.scale_factor = {0}}, InterpolateOptions{.scale_factor = {-2}},
+                                      InterpolateOptions{.size = {2}, .scale_factor = {2}}, InterpolateOptions{},
+                                      InterpolateOptions{.size = {2, 2, 2}}, InterpolateOptions{.size = {0}},
+                                      InterpolateOptions{.size = {2}, .mode = InterpolateMode::Linear},
+                                      InterpolateOptions{.size = {2}, .align_corners = true}}) {
     try {
       interpolate(v, o);
       ADD_FAILURE() << "no error";
@@ -222,8 +222,8 @@ TEST(Toolbox, GradcheckAndTwice) {
     expect_gradcheck(fn, {rnd({2, 3}, 5)});
     EXPECT_TRUE(gradgradcheck(fn, {rnd({2, 3}, 6)}).ok);
   }
-  for (const char* mode : {"nearest", "bilinear"}) {
-    SCOPED_TRACE(mode);
+  for (const InterpolateMode mode : {InterpolateMode::Nearest, InterpolateMode::Bilinear}) {
+    SCOPED_TRACE(interpolate_mode_name(mode));
     auto f = [mode](const V& v) { return interpolate(v[0] * v[0], {.size = {3, 5}, .mode = mode}); };
     expect_gradcheck(f, {rnd({1, 2, 2, 3}, 7)});
     EXPECT_TRUE(gradgradcheck(f, {rnd({1, 2, 2, 3}, 8)}).ok);

@@ -49,7 +49,8 @@ struct Conv2dFuncOptions {
 /// F.conv1d's keywords (PyTorch's defaults).
 struct Conv1dFuncOptions {
   int64_t stride = 1;
-  ConvPadding padding = 0;  // a number or a PaddingMode
+  /// A number or a PaddingMode.
+  ConvPadding padding = 0;
   int64_t dilation = 1;
   int64_t groups = 1;
 };
@@ -69,8 +70,10 @@ Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias 
 /// groups before dilation).
 struct ConvTranspose2dFuncOptions {
   Size2 stride = 1;
-  Size2 padding = 0;         // removed from both sides of the output
-  Size2 output_padding = 0;  // added to one side (bottom, right): picks among the sizes a strided conv maps to one
+  /// Removed from both sides of the output.
+  Size2 padding = 0;
+  /// Added to one side (bottom, right): picks among the sizes a strided conv maps to one.
+  Size2 output_padding = 0;
   int64_t groups = 1;
   Size2 dilation = 1;
 };

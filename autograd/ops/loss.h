@@ -14,12 +14,14 @@ struct LossOptions {
 /// smooth_l1_loss's options.
 struct SmoothL1LossOptions {
   Reduction reduction = Reduction::Mean;
-  double beta = 1.0;  // below |x - t| < beta the loss is quadratic; beta 0 is l1_loss
+  /// Below |x - t| < beta the loss is quadratic; beta 0 is l1_loss.
+  double beta = 1.0;
 };
 /// huber_loss's options.
 struct HuberLossOptions {
   Reduction reduction = Reduction::Mean;
-  double delta = 1.0;  // below |x - t| <= delta the loss is quadratic
+  /// Below |x - t| <= delta the loss is quadratic.
+  double delta = 1.0;
 };
 
 /// Cross-entropy of logits (N, C) (or (C) with a 0-dim target) against int64 class targets (N),

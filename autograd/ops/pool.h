@@ -11,17 +11,22 @@ namespace mg {
 
 /// max_pool2d's keywords (PyTorch's defaults).
 struct MaxPool2dOptions {
-  Size2 stride = 0;   // 0: the kernel size, PyTorch's default
-  Size2 padding = 0;  // -inf on both sides, at most half the kernel
+  /// 0: the kernel size, PyTorch's default.
+  Size2 stride = 0;
+  /// -inf on both sides, at most half the kernel.
+  Size2 padding = 0;
   Size2 dilation = 1;
   bool ceil_mode = false;
 };
 /// avg_pool2d's keywords (PyTorch's defaults).
 struct AvgPool2dOptions {
-  Size2 stride = 0;   // 0: the kernel size, PyTorch's default
-  Size2 padding = 0;  // zeros on both sides, at most half the kernel
+  /// 0: the kernel size, PyTorch's default.
+  Size2 stride = 0;
+  /// Zeros on both sides, at most half the kernel.
+  Size2 padding = 0;
   bool ceil_mode = false;
-  bool count_include_pad = true;  // divide by the window's size with its padding
+  /// Divide by the window's size with its padding.
+  bool count_include_pad = true;
   std::optional<int64_t> divisor_override;
 };
 

@@ -11,10 +11,13 @@ enum class Reduction { Mean, Sum, None, BatchMean };
 
 /// cross_entropy's options (F.cross_entropy's keywords).
 struct CrossEntropyOptions {
-  Tensor weight;                // (C): a weight per class, or undefined for all 1
-  int64_t ignore_index = -100;  // targets equal to it add nothing and are not counted
+  /// (C): a weight per class, or undefined for all 1.
+  Tensor weight;
+  /// Targets equal to it add nothing and are not counted.
+  int64_t ignore_index = -100;
   Reduction reduction = Reduction::Mean;
-  double label_smoothing = 0;  // in [0, 1]: the target becomes (1 - s) onehot + s / C
+  /// In [0, 1]: the target becomes (1 - s) onehot + s / C.
+  double label_smoothing = 0;
 };
 
 /// What cross_entropy_forward returns, and its backward needs.
@@ -33,7 +36,8 @@ Tensor cross_entropy_backward(const Tensor& dloss, const Tensor& targets, const 
 
 /// nll_loss's options (F.nll_loss's keywords).
 struct NLLLossOptions {
-  Tensor weight;  // (C), or undefined
+  /// (C), or undefined.
+  Tensor weight;
   int64_t ignore_index = -100;
   Reduction reduction = Reduction::Mean;
 };
@@ -46,7 +50,8 @@ Tensor nll_loss_backward(const Tensor& dloss, const Tensor& input, const Tensor&
 
 /// binary_cross_entropy's options.
 struct BCELossOptions {
-  Tensor weight;  // broadcast to the input, or undefined
+  /// Broadcast to the input, or undefined.
+  Tensor weight;
   Reduction reduction = Reduction::Mean;
 };
 /// -w (t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1], each log clamped at -100 as
@@ -59,8 +64,10 @@ std::pair<Tensor, Tensor> binary_cross_entropy_backward(const Tensor& dloss, con
 
 /// binary_cross_entropy_with_logits' options.
 struct BCEWithLogitsLossOptions {
-  Tensor weight;      // broadcast to the input, or undefined
-  Tensor pos_weight;  // (C), broadcast along the last dim: the weight of positive targets
+  /// Broadcast to the input, or undefined.
+  Tensor weight;
+  /// (C), broadcast along the last dim: the weight of positive targets.
+  Tensor pos_weight;
   Reduction reduction = Reduction::Mean;
 };
 /// Binary cross-entropy on logits x, stably: with l = 1 + (pos_weight - 1) t,
@@ -74,8 +81,10 @@ std::pair<Tensor, Tensor> binary_cross_entropy_with_logits_backward(const Tensor
 
 /// kl_div's options.
 struct KLDivLossOptions {
-  Reduction reduction = Reduction::Mean;  // BatchMean is the mathematically right one, as PyTorch warns
-  bool log_target = false;                // whether the target is given as log-probabilities
+  /// BatchMean is the mathematically right one, as PyTorch warns.
+  Reduction reduction = Reduction::Mean;
+  /// Whether the target is given as log-probabilities.
+  bool log_target = false;
 };
 /// Kullback-Leibler divergence of log-probabilities `input` from `target`, pointwise:
 ///   t (log t - x) (0 where t = 0), or e^t (t - x) for log targets.

@@ -10,8 +10,10 @@ namespace mg {
 /// The numbers of one Adam/AdamW update.
 struct AdamStepArgs {
   double lr, beta1, beta2, eps, weight_decay;
-  int64_t step;    // t, counted from 1
-  bool decoupled;  // AdamW: decay the weights directly; Adam: add weight_decay * p to the gradient
+  /// T, counted from 1.
+  int64_t step;
+  /// AdamW: decay the weights directly; Adam: add weight_decay * p to the gradient.
+  bool decoupled;
 };
 /// One Adam or AdamW step in place, in torch.optim's order of operations, per element:
 ///   Adam:  g = grad + wd p        AdamW: p = p (1 - lr wd), g = grad

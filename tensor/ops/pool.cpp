@@ -314,12 +314,14 @@ void fill_interpolation(double* a, int64_t in, int64_t out, bool nearest, bool a
 }
 }  // namespace
 
-Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bool align_corners,
+const char* interpolate_mode_name(InterpolateMode mode) {
+  return mode == InterpolateMode::Nearest ? "nearest" : mode == InterpolateMode::Linear ? "linear" : "bilinear";
+}
+
+Tensor interpolation_matrix(int64_t in, int64_t out, InterpolateMode mode, bool align_corners,
                             std::optional<double> scale, DType dtype) {
   MG_CHECK(in >= 0 && out >= 0 && (in > 0 || out == 0), ShapeError,
            "interpolate: cannot resample {} input positions to {}", in, out);
-  MG_CHECK(mode == "nearest" || mode == "linear" || mode == "bilinear", ValueError,
-           "interpolate: mode must be \"nearest\", \"linear\" or \"bilinear\", got \"{}\"", mode);
   MG_CHECK(is_floating(dtype), DTypeError, "interpolate: expected float32 or float64, got {}", dtype_name(dtype));
   MG_CHECK(!scale || (std::isfinite(*scale) && *scale > 0), ValueError,
            "interpolate: scale factors must be finite and positive, got {}", scale.value_or(0));
@@ -327,7 +329,7 @@ Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bo
   check_fits_in_memory(
       static_cast<double>(out) * static_cast<double>(in) * 8,
       fmt::format("interpolate: resampling {} positions to {} (a dense {} x {} matrix)", in, out, out, in));
-  const bool nearest = mode == "nearest";
+  const bool nearest = mode == InterpolateMode::Nearest;
   Tensor a = zeros({out, in}, DType::Float64);
   if (dtype == DType::Float64)
     fill_interpolation<double>(a.data<double>(), in, out, nearest, align_corners, scale);
@@ -337,15 +339,14 @@ Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bo
 }
 
 std::vector<int64_t> interpolate_sizes(const Shape& shape, const InterpolateOptions& o) {
-  const std::string& m = o.mode;
-  MG_CHECK(m == "nearest" || m == "linear" || m == "bilinear", ValueError,
-           "interpolate: mode must be \"nearest\", \"linear\" or \"bilinear\", got \"{}\"", m);
+  const InterpolateMode m = o.mode;
   const int64_t spatial = static_cast<int64_t>(shape.size()) - 2;
   MG_CHECK(spatial >= 1, ShapeError, "interpolate: expected an input (N, C, *spatial), got {}", shape_str(shape));
-  MG_CHECK(m != "linear" || spatial == 1, ShapeError, "interpolate: linear takes (N, C, L), got {}", shape_str(shape));
-  MG_CHECK(m != "bilinear" || spatial == 2, ShapeError, "interpolate: bilinear takes (N, C, H, W), got {}",
+  MG_CHECK(m != InterpolateMode::Linear || spatial == 1, ShapeError, "interpolate: linear takes (N, C, L), got {}",
            shape_str(shape));
-  MG_CHECK(!o.align_corners || m != "nearest", ValueError,
+  MG_CHECK(m != InterpolateMode::Bilinear || spatial == 2, ShapeError,
+           "interpolate: bilinear takes (N, C, H, W), got {}", shape_str(shape));
+  MG_CHECK(!o.align_corners || m != InterpolateMode::Nearest, ValueError,
            "interpolate: align_corners only applies to the linear modes, not \"nearest\"");
   MG_CHECK(o.size.empty() != o.scale_factor.empty(), ValueError,
            "interpolate: give either size or scale_factor, not {}", o.size.empty() ? "neither" : "both");

@@ -51,19 +51,33 @@ Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
 /// dx[.., h, w] = sum over the windows containing (h, w) of dy / that window's size.
 Tensor adaptive_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape);
 
+/// How interpolate resamples (PyTorch's mode="nearest", "linear", "bilinear").
+enum class InterpolateMode {
+  /// The nearest input position, in any number of spatial dims.
+  Nearest,
+  /// Between the two nearest positions, input (N, C, L).
+  Linear,
+  /// Linear along both dims, input (N, C, H, W).
+  Bilinear,
+};
+/// "nearest", "linear" or "bilinear", as PyTorch spells the mode.
+const char* interpolate_mode_name(InterpolateMode mode);
+
 /// interpolate's settings (torch.nn.functional.interpolate's keywords): give `size` or
 /// `scale_factor`, one value for every spatial dim or one per spatial dim.
 struct InterpolateOptions {
   std::vector<int64_t> size;
   std::vector<double> scale_factor;
-  std::string mode = "nearest";       // "nearest" (any spatial dims), "linear" (N, C, L), "bilinear" (N, C, H, W)
-  std::optional<bool> align_corners;  // linear modes only; unset: false
+  /// The resampling (InterpolateMode).
+  InterpolateMode mode = InterpolateMode::Nearest;
+  /// Linear modes only; unset: false.
+  std::optional<bool> align_corners;
 };
 /// The (out, in) matrix that resamples one spatial dim, as PyTorch indexes it: row i holds the
 /// weights output position i gives the input positions (one 1 for nearest, two weights summing
 /// to 1 for linear). `scale` is the user's scale factor, if one was given (PyTorch then uses
 /// 1 / scale rather than in / out). Computed in `dtype`'s arithmetic, as PyTorch's kernels.
-Tensor interpolation_matrix(int64_t in, int64_t out, const std::string& mode, bool align_corners,
+Tensor interpolation_matrix(int64_t in, int64_t out, InterpolateMode mode, bool align_corners,
                             std::optional<double> scale, DType dtype);
 /// The output's spatial sizes for input `shape` (N, C, *spatial) and the options; checks them.
 std::vector<int64_t> interpolate_sizes(const Shape& shape, const InterpolateOptions& options);
