@@ -1,13 +1,12 @@
 // Small, fast versions of the examples outside the attention tour: mlp, char_gpt, char_lstm,
 // digits_cnn, second_order, pretrained_heads and gpt2_generate. Like test_examples.cpp, they
 // assert what was learned or what matches PyTorch and transformers, on shorter runs.
-#define MG_EXAMPLE_NO_MAIN
 #include "example_helpers.h"
-#include "examples/char_gpt/main.cpp"
-#include "examples/char_lstm/main.cpp"
-#include "examples/digits_cnn/main.cpp"
-#include "examples/gpt2_generate/main.cpp"
-#include "examples/mlp/main.cpp"
+#include "examples/char_gpt/experiment.h"
+#include "examples/char_lstm/experiment.h"
+#include "examples/digits_cnn/experiment.h"
+#include "examples/gpt2_generate/experiment.h"
+#include "examples/mlp/experiment.h"
 #include "examples/pretrained_heads/report.h"
 #include "examples/second_order/costs.h"
 #include "helpers.h"

@@ -2,10 +2,9 @@
 // the encoder's memory along the anti-diagonal) and induction_heads (a two-layer circuit forms in a
 // phase change, is causal under ablation, needs both layers; bad settings are refused).
 // seq2seq's main.cpp is compiled here without its main(); induction_heads through its report.h.
-#define MG_EXAMPLE_NO_MAIN
 #include "example_helpers.h"
 #include "examples/induction_heads/report.h"
-#include "examples/seq2seq_cross_attention/main.cpp"
+#include "examples/seq2seq_cross_attention/experiment.h"
 #include "helpers.h"
 
 #include <algorithm>

@@ -2,11 +2,10 @@
 // separate W_Q and W_K), heads_specialise (two heads split a task; one head, or two started equal,
 // do not) and one_matrix_per_head (a per-head matrix folds into W_Q and trains alike).
 // Each example's main.cpp is compiled here without its main().
-#define MG_EXAMPLE_NO_MAIN
 #include "example_helpers.h"
-#include "examples/heads_specialise/main.cpp"
-#include "examples/one_matrix_per_head/main.cpp"
-#include "examples/related_not_similar/main.cpp"
+#include "examples/heads_specialise/experiment.h"
+#include "examples/one_matrix_per_head/experiment.h"
+#include "examples/related_not_similar/experiment.h"
 #include "helpers.h"
 
 #include <algorithm>

@@ -2,10 +2,9 @@
 // undoes it, and without it a head cannot spread its attention) and attention_cost (the memory of
 // the composed path grows with T^2, and attention copies from far back where an LSTM cannot).
 // Each example's main.cpp is compiled here without its main().
-#define MG_EXAMPLE_NO_MAIN
 #include "example_helpers.h"
-#include "examples/attention_cost/main.cpp"
-#include "examples/why_sqrt_dk/main.cpp"
+#include "examples/attention_cost/experiment.h"
+#include "examples/why_sqrt_dk/experiment.h"
 #include "helpers.h"
 
 #include <cmath>

@@ -2,8 +2,7 @@
 // models compute what they claim (cached decoding, rotary positions continuing after the cache),
 // both learn, and its conclusions are computed from the numbers. Also the memory counters it
 // reports (tensor/storage.h).
-#define MG_EXAMPLE_NO_MAIN
-#include "examples/llama_style/main.cpp"
+#include "examples/llama_style/experiment.h"
 #include "helpers.h"
 #include "minigrad/tensor/blas.h"
 

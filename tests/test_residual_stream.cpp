@@ -2,7 +2,6 @@
 // to the model's logit, its interventions compute what they claim (checked against the library's
 // own masks and head removal), its counted losses are right by hand, and its conclusions follow
 // the numbers. What the docs say the default run learns is asserted on a small run across seeds.
-#define MG_EXAMPLE_NO_MAIN
 #include "example_helpers.h"
 #include "examples/residual_stream/report.h"
 #include "helpers.h"

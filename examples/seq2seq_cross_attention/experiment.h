@@ -1,0 +1,295 @@
+#pragma once
+// seq2seq_cross_attention, the experiment: the model, the data, the training, what is measured and the report
+// of it, everything the tests include; main.cpp is the command line that runs it.
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "minigrad/minigrad.h"
+#include "minigrad/viz/explorer.h"
+#include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
+#include "minigrad/viz/terminal.h"
+
+namespace seq2seq {
+using namespace mg;
+
+// The decoder's vocabulary: the digits, a begin-of-sequence token <s> (first decoder input) and an
+// end-of-sequence token </s> (last output).
+constexpr int64_t kDigits = 10, kBos = 10, kEos = 11, kTargetVocab = 12;
+
+struct Config {
+  int64_t length = 6;  // digits per string
+  int64_t dim = 64;    // model width
+  int64_t heads = 4;
+  int64_t ff = 128;  // MLP width inside each layer
+  int64_t batch = 64;
+  int steps = 1200;    // AdamW steps
+  double lr = 3e-3;    // peak learning rate (warm-up, then cosine decay)
+  int64_t every = 50;  // telemetry every this many steps, and every 5 of the first 100 (where the map forms)
+  uint64_t seed = 0;
+  std::string out = "runs/seq2seq_cross_attention";
+};
+
+struct Model : nn::Callable<Model> {
+  nn::Embedding src_tok, tgt_tok, pos;
+  nn::TransformerEncoderLayer enc;
+  nn::TransformerDecoderLayer dec;
+  nn::LayerNorm norm;
+  nn::Linear out;
+  static nn::TransformerLayerOptions layer(const Config& c) {
+    return {.dim_feedforward = c.ff, .dropout = 0.0, .activation = nn::TransformerActivation::GELU, .norm_first = true};
+  }
+  Model(const Config& c, Generator& g)
+      : src_tok(kDigits, c.dim, {}, g),
+        tgt_tok(kTargetVocab, c.dim, {}, g),
+        pos(c.length + 1, c.dim, {}, g),
+        enc(c.dim, c.heads, layer(c), g),
+        dec(c.dim, c.heads, layer(c), g),
+        norm({c.dim}),
+        out(c.dim, kTargetVocab, {}, g) {
+    register_module("src_tok", src_tok), register_module("tgt_tok", tgt_tok), register_module("pos", pos);
+    register_module("enc", enc), register_module("dec", dec), register_module("norm", norm),
+        register_module("out", out);
+  }
+  Variable encode(const Tensor& src) const { return enc(src_tok(src) + pos(arange(src.size(1)))); }
+  // tgt_in (B, t) starts with <s>, memory (B, L, E) -> logits (B, t, 12) for the next token at each step
+  Variable decode(const Tensor& tgt_in, const Variable& memory) const {
+    Variable y = tgt_tok(tgt_in) + pos(arange(tgt_in.size(1)));
+    return out(norm(dec(y, memory, {.is_causal = true})));
+  }
+  std::string type_name() const override { return "Seq2Seq"; }
+};
+
+bool held_out(const int64_t* digits, int64_t n) {
+  int64_t s = 0;
+  for (int64_t i = 0; i < n; ++i) s += digits[i];
+  return s % 7 == 0;
+}
+
+struct Batch {
+  Tensor src;              // (B, L)
+  Tensor tgt_in, tgt_out;  // (B, L + 1): <s> + reversed digits; reversed digits + </s>
+};
+
+// The decoder's input under teacher forcing for sources src (B, L): <s>, then the reversed digits
+// but the last one -> (B, L + 1).
+Tensor decoder_input(const Tensor& src) {
+  const int64_t n = src.size(0), L = src.size(1);
+  const Tensor s = src.contiguous();
+  Tensor in = empty({n, L + 1}, DType::Int64);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i <= L; ++i)
+      in.data<int64_t>()[b * (L + 1) + i] = i == 0 ? kBos : s.data<int64_t>()[b * L + (L - i)];
+  return in;
+}
+// Random strings from one side of the split (train: not held out; test: held out).
+Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
+  const int64_t L = c.length;
+  Tensor src = empty({n, L}, DType::Int64);
+  int64_t* p = src.data<int64_t>();
+  for (int64_t b = 0; b < n; ++b) {
+    do {
+      for (int64_t i = 0; i < L; ++i) p[b * L + i] = static_cast<int64_t>(g.next_u64() % kDigits);
+    } while (held_out(p + b * L, L) != test);
+  }
+  Tensor tgt_out = empty({n, L + 1}, DType::Int64);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i <= L; ++i) tgt_out.data<int64_t>()[b * (L + 1) + i] = i < L ? p[b * L + (L - 1 - i)] : kEos;
+  return {src, decoder_input(src), tgt_out};
+}
+
+std::vector<std::string> digits(const Tensor& t) {
+  std::vector<std::string> out;
+  for (int64_t d : t.to_vector<int64_t>()) out.push_back(d == kEos ? "</s>" : d == kBos ? "<s>" : std::to_string(d));
+  return out;
+}
+
+// Telemetry's forward takes one ids tensor: the source digits (B, L); the decoder reads the
+// teacher-forced input made from them, as in training. The probe is 8 held-out strings from a
+// generator of its own (the training's is untouched). The decoder's layers are labelled with
+// the decoder's tokens (<s> and the digits written so far), the cross-attention's keys with the
+// source digits.
+inspect::Telemetry make_telemetry(Model& m, const Config& c) {
+  Generator g(c.seed + 99);
+  const Batch probe = make_batch(c, g, 8, true);
+  const std::vector<std::string> src = digits(probe.src.narrow(0, 0, 1)), dec = digits(probe.tgt_in.narrow(0, 0, 1));
+  Model* model = &m;
+  return inspect::Telemetry(m, [model](const Tensor& ids) { model->decode(decoder_input(ids), model->encode(ids)); },
+                            {.vocab = kDigits,
+                             .probe = probe.src,
+                             .tokens = src,
+                             .pattern_length = c.length + 1,
+                             .every = c.every,
+                             .query_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", dec}},
+                             .key_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", src}}});
+}
+
+struct TrainResult {
+  std::vector<double> losses;                     // per step
+  std::vector<inspect::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
+  std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
+  std::vector<double> mirrored;  // per record: the cross-attention's weight on the mirrored digit (probe row 0)
+};
+
+// The mean weight of output step t on source position L-1-t, t < L, over the heads: how much of
+// the anti-diagonal a cross-attention map (H, L + 1, L) holds.
+double mirrored_weight(const Tensor& w, int64_t L) {
+  double diag = 0;
+  for (int64_t t = 0; t < L; ++t) diag += mean(w.narrow(1, t, 1).narrow(2, L - 1 - t, 1)).item();
+  return diag / static_cast<double>(L);
+}
+
+TrainResult train(Model& m, const Config& c, Generator& g) {
+  optim::AdamW opt(m.parameters(), {.lr = c.lr});
+  optim::WarmupCosineLR sched(opt, c.steps / 20, c.steps, 0.05);
+  inspect::Telemetry tel = make_telemetry(m, c);
+  viz::ProgressBar bar(c.steps, "train");
+  TrainResult r;
+  for (int step = 1; step <= c.steps; ++step) {
+    Batch b = make_batch(c, g, c.batch, false);
+    Variable logits = m.decode(b.tgt_in, m.encode(b.src));  // teacher forcing
+    Variable loss = cross_entropy(reshape(logits, {-1, kTargetVocab}), b.tgt_out.reshape({-1}));
+    opt.zero_grad();
+    loss.backward();
+    optim::clip_grad_norm_(m.parameters(), 1.0);
+    opt.step();
+    sched.step();
+    r.losses.push_back(loss.item());
+    if (tel.due(step) || (step <= 100 && step % 5 == 0)) tel.record(step, loss.item());  // densely while it learns
+    bar.update(step, loss.item(), -1, c.batch * c.length);
+  }
+  bar.finish();
+  r.records = tel.records();
+  r.telemetry_json = tel.json({{"example", "seq2seq_cross_attention"}, {"length", std::to_string(c.length)}});
+  const auto& layers = tel.layers();
+  const size_t cross =
+      static_cast<size_t>(std::find(layers.begin(), layers.end(), "dec.multihead_attn") - layers.begin());
+  MG_CHECK(cross < layers.size(), ValueError, "seq2seq_cross_attention: the telemetry has no dec.multihead_attn");
+  for (const inspect::TelemetryRecord& rec : r.records)
+    r.mirrored.push_back(mirrored_weight(rec.patterns[cross].weights, c.length));
+  return r;
+}
+
+// Greedy decoding of `steps` tokens from the encoder's output: feed back the most likely token,
+// one step at a time.
+Tensor greedy_from(const Model& m, const Variable& memory, int64_t steps) {
+  NoGradGuard no_grad;
+  Tensor seq = full({memory.size(0), 1}, kBos, DType::Int64);
+  for (int64_t t = 0; t < steps; ++t) {
+    Tensor next = argmax(m.decode(seq, memory).data().narrow(1, t, 1), -1);  // (B, 1)
+    seq = concat({seq, next}, 1);
+  }
+  return seq.narrow(1, 1, steps).contiguous();
+}
+
+// Greedy decoding of the whole answer (L digits and </s>).
+Tensor greedy(const Model& m, const Tensor& src, int64_t length) {
+  NoGradGuard no_grad;
+  return greedy_from(m, m.encode(src), length + 1);
+}
+
+// Fraction of rows of `pred` equal to `target` in every position.
+double exact(const Tensor& pred, const Tensor& target) {
+  const Tensor row_ok =
+      eq(sum(eq(pred, target).to(DType::Float32), {1}), full({}, static_cast<double>(target.size(1))));
+  return mean(row_ok.to(DType::Float32)).item();
+}
+
+struct Evaluation {
+  double exact_match;    // whole answer right (digits and </s>)
+  double anti_diagonal;  // mean cross-attention weight (all heads) of output t on source position L-1-t
+  Tensor example_map;    // (L + 1, L) head-averaged cross-attention for one test string
+  Tensor example_src, example_out;
+  std::string shapes;  // the shapes inside the cross-attention, recorded by forward hooks
+};
+
+Evaluation evaluate(Model& m, const Config& c, Generator& g) {
+  Batch b = make_batch(c, g, 500, true);
+  Tensor pred = greedy(m, b.src, c.length);
+  Evaluation e;
+  e.exact_match = exact(pred, b.tgt_out);
+  NoGradGuard no_grad;
+  inspect::AttentionCapture cap(m);
+  // Forward hooks on the cross-attention and its projections record what goes in and comes out.
+  nn::MultiheadAttention& x = m.dec.multihead_attn;
+  std::map<std::string, Shape> seen;
+  std::vector<nn::HookHandle> hooks;
+  hooks.push_back(
+      x.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
+        seen["query"] = in[0].shape(), seen["key"] = in[1].shape(), seen["value"] = in[2].shape();
+        seen["output"] = out[0].shape();
+      }));
+  for (auto [name, l] : {std::pair{"Q", &x.w_q}, {"K", &x.w_k}, {"V", &x.w_v}})
+    hooks.push_back(
+        l->register_forward_hook([&seen, name](const nn::Module&, const std::vector<Variable>&,
+                                               std::vector<Variable>& out) { seen[name] = out[0].shape(); }));
+  m.decode(b.tgt_in, m.encode(b.src));
+  for (auto& h : hooks) h.remove();
+  const Tensor w4 = cap.at("dec.multihead_attn").weights;  // (B, H, L + 1, L)
+  const int64_t H = w4.size(1), dk = c.dim / H;
+  auto str = [](const Shape& s) { return shape_str(s); };
+  e.shapes = fmt::format(
+      "inside the decoder's cross-attention (batch {0}, {1} heads of {2}):\n"
+      "  query input  {3}  the decoder's stream: {4} tokens (<s> and the digits written so far)\n"
+      "  key input    {5}  value input {6}  the encoder's output: {7} source digits\n"
+      "  Q = w_q(query) {8}   K = w_k(key) {9}   V = w_v(value) {10}\n"
+      "  per head: Q_h ({0}, {1}, {4}, {2})  K_h, V_h ({0}, {1}, {7}, {2})\n"
+      "  weights = softmax(Q_h K_h^T / sqrt({2})) {11}: one row per output step, one column per source digit\n"
+      "  output {12}: the decoder's length again\n",
+      w4.size(0), H, dk, str(seen["query"]), seen["query"][1], str(seen["key"]), str(seen["value"]), seen["key"][1],
+      str(seen["Q"]), str(seen["K"]), str(seen["V"]), str(w4.shape()), str(seen["output"]));
+  const Tensor w = mean(w4, {1});  // (B, L + 1, L), heads averaged
+  double diag = 0;
+  for (int64_t t = 0; t < c.length; ++t) diag += mean(w.narrow(1, t, 1).narrow(2, c.length - 1 - t, 1)).item();
+  e.anti_diagonal = diag / static_cast<double>(c.length);
+  e.example_map = w.narrow(0, 0, 1).reshape({c.length + 1, c.length}).contiguous();
+  e.example_src = b.src.narrow(0, 0, 1).reshape({c.length}).contiguous();
+  e.example_out = pred.narrow(0, 0, 1).reshape({c.length + 1}).contiguous();
+  return e;
+}
+
+// Interventions on the memory the decoder reads. Pairs of held-out strings a, b:
+//   swapped: a's decoder input (teacher forcing: <s> + a reversed) but b's encoder output. If
+//            the decoder took its answer from its own input, it would continue a; it follows b.
+//   one slot: a's encoder output with position j replaced by b's. Greedy decoding then changes
+//            exactly output L-1-j, to b's digit there, and keeps a's elsewhere.
+struct Intervention {
+  double swapped_follows_memory;  // predicted digits equal to reversed b (teacher-forced on a)
+  double swapped_follows_input;   // ... equal to reversed a
+  double slot_exact;              // greedy answers equal to reversed a with b's digit at L-1-j
+  int64_t slot;                   // j
+};
+
+Intervention intervene(const Model& m, const Config& c, Generator& g, int64_t n = 500) {
+  NoGradGuard no_grad;
+  Batch a = make_batch(c, g, n, true), b = make_batch(c, g, n, true);
+  const Variable mem_a = m.encode(a.src), mem_b = m.encode(b.src);
+  const int64_t L = c.length;
+  Intervention r;
+  {  // whole memory swapped, decoder input from a
+    const Tensor pred = argmax(m.decode(a.tgt_in, mem_b).data(), -1).narrow(1, 0, L);  // the L digits
+    r.swapped_follows_memory = mean(eq(pred, b.tgt_out.narrow(1, 0, L)).to(DType::Float32)).item();
+    r.swapped_follows_input = mean(eq(pred, a.tgt_out.narrow(1, 0, L)).to(DType::Float32)).item();
+  }
+  {  // one memory position swapped
+    r.slot = L / 2;
+    Tensor patched = mem_a.data().clone();
+    patched.narrow(1, r.slot, 1).copy_(mem_b.data().narrow(1, r.slot, 1));
+    const Tensor pred = greedy_from(m, Variable(patched), L + 1);
+    Tensor expect = a.tgt_out.clone();
+    expect.narrow(1, L - 1 - r.slot, 1).copy_(b.src.narrow(1, r.slot, 1));
+    r.slot_exact = exact(pred, expect);
+  }
+  return r;
+}
+
+// OUT/telemetry.json and OUT/explorer.html (viz/explorer.h); returns the page's path.
+std::string save_explorer(const Config& c, const TrainResult& r) {
+  viz::write_file(c.out + "/telemetry.json", r.telemetry_json);
+  return viz::write_explorer(c.out + "/explorer.html", "seq2seq_cross_attention: reversing digit strings",
+                             r.telemetry_json);
+}
+
+}  // namespace seq2seq
