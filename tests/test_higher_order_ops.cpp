@@ -159,7 +159,7 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"interpolate",
        [](const V& x) { return interpolate(x[0].unsqueeze(0) * x[0].unsqueeze(0), {.size = {3, 5}, .mode = InterpolateMode::Bilinear}); },
        {rnd({1, 2, 3}, 52)}},
-      {"pad", [](const V& x) { return pad(x[0] * x[0], {2, 1}, "constant", 0.5) + pad(x[0], {1, 2}, "reflect"); }, {a}},
+      {"pad", [](const V& x) { return pad(x[0] * x[0], {2, 1}, PadMode::Constant, 0.5) + pad(x[0], {1, 2}, PadMode::Reflect); }, {a}},
       {"cosine_similarity", [](const V& x) { return cosine_similarity(x[0], x[1], 1); }, {a, b}},
       {"einsum", [](const V& x) { return einsum("ij,kj,ii->ik", {x[0] * x[0], x[1], x[2]}); },
        {a, b, rnd({2, 2}, 53)}},

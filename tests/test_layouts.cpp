@@ -174,22 +174,22 @@ std::vector<OpCase> autograd_cases() {
       {"pad_constant",
        {R234},
        [](const V& v) {
-         return pad(v[0], {1, -1, 2, 0}, "constant", 0.5);
+         return pad(v[0], {1, -1, 2, 0}, PadMode::Constant, 0.5);
        }},
       {"pad_reflect",
        {R234},
        [](const V& v) {
-         return pad(v[0], {2, 1, 1, 1}, "reflect");
+         return pad(v[0], {2, 1, 1, 1}, PadMode::Reflect);
        }},
       {"pad_replicate",
        {R234},
        [](const V& v) {
-         return pad(v[0], {1, 2}, "replicate");
+         return pad(v[0], {1, 2}, PadMode::Replicate);
        }},
       {"pad_circular",
        {R234},
        [](const V& v) {
-         return pad(v[0], {4, 1, 0, 3}, "circular");
+         return pad(v[0], {4, 1, 0, 3}, PadMode::Circular);
        }},
       {"interpolate_bilinear",
        {{{1, 2, 3, 4}}},

@@ -157,7 +157,7 @@ std::vector<OpCase> edge_cases() {
       {"pad_zero_rows",
        {{{0, 3}}},
        [](const V& v) {
-         return pad(v[0], {1, 1}, "reflect");
+         return pad(v[0], {1, 1}, PadMode::Reflect);
        }},
       {"pad_to_nothing",
        {R23},

@@ -29,12 +29,12 @@ TEST(Toolbox, GoldenPyTorch) {
   expect_golden("normalize_p3", [](const V& v) { return normalize(v[0], 3.0, -1); });
   expect_golden("cosine_similarity", [](const V& v) { return cosine_similarity(v[0], v[1]); });
   expect_golden("masked_select", [](const V& v) { return masked_select(v[0], v[1].data()); });
-  expect_golden("pad_constant", [](const V& v) { return pad(v[0], {1, 2, 0, 1}, "constant", 0.5); });
+  expect_golden("pad_constant", [](const V& v) { return pad(v[0], {1, 2, 0, 1}, PadMode::Constant, 0.5); });
   expect_golden("pad_constant_crop", [](const V& v) { return pad(v[0], {-1, 2, 1, -1}); });
-  expect_golden("pad_reflect", [](const V& v) { return pad(v[0], {2, 1}, "reflect"); });
-  expect_golden("pad_reflect_2d", [](const V& v) { return pad(v[0], {1, 2, 3, 1}, "reflect"); });
-  expect_golden("pad_replicate", [](const V& v) { return pad(v[0], {2, 1, 1, 2}, "replicate"); });
-  expect_golden("pad_circular", [](const V& v) { return pad(v[0], {4, 2, 1, 3}, "circular"); });
+  expect_golden("pad_reflect", [](const V& v) { return pad(v[0], {2, 1}, PadMode::Reflect); });
+  expect_golden("pad_reflect_2d", [](const V& v) { return pad(v[0], {1, 2, 3, 1}, PadMode::Reflect); });
+  expect_golden("pad_replicate", [](const V& v) { return pad(v[0], {2, 1, 1, 2}, PadMode::Replicate); });
+  expect_golden("pad_circular", [](const V& v) { return pad(v[0], {4, 2, 1, 3}, PadMode::Circular); });
 }
 
 TEST(Toolbox, InterpolateGoldenPyTorch) {
@@ -155,19 +155,19 @@ TEST(Toolbox, InterpolateHandValuesAndErrors) {
 
 TEST(Toolbox, PadHandValuesAndAnyDims) {
   const Tensor x = from_vector<double>({1, 2, 3}, {3});
-  EXPECT_EQ(pad(x, {2, 1}, "constant", 9).to_vector<double>(), std::vector<double>({9, 9, 1, 2, 3, 9}));
-  EXPECT_EQ(pad(x, {2, 2}, "reflect").to_vector<double>(), std::vector<double>({3, 2, 1, 2, 3, 2, 1}));
-  EXPECT_EQ(pad(x, {2, 1}, "replicate").to_vector<double>(), std::vector<double>({1, 1, 1, 2, 3, 3}));
-  EXPECT_EQ(pad(x, {3, 2}, "circular").to_vector<double>(), std::vector<double>({1, 2, 3, 1, 2, 3, 1, 2}));
+  EXPECT_EQ(pad(x, {2, 1}, PadMode::Constant, 9).to_vector<double>(), std::vector<double>({9, 9, 1, 2, 3, 9}));
+  EXPECT_EQ(pad(x, {2, 2}, PadMode::Reflect).to_vector<double>(), std::vector<double>({3, 2, 1, 2, 3, 2, 1}));
+  EXPECT_EQ(pad(x, {2, 1}, PadMode::Replicate).to_vector<double>(), std::vector<double>({1, 1, 1, 2, 3, 3}));
+  EXPECT_EQ(pad(x, {3, 2}, PadMode::Circular).to_vector<double>(), std::vector<double>({1, 2, 3, 1, 2, 3, 1, 2}));
   EXPECT_EQ(pad(x, {-1, -1}).to_vector<double>(), std::vector<double>({2}));
   // three dims of reflect padding on a 3-D tensor (PyTorch needs a 4-D or 5-D input for that)
   const Tensor c = rnd({3, 4, 5}, 9);
-  const Tensor p = pad(c, {1, 1, 2, 0, 1, 2}, "reflect");
+  const Tensor p = pad(c, {1, 1, 2, 0, 1, 2}, PadMode::Reflect);
   EXPECT_EQ(p.shape(), Shape({6, 6, 7}));
   EXPECT_EQ(p.at({0, 0, 0}), c.at({1, 2, 1}));
   // replicate's gradient adds up every copy of an edge element: d sum / dx = 1 + copies
   Variable v(from_vector<double>({1, 2, 3}, {3}), true);
-  sum(pad(v, {2, 1}, "replicate")).backward();
+  sum(pad(v, {2, 1}, PadMode::Replicate)).backward();
   EXPECT_EQ(v.grad().to_vector<double>(), std::vector<double>({3, 1, 2}));
 }
 
@@ -228,8 +228,8 @@ TEST(Toolbox, GradcheckAndTwice) {
     expect_gradcheck(f, {rnd({1, 2, 2, 3}, 7)});
     EXPECT_TRUE(gradgradcheck(f, {rnd({1, 2, 2, 3}, 8)}).ok);
   }
-  for (const char* mode : {"constant", "reflect", "replicate", "circular"}) {
-    SCOPED_TRACE(mode);
+  for (const PadMode mode : {PadMode::Constant, PadMode::Reflect, PadMode::Replicate, PadMode::Circular}) {
+    SCOPED_TRACE(pad_mode_name(mode));
     auto f = [mode](const V& v) { return pad(v[0] * v[0], {1, 2, 2, 0}, mode, 0.25); };
     expect_gradcheck(f, {rnd({2, 3, 4}, 7)});
     EXPECT_TRUE(gradgradcheck(f, {rnd({2, 3, 4}, 8)}).ok);
@@ -269,16 +269,16 @@ TEST(Toolbox, Errors) {
   EXPECT_THROW(masked_select(x, ones({4}, DType::Bool)), ShapeError);
   EXPECT_THROW(lerp(x, Variable(ones({3, 2})), 0.5), ShapeError);
   // pad: each a typed error naming pad
-  for (auto [sizes, mode] : std::vector<std::pair<std::vector<int64_t>, std::string>>{{{1}, "constant"},
-                                                                                      {{1, 1, 1, 1, 1, 1}, "constant"},
-                                                                                      {{-2, -2}, "constant"},
-                                                                                      {{3, 0}, "reflect"},
-                                                                                      {{-1, 0}, "replicate"},
-                                                                                      {{4, 0}, "circular"},
-                                                                                      {{1, 1}, "mirror"}}) {
+  for (auto [sizes, mode] :
+       std::vector<std::pair<std::vector<int64_t>, PadMode>>{{{1}, PadMode::Constant},
+                                                             {{1, 1, 1, 1, 1, 1}, PadMode::Constant},
+                                                             {{-2, -2}, PadMode::Constant},
+                                                             {{3, 0}, PadMode::Reflect},
+                                                             {{-1, 0}, PadMode::Replicate},
+                                                             {{4, 0}, PadMode::Circular}}) {
     try {
       pad(x, sizes, mode);
-      ADD_FAILURE() << mode << ": no error";
+      ADD_FAILURE() << pad_mode_name(mode) << ": no error";
     } catch (const Error& e) {
       EXPECT_THAT(e.what(), testing::HasSubstr("pad: "));
     }

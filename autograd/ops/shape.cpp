@@ -217,12 +217,13 @@ Variable repeat_interleave(const Variable& x, const Tensor& repeats, std::option
 // constant: y = x with a border of `value` (or cropped)      dx = dy with the border cropped off:
 // pad(dy, -pad), which also puts zeros back where a negative size cropped the input
 // other modes: y = index_select along each padded dim (its derivative adds each read back)
-Variable pad(const Variable& x, const std::vector<int64_t>& sizes, const std::string& mode, double value) {
+Variable pad(const Variable& x, const std::vector<int64_t>& sizes, PadMode mode, double value) {
   const OpScope scope("pad");  // what index_select, full or the allocator raise names pad
   MG_CHECK(x.defined(), StateError, "pad: the input is undefined");
   pad_shape(x.shape(), sizes, mode);  // the checks, naming pad (before back negates INT64_MIN)
-  if (mode != "constant" && sizes.empty()) return pad(x, sizes, "constant", 0.0);  // a copy, as Tensor pad's
-  if (mode != "constant") {
+  if (mode != PadMode::Constant && sizes.empty())
+    return pad(x, sizes, PadMode::Constant, 0.0);  // a copy, as Tensor pad's
+  if (mode != PadMode::Constant) {
     Variable y = x;
     for (size_t k = 0; k < sizes.size(); k += 2) {
       const int64_t d = x.dim() - 1 - static_cast<int64_t>(k / 2);
@@ -234,7 +235,7 @@ Variable pad(const Variable& x, const std::vector<int64_t>& sizes, const std::st
   for (size_t k = 0; k < sizes.size(); ++k) back[k] = -sizes[k];
   return record("pad", mg::pad(x.data(), sizes, mode, value), {x}, keep(),
                 [back]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
-                  return {pad(dy, back, "constant", 0.0)};
+                  return {pad(dy, back, PadMode::Constant, 0.0)};
                 });
 }
 

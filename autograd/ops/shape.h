@@ -7,6 +7,7 @@
 #include <string>
 
 #include "minigrad/autograd/variable.h"
+#include "minigrad/tensor/ops/shape.h"
 
 namespace mg {
 
@@ -57,8 +58,7 @@ Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes);
 /// x padded (torch.nn.functional.pad; tensor/ops/shape.h: pad has the modes and the order of
 /// the sizes). Derivative: constant, the padding cropped off again (pad with the sizes negated);
 /// the other modes read the input through index_select, whose derivative adds up every read.
-Variable pad(const Variable& x, const std::vector<int64_t>& pad, const std::string& mode = "constant",
-             double value = 0);
+Variable pad(const Variable& x, const std::vector<int64_t>& pad, PadMode mode = PadMode::Constant, double value = 0);
 /// x tiled repeats[d] times along each dim (torch.Tensor.repeat; extra leading repeats add dims).
 /// Derivative: dx = the sum of dy's tiles.
 Variable repeat(const Variable& x, const std::vector<int64_t>& repeats);

@@ -201,11 +201,23 @@ Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<i
 
 // The checks every pad makes: an even number of sizes, at most two per dim, a known mode; for the
 // modes that read the input, sizes >= 0 that the input's dims can serve.
-Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::string& mode) {
+const char* pad_mode_name(PadMode mode) {
+  switch (mode) {
+    case PadMode::Constant:
+      return "constant";
+    case PadMode::Reflect:
+      return "reflect";
+    case PadMode::Replicate:
+      return "replicate";
+    case PadMode::Circular:
+      return "circular";
+  }
+  return "?";
+}
+
+Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, PadMode mode) {
   const int64_t nd = static_cast<int64_t>(in.size());
   for (int64_t s : in) MG_CHECK(s >= 0, ValueError, "pad: negative size in input shape {}", shape_str(in));
-  MG_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular", ValueError,
-           "pad: mode must be \"constant\", \"reflect\", \"replicate\" or \"circular\", got \"{}\"", mode);
   MG_CHECK(pad.size() % 2 == 0 && static_cast<int64_t>(pad.size()) <= 2 * nd, ShapeError,
            "pad: expected (before, after) pairs for at most {} dims of input {}, got {} sizes", nd, shape_str(in),
            pad.size());
@@ -214,7 +226,7 @@ Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::str
     const int64_t d = nd - 1 - static_cast<int64_t>(k / 2), size = in[static_cast<size_t>(d)], lo = pad[k],
                   hi = pad[k + 1];
     out[static_cast<size_t>(d)] = checked_add(checked_add(size, lo, "pad"), hi, "pad");
-    if (mode == "constant") {
+    if (mode == PadMode::Constant) {
       MG_CHECK(out[static_cast<size_t>(d)] >= 0, ShapeError,
                "pad: padding ({}, {}) would leave dim {} of input {} with a negative size", lo, hi, d, shape_str(in));
       // a negative size crops; both ends together cannot crop more than the dim holds (compared
@@ -224,16 +236,17 @@ Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::str
                shape_str(in));
       continue;
     }
-    MG_CHECK(lo >= 0 && hi >= 0, ValueError, "pad: {} padding must be >= 0, got ({}, {}) for dim {}", mode, lo, hi, d);
-    if (mode == "reflect")
+    MG_CHECK(lo >= 0 && hi >= 0, ValueError, "pad: {} padding must be >= 0, got ({}, {}) for dim {}",
+             pad_mode_name(mode), lo, hi, d);
+    if (mode == PadMode::Reflect)
       MG_CHECK(lo < size && hi < size, ValueError,
                "pad: reflect padding ({}, {}) must be smaller than dim {} of input {} (size {})", lo, hi, d,
                shape_str(in), size);
-    if (mode == "circular")
+    if (mode == PadMode::Circular)
       MG_CHECK(lo <= size && hi <= size, ValueError,
                "pad: circular padding ({}, {}) must not wrap around dim {} of input {} (size {}) more than once", lo,
                hi, d, shape_str(in), size);
-    if (mode == "replicate")
+    if (mode == PadMode::Replicate)
       MG_CHECK(size > 0 || (lo == 0 && hi == 0), ValueError,
                "pad: replicate padding of dim {} of input {} needs an element to repeat", d, shape_str(in));
   }
@@ -243,16 +256,16 @@ Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::str
 
 // Output position i (0 <= i < before + size + after) reads input position j = i - before, mapped
 // back into [0, size): reflect j -> -j or 2 (size - 1) - j; replicate -> clamped; circular -> mod size.
-Tensor pad_index(int64_t size, int64_t before, int64_t after, const std::string& mode) {
-  MG_CHECK(mode != "constant", ValueError, "pad_index: the constant mode reads no index");
+Tensor pad_index(int64_t size, int64_t before, int64_t after, PadMode mode) {
+  MG_CHECK(mode != PadMode::Constant, ValueError, "pad_index: the constant mode reads no index");
   const int64_t n = pad_shape({size}, {before, after}, mode)[0];  // pad's checks: mode, sizes, reflect's bounds
   Tensor out = empty({n}, DType::Int64);  // a MemoryError naming pad when too large, not std::bad_alloc
   int64_t* index = out.data<int64_t>();
   for (int64_t i = 0; i < n; ++i) {
     int64_t j = i - before;
-    if (mode == "reflect")
+    if (mode == PadMode::Reflect)
       j = j < 0 ? -j : j >= size ? 2 * (size - 1) - j : j;
-    else if (mode == "replicate")
+    else if (mode == PadMode::Replicate)
       j = std::clamp<int64_t>(j, 0, size - 1);
     else
       j = ((j % size) + size) % size;
@@ -263,11 +276,11 @@ Tensor pad_index(int64_t size, int64_t before, int64_t after, const std::string&
 
 // constant: a tensor of `value` with the (cropped) input copied into its middle; the other modes:
 // one index_select per padded dim.
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& mode, double value) {
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, PadMode mode, double value) {
   const OpScope scope("pad");  // full's "not an int64 value" and the allocator's errors name pad
   MG_CHECK(x.defined(), StateError, "pad: the tensor is undefined");
   pad_shape(x.shape(), pad, mode);
-  if (mode != "constant") {
+  if (mode != PadMode::Constant) {
     Tensor y = x;
     for (size_t k = 0; k < pad.size(); k += 2) {
       const int64_t d = x.dim() - 1 - static_cast<int64_t>(k / 2);

@@ -34,18 +34,30 @@ Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t
 Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt);
 /// The index repeat_interleave(x, repeats, dim) picks along dim: i, repeats[i] times each.
 Tensor repeat_interleave_index(const Tensor& repeats, int64_t size, std::string_view op = "repeat_interleave");
+/// What pad puts in the border (PyTorch's mode="constant", "reflect", "replicate", "circular").
+enum class PadMode {
+  /// `value` (a negative size crops).
+  Constant,
+  /// The input mirrored without repeating the edge (sizes below the dim's size).
+  Reflect,
+  /// The edge repeated.
+  Replicate,
+  /// The input wrapped around (sizes at most the dim's size).
+  Circular,
+};
+/// "constant", "reflect", "replicate" or "circular", as PyTorch spells the mode.
+const char* pad_mode_name(PadMode mode);
+
 /// x padded (torch.nn.functional.pad): `pad` holds (before, after) pairs for the last dim, then
-/// the one before it, ...: {1, 2} adds 1 element before and 2 after along the last dim. Modes:
-/// "constant" fills with `value` (a negative size crops); "reflect" mirrors without repeating the
-/// edge (sizes below the dim's size); "replicate" repeats the edge; "circular" wraps around
-/// (sizes at most the dim's size). Any number of trailing dims.
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, const std::string& mode = "constant", double value = 0);
+/// the one before it, ...: {1, 2} adds 1 element before and 2 after along the last dim, filled as
+/// `mode` says (PadMode). Any number of trailing dims.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pad, PadMode mode = PadMode::Constant, double value = 0);
 /// The shape pad(x, pad, mode) has for an input of shape `in`; the checks of pad's arguments (a
 /// ShapeError or ValueError naming pad).
-Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, const std::string& mode);
+Shape pad_shape(const Shape& in, const std::vector<int64_t>& pad, PadMode mode);
 /// For the non-constant modes: the index into a dim of `size` that output position i of a dim
 /// padded by (before, after) reads.
-Tensor pad_index(int64_t size, int64_t before, int64_t after, const std::string& mode);
+Tensor pad_index(int64_t size, int64_t before, int64_t after, PadMode mode);
 /// Lower triangle of the last two dims (elements with col - row <= diagonal), the rest zero.
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
 /// Upper triangle of the last two dims (col - row >= diagonal), the rest zero.
