@@ -193,30 +193,20 @@ std::string tick_label(double v) {
 
 }  // namespace
 
-std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options) {
-  const std::string &title = options.title, &x_label = options.x_label, &y_label = options.y_label;
-  const bool log_y = options.log_y, log_x = options.log_x;
-  const std::vector<Marker>& markers = options.markers;
-  size_t longest = 0;
-  for (auto& se : series) longest = std::max(longest, se.name.size());
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  auto fy = [&](double y) { return log_y ? std::log10(std::max(y, 1e-12)) : y; };
-  auto fx = [&](double x) { return log_x ? std::log10(x) : x; };  // axis units
-  auto drawn = [&](const Series& s, size_t i) {
-    return std::isfinite(s.y[i]) && std::isfinite(s.x[i]) && (!log_x || s.x[i] > 0);
-  };
-  for (auto& s : series)
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
-      if (drawn(s, i))
-        x0 = std::min(x0, fx(s.x[i])), x1 = std::max(x1, fx(s.x[i])), y0 = std::min(y0, fy(s.y[i])),
-        y1 = std::max(y1, fy(s.y[i]));
-  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  widen_if_flat(x0, x1);
-  widen_if_flat(y0, y1);
-  if (!log_y && y0 > 0 && y0 < 0.5 * y1) y0 = 0;
-  // y ticks on round values, and the axis widened to the outermost ones: decades (thinned to at
-  // most 7) on a log axis, 1/2/5 x 10^k steps on a linear one.
-  std::vector<double> yticks;  // in axis units (log10 of the value on a log axis)
+namespace {
+// A chart's value in axis units: log10 of it on a log axis.
+double axis_units(double v, bool log) { return log ? std::log10(v) : v; }
+double y_axis_units(double v, bool log) { return log ? std::log10(std::max(v, 1e-12)) : v; }
+
+// Whether point i of s is drawn: finite, and positive on a log x axis.
+bool drawn(const Series& s, size_t i, bool log_x) {
+  return std::isfinite(s.y[i]) && std::isfinite(s.x[i]) && (!log_x || s.x[i] > 0);
+}
+
+// The y ticks on round values, in axis units, with [y0, y1] widened to the outermost ones: decades
+// (thinned to at most 7) on a log axis, 1/2/5 x 10^k steps on a linear one.
+std::vector<double> y_axis_ticks(double& y0, double& y1, bool log_y) {
+  std::vector<double> yticks;
   if (log_y) {
     y0 = std::floor(y0 + 1e-9), y1 = std::ceil(y1 - 1e-9);
     if (y1 == y0) y1 = y0 + 1;
@@ -230,21 +220,44 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
     if (yticks.back() < y1 - 1e-9 * step) yticks.push_back(yticks.back() + step);
     y0 = yticks.front(), y1 = yticks.back();
   }
-  // x ticks: round values on a linear axis; on a log axis 1, 2 and 5 x 10^k inside the range (only
-  // the powers of ten when that would be more than 8), in axis units
+  return yticks;
+}
+
+// The x ticks, in axis units: round values on a linear axis; on a log axis 1, 2 and 5 x 10^k
+// inside the range (only the powers of ten when that would be more than 8).
+std::vector<double> x_axis_ticks(double x0, double x1, bool log_x) {
+  if (!log_x) return linear_ticks(x0, x1, 5);
   std::vector<double> xticks;
-  if (log_x) {
-    for (int pass = 0; pass < 2 && (xticks.empty() || xticks.size() > 8); ++pass) {
-      xticks.clear();
-      for (double k = std::floor(x0); k <= std::ceil(x1); ++k)
-        for (double m : pass == 0 ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) {
-          const double t = k + std::log10(m);
-          if (t >= x0 - 1e-9 && t <= x1 + 1e-9) xticks.push_back(t);
-        }
-    }
-  } else {
-    xticks = linear_ticks(x0, x1, 5);
+  for (int pass = 0; pass < 2 && (xticks.empty() || xticks.size() > 8); ++pass) {
+    xticks.clear();
+    for (double k = std::floor(x0); k <= std::ceil(x1); ++k)
+      for (double m : pass == 0 ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) {
+        const double t = k + std::log10(m);
+        if (t >= x0 - 1e-9 && t <= x1 + 1e-9) xticks.push_back(t);
+      }
   }
+  return xticks;
+}
+}  // namespace
+
+std::string line_chart_svg(const std::vector<Series>& series, const LineChartOptions& options) {
+  const std::string &title = options.title, &x_label = options.x_label, &y_label = options.y_label;
+  const bool log_y = options.log_y, log_x = options.log_x;
+  size_t longest = 0;
+  for (auto& se : series) longest = std::max(longest, se.name.size());
+  auto fy = [&](double y) { return y_axis_units(y, log_y); };
+  auto fx = [&](double x) { return axis_units(x, log_x); };
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;  // the data's range, in axis units
+  for (auto& s : series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i)
+      if (drawn(s, i, log_x))
+        x0 = std::min(x0, fx(s.x[i])), x1 = std::max(x1, fx(s.x[i])), y0 = std::min(y0, fy(s.y[i])),
+        y1 = std::max(y1, fy(s.y[i]));
+  if (!std::isfinite(x0)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  widen_if_flat(x0, x1);
+  widen_if_flat(y0, y1);
+  if (!log_y && y0 > 0 && y0 < 0.5 * y1) y0 = 0;
+  const std::vector<double> yticks = y_axis_ticks(y0, y1, log_y), xticks = x_axis_ticks(x0, x1, log_x);
   size_t widest = 0;  // the widest y tick label sets the left margin, so the axis title clears it
   for (double t : yticks) widest = std::max(widest, tick_label(log_y ? std::pow(10.0, t) : t).size());
   // font 14 (titles 16): about 8 px per character, which sets the margins
@@ -280,7 +293,7 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
     const auto& se = series[k];
     std::string pts;
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i)
-      if (drawn(se, i)) pts += fmt::format("{:.1f},{:.1f} ", px(fx(se.x[i])), py(fy(se.y[i])));
+      if (drawn(se, i, log_x)) pts += fmt::format("{:.1f},{:.1f} ", px(fx(se.x[i])), py(fy(se.y[i])));
     // guides: grey, each with its own dash pattern so that the legend tells them apart
     const char* dashes[] = {"6,4", "2,3", "10,3,2,3"};
     const std::string color = se.dashed ? "#777" : colors[k % 6];
@@ -292,7 +305,7 @@ std::string line_chart_svg(const std::vector<Series>& series, const LineChartOpt
         "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" {4}/><text x=\"{5}\" y=\"{6}\">{7}</text>\n",
         W - R + 12, W - R + 26, T + 11 + 22 * k, color, style, W - R + 32, T + 16 + 22 * k, escape(se.name));
   }
-  for (const Marker& m : markers) {
+  for (const Marker& m : options.markers) {
     if (!std::isfinite(m.x) || (log_x && m.x <= 0) || fx(m.x) < x0 || fx(m.x) > x1) continue;
     s += fmt::format(
         "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#555\" stroke-dasharray=\"5,4\"/>\n"
