@@ -6,7 +6,7 @@
 //   inspect/      looking into a running model: attention capture, head scores, telemetry
 //   optim/        optimizers, schedules, clipping, checkpoints
 //   data/         datasets, DataLoader, samplers, the WordPiece and GPT-2 tokenizers (needs only tensor/)
-//   models/       whole architectures (models::GPT, models::BertModel), Hugging Face checkpoints
+//   models/       whole architectures (models::GPT, Decoder, BertModel), Hugging Face checkpoints
 //   distributed/  data-parallel training over processes on MPI (built when MPI is found)
 // (viz/, pictures of plain tensors, is included separately: "viz/svg.h", "viz/report.h", ...)
 #include "minigrad/tensor/atomic_file.h"
@@ -46,6 +46,7 @@
 #include "minigrad/nn/transformer.h"
 
 #include "minigrad/models/bert.h"
+#include "minigrad/models/decoder.h"
 #include "minigrad/models/gpt.h"
 #include "minigrad/models/pretrained.h"
 

@@ -41,16 +41,16 @@ TEST(LlamaStyle, EveryModelHasTheGpt2StyleParameterCount) {
   const char_text::Data d = char_text::load_data(c.data, c.context, "test");
   const int64_t V = d.vocab.size();
   Generator g(0);
-  const int64_t target = llama_style::Decoder(V, llama_style::gpt2_style(), c, 4 * c.dim, g).num_parameters();
+  const int64_t target = llama_style::decoder(V, llama_style::gpt2_style(), c, 4 * c.dim, g).num_parameters();
   std::vector<llama_style::Arch> archs = llama_style::ablations();
   archs.push_back(llama_style::llama());
   for (const llama_style::Arch& a : archs) {
     SCOPED_TRACE(a.name);
     const int64_t h = llama_style::matching_hidden(V, a, c, target);
     EXPECT_EQ(h % 8, 0);
-    const int64_t p = llama_style::Decoder(V, a, c, h, g).num_parameters();
+    const int64_t p = llama_style::decoder(V, a, c, h, g).num_parameters();
     // within one step of the width (8 hidden units) of the target
-    const int64_t per8 = llama_style::Decoder(V, a, c, h + 8, g).num_parameters() - p;
+    const int64_t per8 = llama_style::decoder(V, a, c, h + 8, g).num_parameters() - p;
     EXPECT_LE(std::abs(p - target), per8 / 2 + 1) << p << " vs " << target;
   }
 }
@@ -58,7 +58,8 @@ TEST(LlamaStyle, EveryModelHasTheGpt2StyleParameterCount) {
 TEST(LlamaStyle, TheArchitecturesAreWhatTheyAreCalled) {
   const llama_style::Config c = small_config("archs");
   Generator g(0);
-  llama_style::Decoder gpt2(20, llama_style::gpt2_style(), c, 64, g), llama(20, llama_style::llama(), c, 64, g);
+  llama_style::Decoder gpt2 = llama_style::decoder(20, llama_style::gpt2_style(), c, 64, g);
+  llama_style::Decoder llama = llama_style::decoder(20, llama_style::llama(), c, 64, g);
   EXPECT_TRUE(gpt2.pos.has_value());
   EXPECT_FALSE(llama.pos.has_value());  // positions come from the rotation inside attention
   const auto& b = llama.blocks.at<llama_style::Block>(0);
@@ -74,7 +75,7 @@ TEST(LlamaStyle, TheArchitecturesAreWhatTheyAreCalled) {
   EXPECT_EQ(b2.mlp.size(), 3u);  // Linear, GELU, Linear
   llama_style::Config tied = c;
   tied.tie = true;
-  llama_style::Decoder t(20, llama_style::llama(), tied, 64, g);
+  llama_style::Decoder t = llama_style::decoder(20, llama_style::llama(), tied, 64, g);
   EXPECT_EQ(t.head.weight.impl(), t.tok.weight.impl());
   EXPECT_EQ(t.num_parameters(), llama.num_parameters() - 20 * c.dim);
 }
@@ -86,7 +87,7 @@ TEST(LlamaStyle, CachedDecodingEqualsTheFullForward) {
   for (const llama_style::Arch& a : {llama_style::llama(), llama_style::gpt2_style()}) {
     SCOPED_TRACE(a.name);
     Generator g(1);
-    llama_style::Decoder m(20, a, c, 48, g);
+    llama_style::Decoder m = llama_style::decoder(20, a, c, 48, g);
     m.to(DType::Float64);
     m.eval();
     const Tensor ids = randint(0, 20, {2, 9}, g);

@@ -68,86 +68,34 @@ std::vector<Arch> ablations() {
 
 // ---------------------------------------------------------------- the model
 
-// One pre-norm block: x = x + attn(norm_1(x)); x = x + mlp(norm_2(x)). The norms and the MLP are
-// whichever the architecture picks, each held in a Sequential of one (or three) modules.
-class Block : public nn::Callable<Block> {
- public:
-  Block(const Arch& a, const Config& c, int64_t hidden, Generator& gen)
-      : attn(c.dim, c.heads,
-             {.bias = a.bias,
-              .num_kv_heads = a.grouped ? c.heads / 2 : 0,
-              .rotary = a.rope ? std::optional(nn::RotaryEmbeddingOptions{.max_seq_len = c.context}) : std::nullopt},
-             gen) {
-    for (nn::Sequential* n : {&norm_1, &norm_2}) {
-      if (a.rms_norm)
-        n->emplace_back<nn::RMSNorm>(Shape{c.dim}, nn::RMSNormOptions{.eps = 1e-5});
-      else
-        n->emplace_back<nn::LayerNorm>(Shape{c.dim});
-    }
-    if (a.swiglu) {
-      mlp.emplace_back<nn::SwiGLU>(c.dim, hidden, nn::SwiGLUOptions{.bias = a.bias}, gen);
-    } else {
-      mlp.emplace_back<nn::Linear>(c.dim, hidden, nn::LinearOptions{.bias = a.bias}, gen);
-      mlp.emplace_back<nn::GELU>();
-      mlp.emplace_back<nn::Linear>(hidden, c.dim, nn::LinearOptions{.bias = a.bias}, gen);
-    }
-    register_module("norm_1", norm_1);
-    register_module("attn", attn);
-    register_module("norm_2", norm_2);
-    register_module("mlp", mlp);
-  }
-  /// x (B, T, dim) -> (B, T, dim), causal; with a cache, x holds the new tokens only.
-  Variable forward(const Variable& x, nn::KVCache* cache = nullptr) const {
-    const Variable h = x + attn(norm_1(x), {.is_causal = true, .cache = cache}).output;
-    return h + mlp(norm_2(h));
-  }
-  std::string type_name() const override { return "Block"; }
+// The model is models::Decoder (models/decoder.h): every part chooses between GPT-2's and LLaMA's.
+using Decoder = models::Decoder;
+using Block = models::DecoderBlock;
 
-  nn::MultiheadAttention attn;
-  nn::Sequential norm_1, norm_2, mlp;
-};
-
-// Token embedding (+ learned positions without rotary), the blocks, a final norm, the head.
-class Decoder : public nn::Callable<Decoder> {
- public:
-  Decoder(int64_t vocab, const Arch& a, const Config& c, int64_t hidden, Generator& gen)
-      : tok(vocab, c.dim, {}, gen), head(c.dim, vocab, {.bias = a.bias}, gen) {
-    register_module("tok", tok);
-    if (!a.rope) register_module("pos", pos.emplace(c.context, c.dim, nn::EmbeddingOptions{}, gen));
-    register_module("blocks", blocks);
-    for (int64_t i = 0; i < c.layers; ++i) blocks.emplace_back<Block>(a, c, hidden, gen);
-    if (a.rms_norm)
-      norm_f.emplace_back<nn::RMSNorm>(Shape{c.dim}, nn::RMSNormOptions{.eps = 1e-5});
-    else
-      norm_f.emplace_back<nn::LayerNorm>(Shape{c.dim});
-    register_module("norm_f", norm_f);
-    register_module("head", head);
-    if (c.tie) head.weight = tok.weight;  // one (vocab, dim) matrix for both ends (counted once)
-  }
-  /// ids (B, T) -> logits (B, T, vocab). With caches (one per block, inference only), ids are the
-  /// tokens after the ones the caches hold.
-  Variable forward(const Tensor& ids, std::vector<nn::KVCache>* caches = nullptr) const {
-    const int64_t past = caches && !caches->empty() ? caches->front().size() : 0;
-    Variable x = tok(ids);
-    if (pos) x = x + (*pos)(arange(past, past + ids.size(1)));
-    if (caches && caches->empty()) caches->resize(blocks.size());
-    for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<Block>(i)(x, caches ? &(*caches)[i] : nullptr);
-    return head(norm_f(x));
-  }
-  std::string type_name() const override { return "Decoder"; }
-
-  nn::Embedding tok;
-  std::optional<nn::Embedding> pos;
-  nn::ModuleList blocks;
-  nn::Sequential norm_f;
-  nn::Linear head;
-};
+// Architecture `a` at the example's sizes, with an MLP `hidden` wide.
+models::DecoderOptions decoder_options(const Arch& a, const Config& c, int64_t hidden) {
+  return {.d_model = c.dim,
+          .nhead = c.heads,
+          .num_layers = c.layers,
+          .context = c.context,
+          .hidden = hidden,
+          .rms_norm = a.rms_norm,
+          .rope = a.rope,
+          .swiglu = a.swiglu,
+          .bias = a.bias,
+          .grouped = a.grouped,
+          .tie_weights = c.tie};
+}
+// That model, its weights drawn from gen (made where the caller puts it: no move).
+Decoder decoder(int64_t vocab, const Arch& a, const Config& c, int64_t hidden, Generator& gen) {
+  return Decoder(vocab, decoder_options(a, c, hidden), gen);
+}
 
 // The MLP width that gives `a` the parameter count `target`: the count grows linearly with the
 // width, so two trial widths give the slope. Rounded to a multiple of 8.
 int64_t matching_hidden(int64_t vocab, const Arch& a, const Config& c, int64_t target) {
   Generator g(0);
-  const int64_t p8 = Decoder(vocab, a, c, 8, g).num_parameters(), p16 = Decoder(vocab, a, c, 16, g).num_parameters();
+  const int64_t p8 = decoder(vocab, a, c, 8, g).num_parameters(), p16 = decoder(vocab, a, c, 16, g).num_parameters();
   const double per_unit = static_cast<double>(p16 - p8) / 8;
   const double h = 8 + static_cast<double>(target - p8) / per_unit;
   MG_CHECK(h >= 8, ValueError,
@@ -186,7 +134,7 @@ constexpr int kWarmup = 5;  // steps left out of the time per step
 // Trains `a` for c.steps AdamW steps on char_gpt's batches of `seed`, as char_gpt trains.
 Run train_one(const Arch& a, int64_t hidden, const Data& d, const Config& c, uint64_t seed, bool record) {
   Generator g(seed);
-  Decoder m(d.vocab.size(), a, c, hidden, g);
+  Decoder m = decoder(d.vocab.size(), a, c, hidden, g);
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
   optim::WarmupCosineLR sched(opt, std::max(1, c.steps / 20), c.steps, 0.1);
   Run r{a.name, seed, m.num_parameters(), hidden};
@@ -319,7 +267,7 @@ std::vector<Summary> compare(const Data& d, const Config& c) {
     for (const Arch& a : ablations()) archs.push_back(a);
   const int64_t vocab = d.vocab.size();
   Generator g0(0);
-  const int64_t target = Decoder(vocab, archs[0], c, 4 * c.dim, g0).num_parameters();
+  const int64_t target = decoder(vocab, archs[0], c, 4 * c.dim, g0).num_parameters();
   std::vector<Summary> all;
   for (const Arch& a : archs) {
     const int64_t hidden = a.name == "GPT-2 style" ? 4 * c.dim : matching_hidden(vocab, a, c, target);
