@@ -168,11 +168,14 @@ std::vector<double> train(Model& m, const Config& c, Generator& g, inspect::Tele
 }
 
 // The three runs of the experiment, on the same data from the same seed.
-enum class Variant { TwoHeads, OneHead, IdenticalStart };
+// NudgedStart is IdenticalStart with one number of head 1's W_Q moved by 1e-6: is the symmetric
+// state stable (the heads drift back together) or unstable (the difference grows)?
+enum class Variant { TwoHeads, OneHead, IdenticalStart, NudgedStart };
 const char* variant_name(Variant v) {
-  return v == Variant::TwoHeads  ? "two heads"
-         : v == Variant::OneHead ? "one head (control)"
-                                 : "two heads, identical start";
+  return v == Variant::TwoHeads         ? "two heads"
+         : v == Variant::OneHead        ? "one head (control)"
+         : v == Variant::IdenticalStart ? "two heads, identical start"
+                                        : "identical start, nudged";
 }
 
 struct RunResult {
@@ -189,7 +192,12 @@ RunResult run(Config c, Variant v, int64_t test_size = 512) {
   c.heads = v == Variant::OneHead ? 1 : 2;
   Generator g(c.seed);  // W_Q, W_K, W_V, W_O are (dim, dim) for any head count: the same initial numbers
   Model m(c, g);
-  if (v == Variant::IdenticalStart) make_heads_identical(m);
+  if (v == Variant::IdenticalStart || v == Variant::NudgedStart) make_heads_identical(m);
+  if (v == Variant::NudgedStart) {
+    NoGradGuard no_grad;
+    Tensor w = m.attn.w_q.weight.data().narrow(0, m.attn.head_dim, 1).narrow(1, 0, 1);  // head 1's first entry
+    w.copy_(w + 1e-6);
+  }
   RunResult r;
   if (c.heads == 2) r.head_diff_start = head_difference(m);
   const Tensor probe = telemetry_probe(c);
@@ -208,6 +216,60 @@ RunResult run(Config c, Variant v, int64_t test_size = 512) {
     for (int h = 0; h < 2; ++h)
       r.ablated.push_back(evaluate(m, test, c, from_vector<float>({h == 0 ? 0.f : 1.f, h == 1 ? 0.f : 1.f}, {2})));
   return r;
+}
+
+// What a trained head of the two-head run does, from its mean weights over the test set: one
+// look-up (at least 0.8 of its weight on t-1, or on position 0) or a mix of the two.
+enum class Role { Previous, First, Mixed };
+Role role_of(const HeadRoles& r, size_t h) {
+  return r.on_prev.at(h) >= 0.8 ? Role::Previous : r.on_first.at(h) >= 0.8 ? Role::First : Role::Mixed;
+}
+const char* role_name(Role r) { return r == Role::Previous ? "t-1" : r == Role::First ? "x_0" : "mixed"; }
+
+// One row of the seed table: the two-head run at one seed, and where each head looked at step 20,
+// the first record after the heads have started to move (the explorer's slider shows the same).
+struct SeedRow {
+  uint64_t seed = 0;
+  double accuracy = 0;
+  HeadRoles roles;
+  std::vector<double> early_prev;  // each head's weight on t-1 at step 20 (the probe's records)
+  double nudged_diff = NAN;        // max |W_Q head 0 - head 1| after the NudgedStart run at this seed
+  bool clean() const {
+    return role_of(roles, 0) != Role::Mixed && role_of(roles, 1) != Role::Mixed &&
+           role_of(roles, 0) != role_of(roles, 1);
+  }
+  bool swapped() const { return clean() && role_of(roles, 0) == Role::First; }
+};
+SeedRow seed_row(uint64_t seed, const RunResult& r, const RunResult& nudged) {
+  SeedRow row{seed, r.full.both, r.roles, {}, nudged.head_diff_end};
+  for (const inspect::TelemetryRecord& rec : r.records)
+    if (rec.step == 20)
+      for (const inspect::HeadScore& h : rec.heads) row.early_prev.push_back(h.previous_token);
+  return row;
+}
+
+// The seed table's counts: clean splits (head 0 on t-1, or the roles swapped), the rest (a head
+// that mixes), and in how many clean splits the head that leaned more to t-1 at step 20 became the
+// t-1 head.
+struct SeedSummary {
+  int n = 0, clean = 0, swapped = 0, mixed = 0, early_predicts = 0;
+  double min_accuracy = 1;
+  double nudged_lo = INFINITY, nudged_hi = 0;  // the range of the nudged runs' final difference
+};
+SeedSummary summarise(const std::vector<SeedRow>& rows) {
+  SeedSummary s;
+  for (const SeedRow& r : rows) {
+    ++s.n, s.min_accuracy = std::min(s.min_accuracy, r.accuracy);
+    s.nudged_lo = std::min(s.nudged_lo, r.nudged_diff), s.nudged_hi = std::max(s.nudged_hi, r.nudged_diff);
+    if (!r.clean()) {
+      ++s.mixed;
+      continue;
+    }
+    ++s.clean, s.swapped += r.swapped();
+    const size_t prev_head = role_of(r.roles, 0) == Role::Previous ? 0 : 1;
+    if (r.early_prev.size() == 2 && r.early_prev[prev_head] > r.early_prev[1 - prev_head]) ++s.early_predicts;
+  }
+  return s;
 }
 
 // OUT/telemetry.json and OUT/explorer.html (viz/explorer.h) of one run; returns the page's path.

@@ -91,35 +91,19 @@ Variable loss_of(const Scorer& m, const Tensor& ids, const Tensor& targets) {
   return cross_entropy(reshape(m(ids), {-1, T}), targets.reshape({-1}), {.ignore_index = -1});
 }
 
-struct RunResult {
-  bool tied;
-  std::vector<double> loss;
+// What the example measures of one Scorer: on 1024 fresh sequences, and of its token form M.
+struct Measures {
   double accuracy = 0;        // rows whose largest weight is on the successor (fresh sequences)
   double on_self = 0;         // rows whose largest weight is on the token itself
-  double asymmetry = 0;       // ||M - M^T|| / ||M|| of the learned form
+  double asymmetry = 0;       // ||M - M^T|| / ||M|| of the form
   double self_best = 0;       // share of tokens a whose highest M[a, b] over all b is b = a
   double successor_best = 0;  // ... is b = s(a)
-  Tensor form;
+  Tensor form;                // M (vocab, vocab), float64
 };
 
-RunResult train(const Config& c, bool tied) {
-  Generator g(c.seed);  // the same embeddings and W_Q for both
-  Scorer m(c, tied, g);
-  RunResult r{tied, {}, 0, 0, 0, 0, 0, Tensor()};
-  Generator data(c.seed + 1);  // the same batches for both
-  optim::Adam opt(m.parameters(), {.lr = c.lr});
-  viz::ProgressBar bar(c.steps, tied ? "W_Q = W_K  " : "W_Q, W_K   ");
-  for (int step = 1; step <= c.steps; ++step) {
-    auto [ids, targets] = make_batch(c, data, c.batch);
-    Variable loss = loss_of(m, ids, targets);
-    opt.zero_grad();
-    loss.backward();
-    opt.step();
-    r.loss.push_back(loss.item());
-    bar.update(step, loss.item(), -1, c.batch * 2 * c.pairs);
-  }
-  bar.finish();
+Measures measure(const Scorer& m, const Config& c) {
   NoGradGuard no_grad;
+  Measures r;
   Generator test(c.seed + 1000);
   auto [ids, targets] = make_batch(c, test, 1024);
   const Tensor best = argmax(m(ids).data(), -1).reshape({-1}), t = targets.reshape({-1});
@@ -142,6 +126,34 @@ RunResult train(const Config& c, bool tied) {
     r.successor_best += row_best.data<int64_t>()[a] == successor(a, c.vocab);
   }
   r.self_best /= static_cast<double>(c.vocab), r.successor_best /= static_cast<double>(c.vocab);
+  return r;
+}
+
+struct RunResult {
+  bool tied;
+  std::vector<double> loss;
+  Measures init;     // before the first step: the baseline every learned number is read against
+  Measures trained;  // after c.steps steps
+};
+
+RunResult train(const Config& c, bool tied) {
+  Generator g(c.seed);  // the same embeddings and W_Q for both
+  Scorer m(c, tied, g);
+  RunResult r{tied, {}, measure(m, c), {}};
+  Generator data(c.seed + 1);  // the same batches for both
+  optim::Adam opt(m.parameters(), {.lr = c.lr});
+  viz::ProgressBar bar(c.steps, tied ? "W_Q = W_K  " : "W_Q, W_K   ");
+  for (int step = 1; step <= c.steps; ++step) {
+    auto [ids, targets] = make_batch(c, data, c.batch);
+    Variable loss = loss_of(m, ids, targets);
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    r.loss.push_back(loss.item());
+    bar.update(step, loss.item(), -1, c.batch * 2 * c.pairs);
+  }
+  bar.finish();
+  r.trained = measure(m, c);
   return r;
 }
 

@@ -33,41 +33,51 @@ int main(int argc, char** argv) {
   const RunResult sep = train(c, false), tie = train(c, true);
   std::string t = fmt::format(
       "Every token attends to its successor x + 1 mod {} ({} pairs per sequence, shuffled; {} Adam steps, the same "
-      "start and batches)\n{:<12} {:>10} {:>14} {:>12} {:>18} {:>18}\n",
+      "start and batches)\n{:<22} {:>10} {:>14} {:>12} {:>18} {:>18}\n",
       c.vocab, c.pairs, c.steps, "", "accuracy", "top key: self", "asymmetry", "M[a,.] best: self", "best: successor");
   for (const RunResult* r : {&sep, &tie})
-    t +=
-        fmt::format("{:<12} {:>9.1f}% {:>13.1f}% {:>12.3f} {:>17.1f}% {:>17.1f}%\n", r->tied ? "W_Q = W_K" : "W_Q, W_K",
-                    100 * r->accuracy, 100 * r->on_self, r->asymmetry, 100 * r->self_best, 100 * r->successor_best);
-  t +=
-      "(accuracy: rows whose largest weight is on the successor, 1024 fresh sequences; asymmetry: ||M - M^T|| / ||M||\n"
-      " of the learned token form M = E W_Q^T W_K E^T / sqrt(d); the last two: over the 16 tokens, which key token\n"
-      " M ranks first)\n";
+    for (const Measures* m : {&r->init, &r->trained})
+      t += fmt::format("{:<22} {:>9.1f}% {:>13.1f}% {:>12.3f} {:>17.1f}% {:>17.1f}%\n",
+                       fmt::format("{} {}", r->tied ? "W_Q = W_K" : "W_Q, W_K", m == &r->init ? "at init" : "trained"),
+                       100 * m->accuracy, 100 * m->on_self, m->asymmetry, 100 * m->self_best, 100 * m->successor_best);
   t += fmt::format(
-      "Separate matrices: the successor is found in {:.1f}% of rows and M is {} (asymmetry {:.2f}).\n"
+      "(accuracy: rows whose largest weight is on the successor, 1024 fresh sequences, chance 1 in {}; asymmetry:\n"
+      " ||M - M^T|| / ||M|| of the token form M = E W_Q^T W_K E^T / sqrt(d); the last two: over the {} tokens, which\n"
+      " key token M ranks first, chance 1 in {})\n",
+      2 * c.pairs, c.vocab, c.vocab);
+  const Measures &s0 = sep.init, &s1 = sep.trained;
+  t += fmt::format(
+      "Separate matrices: the successor is M's first choice for {:.1f}% of tokens ({:.1f}% at init) and is found in "
+      "{:.1f}% of rows ({:.1f}% at init).\nTheir form's asymmetry is {:.2f}, against {:.2f} at init: {}.\n"
       "One shared matrix: M is symmetric (asymmetry {:.1e}) and a token's best key is itself for {:.0f}% of tokens; "
       "the successor is found in {:.1f}% of rows{}.\n",
-      100 * sep.accuracy, sep.asymmetry > 0.5 ? "far from symmetric" : "close to symmetric", sep.asymmetry,
-      tie.asymmetry, 100 * tie.self_best, 100 * tie.accuracy,
-      tie.on_self > 0.5 ? fmt::format(", and {:.1f}% of rows look at themselves", 100 * tie.on_self) : "");
+      100 * s1.successor_best, 100 * s0.successor_best, 100 * s1.accuracy, 100 * s0.accuracy, s1.asymmetry,
+      s0.asymmetry,
+      std::abs(s1.asymmetry - s0.asymmetry) < 0.25 * s0.asymmetry
+          ? "two unrelated random matrices are already that far from symmetric, so the asymmetry is the room the "
+            "form has, and the successor's rank is what was learned"
+          : "training changed how far from symmetric the form is",
+      tie.trained.asymmetry, 100 * tie.trained.self_best, 100 * tie.trained.accuracy,
+      tie.trained.on_self > 0.5 ? fmt::format(", and {:.1f}% of rows look at themselves", 100 * tie.trained.on_self)
+                                : "");
   fmt::print("\n{}", t);
   rep.add_note(t, true);
   std::vector<std::string> labels;
   for (int64_t i = 0; i < c.vocab; ++i) labels.push_back(std::to_string(i));
-  const double range = std::max(max(abs(sep.form)).item(), max(abs(tie.form)).item());
+  const double range = std::max(max(abs(sep.trained.form)).item(), max(abs(tie.trained.form)).item());
   for (const RunResult* r : {&sep, &tie})
     rep.add_svg(r->tied ? "form_tied.svg" : "form_separate.svg",
-                viz::heatmap_svg(r->form, {.title = r->tied ? "W_Q = W_K: M = E W W^T E^T / sqrt(d)"
-                                                            : "W_Q, W_K: M = E W_Q^T W_K E^T / sqrt(d)",
-                                           .row_labels = labels,
-                                           .col_labels = labels,
-                                           .row_title = "query token",
-                                           .col_title = "key token",
-                                           .diverging = true,
-                                           .vmin = -range,
-                                           .vmax = range,
-                                           .annotate = 0,
-                                           .cell = 22}),
+                viz::heatmap_svg(r->trained.form, {.title = r->tied ? "W_Q = W_K: M = E W W^T E^T / sqrt(d)"
+                                                                    : "W_Q, W_K: M = E W_Q^T W_K E^T / sqrt(d)",
+                                                   .row_labels = labels,
+                                                   .col_labels = labels,
+                                                   .row_title = "query token",
+                                                   .col_title = "key token",
+                                                   .diverging = true,
+                                                   .vmin = -range,
+                                                   .vmax = range,
+                                                   .annotate = 0,
+                                                   .cell = 22}),
                 r->tied ? "One shared matrix: the form is symmetric and its diagonal (the token itself) is its largest "
                           "entry in most rows."
                         : "Separate matrices: the form's largest entry in each row sits just right of the diagonal, "
