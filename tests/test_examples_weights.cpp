@@ -146,11 +146,28 @@ TEST_F(Examples, WhereWeightsComeFrom) {
     smallest_rows.insert(std::min_element(end.begin(), end.end()) - end.begin());
   }
   EXPECT_GT(smallest_rows.size(), 1u);
-  // the ablation: identity projections do clearly worse in the same budget
-  Generator g2(c.seed);
-  where_weights::Model ident(c, g2);
-  const where_weights::RunResult ri = where_weights::train(ident, c, where_weights::Variant::Identity, g2);
-  EXPECT_GT(ri.test_loss, 10 * r.test_loss + 0.01);
+}
+
+TEST_F(Examples, WhereWeightsAblationOverSeeds) {
+  // docs/05's seed table on three of its seeds: learned projections reach 100% and end with the
+  // lowest training loss in each; frozen random ones reach 100% too; the fixed identity stalls
+  // below 95% at seeds 0 and 6 and reaches 100% at seed 1, so symmetric scores do not forbid the
+  // task. The printed conclusion counts the same.
+  const where_weights::Config c;
+  std::vector<where_weights::AblationRow> rows;
+  for (uint64_t seed : {0, 1, 6}) rows.push_back(where_weights::ablation_at(c, seed));
+  for (const where_weights::AblationRow& r : rows) {
+    EXPECT_GE(r.runs[0].test_accuracy, 0.9995) << r.seed;
+    EXPECT_GE(r.runs[2].test_accuracy, 0.9995) << r.seed;
+    EXPECT_LE(r.runs[0].final_loss, std::min(r.runs[1].final_loss, r.runs[2].final_loss)) << r.seed;
+  }
+  EXPECT_LT(rows[0].runs[1].test_accuracy, 0.95);
+  EXPECT_GE(rows[1].runs[1].test_accuracy, 0.9995);
+  EXPECT_LT(rows[2].runs[1].test_accuracy, 0.95);
+  const std::string t = where_weights::ablation_seed_table(rows);
+  EXPECT_THAT(t, testing::HasSubstr("lowest training loss of the three in 3 of 3 seeds"));
+  EXPECT_THAT(t, testing::HasSubstr("Fixed identity reaches 100% test accuracy in 1 of 3 seeds and stays below it "
+                                    "in 2 (seeds 0, 6)"));
 }
 
 TEST_F(Examples, WhereWeightsCooccurrenceNeedsAnObjectiveThatRewardsIt) {

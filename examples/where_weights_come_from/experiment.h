@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "../common/numbers.h"  // median
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -328,5 +329,22 @@ CooccurrenceResult cooccurrence(const Config& c, Objective objective, int steps,
 
 // The learned run's pictures and facts: W_Q/W_K/W_V before and after, the graph, the first
 // gradient norms, embedding == one-hot @ W, static vs contextual vectors, the attention map.
+
+// The ablation at one seed: the three variants, each from that seed's initial weights and data,
+// in the order Learned, Identity, FrozenRandom.
+struct AblationRow {
+  uint64_t seed = 0;
+  std::vector<RunResult> runs;
+};
+AblationRow ablation_at(Config c, uint64_t seed) {
+  c.seed = seed;
+  AblationRow row{seed, {}};
+  for (Variant v : {Variant::Learned, Variant::Identity, Variant::FrozenRandom}) {
+    Generator g(seed);
+    Model m(c, g);
+    row.runs.push_back(train(m, c, v, g));
+  }
+  return row;
+}
 
 }  // namespace where_weights
