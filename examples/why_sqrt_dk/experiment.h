@@ -164,13 +164,22 @@ struct TrainResult {
   std::vector<double> loss, grad_wq;  // per step: the loss and ||dL/dW_Q||
   RowStats start, end;                // the softmax rows before and after training
   double accuracy = 0;                // on 1024 fresh sequences
+  double qk_norm_ratio = 0;           // ||W_Q|| ||W_K|| at the end over the same at the start
 };
+
+// ||W_Q|| ||W_K|| (Frobenius): the size of the scores' bilinear form, up to its direction.
+double qk_norm(const Head& m) {
+  NoGradGuard no_grad;
+  const Tensor q = m.w_q.weight.data().to(DType::Float64), k = m.w_k.weight.data().to(DType::Float64);
+  return std::sqrt(sum(q * q).item() * sum(k * k).item());
+}
 
 TrainResult train(const Config& c, Task t, bool scaled) {
   Generator g(c.seed);  // the same initial weights for both runs of a task
   Head m(c, t, g);
   m.scaled = scaled;
-  TrainResult r{t, scaled, {}, {}, row_stats(m, c, t), {}, 0};
+  TrainResult r{t, scaled, {}, {}, row_stats(m, c, t), {}, 0, 0};
+  const double qk_start = qk_norm(m);
   Generator data(c.seed + 1);  // the same batches for both runs of a task
   std::unique_ptr<optim::Optimizer> opt;
   if (c.sgd)
@@ -190,6 +199,7 @@ TrainResult train(const Config& c, Task t, bool scaled) {
   }
   bar.finish();
   r.end = row_stats(m, c, t);
+  r.qk_norm_ratio = qk_norm(m) / qk_start;
   NoGradGuard no_grad;
   Generator test(c.seed + 1000);
   auto [ids, targets] = batch(c, t, test, 1024);
@@ -203,20 +213,41 @@ constexpr double kLearned = 0.8;
 // What part 2 shows about one task, from its two runs: which of them learned it (kLearned), and
 // is the gradient reaching W_Q smaller without the scale?
 std::string task_conclusion(const TrainResult& scaled, const TrainResult& unscaled) {
+  std::string s = fmt::format("{}: ", task_name(scaled.task));
+  // A run whose loss is no longer finite diverged: its other numbers mean nothing.
+  auto diverged = [](const TrainResult& r) {
+    const auto bad = std::find_if(r.loss.begin(), r.loss.end(), [](double x) { return !std::isfinite(x); });
+    return bad == r.loss.end() ? 0 : static_cast<int>(bad - r.loss.begin()) + 1;
+  };
+  const int d_s = diverged(scaled), d_u = diverged(unscaled);
+  if (d_s > 0 || d_u > 0) {
+    if (d_s > 0) s += fmt::format("the scaled run diverged (its loss is not finite from step {}); ", d_s);
+    if (d_u > 0) s += fmt::format("the unscaled run diverged (its loss is not finite from step {}); ", d_u);
+    return s + "try a smaller --lr.\n";
+  }
   const double g_s = window_mean(scaled.grad_wq, 1, 50), g_u = window_mean(unscaled.grad_wq, 1, 50);
   const bool s_ok = scaled.accuracy >= kLearned, u_ok = unscaled.accuracy >= kLearned;
-  std::string s = fmt::format("{}: ", task_name(scaled.task));
+  // Why a run that did not learn did not: its rows saturated (a large share passing almost no
+  // gradient at the end), or not (then it is not the softmax that stopped it).
+  auto why = [](const TrainResult& r) {
+    return r.end.frozen >= 0.2 ? fmt::format(
+                                     "its softmax rows still put {:.2f} on one key at the end, {:.0f}% of them "
+                                     "passing almost no gradient",
+                                     r.end.max_weight, 100 * r.end.frozen)
+                               : fmt::format(
+                                     "yet its rows are not saturated at the end: they put {:.2f} on their "
+                                     "largest key, {:.0f}% of them passing almost no gradient",
+                                     r.end.max_weight, 100 * r.end.frozen);
+  };
   if (s_ok && u_ok)
     s += fmt::format("learned with and without the scale ({:.1f}% and {:.1f}%)", 100 * scaled.accuracy,
                      100 * unscaled.accuracy);
   else if (s_ok)
-    s += fmt::format(
-        "learned with the scale ({:.1f}%), not without it ({:.1f}%; its softmax rows still put {:.2f} "
-        "on one key at the end, {:.0f}% of them passing almost no gradient)",
-        100 * scaled.accuracy, 100 * unscaled.accuracy, unscaled.end.max_weight, 100 * unscaled.end.frozen);
+    s += fmt::format("learned with the scale ({:.1f}%), not without it ({:.1f}%; {})", 100 * scaled.accuracy,
+                     100 * unscaled.accuracy, why(unscaled));
   else if (u_ok)
-    s += fmt::format("learned without the scale ({:.1f}%), not with it ({:.1f}%)", 100 * unscaled.accuracy,
-                     100 * scaled.accuracy);
+    s += fmt::format("learned without the scale ({:.1f}%), not with it ({:.1f}%; {})", 100 * unscaled.accuracy,
+                     100 * scaled.accuracy, why(scaled));
   else
     s += fmt::format("learned neither with the scale ({:.1f}%) nor without it ({:.1f}%) in {} steps",
                      100 * scaled.accuracy, 100 * unscaled.accuracy, scaled.loss.size());
