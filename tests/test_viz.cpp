@@ -179,3 +179,35 @@ TEST(Report, IndexScalesPicturesToThePage) {
   EXPECT_THAT(html, testing::HasSubstr("img{max-width:100%;height:auto}"));
   EXPECT_THAT(html, testing::HasSubstr("<img src=\"a.svg\""));
 }
+
+TEST(AttentionGraph, OneEdgePerWeightAboveTheThresholdAndTypedErrors) {
+  // causal weights over 3 tokens: row i is query i. Arcs: (1 reads 0) 0.9, (2 reads 0) 0.5,
+  // (2 reads 1) 0.46; loops: 0 reads 0 (1.0), 1 reads 1 (0.1); 2 reads 2 (0.04) is under 0.05.
+  const Tensor w = from_vector<double>({1.0, 0, 0, 0.9, 0.1, 0, 0.5, 0.46, 0.04}, {3, 3});
+  const std::string svg = viz::attention_graph_svg(w, {.title = "g", .labels = {"a", "b", "c"}});
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("marker-end"), 3u);                 // the three arcs, each ending in an arrowhead
+  EXPECT_EQ(count("fill=\"none\" stroke"), 3u + 2u);  // arcs and loops
+  EXPECT_NE(svg.find("<title>b reads a: 0.900</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>c reads b: 0.460</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>a reads a: 1.000</title>"), std::string::npos);
+  EXPECT_EQ(svg.find("c reads c"), std::string::npos);
+  // a higher threshold drops the small ones
+  const std::string few = viz::attention_graph_svg(w, {.min_weight = 0.5});
+  EXPECT_EQ(few.find("reads 1"), std::string::npos);
+  EXPECT_NE(few.find("<title>2 reads 0: 0.500</title>"), std::string::npos);
+  // a later key is drawn below the line: its arc's control points lie under the nodes
+  const std::string later = viz::attention_graph_svg(from_vector<double>({0, 1, 1, 0}, {2, 2}), {});
+  EXPECT_NE(later.find("<title>0 reads 1: 1.000</title>"), std::string::npos);
+  EXPECT_NE(later.find("<title>1 reads 0: 1.000</title>"), std::string::npos);
+  EXPECT_THROW(viz::attention_graph_svg(zeros({2, 3}), {}), ShapeError);
+  EXPECT_THROW(viz::attention_graph_svg(zeros({2, 2}), {.labels = {"a"}}), ShapeError);
+  EXPECT_THROW(viz::attention_graph_svg(zeros({2, 2}), {.min_weight = 0}), ValueError);
+  EXPECT_THROW(viz::attention_graph_svg(full({2, 2}, 1.5), {}), ValueError);
+  EXPECT_THROW(viz::attention_graph_svg(full({2, 2}, NAN), {}), ValueError);
+  EXPECT_NO_THROW(viz::attention_graph_svg(zeros({0, 0}), {}));  // no tokens: an empty picture
+}

@@ -42,6 +42,7 @@ h1{font-size:22px;margin:0 0 4px} .meta{color:#555;font-size:13px;margin-bottom:
 #readout{font-family:monospace;font-size:13px;min-height:1.4em;margin:6px 0}
 #errors{color:#b00;font-family:monospace;white-space:pre-wrap}
 .curves svg{background:#fafafa;border:1px solid #eee}
+#graph svg{border:1px solid #eee}
 )CSS";
 
 constexpr const char* kScript = R"JS(
@@ -65,7 +66,7 @@ function colour(v, m) {
   return t < 0 ? mix([247, 247, 247], [33, 102, 172], -t) : mix([247, 247, 247], [178, 24, 43], t);
 }
 function rgb(c) { return c ? 'rgb(' + c.join(',') + ')' : ''; }
-function mapOf(rec, l, h) { return (state.mode === 'weights' ? R[rec].weights : R[rec].scores)[l][h]; }
+function mapOf(rec, l, h) { return (state.mode === 'scores' ? R[rec].scores : R[rec].weights)[l][h]; }
 function absmax(m) { let a = 0; for (const r of m) for (const v of r) if (v !== null) a = Math.max(a, Math.abs(v)); return a; }
 function scoreOf(rec, l, h) { return R[rec].heads.find(s => s.layer === L[l].name && s.head === h); }
 function fmt(v, d) { return v === null || v === undefined ? '-' : v.toFixed(d); }
@@ -116,16 +117,42 @@ function renderBig() {
   const l = state.layer, h = state.head, m = mapOf(state.rec, l, h), a = absmax(m);
   const qt = L[l].query_tokens, kt = L[l].key_tokens, s = scoreOf(state.rec, l, h);
   document.getElementById('bigtitle').textContent = L[l].name + ' head ' + h + ' at step ' + R[state.rec].step + ': ' +
-    (state.mode === 'weights' ? 'weights after softmax' : 'scores before softmax') + ' (' + s.label + ')';
+    ({weights: 'weights after softmax', scores: 'scores before softmax', graph: 'weights as a graph'})[state.mode] +
+    ' (' + s.label + ')';
   let html = '<tr><th></th>' + m[0].map((_, j) => '<th class="col">' + esc(kt[j]) + '</th>').join('') + '</tr>';
   m.forEach((row, i) => {
     html += '<tr><th>' + esc(qt[i]) + '</th>' + row.map((v, j) =>
       v === null ? '<td class="masked" data-q="' + i + '" data-k="' + j + '" data-v="masked"></td>'
                  : '<td style="background:' + rgb(colour(v, a)) + '" data-q="' + i + '" data-k="' + j + '" data-v="' + v + '"></td>').join('') + '</tr>';
   });
-  const t = document.getElementById('big');
+  const t = document.getElementById('big'), g = document.getElementById('graph');
   t.innerHTML = html;
   t.dataset.signature = m.map(r => r.map(v => v === null ? 'x' : v).join(',')).join(';');
+  t.style.display = state.mode === 'graph' ? 'none' : '';
+  g.innerHTML = state.mode === 'graph' ? graphOf(m, qt, kt) : '';
+}
+
+// The weights as a graph: the keys on the lower line, the queries on the upper one, and an edge from
+// key j to query i as wide as the weight (weights under 0.05 left out), as viz::attention_graph_svg
+// draws it for one sequence. It reads the same for self- and cross-attention.
+function graphOf(m, qt, kt) {
+  const n = Math.max(qt.length, kt.length), sp = Math.max(18, Math.min(56, Math.floor(900 / Math.max(n, 1))));
+  const w = 60 + n * sp, top = 40, bottom = 240, x = i => 40 + i * sp;
+  let svg = '<svg width="' + w + '" height="' + (bottom + 60) + '" font-size="10">', edges = 0;
+  svg += '<text x="4" y="' + (top - 22) + '" font-size="11" fill="#444">queries (each reads the keys below it)</text>';
+  m.forEach((row, i) => row.forEach((v, j) => {
+    if (v === null || v < 0.05) return;
+    ++edges;
+    svg += '<line x1="' + x(j) + '" y1="' + bottom + '" x2="' + x(i) + '" y2="' + top + '" stroke="#b2182b" stroke-width="' +
+      (0.5 + 4.5 * v).toFixed(2) + '" stroke-opacity="' + (0.2 + 0.8 * v).toFixed(2) + '"><title>' + esc(qt[i]) + ' reads ' +
+      esc(kt[j]) + ': ' + v.toFixed(3) + '</title></line>';
+  }));
+  qt.forEach((q, i) => svg += '<circle cx="' + x(i) + '" cy="' + top + '" r="4" fill="#444"/><text x="' + x(i) + '" y="' +
+    (top - 8) + '" text-anchor="middle">' + esc(q) + '</text>');
+  kt.forEach((k, j) => svg += '<circle cx="' + x(j) + '" cy="' + bottom + '" r="4" fill="#444"/><text x="' + x(j) + '" y="' +
+    (bottom + 16) + '" text-anchor="middle">' + esc(k) + '</text>');
+  svg += '<text x="4" y="' + (bottom + 40) + '" font-size="11" fill="#444">keys</text>';
+  return svg.replace('<svg ', '<svg data-edges="' + edges + '" ') + '</svg>';
 }
 function esc(s) { return String(s).replace(/[&<>"]/g, c => ({'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;'}[c])); }
 
@@ -201,6 +228,14 @@ if (location.hash === '#selftest') {
   document.querySelectorAll('.cell')[result.cells - 1].click();
   result.click_selects = document.querySelectorAll('.cell.selected').length === 1 && state.layer === L.length - 1;
   result.big_cells = document.querySelectorAll('#big td').length;
+  // the graph: one edge per weight of at least 0.05 in the selected head's map, and the table hidden
+  const graph = document.querySelector('input[name=mode][value=graph]');
+  graph.checked = true, graph.dispatchEvent(new Event('change'));
+  const wm = R[state.rec].weights[state.layer][state.head], svg = document.querySelector('#graph svg');
+  const expected = wm.flat().filter(v => v !== null && v >= 0.05).length;
+  result.graph_edges_match = !!svg && +svg.dataset.edges === expected && svg.querySelectorAll('line').length === expected &&
+    expected > 0;
+  result.graph_hides_table = document.getElementById('big').style.display === 'none';
   result.errors = errors.textContent;
   document.getElementById('selftest').textContent = JSON.stringify(result);
 }
@@ -230,9 +265,10 @@ std::string explorer_html(const std::string& title, const std::string& telemetry
       "move the slider over the training steps.</div>\n"
       "<div id=\"controls\"><label><input type=\"range\" id=\"step\" min=\"0\" step=\"1\"> <span id=\"steplabel\"></span></label>"
       "<label><input type=\"radio\" name=\"mode\" value=\"weights\" checked> weights (after softmax)</label>"
-      "<label><input type=\"radio\" name=\"mode\" value=\"scores\"> scores (before softmax)</label></div>\n"
+      "<label><input type=\"radio\" name=\"mode\" value=\"scores\"> scores (before softmax)</label>"
+      "<label><input type=\"radio\" name=\"mode\" value=\"graph\"> graph (weights as edges)</label></div>\n"
       "<div id=\"grid\"></div>\n<div id=\"detail\"><div><div id=\"bigtitle\"></div><div id=\"readout\"></div>"
-      "<table id=\"big\"></table></div><div id=\"curves\" class=\"curves\"></div></div>\n"
+      "<table id=\"big\"></table><div id=\"graph\"></div></div><div id=\"curves\" class=\"curves\"></div></div>\n"
       "<div id=\"errors\"></div><pre id=\"selftest\"></pre>\n"
       "<script type=\"application/json\" id=\"data\">{2}</script>\n<script>{3}</script>\n</body></html>\n",
       escape_html(title), kStyle, data, kScript);

@@ -62,6 +62,75 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+std::string attention_graph_svg(const Tensor& w, const AttentionGraphOptions& o) {
+  MG_CHECK(w.dim() == 2 && w.size(0) == w.size(1), ShapeError,
+           "attention_graph_svg: expected the (T, T) weights of one head, got shape {}", shape_str(w.shape()));
+  const int64_t T = w.size(0);
+  MG_CHECK(o.labels.empty() || static_cast<int64_t>(o.labels.size()) == T, ShapeError,
+           "attention_graph_svg: {} labels for {} tokens", o.labels.size(), T);
+  MG_CHECK(o.min_weight > 0 && o.min_weight <= 1, ValueError,
+           "attention_graph_svg: min_weight must be in (0, 1], got {}", o.min_weight);
+  MG_CHECK(o.spacing >= 8 && o.spacing <= 1000, ValueError,
+           "attention_graph_svg: spacing must be 8 to 1000 pixels, got {}", o.spacing);
+  const std::vector<double> v = w.to_vector<double>();
+  for (size_t k = 0; k < v.size(); ++k)
+    MG_CHECK(v[k] >= 0 && v[k] <= 1, ValueError,
+             "attention_graph_svg: weights must be in [0, 1] (a softmax's output), got {} at ({}, {})", v[k],
+             static_cast<int64_t>(k) / T, static_cast<int64_t>(k) % T);
+  auto label = [&](int64_t i) { return o.labels.empty() ? std::to_string(i) : o.labels[static_cast<size_t>(i)]; };
+  // Arcs rise (earlier keys) or fall (later keys) in proportion to the distance they span; the
+  // picture has room above and below for the longest of each that is drawn.
+  auto arc_height = [&](int64_t i, int64_t j) { return static_cast<int>(std::abs(i - j)) * o.spacing / 2 + 10; };
+  int up = 24, down = 0;  // 24: a loop's room
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j)
+      if (i != j && v[static_cast<size_t>(i * T + j)] >= o.min_weight)
+        (j < i ? up : down) = std::max(j < i ? up : down, arc_height(i, j));
+  const int sp = o.spacing, left = 40, span = static_cast<int>(std::max<int64_t>(T - 1, 0));
+  const int base = 40 + up, labels_y = base + 22, below = labels_y + 8, height = below + down + 30;
+  const int width = std::max(2 * left + span * sp, 40 + 52 * 9);
+  std::string s = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" {} font-size="12">)",
+                              width, height, kFont) +
+                  "\n";
+  s += R"(<defs><marker id="head" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" )"
+       R"(markerUnits="userSpaceOnUse" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#b2182b"/>)"
+       R"(</marker></defs>)"
+       "\n";
+  s += fmt::format(R"(<text x="10" y="20" font-size="15" font-weight="bold">{}</text>)", escape(o.title)) + "\n";
+  auto x_of = [&](int64_t i) { return left + static_cast<int>(i) * sp; };
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < T; ++j) {
+      const double wij = v[static_cast<size_t>(i * T + j)];
+      if (wij < o.min_weight) continue;
+      const std::string tip =
+          fmt::format("<title>{} reads {}: {}</title>", escape(label(i)), escape(label(j)), num(wij, 3));
+      const double stroke = 0.5 + 4.5 * wij, opacity = 0.25 + 0.75 * wij;
+      if (i == j) {  // a loop above the node
+        s += fmt::format(R"(<circle cx="{}" cy="{}" r="8" fill="none" stroke="#b2182b" stroke-width="{:.2f}" )"
+                         R"(stroke-opacity="{:.2f}">{}</circle>)",
+                         x_of(i), base - 15, stroke, opacity, tip) +
+             "\n";
+        continue;
+      }
+      // from key j to query i: above the nodes for an earlier key, below the labels for a later one
+      const int h = arc_height(i, j), y0 = j < i ? base - 7 : below, y1 = j < i ? y0 - h : y0 + h;
+      s += fmt::format(R"(<path d="M{},{} C{},{} {},{} {},{}" fill="none" stroke="#b2182b" stroke-width="{:.2f}" )"
+                       R"svg(stroke-opacity="{:.2f}" marker-end="url(#head)">{}</path>)svg",
+                       x_of(j), y0, x_of(j), y1, x_of(i), y1, x_of(i), y0, stroke, opacity, tip) +
+           "\n";
+    }
+  for (int64_t i = 0; i < T; ++i) {
+    s += fmt::format(R"(<circle cx="{}" cy="{}" r="5" fill="#444"/>)", x_of(i), base) + "\n";
+    s += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)", x_of(i), labels_y, escape(label(i))) +
+         "\n";
+  }
+  s += fmt::format(R"(<text x="10" y="{}" fill="#444" font-size="11">an edge runs from a key to the query that )"
+                   R"(reads it, as wide as the weight (under {} left out)</text>)",
+                   height - 8, num(o.min_weight, 2)) +
+       "\n";
+  return s + "</svg>\n";
+}
+
 std::string heatmap_svg(const Tensor& m, const HeatmapOptions& o) {
   MG_CHECK(m.dim() == 2, ShapeError, "heatmap_svg: expected a 2-D tensor, got shape {}", shape_str(m.shape()));
   const int64_t R = m.size(0), C = m.size(1);

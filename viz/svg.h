@@ -33,6 +33,26 @@ struct HeatmapOptions {
 /// attention scores) are drawn hatched grey.
 std::string heatmap_svg(const Tensor& matrix, const HeatmapOptions& options);
 
+/// How to draw attention weights as a graph.
+struct AttentionGraphOptions {
+  /// The picture's title.
+  std::string title;
+  /// One label per token (empty: 0, 1, 2, ...).
+  std::vector<std::string> labels;
+  /// Edges with a smaller weight are left out (in (0, 1]).
+  double min_weight = 0.05;
+  /// Pixels between two tokens.
+  int spacing = 64;
+};
+
+/// One head's attention weights (T, T), row i the weights of query i over the keys, as a graph:
+/// the tokens are nodes on a line and each weight w[i][j] >= min_weight is an edge from key j to
+/// query i (what query i reads), an arc above the line for an earlier key and below it for a later
+/// one, a loop for i = j, its width and opacity growing with w. A self-attention layer is graph
+/// attention on the complete graph over its tokens (the earlier tokens only, when causal), with
+/// every edge's weight computed afresh for each input. Each edge carries its weight as a tooltip.
+std::string attention_graph_svg(const Tensor& weights, const AttentionGraphOptions& options);
+
 /// One curve of a line chart.
 struct Series {
   std::string name;

@@ -3,7 +3,7 @@
 # own script moves the step slider, switches to scores, clicks a head and writes what it saw into
 # <pre id="selftest">; Chromium dumps the DOM after the scripts ran. Checked here: no script
 # errors (none caught by the page, no console message), one grid cell per head, the slider and the
-# mode change the large map, a click selects. Then a screenshot for people to look at.
+# mode change the large map, a click selects, the graph mode draws one edge per weight >= 0.05. Then a screenshot for people to look at.
 #   test_explorer.sh FIXTURE OUTDIR
 # Without Chromium: skipped (exit 77), unless MG_REQUIRE_BROWSER=1 (make test sets it, after
 # scripts/install-deps installed Debian's chromium).
@@ -46,6 +46,8 @@ expect slider_changes_label true
 expect mode_changes_map true
 expect click_selects true
 expect big_cells 100 # the selected head's 10 x 10 map
+expect graph_edges_match true  # graph mode: one edge per weight >= 0.05
+expect graph_hides_table true
 expect errors '""'
 if grep -n 'CONSOLE(' "$out/console.log"; then
   echo "FAIL: the page wrote to the console (above)"
