@@ -91,7 +91,8 @@ bool file_has(const fs::path& file, const std::string& name) {
     return text.find("case(\"" + name + "\"") != std::string::npos ||
            text.find("def " + name + "(") != std::string::npos;
   if (dot != std::string::npos && name.find("::") == std::string::npos) {  // Suite.Case
-    const std::regex test_re("TEST(_F)?\\(\\s*" + name.substr(0, dot) + "\\s*,\\s*" + name.substr(dot + 1) + "\\s*\\)");
+    const std::regex test_re("TEST(_F|_P)?\\(\\s*" + name.substr(0, dot) + "\\s*,\\s*" + name.substr(dot + 1) +
+                             "\\s*\\)");
     return std::regex_search(text, test_re);
   }
   // A definition or declaration, not a mere call: the name follows a type at the start of a line

@@ -27,18 +27,22 @@ TEST_F(Examples, HandAttentionSetByHand) {
 }
 
 TEST_F(Examples, HandAttentionLearnedFromRandomWeights) {
-  hand_attention::Config c;
-  c.steps = 150;
-  const hand_attention::TrainResult r = hand_attention::train(c);
-  EXPECT_GE(r.eval.accuracy, 0.99);
-  EXPECT_GE(r.eval.min_mass, 0.9);  // every row's attention on the B
-  // Different numbers from the hand-set matrices, the same behaviour: in W_Q W_K^T, column B
-  // beats column A by a wide margin for both query tokens.
-  const Tensor M = matmul(r.W_Q, r.W_K.transpose(0, 1));
-  for (int64_t q = 0; q < 2; ++q) EXPECT_GT(M.at({q, 1}) - M.at({q, 0}), 4.0);
-  EXPECT_GT(max(abs(r.W_Q - tensor({0, 1, 0, 1}, {2, 2}))).item(), 0.5);
-  ASSERT_EQ(r.gaps.size(), 150u);
-  EXPECT_DOUBLE_EQ(r.gaps.back()[0], M.at({0, 1}) - M.at({0, 0}));
+  // on seeds 0, 1 and 2
+  for (uint64_t seed : {0, 1, 2}) {
+    hand_attention::Config c;
+    c.steps = 150;
+    c.seed = seed;
+    const hand_attention::TrainResult r = hand_attention::train(c);
+    EXPECT_GE(r.eval.accuracy, 0.99) << seed;
+    EXPECT_GE(r.eval.min_mass, 0.9) << seed;  // every row's attention on the B
+    // Different numbers from the hand-set matrices, the same behaviour: in W_Q W_K^T, column B
+    // beats column A by a wide margin for both query tokens.
+    const Tensor M = matmul(r.W_Q, r.W_K.transpose(0, 1));
+    for (int64_t q = 0; q < 2; ++q) EXPECT_GT(M.at({q, 1}) - M.at({q, 0}), 4.0) << seed;
+    EXPECT_GT(max(abs(r.W_Q - tensor({0, 1, 0, 1}, {2, 2}))).item(), 0.5) << seed;
+    ASSERT_EQ(r.gaps.size(), 150u);
+    EXPECT_DOUBLE_EQ(r.gaps.back()[0], M.at({0, 1}) - M.at({0, 0}));
+  }
 }
 
 TEST_F(Examples, HandAttentionGapKeepsGrowing) {
@@ -136,6 +140,14 @@ TEST_F(Examples, WhereWeightsComeFrom) {
     const std::vector<double>&at20 = rs.leads_at[0].second.terms[0].second,
           &at40 = rs.leads_at[1].second.terms[0].second, &at80 = rs.leads_at[2].second.terms[0].second;
     const std::vector<double> end = where_weights::key0_leads(ms, cs).terms[0].second;
+    {  // the striped change of W_Q on every seed: mostly one outer product, v near the mean input
+      Generator gp(9);
+      const Tensor mean_input =
+          mean(ms.embed(where_weights::make_batch(cs, gp, 256).ids).data().reshape({-1, cs.dim}), {0});
+      const where_weights::RankOne r1 = where_weights::rank_one(ms.attn.w_q.weight.data() - rs.w_q0, mean_input);
+      EXPECT_GT(r1.share, 0.6) << "seed " << seed;
+      EXPECT_GT(r1.cos_mean_input, 0.5) << "seed " << seed;
+    }
     double burst = 0;
     for (int64_t t = 0; t < cs.seq_len; ++t) {
       burst = std::max(burst, at40[t] - at20[t]);

@@ -32,7 +32,7 @@ struct Config {
   int steps = 300;  // Adam steps per model and distance
   double lr = 3e-3;
   uint64_t seed = 0;
-  int part = 0;  // 1 or 2: run only that part; 0: both
+  int part = 0;  // 1, 2 or 3: run only that part; 0: all
   std::string out = "runs/attention_cost";
 };
 

@@ -13,10 +13,15 @@
 // t - k in one step, whatever k, through a score that depends on the two positions; a recurrent
 // network (an LSTM, as in char_lstm) must carry the token through k steps of its state. Both are
 // trained on the same batches for each k, and their accuracy is printed against k.
+//
+// Part 3, the other half of the trade (sequential.h): the LSTM's T steps run one after another,
+// attention's T^2 work as a few large products; and generating one token at a time, a key/value
+// cache makes the next token O(T) instead of O(T^2). Then the online softmax, which would let a
+// fused kernel tile the keys as well as the queries.
 #include <CLI/CLI.hpp>
 
 #include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
-#include "experiment.h"
+#include "sequential.h"     // part 3, and experiment.h
 
 int main(int argc, char** argv) {
   using namespace attention_cost;
@@ -28,8 +33,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(512, 65536));
   app.add_option("--reps", c.reps, "timed runs per measurement")->check(CLI::Range(1, 100));
   app.add_option("--steps", c.steps, "training steps per model in part 2");
-  app.add_option("--part", c.part, "1: only the cost against T; 2: only the copying task; 0: both")
-      ->check(CLI::Range(0, 2));
+  app.add_option("--part", c.part,
+                 "1: only the cost against T; 2: only the copying task; 3: only the sequential steps and the KV "
+                 "cache; 0: all three")
+      ->check(CLI::Range(0, 3));
   CLI11_PARSE(app, argc, argv);
   if (c.dim % c.heads != 0) {
     fmt::print(stderr, "--dim must be a multiple of {}\n", c.heads);
@@ -38,8 +45,9 @@ int main(int argc, char** argv) {
 
   viz::Report rep(c.out, "attention_cost: what attention costs against T, and what it buys",
                   "Time and memory of attention against the projections; copying from k positions back.");
-  if (c.part != 2) report_costs(c, rep);
-  if (c.part != 1) report_copying(c, rep);
+  if (c.part == 0 || c.part == 1) report_costs(c, rep);
+  if (c.part == 0 || c.part == 2) report_copying(c, rep);
+  if (c.part == 0 || c.part == 3) report_sequential(c, rep);
   fmt::print("\npictures: {}\n", rep.write_index());
   return 0;
 }

@@ -272,6 +272,23 @@ SeedSummary summarise(const std::vector<SeedRow>& rows) {
   return s;
 }
 
+// Softmax's shift invariance, on a head's real scores: add a different constant to every row
+// (row i gets `shift(i)`) and the weights do not change, since softmax(s + c) = softmax(s) for a
+// constant c in the row. Returns the shifted scores (masked entries stay -inf) and the largest
+// difference between the two sets of weights.
+struct RowShift {
+  Tensor shifted;       // (T, T)
+  double max_diff = 0;  // max |softmax(shifted) - softmax(scores)|
+};
+RowShift shift_rows(const Tensor& scores) {
+  const int64_t T = scores.size(0);
+  std::vector<double> c(static_cast<size_t>(T));
+  for (int64_t i = 0; i < T; ++i) c[static_cast<size_t>(i)] = 3.0 * static_cast<double>(i % 3) - 3.0;  // -3, 0, +3, ...
+  const Tensor s = scores.to(DType::Float64);
+  const Tensor shifted = s + from_vector<double>(c, {T, 1});
+  return {shifted, max(abs(softmax(shifted, -1) - softmax(s, -1))).item()};
+}
+
 // OUT/telemetry.json and OUT/explorer.html (viz/explorer.h) of one run; returns the page's path.
 std::string save_explorer(const Config& c, const RunResult& r, const std::string& title) {
   viz::write_file(c.out + "/telemetry.json", r.telemetry_json);

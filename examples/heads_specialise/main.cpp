@@ -13,6 +13,8 @@
 //      Heads differ because random initialisation breaks the symmetry between them.
 // Every run records its heads while it trains (inspect::Telemetry); the two-head run's recording
 // becomes runs/heads_specialise/explorer.html, where a slider moves over the training steps.
+#include <tuple>
+
 #include <CLI/CLI.hpp>
 
 #include "../common/cli.h"  // add_run_options: --gemm, --seed, --out, --threads
@@ -176,6 +178,36 @@ int main(int argc, char** argv) {
                             "the tokens differ): the pattern does not depend on which tokens are there.",
                             h));
   }
+  // The row-shift picture: head 1's scores with -3, 0 or +3 added to each row, and the weights.
+  const RowShift rs = shift_rows(two.roles.example_scores[1]);
+  fmt::print(
+      "\nhead 1's scores with -3, 0 or +3 added to each row (rows 0, 1, 2, 3, ...: -3, 0, +3, -3, ...): the weights "
+      "change by at most {:.1e}\n{}",
+      rs.max_diff, viz::terminal_heatmap(rs.shifted, toks, toks));
+  const double shift_range = std::max(score_range, example::finite_abs_max(rs.shifted));
+  for (const auto& [file, map, title] :
+       {std::tuple{"head1_scores_same_scale.svg", two.roles.example_scores[1], "Head 1: scores"},
+        std::tuple{"head1_scores_shifted.svg", rs.shifted, "Head 1: scores, rows shifted"}})
+    rep.add_svg(file,
+                viz::heatmap_svg(map, {.title = title,
+                                       .row_labels = toks,
+                                       .col_labels = toks,
+                                       .row_title = "query",
+                                       .col_title = "key",
+                                       .diverging = true,
+                                       .vmin = -shift_range,
+                                       .vmax = shift_range}),
+                fmt::format("{}: the colours of a row change, the differences within it do not, and softmax reads only "
+                            "those: both give head 1's weights (largest difference {:.1e}).",
+                            title, rs.max_diff));
+  // The same two heads as graphs: tokens as nodes, each weight an edge from the key to its query.
+  for (int h = 0; h < 2; ++h)
+    rep.add_svg(fmt::format("head{}_graph.svg", h),
+                viz::attention_graph_svg(two.roles.example[h],
+                                         {.title = fmt::format("Head {} as a graph, one sequence", h), .labels = toks}),
+                fmt::format("Head {}'s weights on the same sequence as a graph: an edge from each key to the query "
+                            "that reads it, as wide as its weight (weights under 0.05 left out).",
+                            h));
   fmt::print("\none head, on the same test sequence\n{}", viz::terminal_heatmap(one.roles.example[0], pos, pos));
   weights_map("one_head.svg", one.roles.example[0], "One head: weights, one sequence", toks,
               fmt::format("The one-head control on the same sequence: it splits its attention, {:.2f} on the previous "

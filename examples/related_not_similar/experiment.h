@@ -28,14 +28,15 @@ int64_t successor(int64_t x, int64_t vocab) { return (x + 1) % vocab; }
 
 // Embeddings, then scores q k^T / sqrt(d) with q = x W_Q^T and k = x W_K^T (nn::Linear stores
 // W^T); tied: k uses w_q too, so the scores are symmetric.
+// dk: the width of the queries and keys (0: dim), so that M has rank at most dk.
 struct Scorer : nn::Callable<Scorer> {
   nn::Embedding tok;
   nn::Linear w_q, w_k;
   bool tied = false;
-  Scorer(const Config& c, bool tie, Generator& g)
+  Scorer(const Config& c, bool tie, Generator& g, int64_t dk = 0)
       : tok(c.vocab, c.dim, {}, g),
-        w_q(c.dim, c.dim, {.bias = false}, g),
-        w_k(c.dim, c.dim, {.bias = false}, g),
+        w_q(c.dim, dk > 0 ? dk : c.dim, {.bias = false}, g),
+        w_k(c.dim, dk > 0 ? dk : c.dim, {.bias = false}, g),
         tied(tie) {
     register_module("tok", tok), register_module("w_q", w_q);
     if (!tied) register_module("w_k", w_k);  // tied: w_k is unused and not a parameter
@@ -44,15 +45,17 @@ struct Scorer : nn::Callable<Scorer> {
   Variable forward(const Tensor& ids) const {
     Variable x = tok(ids);
     Variable q = w_q(x), k = tied ? w_q(x) : w_k(x);
-    return matmul(q, transpose(k, 1, 2)) / std::sqrt(static_cast<double>(w_q.in_features));
+    return matmul(q, transpose(k, 1, 2)) / std::sqrt(static_cast<double>(w_q.out_features));
   }
-  /// The token-token form M = E W_Q^T W_K E^T / sqrt(d) (vocab, vocab): the score of query token
-  /// a on key token b, whatever their positions.
-  Tensor form() const {
+  /// The token-token form M = E W_Q^T W_K E^T / sqrt(d_k) (vocab, vocab): the score of query token
+  /// a on key token b, whatever their positions. W_Q^T W_K, the QK circuit, has rank at most d_k.
+  /// In `dtype` (float32, the model's, by default; float64 for its rank).
+  Tensor form(DType dtype = DType::Float32) const {
     NoGradGuard no_grad;
-    const Tensor E = tok.weight.data(), Wq = w_q.weight.data(), Wk = tied ? Wq : w_k.weight.data();
+    const Tensor E = tok.weight.data().to(dtype), Wq = w_q.weight.data().to(dtype),
+                 Wk = tied ? Wq : w_k.weight.data().to(dtype);
     return matmul(matmul(E, Wq.transpose(0, 1)), matmul(E, Wk.transpose(0, 1)).transpose(0, 1)) *
-           (1 / std::sqrt(static_cast<double>(w_q.in_features)));
+           (1 / std::sqrt(static_cast<double>(w_q.out_features)));
   }
   std::string type_name() const override { return "Scorer"; }
 };
@@ -91,6 +94,29 @@ Variable loss_of(const Scorer& m, const Tensor& ids, const Tensor& targets) {
   return cross_entropy(reshape(m(ids), {-1, T}), targets.reshape({-1}), {.ignore_index = -1});
 }
 
+// The numerical rank of a small matrix: Gaussian elimination with partial pivoting, counting the
+// pivots above `tol` times the largest entry.
+int64_t numerical_rank(const Tensor& m, double tol = 1e-9) {
+  const int64_t rows = m.size(0), cols = m.size(1);
+  std::vector<double> a = m.to(DType::Float64).contiguous().to_vector<double>();
+  double largest = 0;
+  for (double x : a) largest = std::max(largest, std::abs(x));
+  int64_t rank = 0;
+  for (int64_t col = 0; col < cols && rank < rows; ++col) {
+    int64_t pivot = rank;
+    for (int64_t r = rank + 1; r < rows; ++r)
+      if (std::abs(a[r * cols + col]) > std::abs(a[pivot * cols + col])) pivot = r;
+    if (std::abs(a[pivot * cols + col]) <= tol * largest) continue;
+    for (int64_t j = 0; j < cols; ++j) std::swap(a[pivot * cols + j], a[rank * cols + j]);
+    for (int64_t r = rank + 1; r < rows; ++r) {
+      const double f = a[r * cols + col] / a[rank * cols + col];
+      for (int64_t j = col; j < cols; ++j) a[r * cols + j] -= f * a[rank * cols + j];
+    }
+    ++rank;
+  }
+  return rank;
+}
+
 // What the example measures of one Scorer: on 1024 fresh sequences, and of its token form M.
 struct Measures {
   double accuracy = 0;        // rows whose largest weight is on the successor (fresh sequences)
@@ -99,6 +125,7 @@ struct Measures {
   double self_best = 0;       // share of tokens a whose highest M[a, b] over all b is b = a
   double successor_best = 0;  // ... is b = s(a)
   Tensor form;                // M (vocab, vocab), float64
+  int64_t rank = 0;           // M's numerical rank, computed in float64 (at most d_k)
 };
 
 Measures measure(const Scorer& m, const Config& c) {
@@ -118,6 +145,7 @@ Measures measure(const Scorer& m, const Config& c) {
   r.accuracy = static_cast<double>(hit) / static_cast<double>(rows);
   r.on_self = static_cast<double>(self) / static_cast<double>(rows);
   r.form = m.form().to(DType::Float64).contiguous();
+  r.rank = numerical_rank(m.form(DType::Float64));
   const Tensor diff = r.form - r.form.transpose(0, 1);
   r.asymmetry = std::sqrt(sum(diff * diff).item() / sum(r.form * r.form).item());
   const Tensor row_best = argmax(r.form, 1);
@@ -136,9 +164,9 @@ struct RunResult {
   Measures trained;  // after c.steps steps
 };
 
-RunResult train(const Config& c, bool tied) {
+RunResult train(const Config& c, bool tied, int64_t dk = 0) {
   Generator g(c.seed);  // the same embeddings and W_Q for both
-  Scorer m(c, tied, g);
+  Scorer m(c, tied, g, dk);
   RunResult r{tied, {}, measure(m, c), {}};
   Generator data(c.seed + 1);  // the same batches for both
   optim::Adam opt(m.parameters(), {.lr = c.lr});
@@ -155,6 +183,20 @@ RunResult train(const Config& c, bool tied) {
   bar.finish();
   r.trained = measure(m, c);
   return r;
+}
+
+// One row of the width table: separate W_Q, W_K of width dk, trained as above.
+struct WidthRow {
+  int64_t dk = 0, parameters = 0, rank = 0;  // W_Q and W_K's parameters; the numerical rank of M
+  Measures trained;
+};
+std::vector<WidthRow> width_table(const Config& c, const std::vector<int64_t>& dks) {
+  std::vector<WidthRow> rows;
+  for (int64_t dk : dks) {
+    const RunResult r = train(c, false, dk);
+    rows.push_back({dk, 2 * dk * c.dim, r.trained.rank, r.trained});
+  }
+  return rows;
 }
 
 }  // namespace related

@@ -62,6 +62,31 @@ int main(int argc, char** argv) {
                                 : "");
   fmt::print("\n{}", t);
   rep.add_note(t, true);
+
+  // The same task with narrower queries and keys: W_Q, W_K of shape (d_k, d), so the QK circuit
+  // W_Q^T W_K, a d x d matrix, has rank at most d_k. Is a product with a small inner size redundant?
+  const std::vector<WidthRow> widths = width_table(c, {1, 2, 4, c.dim});
+  std::string t3 = fmt::format(
+      "\nSeparate W_Q, W_K of width d_k (shape d_k x {}): M = E W_Q^T W_K E^T / sqrt(d_k) has rank at most d_k\n"
+      "{:>5} {:>22} {:>11} {:>10} {:>17}\n",
+      c.dim, "d_k", "W_Q + W_K parameters", "rank of M", "accuracy", "best: successor");
+  for (const WidthRow& w : widths)
+    t3 += fmt::format("{:>5} {:>22} {:>11} {:>9.1f}% {:>16.1f}%\n", w.dk, w.parameters, w.rank,
+                      100 * w.trained.accuracy, 100 * w.trained.successor_best);
+  const auto enough =
+      std::find_if(widths.begin(), widths.end(), [](const WidthRow& w) { return w.trained.accuracy >= 0.99; });
+  if (enough == widths.end())
+    t3 += "No width found the successor in 99% of rows.\n";
+  else
+    t3 += fmt::format(
+        "The narrowest width that finds the successor in at least 99% of rows is d_k = {} ({} parameters against {} at "
+        "d_k = {}); d_k = 1 finds it in {:.1f}% of rows.\n",
+        enough->dk, enough->parameters, widths.back().parameters, widths.back().dk,
+        100 * widths.front().trained.accuracy);
+  fmt::print("{}", t3);
+  rep.add_note("A head of width d_k: its QK circuit has rank at most d_k. The successor relation needs rank 2, not 1.",
+               false);
+  rep.add_note(t3, true);
   std::vector<std::string> labels;
   for (int64_t i = 0; i < c.vocab; ++i) labels.push_back(std::to_string(i));
   const double range = std::max(max(abs(sep.trained.form)).item(), max(abs(tie.trained.form)).item());
