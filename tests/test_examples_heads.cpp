@@ -214,13 +214,16 @@ TEST_F(Examples, OneMatrixPerHeadFoldsAndTrainsAlike) {
   EXPECT_NE(mixed.find("higher in 1 of 3 seeds, lower in 2"), std::string::npos) << mixed;
 }
 
-TEST(RelatedNotSimilar, NumericalRankOfHandMatrices) {
-  EXPECT_EQ(related::numerical_rank(zeros({3, 3}, DType::Float64)), 0);
-  EXPECT_EQ(related::numerical_rank(eye(4, DType::Float64)), 4);
+TEST(ExampleNumbers, NumericalRankOfHandMatrices) {
+  EXPECT_EQ(example::numerical_rank(zeros({3, 3}, DType::Float64)), 0);
+  EXPECT_EQ(example::numerical_rank(eye(4, DType::Float64)), 4);
   // an outer product u v^T, and the same with a third row the sum of the first two
-  EXPECT_EQ(related::numerical_rank(from_vector<double>({1, 2, 3, 2, 4, 6, -1, -2, -3}, {3, 3})), 1);
-  EXPECT_EQ(related::numerical_rank(from_vector<double>({1, 0, 2, 0, 1, 1, 1, 1, 3}, {3, 3})), 2);
-  EXPECT_EQ(related::numerical_rank(from_vector<double>({0, 1, 1, 0}, {2, 2})), 2);  // needs the row swap
+  EXPECT_EQ(example::numerical_rank(from_vector<double>({1, 2, 3, 2, 4, 6, -1, -2, -3}, {3, 3})), 1);
+  EXPECT_EQ(example::numerical_rank(from_vector<double>({1, 0, 2, 0, 1, 1, 1, 1, 3}, {3, 3})), 2);
+  EXPECT_EQ(example::numerical_rank(from_vector<double>({0, 1, 1, 0}, {2, 2})), 2);        // needs the row swap
+  EXPECT_EQ(example::numerical_rank(from_vector<double>({1, 2, 3, 2, 4, 6}, {2, 3})), 1);  // not square
+  EXPECT_EQ(example::numerical_rank(from_vector<double>({1, 0, 0, 1, 1, 1}, {3, 2})), 2);
+  EXPECT_THROW(example::numerical_rank(zeros({3})), ShapeError);
 }
 
 TEST_F(Examples, RelatedNotSimilarNeedsTwoMatrices) {

@@ -1,6 +1,7 @@
 #pragma once
-// Small summaries the examples print: a mean over a window of steps, a median, a median time, the
-// largest finite magnitude in a tensor (a colour scale that ignores the -inf of masked scores).
+// Small summaries the examples print: a mean over a window of steps, a median, a matrix's numerical
+// rank, a median time, the largest finite magnitude in a tensor (a colour scale that ignores the -inf
+// of masked scores).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +26,30 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// The numerical rank of a small matrix (rows, cols), computed in float64: Gaussian elimination with
+/// partial pivoting, counting the pivots above `tol` times the largest entry.
+inline int64_t numerical_rank(const mg::Tensor& m, double tol = 1e-9) {
+  MG_CHECK(m.dim() == 2, ShapeError, "numerical_rank: expected a matrix, got shape {}", mg::shape_str(m.shape()));
+  const int64_t rows = m.size(0), cols = m.size(1);
+  std::vector<double> a = m.to(mg::DType::Float64).contiguous().to_vector<double>();
+  double largest = 0;
+  for (double x : a) largest = std::max(largest, std::abs(x));
+  int64_t rank = 0;
+  for (int64_t col = 0; col < cols && rank < rows; ++col) {
+    int64_t pivot = rank;
+    for (int64_t r = rank + 1; r < rows; ++r)
+      if (std::abs(a[r * cols + col]) > std::abs(a[pivot * cols + col])) pivot = r;
+    if (std::abs(a[pivot * cols + col]) <= tol * largest) continue;
+    for (int64_t j = 0; j < cols; ++j) std::swap(a[pivot * cols + j], a[rank * cols + j]);
+    for (int64_t r = rank + 1; r < rows; ++r) {
+      const double f = a[r * cols + col] / a[rank * cols + col];
+      for (int64_t j = col; j < cols; ++j) a[r * cols + j] -= f * a[rank * cols + j];
+    }
+    ++rank;
+  }
+  return rank;
 }
 
 /// Milliseconds of f(): the median of `reps` timed runs after one untimed warm-up run.

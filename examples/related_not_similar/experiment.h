@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../common/numbers.h"  // numerical_rank
 #include "minigrad/minigrad.h"
 #include "minigrad/viz/report.h"
 #include "minigrad/viz/svg.h"
@@ -94,29 +95,6 @@ Variable loss_of(const Scorer& m, const Tensor& ids, const Tensor& targets) {
   return cross_entropy(reshape(m(ids), {-1, T}), targets.reshape({-1}), {.ignore_index = -1});
 }
 
-// The numerical rank of a small matrix: Gaussian elimination with partial pivoting, counting the
-// pivots above `tol` times the largest entry.
-int64_t numerical_rank(const Tensor& m, double tol = 1e-9) {
-  const int64_t rows = m.size(0), cols = m.size(1);
-  std::vector<double> a = m.to(DType::Float64).contiguous().to_vector<double>();
-  double largest = 0;
-  for (double x : a) largest = std::max(largest, std::abs(x));
-  int64_t rank = 0;
-  for (int64_t col = 0; col < cols && rank < rows; ++col) {
-    int64_t pivot = rank;
-    for (int64_t r = rank + 1; r < rows; ++r)
-      if (std::abs(a[r * cols + col]) > std::abs(a[pivot * cols + col])) pivot = r;
-    if (std::abs(a[pivot * cols + col]) <= tol * largest) continue;
-    for (int64_t j = 0; j < cols; ++j) std::swap(a[pivot * cols + j], a[rank * cols + j]);
-    for (int64_t r = rank + 1; r < rows; ++r) {
-      const double f = a[r * cols + col] / a[rank * cols + col];
-      for (int64_t j = col; j < cols; ++j) a[r * cols + j] -= f * a[rank * cols + j];
-    }
-    ++rank;
-  }
-  return rank;
-}
-
 // What the example measures of one Scorer: on 1024 fresh sequences, and of its token form M.
 struct Measures {
   double accuracy = 0;        // rows whose largest weight is on the successor (fresh sequences)
@@ -145,7 +123,7 @@ Measures measure(const Scorer& m, const Config& c) {
   r.accuracy = static_cast<double>(hit) / static_cast<double>(rows);
   r.on_self = static_cast<double>(self) / static_cast<double>(rows);
   r.form = m.form().to(DType::Float64).contiguous();
-  r.rank = numerical_rank(m.form(DType::Float64));
+  r.rank = example::numerical_rank(m.form(DType::Float64));
   const Tensor diff = r.form - r.form.transpose(0, 1);
   r.asymmetry = std::sqrt(sum(diff * diff).item() / sum(r.form * r.form).item());
   const Tensor row_best = argmax(r.form, 1);

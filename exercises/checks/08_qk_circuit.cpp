@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../examples/common/numbers.h"  // numerical_rank, shared with related_not_similar
 #include "check.h"
 
 namespace exercises {
@@ -14,29 +15,6 @@ namespace {
 const Hint kHint{"08_qk_circuit", "docs/05-attention.md", "Related, not similar: why are W_Q and W_K two matrices?"};
 
 TEST(QKCircuit, HintNamesARealSection) { expect_hint_is_real(kHint); }
-
-// The numerical rank of a square float64 matrix: Gaussian elimination with partial pivoting,
-// counting pivots larger than rel_tol times the largest entry.
-int64_t numerical_rank(const mg::Tensor& m, double rel_tol = 1e-9) {
-  const int64_t n = m.size(0);
-  std::vector<double> a = m.to(mg::DType::Float64).contiguous().to_vector<double>();
-  double largest = 0;
-  for (double v : a) largest = std::max(largest, std::abs(v));
-  int64_t rank = 0;
-  for (int64_t col = 0; col < n && rank < n; ++col) {
-    int64_t pivot = rank;
-    for (int64_t r = rank; r < n; ++r)
-      if (std::abs(a[r * n + col]) > std::abs(a[pivot * n + col])) pivot = r;
-    if (std::abs(a[pivot * n + col]) <= rel_tol * largest) continue;
-    for (int64_t c = 0; c < n; ++c) std::swap(a[rank * n + c], a[pivot * n + c]);
-    for (int64_t r = rank + 1; r < n; ++r) {
-      const double f = a[r * n + col] / a[rank * n + col];
-      for (int64_t c = col; c < n; ++c) a[r * n + c] -= f * a[rank * n + c];
-    }
-    ++rank;
-  }
-  return rank;
-}
 
 // MultiheadAttention(8, 2) without biases (d_k = 4), float64, random weights.
 struct Fixture {
@@ -65,7 +43,8 @@ TEST(QKCircuit, HasRankDkAndIsNotSymmetric) {
   for (int64_t h = 0; h < 2; ++h) {
     const mg::Tensor c = qk_circuit(f.mha, h);
     ASSERT_TRUE(c.defined() && c.shape() == mg::Shape({8, 8})) << "qk_circuit should return an (8, 8) tensor";
-    EXPECT_EQ(numerical_rank(c), 4) << "rank of head " << h << "'s C: a product through d_k = 4 dims, of E = 8";
+    EXPECT_EQ(example::numerical_rank(c), 4)
+        << "rank of head " << h << "'s C: a product through d_k = 4 dims, of E = 8";
     const double asymmetry =
         std::sqrt(mg::sum(mg::pow(c - c.transpose(0, 1), 2)).item()) / std::sqrt(mg::sum(mg::pow(c, 2)).item());
     EXPECT_GT(asymmetry, 0.1) << "head " << h << "'s C is (nearly) symmetric: ||C - C^T|| / ||C|| = " << asymmetry
