@@ -3,6 +3,7 @@
 // check of what an example that records telemetry leaves behind.
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -25,6 +26,31 @@ class Examples : public testing::Test {
   }
   void TearDown() override { mg::blas::set_portable(false); }
 };
+
+/// Whether this build runs under AddressSanitizer (make test's third run). That run is there for
+/// memory and undefined behaviour, and is ten times slower: a test of what a model learns on several
+/// seeds runs its first seed there, and the release and other-kernel runs check all of them.
+constexpr bool kSanitized =
+#if defined(__SANITIZE_ADDRESS__)
+    true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    true;
+#else
+    false;
+#endif
+#else
+    false;
+#endif
+
+/// The seeds a test of learned behaviour runs: `all`, or under the sanitizers only the first.
+inline std::vector<uint64_t> seeds(std::initializer_list<uint64_t> all) {
+  return kSanitized ? std::vector<uint64_t>{*all.begin()} : std::vector<uint64_t>(all);
+}
+
+/// For a test whose claim needs all its seeds together (a seed table): skipped under the sanitizers.
+#define MG_SKIP_SEED_TABLE_UNDER_SANITIZERS() \
+  if (example_tests::kSanitized) GTEST_SKIP() << "a claim over several seeds: the release run checks it"
 
 /// A text of `sentence` written `times` times, in temp/minigrad_test_<name>/text.txt (the folder
 /// is made): the training text of a small character model. Returns the folder.

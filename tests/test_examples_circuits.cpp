@@ -23,7 +23,7 @@ using example_tests::expect_telemetry;
 // docs/05's cross-attention claims (exact reversal, the anti-diagonal, the output following the
 // memory) on seeds 0, 1 and 2, at a smaller size.
 class Seq2SeqSeeds : public Examples, public testing::WithParamInterface<uint64_t> {};
-INSTANTIATE_TEST_SUITE_P(Examples, Seq2SeqSeeds, testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Examples, Seq2SeqSeeds, testing::ValuesIn(example_tests::seeds({0, 1, 2})));
 
 TEST_P(Seq2SeqSeeds, ReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   seq2seq::Config c;
@@ -93,7 +93,7 @@ int64_t half_way(const std::vector<inspect::TelemetryRecord>& records,
 // docs/05's induction story, on seeds 0, 1 and 2: the plateau and the jump, the two heads' roles
 // appearing at the jump, the interventions, the circuits, the stripe and the position split.
 class InductionSeeds : public Examples, public testing::WithParamInterface<uint64_t> {};
-INSTANTIATE_TEST_SUITE_P(Examples, InductionSeeds, testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(Examples, InductionSeeds, testing::ValuesIn(example_tests::seeds({0, 1, 2})));
 
 TEST_P(InductionSeeds, HeadsFormInAPhaseChangeAndTheCircuitIsCausal) {
   induction_heads::Config c = induction_config();

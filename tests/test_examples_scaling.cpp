@@ -61,7 +61,7 @@ TEST_F(Examples, WhySqrtDkWithoutTheScaleAHeadCannotSpreadItsAttention) {
   EXPECT_GT(why_sqrt_dk::window_mean(fu.grad_wq, 1, 50), 0.9 * why_sqrt_dk::window_mean(fs.grad_wq, 1, 50));
   EXPECT_NE(why_sqrt_dk::task_conclusion(fs, fu).find("learned with and without"), std::string::npos);
   c.steps = 600;  // the example's default: seed 0 is still at 61% after 400
-  for (uint64_t seed : {0, 1, 2}) {
+  for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
     c.seed = seed;
     const auto cs = why_sqrt_dk::train(c, Task::CountZeros, true), cu = why_sqrt_dk::train(c, Task::CountZeros, false);
     EXPECT_GT(cs.accuracy, cu.accuracy + 0.4) << seed;
@@ -95,7 +95,7 @@ TEST_F(Examples, WhySqrtDkUnderSgdTheUnscaledHeadFailsWithoutSaturating) {
   using why_sqrt_dk::Task;
   why_sqrt_dk::Config c;
   c.sgd = true, c.lr = 0.03, c.steps = 3000;
-  for (uint64_t seed : {0, 1, 2}) {
+  for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
     c.seed = seed;
     const auto cs = why_sqrt_dk::train(c, Task::CountZeros, true), cu = why_sqrt_dk::train(c, Task::CountZeros, false);
     EXPECT_GE(cs.accuracy, 0.8) << seed;
@@ -142,7 +142,7 @@ TEST_F(Examples, AttentionCostCopyingFromFarBackNeedsTheDirectPath) {
   attention_cost::Config c;
   c.distances = {1, 16};
   c.seq_len = 24, c.steps = 200;  // shorter than the example's 48 and 300, to keep the test quick
-  for (uint64_t seed : {0, 1, 2}) {
+  for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
     c.seed = seed;
     const auto rows = attention_cost::copy_at_distance(c);
     ASSERT_EQ(rows.size(), 2u);

@@ -28,7 +28,7 @@ TEST_F(Examples, HandAttentionSetByHand) {
 
 TEST_F(Examples, HandAttentionLearnedFromRandomWeights) {
   // on seeds 0, 1 and 2
-  for (uint64_t seed : {0, 1, 2}) {
+  for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
     hand_attention::Config c;
     c.steps = 150;
     c.seed = seed;
