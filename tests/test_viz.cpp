@@ -209,5 +209,6 @@ TEST(AttentionGraph, OneEdgePerWeightAboveTheThresholdAndTypedErrors) {
   EXPECT_THROW(viz::attention_graph_svg(zeros({2, 2}), {.min_weight = 0}), ValueError);
   EXPECT_THROW(viz::attention_graph_svg(full({2, 2}, 1.5), {}), ValueError);
   EXPECT_THROW(viz::attention_graph_svg(full({2, 2}, NAN), {}), ValueError);
-  EXPECT_NO_THROW(viz::attention_graph_svg(zeros({0, 0}), {}));  // no tokens: an empty picture
+  EXPECT_THROW(viz::attention_graph_svg(zeros({513, 513}), {}), ValueError);  // T^2 edges, pixel sizes in int
+  EXPECT_NO_THROW(viz::attention_graph_svg(zeros({0, 0}), {}));               // no tokens: an empty picture
 }

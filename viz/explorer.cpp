@@ -58,7 +58,7 @@ const maxHeads = Math.max(...L.map(l => l.heads));
 function mix(a, b, t) { return a.map((x, i) => Math.round(x + (b[i] - x) * t)); }
 function colour(v, m) {
   if (v === null) return null;
-  if (state.mode === 'weights') {
+  if (state.mode !== 'scores') {  // weights, as numbers or as a graph
     const t = Math.max(0, Math.min(1, v));
     return t < 0.5 ? mix([255, 255, 229], [254, 153, 41], t * 2) : mix([254, 153, 41], [128, 0, 38], (t - 0.5) * 2);
   }
@@ -132,9 +132,9 @@ function renderBig() {
   g.innerHTML = state.mode === 'graph' ? graphOf(m, qt, kt) : '';
 }
 
-// The weights as a graph: the keys on the lower line, the queries on the upper one, and an edge from
-// key j to query i as wide as the weight (weights under 0.05 left out), as viz::attention_graph_svg
-// draws it for one sequence. It reads the same for self- and cross-attention.
+// The weights as a graph: the keys on the lower line, the queries on the upper one, and a straight
+// edge from key j to query i as wide as the weight (weights under 0.05 left out). Two lines of nodes
+// (viz::attention_graph_svg draws one line with arcs) fit cross-attention as well as self-attention.
 function graphOf(m, qt, kt) {
   const n = Math.max(qt.length, kt.length), sp = Math.max(18, Math.min(56, Math.floor(900 / Math.max(n, 1))));
   const w = 60 + n * sp, top = 40, bottom = 240, x = i => 40 + i * sp;
@@ -208,7 +208,7 @@ document.getElementById('big').addEventListener('mousemove', e => {
   if (!td) return;
   const l = state.layer, i = +td.dataset.q, j = +td.dataset.k;
   document.getElementById('readout').textContent = 'query ' + i + ' "' + L[l].query_tokens[i] + '" -> key ' + j + ' "' +
-    L[l].key_tokens[j] + '": ' + (state.mode === 'weights' ? 'weight ' : 'score ') + td.dataset.v;
+    L[l].key_tokens[j] + '": ' + (state.mode === 'scores' ? 'score ' : 'weight ') + td.dataset.v;
 });
 buildGrid();
 render();

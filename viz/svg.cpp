@@ -66,6 +66,9 @@ std::string attention_graph_svg(const Tensor& w, const AttentionGraphOptions& o)
   MG_CHECK(w.dim() == 2 && w.size(0) == w.size(1), ShapeError,
            "attention_graph_svg: expected the (T, T) weights of one head, got shape {}", shape_str(w.shape()));
   const int64_t T = w.size(0);
+  MG_CHECK(T <= 512, ValueError,
+           "attention_graph_svg: {} tokens; a graph of up to 512 (T^2 edges) is drawn, a heatmap reads better beyond",
+           T);
   MG_CHECK(o.labels.empty() || static_cast<int64_t>(o.labels.size()) == T, ShapeError,
            "attention_graph_svg: {} labels for {} tokens", o.labels.size(), T);
   MG_CHECK(o.min_weight > 0 && o.min_weight <= 1, ValueError,

@@ -20,8 +20,9 @@ struct SequentialRow {
   double cached_us, uncached_ms;  // the next token: with the cache (microseconds), without (ms)
 };
 
-// Milliseconds of `steps` one-token forwards through `attn` with a cache that already holds T
-// tokens (filled, untimed, by one forward of the prefix): the median over reps.
+// Milliseconds per token of `steps` one-token forwards through `attn`, after a cache filled (untimed)
+// by one forward of `prefix`: the tokens land at positions prefix.size(1) ... + steps - 1. The
+// median over reps, after one warm-up.
 inline double cached_step_ms(const nn::MultiheadAttention& attn, const Tensor& prefix, const Tensor& next, int reps,
                              int steps) {
   NoGradGuard no_grad;
@@ -60,6 +61,7 @@ inline std::vector<SequentialRow> measure_sequential(const Config& c) {
 // How much a time grows per doubling of T, over the last `n` doublings of the measured range (the
 // geometric mean of the ratios).
 inline double per_doubling(const std::vector<SequentialRow>& rows, double SequentialRow::*m, size_t n = 3) {
+  MG_CHECK(rows.size() >= 2, ValueError, "per_doubling: needs two lengths at least, got {}", rows.size());
   n = std::min(n, rows.size() - 1);
   return std::pow(rows.back().*m / rows[rows.size() - 1 - n].*m, 1.0 / static_cast<double>(n));
 }
@@ -70,6 +72,7 @@ inline double per_doubling(const std::vector<SequentialRow>& rows, double Sequen
 // values, would rescale its running output the same way; here it returns the row's probabilities,
 // computed from m and l at the end, to compare with the one-pass softmax.
 inline std::vector<double> online_softmax(const std::vector<double>& s, size_t block) {
+  MG_CHECK(block > 0, ValueError, "online_softmax: block must be at least 1 key");
   double m = -INFINITY, l = 0;
   for (size_t b = 0; b < s.size(); b += block) {
     const size_t end = std::min(s.size(), b + block);
@@ -103,9 +106,8 @@ inline void report_sequential(const Config& c, viz::Report& rep) {
       per_doubling(rows, &SequentialRow::lstm_ms), per_doubling(rows, &SequentialRow::attention_ms));
   t += slower == rows.end()
            ? fmt::format(
-                 "Attention is the faster of the two at every T measured, up to {}, although it does T times "
-                 "the LSTM's number of token pairs: its work is a few large products, the LSTM's {} steps "
-                 "run one after another.\n",
+                 "Attention is the faster of the two at every T measured, up to {}: its work is a few large "
+                 "products, the LSTM's {} steps run one after another.\n",
                  rows.back().T, rows.back().T)
            : fmt::format("Attention is the faster of the two up to T = {}, and the slower from T = {} on.\n",
                          slower == rows.begin() ? 0 : (slower - 1)->T, slower->T);

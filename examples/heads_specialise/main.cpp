@@ -1,7 +1,7 @@
 // heads_specialise: "Why several heads? Do they learn different things?"
 //
 // At position t the model must output the pair (x_{t-1}, x_0) -- the previous token and the
-// first token -- as one class out of vocab^2. Three runs of the same model and data:
+// first token -- as one class out of vocab^2. Four runs of the same model and data:
 //   1. two heads: after training we *measure* where each head looks (its mean attention on
 //      position t-1 and on position 0) and remove each head in turn (head_mask) to see which
 //      half of the answer breaks. Each head does one look-up.
@@ -11,6 +11,9 @@
 //   3. two heads started identical (head 1's rows of W_Q, W_K, W_V and its columns of W_O copied
 //      from head 0): they receive identical gradients, stay identical and split the same way.
 //      Heads differ because random initialisation breaks the symmetry between them.
+//   4. the identical start with one number of head 1's W_Q moved by 1e-6: is the symmetric state
+//      stable? (The gap is never pulled back to 0.) Runs 1 and 4 repeat at the next seeds
+//      (--seeds): the seed table of which head takes which job, and whether they split at all.
 // Every run records its heads while it trains (inspect::Telemetry); the two-head run's recording
 // becomes runs/heads_specialise/explorer.html, where a slider moves over the training steps.
 #include <tuple>
@@ -32,6 +35,10 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", seeds, "seeds of the two-head run in the seed table, from --seed")
       ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
+  if (c.steps < 20) {
+    fmt::print(stderr, "--steps must be at least 20 (the seed table reads where the heads look at step 20)\n");
+    return 2;
+  }
 
   fmt::print("task: at position t, output (x_{{t-1}}, x_0) as one of {} classes\n", c.vocab * c.vocab);
   std::vector<RunResult> runs;
@@ -44,7 +51,8 @@ int main(int argc, char** argv) {
   viz::Report rep(
       c.out, "heads_specialise: why several heads, and why they differ",
       "At position t the model must output the previous token and the first token. The same model is trained "
-      "three times on the same data: with two heads, with one head, and with two heads that start identical.");
+      "on the same data with two heads, with one head, with two heads that start identical, and with that start "
+      "nudged; then the two-head run at more seeds.");
   std::string t1 = fmt::format("{:<28} {:>6} {:>10} {:>18} {:>24}\n", "run", "head", "accuracy", "attention on t-1",
                                "attention on position 0");
   for (size_t k = 0; k < 3; ++k)

@@ -35,6 +35,7 @@ struct AdamState {
 ///   m_hat = m / (1 - beta1^t)                v_hat = v / (1 - beta2^t)     (undo the zero start)
 ///   p = p - lr * m_hat / (sqrt(v_hat) + eps)
 /// Useful: mg::sqrt, std::pow, and the operators on tensors and doubles (t * 0.9, 1.0 - t, ...).
+/// Adam, not AdamW: the weight decay is added to the gradient (the first line), not to p apart.
 /// Hint: docs/04-nn.md, section "Training loop" (and the rule at the top of optim/adam.h).
 inline mg::Tensor adam_step(const mg::Tensor& p, const mg::Tensor& grad, AdamState& state, const AdamSettings& s) {
   throw NotDone("05_adam_step", "docs/04-nn.md, section \"Training loop\"");

@@ -25,8 +25,9 @@ namespace exercises {
 /// broadcasts over batch and heads).
 /// Useful: w_q(x) (a Linear is called like a function), v.reshape(shape), v.transpose(d0, d1),
 /// mg::matmul, mg::softmax(v, -1), mg::masked_fill(v, mask, -INFINITY) (<cmath>), mask.defined().
-/// Not nn::MultiheadAttention, nn::split_heads or mg::scaled_dot_product_attention: the check
-/// compares with those.
+/// Do not call nn::MultiheadAttention (the check compares with it), nor nn::split_heads or
+/// mg::scaled_dot_product_attention: writing those steps is the exercise (and that function's Bool
+/// mask means the opposite, true = may attend).
 /// Hint: docs/05-attention.md, section "Is a per-head matrix multiplied onto W_Q?" (and the
 /// eight steps at the top of nn/attention.h).
 inline mg::Variable attention(const mg::Variable& x, const mg::nn::Linear& w_q, const mg::nn::Linear& w_k,
