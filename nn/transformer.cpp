@@ -106,6 +106,57 @@ Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& m
 
 std::string TransformerDecoderLayer::extra_repr() const { return layer_repr(self_attn, options); }
 
+// ---------------------------------------------------------------- stacks
+
+namespace {
+void check_layers(const char* op, int64_t num_layers) {
+  MG_CHECK(num_layers >= 0, ValueError, "{}: num_layers must be >= 0, got {}", op, num_layers);
+}
+std::string stack_repr(size_t num_layers, const std::shared_ptr<LayerNorm>& norm) {
+  return fmt::format("num_layers={}, norm={}", num_layers, norm ? "LayerNorm" : "None");
+}
+}  // namespace
+
+TransformerEncoder::TransformerEncoder(int64_t d, int64_t h, int64_t num_layers, TransformerLayerOptions o,
+                                       bool final_norm, Generator& gen) {
+  check_layers("TransformerEncoder", num_layers);
+  for (int64_t i = 0; i < num_layers; ++i) layers.emplace_back<TransformerEncoderLayer>(d, h, o, gen);
+  register_module("layers", layers);
+  if (final_norm) {
+    norm = std::make_shared<LayerNorm>(Shape{d}, LayerNormOptions{.eps = o.layer_norm_eps});
+    register_module("norm", *norm);
+  }
+}
+
+Variable TransformerEncoder::forward(const Variable& src, const AttentionForwardOptions& mask) const {
+  Variable x = src;
+  for (size_t i = 0; i < layers.size(); ++i) x = layer(i)(x, mask);
+  return norm ? (*norm)(x) : x;
+}
+
+std::string TransformerEncoder::extra_repr() const { return stack_repr(layers.size(), norm); }
+
+TransformerDecoder::TransformerDecoder(int64_t d, int64_t h, int64_t num_layers, TransformerLayerOptions o,
+                                       bool final_norm, Generator& gen) {
+  check_layers("TransformerDecoder", num_layers);
+  for (int64_t i = 0; i < num_layers; ++i) layers.emplace_back<TransformerDecoderLayer>(d, h, o, gen);
+  register_module("layers", layers);
+  if (final_norm) {
+    norm = std::make_shared<LayerNorm>(Shape{d}, LayerNormOptions{.eps = o.layer_norm_eps});
+    register_module("norm", *norm);
+  }
+}
+
+Variable TransformerDecoder::forward(const Variable& tgt, const Variable& memory,
+                                     const AttentionForwardOptions& tgt_mask,
+                                     const AttentionForwardOptions& memory_mask) const {
+  Variable x = tgt;
+  for (size_t i = 0; i < layers.size(); ++i) x = layer(i)(x, memory, tgt_mask, memory_mask);  // the same memory
+  return norm ? (*norm)(x) : x;
+}
+
+std::string TransformerDecoder::extra_repr() const { return stack_repr(layers.size(), norm); }
+
 SwiGLU::SwiGLU(int64_t in, int64_t hidden, SwiGLUOptions o, Generator& gen)
     : gate_proj(in, hidden, {.bias = o.bias}, gen),
       up_proj(in, hidden, {.bias = o.bias}, gen),

@@ -6,7 +6,10 @@
 //
 // post-LN (norm_first=false, the 2017 paper):  x = norm(x + sublayer(x))
 // pre-LN  (norm_first=true, GPT-2 and later):  x = x + sublayer(norm(x))
+#include <memory>
+
 #include "minigrad/nn/attention.h"
+#include "minigrad/nn/container.h"
 #include "minigrad/nn/linear.h"
 #include "minigrad/nn/normalization.h"
 
@@ -80,6 +83,64 @@ class TransformerDecoderLayer : public Callable<TransformerDecoderLayer> {
 
  private:
   Variable feed_forward(const Variable& x) const;
+};
+
+/// Encoder layers applied in turn, then an optional LayerNorm (torch.nn.TransformerEncoder).
+class TransformerEncoder : public Callable<TransformerEncoder> {
+ public:
+  /// num_layers >= 0 layers, TransformerEncoderLayer(d_model, nhead, options), each initialised from
+  /// `gen` in turn (PyTorch deep-copies one layer, so its layers start equal until something such as
+  /// nn.Transformer re-initialises them); with final_norm, a LayerNorm(d_model) after the last layer
+  /// (PyTorch's norm=LayerNorm(d_model), what a pre-LN stack needs).
+  TransformerEncoder(int64_t d_model, int64_t nhead, int64_t num_layers, TransformerLayerOptions options = {},
+                     bool final_norm = false, Generator& gen = default_generator());
+  /// src (B, T, d_model) -> (B, T, d_model): x = layer_{N-1}(...layer_0(src)), then norm. The mask
+  /// applies to every layer's self-attention.
+  Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
+  /// forward with hooks (nn::call).
+  Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {}) const {
+    return nn::call(*this, src, mask);
+  }
+  /// Layer i (an IndexError out of range).
+  TransformerEncoderLayer& layer(size_t i) const { return layers.at<TransformerEncoderLayer>(i); }
+
+  std::string type_name() const override { return "TransformerEncoder"; }
+  std::string extra_repr() const override;
+
+  /// "layers.0", "layers.1", ... as in PyTorch's state_dict.
+  ModuleList layers;
+  /// The final LayerNorm ("norm"), null without one.
+  std::shared_ptr<LayerNorm> norm;
+};
+
+/// Decoder layers applied in turn, every one reading the same memory, then an optional LayerNorm
+/// (torch.nn.TransformerDecoder).
+class TransformerDecoder : public Callable<TransformerDecoder> {
+ public:
+  /// num_layers >= 0 layers, TransformerDecoderLayer(d_model, nhead, options), each initialised from
+  /// `gen` in turn; with final_norm, a LayerNorm(d_model) after the last layer.
+  TransformerDecoder(int64_t d_model, int64_t nhead, int64_t num_layers, TransformerLayerOptions options = {},
+                     bool final_norm = false, Generator& gen = default_generator());
+  /// tgt (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model). Each layer's cross-attention
+  /// takes its keys and values from `memory` itself, the encoder's final output: decoder layer 1 does
+  /// not read encoder layer 1, and no layer reads another layer's memory.
+  Variable forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
+                   const AttentionForwardOptions& memory_mask = {}) const;
+  /// forward with hooks (nn::call); the masks may be braced {...}.
+  Variable operator()(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
+                      const AttentionForwardOptions& memory_mask = {}) const {
+    return nn::call(*this, tgt, memory, tgt_mask, memory_mask);
+  }
+  /// Layer i (an IndexError out of range).
+  TransformerDecoderLayer& layer(size_t i) const { return layers.at<TransformerDecoderLayer>(i); }
+
+  std::string type_name() const override { return "TransformerDecoder"; }
+  std::string extra_repr() const override;
+
+  /// "layers.0", "layers.1", ... as in PyTorch's state_dict.
+  ModuleList layers;
+  /// The final LayerNorm ("norm"), null without one.
+  std::shared_ptr<LayerNorm> norm;
 };
 
 /// SwiGLU's optional settings.

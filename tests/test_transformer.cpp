@@ -42,6 +42,76 @@ TEST(Transformer, GoldenDecoderLayers) {
   });
 }
 
+// The stacks against PyTorch's nn.TransformerEncoder (2 pre-LN layers, a final LayerNorm, a causal
+// mask) and nn.TransformerDecoder (3 post-LN layers): outputs, input and parameter gradients, under
+// PyTorch's state_dict names (layers.0.self_attn..., norm.weight).
+TEST(Transformer, GoldenStacks) {
+  nn::TransformerEncoder enc(
+      8, 2, 2,
+      {.dim_feedforward = 16, .dropout = 0.0, .activation = nn::TransformerActivation::GELU, .norm_first = true}, true);
+  check_module(enc, "encoder_stack_pre_ln_norm", [&](const std::vector<Variable>& v) {
+    return std::pair{enc(v[0], {triu(ones({4, 4}, DType::Bool), 1)}), Variable()};
+  });
+  nn::TransformerDecoder dec(8, 2, 3, {.dim_feedforward = 16, .dropout = 0.0});
+  check_module(dec, "decoder_stack_post_ln", [&](const std::vector<Variable>& v) {
+    return std::pair{dec(v[0], v[1], {triu(ones({3, 3}, DType::Bool), 1)}), Variable()};
+  });
+}
+
+// What the stacks are made of: the encoder is its layers composed (then the norm); every decoder
+// layer's cross-attention takes its keys and values from the memory passed in, the same tensor
+// for all layers (recorded by forward hooks), not the output of the encoder layer at its depth.
+TEST(Transformer, StacksComposeTheirLayersAndEveryDecoderLayerReadsTheMemory) {
+  const nn::TransformerLayerOptions o{.dim_feedforward = 16, .dropout = 0.0, .norm_first = true};
+  nn::TransformerEncoder enc(8, 2, 2, o, true);
+  nn::TransformerDecoder dec(8, 2, 3, o);
+  enc.to(DType::Float64), dec.to(DType::Float64);
+  EXPECT_EQ(enc.layers.size(), 2u);
+  EXPECT_NE(enc.norm, nullptr);
+  EXPECT_EQ(dec.norm, nullptr);
+  const Variable src(rnd({2, 5, 8}, 1)), tgt(rnd({2, 4, 8}, 2));
+  const Variable memory = enc(src);
+  expect_close(memory.data(), (*enc.norm)(enc.layer(1)(enc.layer(0)(src))).data(), 0, 0);
+  std::vector<Tensor> keys, values;
+  std::vector<nn::HookHandle> hooks;
+  for (size_t i = 0; i < dec.layers.size(); ++i)
+    hooks.push_back(dec.layer(i).multihead_attn.register_forward_hook(
+        [&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>&) {
+          keys.push_back(in[1].data()), values.push_back(in[2].data());
+        }));
+  const Variable out = dec(tgt, memory, {.is_causal = true});
+  ASSERT_EQ(keys.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    expect_close(keys[i], memory.data(), 0, 0);
+    expect_close(values[i], memory.data(), 0, 0);
+  }
+  Variable x = tgt;
+  for (size_t i = 0; i < 3; ++i) x = dec.layer(i)(x, memory, {.is_causal = true});
+  expect_close(out.data(), x.data(), 0, 0);
+  for (auto& h : hooks) h.remove();
+  // zero layers: the identity (then the norm, if any), as in PyTorch
+  nn::TransformerEncoder none(8, 2, 0, o);
+  none.to(DType::Float64);
+  expect_close(none(src).data(), src.data(), 0, 0);
+  // the names a state_dict uses, and a gradient reaching every parameter of both stacks
+  const nn::StateDict sd = nn::state_dict(dec);
+  EXPECT_EQ(sd.front().first, "layers.0.self_attn.w_q.weight");
+  EXPECT_EQ(sd.back().first, "layers.2.norm3.bias");
+  sum(dec(tgt, enc(src))).backward();
+  for (auto& [name, p] : enc.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+  for (auto& [name, p] : dec.named_parameters()) EXPECT_TRUE(p.grad().defined()) << name;
+}
+
+TEST(Transformer, StacksRejectBadSettings) {
+  EXPECT_THAT([] { nn::TransformerEncoder(8, 2, -1); },
+              testing::ThrowsMessage<ValueError>(HasSubstr("TransformerEncoder: num_layers must be >= 0, got -1")));
+  EXPECT_THAT([] { nn::TransformerDecoder(8, 2, -2); },
+              testing::ThrowsMessage<ValueError>(HasSubstr("TransformerDecoder: num_layers must be >= 0, got -2")));
+  nn::TransformerDecoder dec(8, 2, 1, {.dim_feedforward = 16});
+  EXPECT_THROW(dec.layer(1), IndexError);
+  EXPECT_THROW(nn::TransformerEncoder(8, 3, 2), ValueError);  // 8 is not divisible into 3 heads
+}
+
 // Saved and loaded in PyTorch's own layout (SaveOptions / LoadOptions::torch_layout): PyTorch's
 // state_dict of nn.MultiheadAttention and the Transformer layers (in_proj_weight, out_proj) loads
 // and gives PyTorch's output, and minigrad writes exactly those entries back, in PyTorch's order.

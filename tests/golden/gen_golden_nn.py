@@ -296,3 +296,26 @@ plateau_case("sched_plateau_min", [1.0, 0.9, 0.9, 0.95, 0.91, 0.895, 0.9, 0.9, 0
              factor=0.5, patience=2, threshold=0.01, cooldown=1)
 plateau_case("sched_plateau_max_abs", [0.1, 0.2, 0.25, 0.26, 0.27, 0.2, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3],
              mode="max", factor=0.2, patience=1, threshold=0.02, threshold_mode="abs", min_lr=0.005)
+
+
+# ---- stacks of Transformer layers (last, so the cases above keep their random draws). PyTorch
+# deep-copies one layer N times; each copy's weights are nudged here so the layers differ, as
+# minigrad's (initialised one after another) do ----
+def stack(module):
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(torch.randn(p.shape) * 0.2)
+    return module
+
+
+module_case("encoder_stack_pre_ln_norm",
+            stack(nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
+                                                                   activation="gelu", batch_first=True,
+                                                                   norm_first=True),
+                                        2, norm=nn.LayerNorm(8), enable_nested_tensor=False)),
+            lambda m, x: m(x, mask=torch.ones(4, 4, dtype=torch.bool).triu(1)), [r(2, 4, 8)])
+module_case("decoder_stack_post_ln",
+            stack(nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0,
+                                                                   batch_first=True), 3)),
+            lambda m, t, mem: m(t, mem, tgt_mask=torch.ones(3, 3, dtype=torch.bool).triu(1)),
+            [r(2, 3, 8), r(2, 5, 8)])
