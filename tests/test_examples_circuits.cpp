@@ -40,12 +40,13 @@ TEST_P(Seq2SeqSeeds, ReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   // up to 100 and every 50 (33 records)
   expect_telemetry(tr.records, tr.telemetry_json, seq2seq::save_explorer(c, tr), 33, {4, 4, 4});
   const nlohmann::json j = nlohmann::json::parse(tr.telemetry_json);
-  EXPECT_EQ(j["layers"][2]["name"], "dec.multihead_attn");
+  EXPECT_EQ(j["layers"][2]["name"], "dec.layers.0.multihead_attn");
+  EXPECT_EQ(j["meta"]["task"], "reverse");
   EXPECT_EQ(j["layers"][2]["query_tokens"].size(), 6u);  // <s> and 5 digits
   EXPECT_EQ(j["layers"][2]["query_tokens"][0], "<s>");
   EXPECT_EQ(j["layers"][2]["key_tokens"].size(), 5u);  // the 5 source digits
   for (const inspect::HeadScore& h : tr.records.back().heads)
-    EXPECT_EQ(h.label == "cross-attention", h.layer == "dec.multihead_attn");
+    EXPECT_EQ(h.label == "cross-attention", h.layer == "dec.layers.0.multihead_attn");
   // the recorded cross-attention map (probe row 0) is 6 x 5 and turns into the anti-diagonal
   const auto mirrored = [&](const inspect::TelemetryRecord& r) {
     const Tensor w = r.patterns[2].weights;  // (H, 6, 5)
@@ -57,12 +58,18 @@ TEST_P(Seq2SeqSeeds, ReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   EXPECT_LT(mirrored(tr.records.front()), 0.4);
   EXPECT_GT(mirrored(tr.records.back()), 0.8);
   // what the program prints for the explorer is that weight, record by record
-  ASSERT_EQ(tr.mirrored.size(), tr.records.size());
-  for (size_t k = 0; k < tr.records.size(); ++k) EXPECT_NEAR(tr.mirrored[k], mirrored(tr.records[k]), 1e-12) << k;
+  ASSERT_EQ(tr.aligned.size(), 1u);
+  ASSERT_EQ(tr.aligned[0].size(), tr.records.size());
+  for (size_t k = 0; k < tr.records.size(); ++k) EXPECT_NEAR(tr.aligned[0][k], mirrored(tr.records[k]), 1e-6) << k;
   const seq2seq::Evaluation e = seq2seq::evaluate(m, c, g);
   EXPECT_GE(e.exact_match, 0.99);
-  EXPECT_GT(e.anti_diagonal, 0.8);
-  EXPECT_EQ(e.example_map.shape(), (Shape{6, 5}));  // L + 1 decoder steps x L source digits: not square
+  ASSERT_EQ(e.cross.size(), 1u);
+  EXPECT_GT(e.cross[0].aligned, 0.8);
+  EXPECT_NEAR(e.cross[0].uniform, 0.2, 1e-6);  // 1 of 5 positions
+  // positional: one fixed source position per output step takes as much weight as the mirrored one
+  EXPECT_GT(e.cross[0].positional, e.cross[0].aligned - 0.05);
+  EXPECT_EQ(e.cross[0].maps.shape(), (Shape{2, 6, 5}));  // L + 1 decoder steps x L source digits: not square
+  EXPECT_EQ(e.memory_difference, 0.0);  // the cross-attention's keys and values are the encoder's output
   EXPECT_THAT(e.shapes, testing::HasSubstr("query input  (500, 6, 32)"));
   EXPECT_THAT(e.shapes, testing::HasSubstr("key input    (500, 5, 32)"));
   // the output follows the memory: a's decoder input with b's memory gives b's digits, and one
@@ -71,6 +78,45 @@ TEST_P(Seq2SeqSeeds, ReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   EXPECT_GT(iv.swapped_follows_memory, 0.9);
   EXPECT_LT(iv.swapped_follows_input, 0.3);
   EXPECT_GT(iv.slot_exact, 0.8);
+}
+
+// docs/05's content-based alignment, on seeds 0, 1 and 2: sorting with two encoder and two decoder
+// layers. The cross-attention puts its weight on the positions holding the digit written, a map no
+// fixed position explains; both decoder layers read the same memory, the encoder's final output.
+TEST_P(Seq2SeqSeeds, SortsWithContentBasedCrossAttentionAndBothLayersReadTheFinalMemory) {
+  seq2seq::Config c;
+  c.seed = GetParam();
+  c.task = seq2seq::Task::Sort;
+  c.layers = 2;
+  c.length = 5;
+  c.dim = 32;
+  c.ff = 64;
+  c.steps = 1500;
+  c.every = 100;
+  c.out = (std::filesystem::temp_directory_path() / ("minigrad_test_seq2seq_sort_" + std::to_string(c.seed))).string();
+  Generator g(c.seed);
+  seq2seq::Model m(c, g);
+  const seq2seq::TrainResult tr = seq2seq::train(m, c, g);
+  const nlohmann::json j = nlohmann::json::parse(tr.telemetry_json);
+  EXPECT_EQ(j["meta"]["task"], "sort");
+  ASSERT_EQ(tr.aligned.size(), 2u);  // one series per decoder layer
+  const seq2seq::Evaluation e = seq2seq::evaluate(m, c, g);
+  EXPECT_GE(e.exact_match, 0.95);
+  ASSERT_EQ(e.cross.size(), 2u);
+  EXPECT_EQ(e.cross[1].name, "dec.layers.1.multihead_attn");
+  const seq2seq::CrossLayer& r = e.cross[e.reader];
+  EXPECT_GT(r.aligned, 0.6);
+  EXPECT_GT(r.aligned, 2 * r.uniform);
+  EXPECT_LT(r.positional, r.aligned - 0.3);                                    // not positional
+  EXPECT_GT(tr.aligned[e.reader].back(), tr.aligned[e.reader].front() + 0.2);  // learned, on the probe string
+  // every decoder layer read exactly the encoder's final output, not encoder layer 0's
+  EXPECT_EQ(e.memory_difference, 0.0);
+  EXPECT_GT(e.first_layer_difference, 0.1);
+  // the output follows the memory more than the decoder's own input
+  const seq2seq::Intervention iv = seq2seq::intervene(m, c, g);
+  EXPECT_GT(iv.swapped_follows_memory, 0.5);
+  EXPECT_GT(iv.swapped_follows_memory, 2 * iv.swapped_follows_input);
+  EXPECT_GT(iv.slot_exact, 0.5);
 }
 
 // induction_heads at a smaller size (vocab 16, 32 tokens, width 32, 2 heads per layer): the same

@@ -19,11 +19,19 @@ using namespace mg;
 // end-of-sequence token </s> (last output).
 constexpr int64_t kDigits = 10, kBos = 10, kEos = 11, kTargetVocab = 12;
 
+// What the answer is. Reversal is positional: output t always reads source position L-1-t, the
+// same for every string. Sorting is content-based: which position holds the t-th smallest digit
+// depends on the digits, so the map changes from string to string.
+enum class Task { Reverse, Sort };
+inline const char* task_name(Task t) { return t == Task::Reverse ? "reverse" : "sort"; }
+
 struct Config {
   int64_t length = 6;  // digits per string
   int64_t dim = 64;    // model width
   int64_t heads = 4;
-  int64_t ff = 128;  // MLP width inside each layer
+  int64_t ff = 128;    // MLP width inside each layer
+  int64_t layers = 1;  // encoder layers, and as many decoder layers
+  Task task = Task::Reverse;
   int64_t batch = 64;
   int steps = 1200;    // AdamW steps
   double lr = 3e-3;    // peak learning rate (warm-up, then cosine decay)
@@ -32,10 +40,12 @@ struct Config {
   std::string out = "runs/seq2seq_cross_attention";
 };
 
+// nn::TransformerEncoder and nn::TransformerDecoder stacks: with --layers 2 every decoder layer's
+// cross-attention reads the same memory, the encoder's final output.
 struct Model : nn::Callable<Model> {
   nn::Embedding src_tok, tgt_tok, pos;
-  nn::TransformerEncoderLayer enc;
-  nn::TransformerDecoderLayer dec;
+  nn::TransformerEncoder enc;
+  nn::TransformerDecoder dec;
   nn::LayerNorm norm;
   nn::Linear out;
   static nn::TransformerLayerOptions layer(const Config& c) {
@@ -45,8 +55,8 @@ struct Model : nn::Callable<Model> {
       : src_tok(kDigits, c.dim, {}, g),
         tgt_tok(kTargetVocab, c.dim, {}, g),
         pos(c.length + 1, c.dim, {}, g),
-        enc(c.dim, c.heads, layer(c), g),
-        dec(c.dim, c.heads, layer(c), g),
+        enc(c.dim, c.heads, c.layers, layer(c), false, g),
+        dec(c.dim, c.heads, c.layers, layer(c), false, g),
         norm({c.dim}),
         out(c.dim, kTargetVocab, {}, g) {
     register_module("src_tok", src_tok), register_module("tgt_tok", tgt_tok), register_module("pos", pos);
@@ -70,19 +80,27 @@ bool held_out(const int64_t* digits, int64_t n) {
 
 struct Batch {
   Tensor src;              // (B, L)
-  Tensor tgt_in, tgt_out;  // (B, L + 1): <s> + reversed digits; reversed digits + </s>
+  Tensor tgt_in, tgt_out;  // (B, L + 1): <s> + the answer's digits; the answer's digits + </s>
 };
 
-// The decoder's input under teacher forcing for sources src (B, L): <s>, then the reversed digits
-// but the last one -> (B, L + 1).
-Tensor decoder_input(const Tensor& src) {
+// The answer's digits for sources src (B, L) -> (B, L): the digits reversed, or sorted ascending.
+Tensor answer(const Tensor& src, Task task) {
   const int64_t n = src.size(0), L = src.size(1);
-  const Tensor s = src.contiguous();
-  Tensor in = empty({n, L + 1}, DType::Int64);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i <= L; ++i)
-      in.data<int64_t>()[b * (L + 1) + i] = i == 0 ? kBos : s.data<int64_t>()[b * L + (L - i)];
-  return in;
+  Tensor a = src.contiguous().clone();
+  int64_t* p = a.data<int64_t>();
+  for (int64_t b = 0; b < n; ++b) {
+    if (task == Task::Reverse)
+      std::reverse(p + b * L, p + (b + 1) * L);
+    else
+      std::sort(p + b * L, p + (b + 1) * L);
+  }
+  return a;
+}
+
+// The decoder's input under teacher forcing for sources src (B, L): <s>, then the answer's
+// digits -> (B, L + 1).
+Tensor decoder_input(const Tensor& src, Task task) {
+  return concat({full({src.size(0), 1}, kBos, DType::Int64), answer(src, task)}, 1);
 }
 // Random strings from one side of the split (train: not held out; test: held out).
 Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
@@ -94,16 +112,21 @@ Batch make_batch(const Config& c, Generator& g, int64_t n, bool test) {
       for (int64_t i = 0; i < L; ++i) p[b * L + i] = static_cast<int64_t>(g.next_u64() % kDigits);
     } while (held_out(p + b * L, L) != test);
   }
-  Tensor tgt_out = empty({n, L + 1}, DType::Int64);
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t i = 0; i <= L; ++i) tgt_out.data<int64_t>()[b * (L + 1) + i] = i < L ? p[b * L + (L - 1 - i)] : kEos;
-  return {src, decoder_input(src), tgt_out};
+  const Tensor tgt_out = concat({answer(src, c.task), full({n, 1}, kEos, DType::Int64)}, 1);
+  return {src, decoder_input(src, c.task), tgt_out};
 }
 
 std::vector<std::string> digits(const Tensor& t) {
   std::vector<std::string> out;
   for (int64_t d : t.to_vector<int64_t>()) out.push_back(d == kEos ? "</s>" : d == kBos ? "<s>" : std::to_string(d));
   return out;
+}
+
+// The decoder's cross-attention modules, one per layer: dec.layers.0.multihead_attn, ...
+std::vector<std::string> cross_layers(const Config& c) {
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < c.layers; ++i) names.push_back(fmt::format("dec.layers.{}.multihead_attn", i));
+  return names;
 }
 
 // Telemetry's forward takes one ids tensor: the source digits (B, L); the decoder reads the
@@ -115,31 +138,51 @@ inspect::Telemetry make_telemetry(Model& m, const Config& c) {
   Generator g(c.seed + 99);
   const Batch probe = make_batch(c, g, 8, true);
   const std::vector<std::string> src = digits(probe.src.narrow(0, 0, 1)), dec = digits(probe.tgt_in.narrow(0, 0, 1));
+  inspect::TelemetryOptions o{
+      .vocab = kDigits, .probe = probe.src, .tokens = src, .pattern_length = c.length + 1, .every = c.every};
+  for (int64_t i = 0; i < c.layers; ++i) {
+    const std::string self = fmt::format("dec.layers.{}.self_attn", i), cross = cross_layers(c)[i];
+    o.query_tokens[self] = o.query_tokens[cross] = o.key_tokens[self] = dec;
+    o.key_tokens[cross] = src;
+  }
   Model* model = &m;
-  return inspect::Telemetry(m, [model](const Tensor& ids) { model->decode(decoder_input(ids), model->encode(ids)); },
-                            {.vocab = kDigits,
-                             .probe = probe.src,
-                             .tokens = src,
-                             .pattern_length = c.length + 1,
-                             .every = c.every,
-                             .query_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", dec}},
-                             .key_tokens = {{"dec.self_attn", dec}, {"dec.multihead_attn", src}}});
+  const Task task = c.task;
+  return inspect::Telemetry(
+      m, [model, task](const Tensor& ids) { model->decode(decoder_input(ids, task), model->encode(ids)); }, o);
+}
+
+// Where the task needs output step t < L to read, for sources src (B, L) -> (B, L + 1, L), 1 there and
+// 0 elsewhere (the </s> row is all 0). Reversal: the mirrored position L-1-t. Sorting: every
+// source position holding the digit written at t (a repeated digit has several).
+Tensor alignment_mask(const Tensor& src, Task task) {
+  const int64_t n = src.size(0), L = src.size(1);
+  const Tensor s = src.contiguous(), a = answer(src, task);
+  Tensor mask = zeros({n, L + 1, L});
+  float* m = mask.data<float>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t t = 0; t < L; ++t)
+      for (int64_t j = 0; j < L; ++j) {
+        const bool hit =
+            task == Task::Reverse ? j == L - 1 - t : s.data<int64_t>()[b * L + j] == a.data<int64_t>()[b * L + t];
+        m[(b * (L + 1) + t) * L + j] = hit ? 1.0f : 0.0f;
+      }
+  return mask;
+}
+
+// The weight a cross-attention map w (B, L + 1, L) (heads averaged) puts where the task needs it,
+// averaged over the L digit steps and the B strings.
+double aligned_weight(const Tensor& w, const Tensor& mask) {
+  const int64_t n = w.size(0), L = w.size(2);
+  return sum(w.to(DType::Float32) * mask).item() / static_cast<double>(n * L);
 }
 
 struct TrainResult {
   std::vector<double> losses;                     // per step
   std::vector<inspect::TelemetryRecord> records;  // step 1, every 5 up to 100, every c.every
   std::string telemetry_json;                     // the same, as inspect::Telemetry writes it
-  std::vector<double> mirrored;  // per record: the cross-attention's weight on the mirrored digit (probe row 0)
+  // per cross-attention layer, per record: its weight where the task needs it (probe row 0)
+  std::vector<std::vector<double>> aligned;
 };
-
-// The mean weight of output step t on source position L-1-t, t < L, over the heads: how much of
-// the anti-diagonal a cross-attention map (H, L + 1, L) holds.
-double mirrored_weight(const Tensor& w, int64_t L) {
-  double diag = 0;
-  for (int64_t t = 0; t < L; ++t) diag += mean(w.narrow(1, t, 1).narrow(2, L - 1 - t, 1)).item();
-  return diag / static_cast<double>(L);
-}
 
 TrainResult train(Model& m, const Config& c, Generator& g) {
   optim::AdamW opt(m.parameters(), {.lr = c.lr});
@@ -162,13 +205,19 @@ TrainResult train(Model& m, const Config& c, Generator& g) {
   }
   bar.finish();
   r.records = tel.records();
-  r.telemetry_json = tel.json({{"example", "seq2seq_cross_attention"}, {"length", std::to_string(c.length)}});
+  r.telemetry_json = tel.json(
+      {{"example", "seq2seq_cross_attention"}, {"task", task_name(c.task)}, {"length", std::to_string(c.length)}});
+  Generator probe_gen(c.seed + 99);  // the telemetry's probe strings again, for the mask of row 0
+  const Tensor mask = alignment_mask(make_batch(c, probe_gen, 8, true).src.narrow(0, 0, 1), c.task);
   const auto& layers = tel.layers();
-  const size_t cross =
-      static_cast<size_t>(std::find(layers.begin(), layers.end(), "dec.multihead_attn") - layers.begin());
-  MG_CHECK(cross < layers.size(), ValueError, "seq2seq_cross_attention: the telemetry has no dec.multihead_attn");
-  for (const inspect::TelemetryRecord& rec : r.records)
-    r.mirrored.push_back(mirrored_weight(rec.patterns[cross].weights, c.length));
+  for (const std::string& name : cross_layers(c)) {
+    const size_t k = static_cast<size_t>(std::find(layers.begin(), layers.end(), name) - layers.begin());
+    MG_CHECK(k < layers.size(), ValueError, "seq2seq_cross_attention: the telemetry has no {}", name);
+    std::vector<double> series;
+    for (const inspect::TelemetryRecord& rec : r.records)
+      series.push_back(aligned_weight(mean(rec.patterns[k].weights, {0}, true), mask));
+    r.aligned.push_back(series);
+  }
   return r;
 }
 
@@ -197,12 +246,27 @@ double exact(const Tensor& pred, const Tensor& target) {
   return mean(row_ok.to(DType::Float32)).item();
 }
 
+// One cross-attention layer, measured on the 500 evaluation strings (heads averaged).
+struct CrossLayer {
+  std::string name;   // dec.layers.i.multihead_attn
+  double aligned;     // weight where the task needs it (alignment_mask), per digit step
+  double uniform;     // the same for a uniform map: the chance level (1/L for reversal)
+  double positional;  // per digit step, the largest weight one fixed source position gets on average
+  Tensor maps;        // (2, L + 1, L): the maps of two test strings
+};
+
 struct Evaluation {
-  double exact_match;    // whole answer right (digits and </s>)
-  double anti_diagonal;  // mean cross-attention weight (all heads) of output t on source position L-1-t
-  Tensor example_map;    // (L + 1, L) head-averaged cross-attention for one test string
-  Tensor example_src, example_out;
-  std::string shapes;  // the shapes inside the cross-attention, recorded by forward hooks
+  double exact_match;               // whole answer right (digits and </s>)
+  std::vector<CrossLayer> cross;    // per decoder layer
+  size_t reader = 0;                // the layer with the most aligned weight
+  Tensor example_src, example_out;  // (2, L), (2, L + 1): the two strings of CrossLayer::maps
+  std::string shapes;               // the shapes inside the reading layer's cross-attention (forward hooks)
+  // The memory each decoder layer's cross-attention read (its keys and values), against the
+  // encoder's final output: the largest difference over every layer (0: the same numbers).
+  double memory_difference = NAN;
+  // With 2+ layers: the largest difference between encoder layer 0's output and the final output,
+  // what a decoder layer would see if it read the encoder layer at its own depth.
+  double first_layer_difference = NAN;
 };
 
 Evaluation evaluate(Model& m, const Config& c, Generator& g) {
@@ -212,10 +276,46 @@ Evaluation evaluate(Model& m, const Config& c, Generator& g) {
   e.exact_match = exact(pred, b.tgt_out);
   NoGradGuard no_grad;
   inspect::AttentionCapture cap(m);
-  // Forward hooks on the cross-attention and its projections record what goes in and comes out.
-  nn::MultiheadAttention& x = m.dec.multihead_attn;
+  // Forward hooks on the cross-attentions and their projections record what goes in and comes out.
   std::map<std::string, Shape> seen;
+  std::vector<Tensor> read;  // per decoder layer: the cross-attention's key and value inputs
   std::vector<nn::HookHandle> hooks;
+  for (size_t i = 0; i < m.dec.layers.size(); ++i)
+    hooks.push_back(m.dec.layer(i).multihead_attn.register_forward_hook(
+        [&read](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>&) {
+          read.push_back(in[1].data()), read.push_back(in[2].data());
+        }));
+  Tensor first_layer;
+  if (c.layers > 1)
+    hooks.push_back(m.enc.layer(0).register_forward_hook(
+        [&first_layer](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
+          first_layer = out[0].data();
+        }));
+  const Variable memory = m.encode(b.src);
+  m.decode(b.tgt_in, memory);
+  for (auto& h : hooks) h.remove();
+  e.memory_difference = 0;
+  for (const Tensor& t : read)
+    e.memory_difference = std::max(e.memory_difference, (t - memory.data()).abs().max().item());
+  if (first_layer.defined()) e.first_layer_difference = (first_layer - memory.data()).abs().max().item();
+
+  const Tensor mask = alignment_mask(b.src, c.task);
+  const double L = static_cast<double>(c.length);
+  for (const std::string& name : cross_layers(c)) {
+    const Tensor w = mean(cap.at(name).weights, {1});  // (B, L + 1, L), heads averaged
+    CrossLayer x{.name = name, .aligned = aligned_weight(w, mask), .uniform = sum(mask).item() / (500 * L * L)};
+    const Tensor by_position = mean(w, {0}).narrow(0, 0, c.length).max(1).first;  // (L): best fixed position per step
+    x.positional = mean(by_position).item();
+    x.maps = w.narrow(0, 0, 2).contiguous();
+    e.cross.push_back(x);
+  }
+  for (size_t i = 1; i < e.cross.size(); ++i)
+    if (e.cross[i].aligned > e.cross[e.reader].aligned) e.reader = i;
+  e.example_src = b.src.narrow(0, 0, 2).contiguous();
+  e.example_out = pred.narrow(0, 0, 2).contiguous();
+
+  // the shapes, recorded once more on the reading layer
+  nn::MultiheadAttention& x = m.dec.layer(e.reader).multihead_attn;
   hooks.push_back(
       x.register_forward_hook([&](const nn::Module&, const std::vector<Variable>& in, std::vector<Variable>& out) {
         seen["query"] = in[0].shape(), seen["key"] = in[1].shape(), seen["value"] = in[2].shape();
@@ -225,13 +325,13 @@ Evaluation evaluate(Model& m, const Config& c, Generator& g) {
     hooks.push_back(
         l->register_forward_hook([&seen, name](const nn::Module&, const std::vector<Variable>&,
                                                std::vector<Variable>& out) { seen[name] = out[0].shape(); }));
-  m.decode(b.tgt_in, m.encode(b.src));
+  m.decode(b.tgt_in, memory);
   for (auto& h : hooks) h.remove();
-  const Tensor w4 = cap.at("dec.multihead_attn").weights;  // (B, H, L + 1, L)
+  const Tensor w4 = cap.at(e.cross[e.reader].name).weights;  // (B, H, L + 1, L)
   const int64_t H = w4.size(1), dk = c.dim / H;
   auto str = [](const Shape& s) { return shape_str(s); };
   e.shapes = fmt::format(
-      "inside the decoder's cross-attention (batch {0}, {1} heads of {2}):\n"
+      "inside the decoder's cross-attention{13} (batch {0}, {1} heads of {2}):\n"
       "  query input  {3}  the decoder's stream: {4} tokens (<s> and the digits written so far)\n"
       "  key input    {5}  value input {6}  the encoder's output: {7} source digits\n"
       "  Q = w_q(query) {8}   K = w_k(key) {9}   V = w_v(value) {10}\n"
@@ -239,26 +339,21 @@ Evaluation evaluate(Model& m, const Config& c, Generator& g) {
       "  weights = softmax(Q_h K_h^T / sqrt({2})) {11}: one row per output step, one column per source digit\n"
       "  output {12}: the decoder's length again\n",
       w4.size(0), H, dk, str(seen["query"]), seen["query"][1], str(seen["key"]), str(seen["value"]), seen["key"][1],
-      str(seen["Q"]), str(seen["K"]), str(seen["V"]), str(w4.shape()), str(seen["output"]));
-  const Tensor w = mean(w4, {1});  // (B, L + 1, L), heads averaged
-  double diag = 0;
-  for (int64_t t = 0; t < c.length; ++t) diag += mean(w.narrow(1, t, 1).narrow(2, c.length - 1 - t, 1)).item();
-  e.anti_diagonal = diag / static_cast<double>(c.length);
-  e.example_map = w.narrow(0, 0, 1).reshape({c.length + 1, c.length}).contiguous();
-  e.example_src = b.src.narrow(0, 0, 1).reshape({c.length}).contiguous();
-  e.example_out = pred.narrow(0, 0, 1).reshape({c.length + 1}).contiguous();
+      str(seen["Q"]), str(seen["K"]), str(seen["V"]), str(w4.shape()), str(seen["output"]),
+      c.layers > 1 ? fmt::format(" of layer {}", e.reader) : std::string());
   return e;
 }
 
 // Interventions on the memory the decoder reads. Pairs of held-out strings a, b:
-//   swapped: a's decoder input (teacher forcing: <s> + a reversed) but b's encoder output. If
+//   swapped: a's decoder input (teacher forcing: <s> + a's answer) but b's encoder output. If
 //            the decoder took its answer from its own input, it would continue a; it follows b.
-//   one slot: a's encoder output with position j replaced by b's. Greedy decoding then changes
-//            exactly output L-1-j, to b's digit there, and keeps a's elsewhere.
+//   one slot: a's encoder output with position j replaced by b's. Greedy decoding then writes
+//            the answer for a with its digit j replaced by b's: for reversal exactly output
+//            L-1-j changes; for sorting the new digit moves to where its value puts it.
 struct Intervention {
-  double swapped_follows_memory;  // predicted digits equal to reversed b (teacher-forced on a)
-  double swapped_follows_input;   // ... equal to reversed a
-  double slot_exact;              // greedy answers equal to reversed a with b's digit at L-1-j
+  double swapped_follows_memory;  // predicted digits equal to b's answer (teacher-forced on a)
+  double swapped_follows_input;   // ... equal to a's answer
+  double slot_exact;              // greedy answers equal to the answer for a with b's digit at j
   int64_t slot;                   // j
 };
 
@@ -278,9 +373,9 @@ Intervention intervene(const Model& m, const Config& c, Generator& g, int64_t n 
     Tensor patched = mem_a.data().clone();
     patched.narrow(1, r.slot, 1).copy_(mem_b.data().narrow(1, r.slot, 1));
     const Tensor pred = greedy_from(m, Variable(patched), L + 1);
-    Tensor expect = a.tgt_out.clone();
-    expect.narrow(1, L - 1 - r.slot, 1).copy_(b.src.narrow(1, r.slot, 1));
-    r.slot_exact = exact(pred, expect);
+    Tensor src = a.src.clone();
+    src.narrow(1, r.slot, 1).copy_(b.src.narrow(1, r.slot, 1));
+    r.slot_exact = exact(pred, concat({answer(src, c.task), full({n, 1}, kEos, DType::Int64)}, 1));
   }
   return r;
 }
