@@ -144,13 +144,37 @@ TEST_F(Examples, AttentionCostCopyingFromFarBackNeedsTheDirectPath) {
   c.seq_len = 24, c.steps = 200;  // shorter than the example's 48 and 300, to keep the test quick
   for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
     c.seed = seed;
-    const auto rows = attention_cost::copy_at_distance(c);
+    const auto rows = attention_cost::copy_at_distance(c, attention_cost::CopyModels::FullAndLSTM);
     ASSERT_EQ(rows.size(), 2u);
     EXPECT_GT(rows[0].attention, 0.95) << seed;
     EXPECT_GT(rows[1].attention, 0.95) << seed;
     EXPECT_GT(rows[0].lstm, 0.95) << seed;
     EXPECT_LT(rows[1].lstm, 0.3) << seed;
   }
+}
+
+TEST_F(Examples, AttentionCostLocalAttentionReachesItsWindowPerLayer) {
+  // docs/05's local attention, on seeds 0, 1 and 2: with a window of 4 keys, one layer copies from
+  // k = 4 back and not from k = 8; two layers copy from k = 8 and not from k = 16.
+  attention_cost::Config c;
+  c.distances = {4, 8, 16};
+  c.seq_len = 24, c.steps = 200;
+  for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
+    c.seed = seed;
+    const auto rows = attention_cost::copy_at_distance(c, attention_cost::CopyModels::LocalOnly);
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_GT(rows[0].local1, 0.95) << seed;
+    EXPECT_LT(rows[1].local1, 0.3) << seed;
+    EXPECT_GT(rows[1].local2, 0.9) << seed;
+    EXPECT_LT(rows[2].local2, 0.3) << seed;
+    EXPECT_EQ(attention_cost::reach(rows, &attention_cost::CopyRow::local1), 4) << seed;
+  }
+  // the mask: query t sees keys t - 4 .. t
+  const Tensor m = attention_cost::band_mask(10, 4);
+  EXPECT_EQ(m.at({9, 5}), 0.0);
+  EXPECT_EQ(m.at({9, 4}), 1.0);
+  EXPECT_EQ(m.at({3, 4}), 1.0);
+  EXPECT_EQ(m.at({3, 0}), 0.0);
 }
 
 TEST_F(Examples, AttentionCostOnlineSoftmaxIsTheOnePassSoftmax) {

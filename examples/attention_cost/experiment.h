@@ -28,6 +28,7 @@ struct Config {
   std::vector<int64_t> distances = {1, 2, 4, 8, 16, 32};
   int64_t width = 64;    // the attention model's width
   int64_t hidden = 128;  // the LSTM's hidden size
+  int64_t window = 4;    // local attention: each query sees itself and the `window` keys before it
   int64_t batch = 32;
   int steps = 300;  // Adam steps per model and distance
   double lr = 3e-3;
@@ -108,22 +109,45 @@ double crossover(const std::vector<CostRow>& rows, double CostRow::*attention, c
 
 // ---- part 2: copying from k positions back ------------------------------------------------
 
-// ids (B, T) -> logits (B, T, vocab), causal: position t sees tokens 0..t.
+// The banded causal mask of local attention (T, T), true where a query may not look: query t
+// sees keys t - r .. t, itself and the r before it.
+Tensor band_mask(int64_t T, int64_t r) {
+  Tensor m = empty({T, T}, DType::Bool);
+  bool* p = m.data<bool>();
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < T; ++j) p[t * T + j] = j > t || j < t - r;
+  return m;
+}
+
+// ids (B, T) -> logits (B, T, vocab), causal: position t sees tokens 0..t, or with a window r
+// only t - r .. t (local attention). One head per layer, one or two layers, each with a residual
+// connection.
 struct AttentionCopier : nn::Callable<AttentionCopier> {
   nn::Embedding tok, pos;
   nn::MultiheadAttention attn;
+  std::shared_ptr<nn::MultiheadAttention> attn2;  // the second layer, or null
   nn::Linear readout;
-  AttentionCopier(const Config& c, Generator& g)
+  int64_t window;  // 0: full causal attention
+  AttentionCopier(const Config& c, Generator& g, int64_t window = 0, bool two_layers = false)
       : tok(c.vocab, c.width, {}, g),
         pos(c.seq_len, c.width, {}, g),
         attn(c.width, 1, {}, g),
-        readout(c.width, c.vocab, {}, g) {
+        attn2(two_layers ? std::make_shared<nn::MultiheadAttention>(c.width, 1, nn::MultiheadAttentionOptions{}, g)
+                         : nullptr),
+        readout(c.width, c.vocab, {}, g),
+        window(window) {
     register_module("tok", tok), register_module("pos", pos), register_module("attn", attn);
+    if (attn2) register_module("attn2", *attn2);
     register_module("readout", readout);
   }
   Variable forward(const Tensor& ids) const {
     Variable x = tok(ids) + pos(arange(ids.size(1)));
-    return readout(x + attn(x, {.is_causal = true}).output);
+    const nn::AttentionForwardOptions mask =
+        window > 0 ? nn::AttentionForwardOptions{.attn_mask = band_mask(ids.size(1), window)}
+                   : nn::AttentionForwardOptions{.is_causal = true};
+    x = x + attn(x, mask).output;
+    if (attn2) x = x + (*attn2)(x, mask).output;
+    return readout(x);
   }
   std::string type_name() const override { return "AttentionCopier"; }
 };
@@ -154,10 +178,10 @@ Variable copy_logits(const M& m, const Config& c, int64_t k, const Tensor& ids) 
 }
 
 // Train a fresh model to copy from k back; its accuracy on 512 fresh sequences.
-template <class M>
-double train_copier(const Config& c, int64_t k, const std::string& label) {
+template <class M, class... Args>
+double train_copier(const Config& c, int64_t k, const std::string& label, Args... args) {
   Generator g(c.seed);
-  M m(c, g);
+  M m(c, g, args...);
   Generator data(c.seed + 100 + static_cast<uint64_t>(k));  // the same batches for both models
   optim::Adam opt(m.parameters(), {.lr = c.lr});
   viz::ProgressBar bar(c.steps, label);
@@ -178,15 +202,38 @@ double train_copier(const Config& c, int64_t k, const std::string& label) {
 
 struct CopyRow {
   int64_t k;
-  double attention, lstm;  // accuracy
+  double attention, lstm;             // accuracy
+  double local1 = NAN, local2 = NAN;  // local attention (window c.window), one and two layers; NaN: not run
 };
 
-std::vector<CopyRow> copy_at_distance(const Config& c) {
+// Which models copy_at_distance trains: all four (the example), or a part of them (the tests).
+enum class CopyModels { All, FullAndLSTM, LocalOnly };
+
+std::vector<CopyRow> copy_at_distance(const Config& c, CopyModels which = CopyModels::All) {
   std::vector<CopyRow> rows;
-  for (int64_t k : c.distances)
-    rows.push_back({k, train_copier<AttentionCopier>(c, k, fmt::format("attention, k = {:<3}", k)),
-                    train_copier<LSTMCopier>(c, k, fmt::format("LSTM,      k = {:<3}", k))});
+  for (int64_t k : c.distances) {
+    CopyRow r{k, NAN, NAN};
+    if (which != CopyModels::LocalOnly) {
+      r.attention = train_copier<AttentionCopier>(c, k, fmt::format("attention, k = {:<3}", k));
+      r.lstm = train_copier<LSTMCopier>(c, k, fmt::format("LSTM,      k = {:<3}", k));
+    }
+    if (which != CopyModels::FullAndLSTM) {
+      r.local1 = train_copier<AttentionCopier>(c, k, fmt::format("local x1,  k = {:<3}", k), c.window, false);
+      r.local2 = train_copier<AttentionCopier>(c, k, fmt::format("local x2,  k = {:<3}", k), c.window, true);
+    }
+    rows.push_back(r);
+  }
   return rows;
+}
+
+// The largest k of the rows up to which accuracy (a member) stays at or above 90%, 0 if none.
+int64_t reach(const std::vector<CopyRow>& rows, double CopyRow::*acc) {
+  int64_t k = 0;
+  for (const CopyRow& r : rows) {
+    if (!(r.*acc >= 0.9)) break;
+    k = r.k;
+  }
+  return k;
 }
 
 // Part 1's table, conclusions and chart.
@@ -248,14 +295,17 @@ void report_costs(const Config& c, viz::Report& rep) {
 void report_copying(const Config& c, viz::Report& rep) {
   const std::vector<CopyRow> copy = copy_at_distance(c);
   std::string t2 = fmt::format(
-      "\nPart 2: copy the token k positions back ({} tokens over {}, {} Adam steps each, the same batches for both)\n"
-      "{:>4} {:>22} {:>22}\n",
+      "\nPart 2: copy the token k positions back ({} tokens over {}, {} Adam steps each, the same batches for all)\n"
+      "{:>4} {:>22} {:>22} {:>20} {:>20}\n",
       c.seq_len, c.vocab, c.steps, "k", fmt::format("attention (d {})", c.width),
-      fmt::format("LSTM (hidden {})", c.hidden));
-  std::vector<double> ks, acc_a, acc_l;
+      fmt::format("LSTM (hidden {})", c.hidden), fmt::format("local r={}, 1 layer", c.window),
+      fmt::format("local r={}, 2 layers", c.window));
+  std::vector<double> ks, acc_a, acc_l, acc_1, acc_2;
   for (const CopyRow& r : copy) {
-    t2 += fmt::format("{:>4} {:>21.1f}% {:>21.1f}%\n", r.k, 100 * r.attention, 100 * r.lstm);
+    t2 += fmt::format("{:>4} {:>21.1f}% {:>21.1f}% {:>19.1f}% {:>19.1f}%\n", r.k, 100 * r.attention, 100 * r.lstm,
+                      100 * r.local1, 100 * r.local2);
     ks.push_back(static_cast<double>(r.k)), acc_a.push_back(100 * r.attention), acc_l.push_back(100 * r.lstm);
+    acc_1.push_back(100 * r.local1), acc_2.push_back(100 * r.local2);
   }
   const auto worst_a = std::min_element(acc_a.begin(), acc_a.end());
   const auto first_l = std::find_if(copy.begin(), copy.end(), [](const CopyRow& r) { return r.lstm < 0.9; });
@@ -267,19 +317,36 @@ void report_copying(const Config& c, viz::Report& rep) {
                               : fmt::format("the LSTM's falls below 90% from k = {} (to {:.1f}% at k = {})", first_l->k,
                                             100 * copy.back().lstm, copy.back().k);
   t2 += fmt::format(". Chance, a guess among {} tokens, is {:.1f}%.\n", c.vocab, chance);
+  const auto beyond = [&](int64_t from, double CopyRow::*acc) {  // the best accuracy past k = from
+    double best = 0;
+    for (const CopyRow& r : copy)
+      if (r.k > from) best = std::max(best, r.*acc);
+    return best;
+  };
+  const int64_t reach1 = reach(copy, &CopyRow::local1), reach2 = reach(copy, &CopyRow::local2);
+  t2 += fmt::format(
+      "Local attention (each query sees itself and the {} keys before it): one layer copies at 90% or better up to "
+      "k = {}, and at most {:.1f}% beyond; two layers up to k = {}, at most {:.1f}% beyond. Each layer moves a token at "
+      "most {} positions, so k needs about k / {} layers.\n",
+      c.window, reach1, 100 * beyond(reach1, &CopyRow::local1), reach2, 100 * beyond(reach2, &CopyRow::local2),
+      c.window, c.window);
   fmt::print("{}", t2);
   rep.add_note(t2, true);
   rep.add_svg(
       "copy.svg",
-      viz::line_chart_svg(
-          {{"attention", ks, acc_a}, {"LSTM", ks, acc_l}, {"chance", ks, std::vector<double>(ks.size(), chance), true}},
-          {.title = "Copy the token k positions back: accuracy against k",
-           .x_label = "k",
-           .y_label = "accuracy (%)",
-           .log_x = true}),
+      viz::line_chart_svg({{"attention", ks, acc_a},
+                           {"LSTM", ks, acc_l},
+                           {fmt::format("local r = {}, 1 layer", c.window), ks, acc_1},
+                           {fmt::format("local r = {}, 2 layers", c.window), ks, acc_2},
+                           {"chance", ks, std::vector<double>(ks.size(), chance), true}},
+                          {.title = "Copy the token k positions back: accuracy against k",
+                           .x_label = "k",
+                           .y_label = "accuracy (%)",
+                           .log_x = true}),
       fmt::format("One attention layer reaches t - k in one step for any k; the LSTM must carry the token "
-                  "through k steps of its state. Dashed: chance, 1 in {} ({:.1f}%).",
-                  c.vocab, chance));
+                  "through k steps of its state; local attention with a window of {} reaches {} positions per layer. "
+                  "Dashed: chance, 1 in {} ({:.1f}%).",
+                  c.window, c.window, c.vocab, chance));
 }
 
 }  // namespace attention_cost

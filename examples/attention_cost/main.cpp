@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(512, 65536));
   app.add_option("--reps", c.reps, "timed runs per measurement")->check(CLI::Range(1, 100));
   app.add_option("--steps", c.steps, "training steps per model in part 2");
+  app.add_option("--window", c.window, "part 2's local attention: the keys before each query it sees")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--part", c.part,
                  "1: only the cost against T; 2: only the copying task; 3: only the sequential steps and the KV "
                  "cache; 0: all three")
