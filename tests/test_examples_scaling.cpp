@@ -72,6 +72,7 @@ TEST_F(Examples, WhySqrtDkWithoutTheScaleAHeadCannotSpreadItsAttention) {
     // training does not shrink W_Q and W_K to make up for the missing scale (docs/05: ||W_Q|| ||W_K||
     // ends near its start, where 1/sqrt(64) = 0.125 would undo it)
     EXPECT_GT(cu.qk_norm_ratio, 0.5) << seed;
+    EXPECT_GT(cu.form_norm_ratio, 0.5) << seed;  // nor the form W_Q^T W_K itself, by turning
     EXPECT_GT(why_sqrt_dk::window_mean(cu.grad_wq, 1, 50), 0.9 * why_sqrt_dk::window_mean(cs.grad_wq, 1, 50)) << seed;
     const std::string said = why_sqrt_dk::task_conclusion(cs, cu);
     EXPECT_NE(said.find("not without it"), std::string::npos) << said;

@@ -233,6 +233,7 @@ struct SeedRow {
   double accuracy = 0;
   HeadRoles roles;
   std::vector<double> early_prev;  // each head's weight on t-1 at step 20 (the probe's records)
+  std::vector<double> start_prev;  // the same at step 1, one update from the random start
   double nudged_diff = NAN;        // max |W_Q head 0 - head 1| after the NudgedStart run at this seed
   bool clean() const {
     return role_of(roles, 0) != Role::Mixed && role_of(roles, 1) != Role::Mixed &&
@@ -241,26 +242,33 @@ struct SeedRow {
   bool swapped() const { return clean() && role_of(roles, 0) == Role::First; }
 };
 SeedRow seed_row(uint64_t seed, const RunResult& r, const RunResult& nudged) {
-  SeedRow row{seed, r.full.both, r.roles, {}, nudged.head_diff_end};
+  SeedRow row{seed, r.full.both, r.roles, {}, {}, nudged.head_diff_end};
   for (const inspect::TelemetryRecord& rec : r.records)
-    if (rec.step == 20)
-      for (const inspect::HeadScore& h : rec.heads) row.early_prev.push_back(h.previous_token);
+    for (const inspect::HeadScore& h : rec.heads) {
+      if (rec.step == 20) row.early_prev.push_back(h.previous_token);
+      if (rec.step == 1) row.start_prev.push_back(h.previous_token);
+    }
   return row;
 }
 
 // The seed table's counts: clean splits (head 0 on t-1, or the roles swapped), the rest (a head
-// that mixes), and in how many clean splits the head that leaned more to t-1 at step 20 became the
-// t-1 head.
+// that mixes), and in how many clean splits the head that leaned more to t-1 at step 1 and at
+// step 20 became the t-1 head.
 struct SeedSummary {
-  int n = 0, clean = 0, swapped = 0, mixed = 0, early_predicts = 0;
+  int n = 0, clean = 0, swapped = 0, mixed = 0, early_predicts = 0, start_predicts = 0;
   double min_accuracy = 1;
   double nudged_lo = INFINITY, nudged_hi = 0;  // the range of the nudged runs' final difference
+  int nudged_close = 0;                        // nudged runs whose heads end within kClose of each other
+  double nudged_close_hi = 0;                  // the largest difference among those
+  static constexpr double kClose = 1e-3;
 };
 SeedSummary summarise(const std::vector<SeedRow>& rows) {
   SeedSummary s;
   for (const SeedRow& r : rows) {
     ++s.n, s.min_accuracy = std::min(s.min_accuracy, r.accuracy);
     s.nudged_lo = std::min(s.nudged_lo, r.nudged_diff), s.nudged_hi = std::max(s.nudged_hi, r.nudged_diff);
+    if (r.nudged_diff <= SeedSummary::kClose)
+      ++s.nudged_close, s.nudged_close_hi = std::max(s.nudged_close_hi, r.nudged_diff);
     if (!r.clean()) {
       ++s.mixed;
       continue;
@@ -268,6 +276,7 @@ SeedSummary summarise(const std::vector<SeedRow>& rows) {
     ++s.clean, s.swapped += r.swapped();
     const size_t prev_head = role_of(r.roles, 0) == Role::Previous ? 0 : 1;
     if (r.early_prev.size() == 2 && r.early_prev[prev_head] > r.early_prev[1 - prev_head]) ++s.early_predicts;
+    if (r.start_prev.size() == 2 && r.start_prev[prev_head] > r.start_prev[1 - prev_head]) ++s.start_predicts;
   }
   return s;
 }

@@ -165,6 +165,7 @@ struct TrainResult {
   RowStats start, end;                // the softmax rows before and after training
   double accuracy = 0;                // on 1024 fresh sequences
   double qk_norm_ratio = 0;           // ||W_Q|| ||W_K|| at the end over the same at the start
+  double form_norm_ratio = 0;         // ||W_Q^T W_K|| at the end over the same at the start
 };
 
 // ||W_Q|| ||W_K|| (Frobenius): the size of the scores' bilinear form, up to its direction.
@@ -174,12 +175,21 @@ double qk_norm(const Head& m) {
   return std::sqrt(sum(q * q).item() * sum(k * k).item());
 }
 
+// ||W_Q^T W_K|| (Frobenius; nn::Linear stores W as (out, in), so scores = x W_Q^T W_K x^T): the
+// size of the bilinear form itself, which ||W_Q|| ||W_K|| only bounds from above.
+double form_norm(const Head& m) {
+  NoGradGuard no_grad;
+  const Tensor q = m.w_q.weight.data().to(DType::Float64), k = m.w_k.weight.data().to(DType::Float64);
+  const Tensor f = matmul(q.transpose(0, 1), k);
+  return std::sqrt(sum(f * f).item());
+}
+
 TrainResult train(const Config& c, Task t, bool scaled) {
   Generator g(c.seed);  // the same initial weights for both runs of a task
   Head m(c, t, g);
   m.scaled = scaled;
   TrainResult r{t, scaled, {}, {}, row_stats(m, c, t), {}, 0, 0};
-  const double qk_start = qk_norm(m);
+  const double qk_start = qk_norm(m), form_start = form_norm(m);
   Generator data(c.seed + 1);  // the same batches for both runs of a task
   std::unique_ptr<optim::Optimizer> opt;
   if (c.sgd)
@@ -200,6 +210,7 @@ TrainResult train(const Config& c, Task t, bool scaled) {
   bar.finish();
   r.end = row_stats(m, c, t);
   r.qk_norm_ratio = qk_norm(m) / qk_start;
+  r.form_norm_ratio = form_norm(m) / form_start;
   NoGradGuard no_grad;
   Generator test(c.seed + 1000);
   auto [ids, targets] = batch(c, t, test, 1024);

@@ -104,6 +104,10 @@ int main(int argc, char** argv) {
       "scaled, {:.2f} unscaled (undoing the missing scale takes 1/sqrt(d_k) = {:.3f})\n",
       runs[0].qk_norm_ratio, runs[1].qk_norm_ratio, runs[2].qk_norm_ratio, runs[3].qk_norm_ratio,
       1 / std::sqrt(static_cast<double>(c.dk)));
+  t2 += fmt::format(
+      "||W_Q^T W_K||, the form itself, at the end over the start: first token {:.2f} scaled, {:.2f} unscaled; count "
+      "the 0s {:.2f} scaled, {:.2f} unscaled\n",
+      runs[0].form_norm_ratio, runs[1].form_norm_ratio, runs[2].form_norm_ratio, runs[3].form_norm_ratio);
   t2 += task_conclusion(runs[0], runs[1]) + task_conclusion(runs[2], runs[3]);
   fmt::print("\n{}", t2);
   rep.add_note(t2, true);
