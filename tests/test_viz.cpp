@@ -212,3 +212,23 @@ TEST(AttentionGraph, OneEdgePerWeightAboveTheThresholdAndTypedErrors) {
   EXPECT_THROW(viz::attention_graph_svg(zeros({513, 513}), {}), ValueError);  // T^2 edges, pixel sizes in int
   EXPECT_NO_THROW(viz::attention_graph_svg(zeros({0, 0}), {}));               // no tokens: an empty picture
 }
+
+TEST(AttentionGraph, TheSamePictureForEveryLayoutOfTheSameWeights) {
+  // the weights as a transposed view, a strided slice, an offset narrow, float32, and an expanded
+  // (stride 0) row: the picture depends on the values only
+  const Tensor w = from_vector<double>({1.0, 0, 0, 0.9, 0.1, 0, 0.5, 0.46, 0.04}, {3, 3});
+  const std::string ref = viz::attention_graph_svg(w, {.labels = {"a", "b", "c"}});
+  const Tensor transposed = w.transpose(0, 1).contiguous().transpose(0, 1);  // non-contiguous, same values
+  ASSERT_FALSE(transposed.is_contiguous());
+  EXPECT_EQ(viz::attention_graph_svg(transposed, {.labels = {"a", "b", "c"}}), ref);
+  Tensor wide = zeros({3, 6}, DType::Float64);  // every other column: stride 2
+  for (int64_t k = 0; k < 3; ++k) wide.narrow(1, 2 * k, 1).copy_(w.narrow(1, k, 1));
+  EXPECT_EQ(viz::attention_graph_svg(wide.slice(1, 0, 6, 2), {.labels = {"a", "b", "c"}}), ref);
+  const Tensor padded = concat({zeros({1, 3}, DType::Float64), w}, 0);  // offset 3
+  EXPECT_EQ(viz::attention_graph_svg(padded.narrow(0, 1, 3), {.labels = {"a", "b", "c"}}), ref);
+  EXPECT_EQ(viz::attention_graph_svg(w.to(DType::Float32), {.labels = {"a", "b", "c"}}),
+            viz::attention_graph_svg(w.to(DType::Float32).to(DType::Float64), {.labels = {"a", "b", "c"}}));
+  const Tensor row = from_vector<double>({0.25, 0.75}, {1, 2});
+  EXPECT_EQ(viz::attention_graph_svg(row.expand({2, 2}), {}),
+            viz::attention_graph_svg(row.expand({2, 2}).contiguous(), {}));
+}
