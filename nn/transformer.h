@@ -95,7 +95,7 @@ class TransformerEncoder : public Callable<TransformerEncoder> {
   TransformerEncoder(int64_t d_model, int64_t nhead, int64_t num_layers, TransformerLayerOptions options = {},
                      bool final_norm = false, Generator& gen = default_generator());
   /// src (B, T, d_model) -> (B, T, d_model): x = layer_{N-1}(...layer_0(src)), then norm. The mask
-  /// applies to every layer's self-attention.
+  /// (and a head_mask) applies to every layer's self-attention alike.
   Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
   /// forward with hooks (nn::call).
   Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {}) const {
@@ -122,8 +122,8 @@ class TransformerDecoder : public Callable<TransformerDecoder> {
   TransformerDecoder(int64_t d_model, int64_t nhead, int64_t num_layers, TransformerLayerOptions options = {},
                      bool final_norm = false, Generator& gen = default_generator());
   /// tgt (B, Tt, d_model), memory (B, Ts, d_model) -> (B, Tt, d_model). Each layer's cross-attention
-  /// takes its keys and values from `memory` itself, the encoder's final output: decoder layer 1 does
-  /// not read encoder layer 1, and no layer reads another layer's memory.
+  /// takes its keys and values from `memory` itself, the encoder's final output: decoder layer 0 does
+  /// not read encoder layer 0's output. The masks (and a head_mask) apply to every layer alike.
   Variable forward(const Variable& tgt, const Variable& memory, const AttentionForwardOptions& tgt_mask = {},
                    const AttentionForwardOptions& memory_mask = {}) const;
   /// forward with hooks (nn::call); the masks may be braced {...}.

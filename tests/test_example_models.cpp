@@ -44,8 +44,8 @@ TEST_F(Examples, CharGptFirstLayerGrowsPreviousTokenHeadsOnFortunes) {
   // head becomes an induction head yet, at seeds 0, 1 and 2. Here after 200 of the example's 600
   // steps, where the best first-layer heads already pass the label's threshold.
   MG_SKIP_SEED_TABLE_UNDER_SANITIZERS();
-  if (!std::filesystem::is_directory(char_text::kFortunes))
-    GTEST_SKIP() << char_text::kFortunes << " is missing (scripts/install-deps installs Debian's fortunes)";
+  ASSERT_TRUE(std::filesystem::is_directory(char_text::kFortunes))
+      << char_text::kFortunes << " is missing: scripts/install-deps installs Debian's fortunes";
   namespace fs = std::filesystem;
   for (uint64_t seed : {0, 1, 2}) {
     char_gpt::Config c;

@@ -70,6 +70,12 @@ TEST_P(Seq2SeqSeeds, ReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
   EXPECT_GT(e.cross[0].positional, e.cross[0].aligned - 0.05);
   EXPECT_EQ(e.cross[0].maps.shape(), (Shape{2, 6, 5}));  // L + 1 decoder steps x L source digits: not square
   EXPECT_EQ(e.memory_difference, 0.0);  // the cross-attention's keys and values are the encoder's output
+  EXPECT_THAT(seq2seq::alignment_verdict(e.cross[0]), testing::HasSubstr("so the alignment is positional"));
+  // an untrained, uniform map is neither positional nor content-based (both comparisons alone
+  // would call it one or the other): reversal and sorting at chance
+  for (const seq2seq::CrossLayer& uniform :
+       {seq2seq::CrossLayer{"x", 0.2, 0.2, 0.2, {}}, seq2seq::CrossLayer{"x", 0.277, 0.277, 0.2, {}}})
+    EXPECT_THAT(seq2seq::alignment_verdict(uniform), testing::HasSubstr("no layer has learned"));
   EXPECT_THAT(e.shapes, testing::HasSubstr("query input  (500, 6, 32)"));
   EXPECT_THAT(e.shapes, testing::HasSubstr("key input    (500, 5, 32)"));
   // the output follows the memory: a's decoder input with b's memory gives b's digits, and one
@@ -107,7 +113,8 @@ TEST_P(Seq2SeqSeeds, SortsWithContentBasedCrossAttentionAndBothLayersReadTheFina
   const seq2seq::CrossLayer& r = e.cross[e.reader];
   EXPECT_GT(r.aligned, 0.6);
   EXPECT_GT(r.aligned, 2 * r.uniform);
-  EXPECT_LT(r.positional, r.aligned - 0.3);                                    // not positional
+  EXPECT_LT(r.positional, r.aligned - 0.3);  // not positional
+  EXPECT_THAT(seq2seq::alignment_verdict(r), testing::HasSubstr("so the alignment follows the content"));
   EXPECT_GT(tr.aligned[e.reader].back(), tr.aligned[e.reader].front() + 0.2);  // learned, on the probe string
   // every decoder layer read exactly the encoder's final output, not encoder layer 0's
   EXPECT_EQ(e.memory_difference, 0.0);

@@ -89,7 +89,7 @@ TEST(Transformer, StacksComposeTheirLayersAndEveryDecoderLayerReadsTheMemory) {
   for (size_t i = 0; i < 3; ++i) x = dec.layer(i)(x, memory, {.is_causal = true});
   expect_close(out.data(), x.data(), 0, 0);
   for (auto& h : hooks) h.remove();
-  // zero layers: the identity (then the norm, if any), as in PyTorch
+  // zero layers: the identity (then the norm, if any)
   nn::TransformerEncoder none(8, 2, 0, o);
   none.to(DType::Float64);
   expect_close(none(src).data(), src.data(), 0, 0);

@@ -214,8 +214,8 @@ TEST(AttentionGraph, OneEdgePerWeightAboveTheThresholdAndTypedErrors) {
 }
 
 TEST(AttentionGraph, TheSamePictureForEveryLayoutOfTheSameWeights) {
-  // the weights as a transposed view, a strided slice, an offset narrow, float32, and an expanded
-  // (stride 0) row: the picture depends on the values only
+  // the weights as a transposed view, a strided slice and an offset narrow give the contiguous
+  // weights' picture; float32 gives its float64 copy's; an expanded (stride 0) row its copy's
   const Tensor w = from_vector<double>({1.0, 0, 0, 0.9, 0.1, 0, 0.5, 0.46, 0.04}, {3, 3});
   const std::string ref = viz::attention_graph_svg(w, {.labels = {"a", "b", "c"}});
   const Tensor transposed = w.transpose(0, 1).contiguous().transpose(0, 1);  // non-contiguous, same values

@@ -64,17 +64,7 @@ bool run(const Config& c) {
       "layer", "where needed", "uniform map", "best fixed position");
   for (const CrossLayer& x : e.cross)
     table += fmt::format("  {:<28} {:>14.3f} {:>12.3f} {:>20.3f}\n", x.name, x.aligned, x.uniform, x.positional);
-  const bool positional = reader.positional >= reader.aligned - 0.05;
-  table += positional ? fmt::format(
-                            "so the alignment is positional: one fixed source position per output step holds {:.3f} "
-                            "of the weight, as much as the task's positions ({:.3f}); the map is the same for every "
-                            "string\n",
-                            reader.positional, reader.aligned)
-                      : fmt::format(
-                            "so the alignment follows the content: the positions holding the digit written get "
-                            "{:.3f} of the weight ({:.3f} for a uniform map), while the best fixed position per step "
-                            "gets only {:.3f}; the map is a different permutation for every string\n",
-                            reader.aligned, reader.uniform, reader.positional);
+  table += alignment_verdict(reader);
   std::string memory = fmt::format(
       "memory: the keys and values of {} cross-attention differ from the encoder's final output by at most {:.1e}",
       c.layers > 1 ? "every decoder layer's" : "the decoder's", e.memory_difference);
