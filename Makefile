@@ -89,9 +89,11 @@ test-release: build-tests
 # make test may depend on which kernel OpenBLAS picked (the emulated-CPU tests once died with SIGILL
 # there). Left out: the checks of the repository, the package, the browser page and the network
 # hosts, which compute nothing of their own. Skipped on a CPU without AVX2, which cannot run that kernel.
+# MG_TEST_OTHER_KERNEL=1: the example tests' products run on minigrad's portable kernel, never on
+# OpenBLAS, so their seed tables run the first seed only here (tests/example_helpers.h).
 test-other-kernel: build-tests
 	@if grep -qw avx2 /proc/cpuinfo; then \
-	  cd $(BUILD) && OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 \
+	  cd $(BUILD) && OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 MG_TEST_OTHER_KERNEL=1 \
 	    ctest --output-on-failure -j$(JOBS) -E '^(Docs|Layers|Consumer|Browser|Cluster|bench_)'; \
 	else echo "test-other-kernel: skipped (this CPU has no AVX2 for OpenBLAS's Haswell kernel)"; fi
 
