@@ -230,6 +230,14 @@ std::string table(const std::vector<Summary>& all) {
 }
 
 // The sentences the run backs: all[0] is GPT-2 style, all[1] LLaMA style, the rest ablations.
+// In how many seeds `b` ended lower than `a`. Run k of every model trains on the same batches and
+// is validated on the same windows, so each seed is one paired comparison.
+int lower_in(const Summary& a, const Summary& b) {
+  int n = 0;
+  for (size_t k = 0; k < std::min(a.runs.size(), b.runs.size()); ++k) n += b.runs[k].val_loss < a.runs[k].val_loss;
+  return n;
+}
+
 std::vector<std::string> conclusions(const std::vector<Summary>& all, int seeds) {
   std::vector<std::string> out;
   const double spread = seed_spread(all);
@@ -242,11 +250,13 @@ std::vector<std::string> conclusions(const std::vector<Summary>& all, int seeds)
     return std::string(diff > 0 ? "lower" : "higher");
   };
   const double g = all[0].loss(), l = all[1].loss();
-  out.push_back(fmt::format("LLaMA style vs GPT-2 style at {} vs {} parameters: validation loss {:.4f} vs {:.4f} ({})",
-                            all[1].runs.front().params, all[0].runs.front().params, l, g,
-                            verdict(g - l) == "lower"    ? "LLaMA style lower"
-                            : verdict(g - l) == "higher" ? "LLaMA style higher"
-                                                         : "within the seed-to-seed spread"));
+  out.push_back(fmt::format(
+      "LLaMA style vs GPT-2 style at {} vs {} parameters: validation loss {:.4f} vs {:.4f} ({}; lower in {} of {} seeds)",
+      all[1].runs.front().params, all[0].runs.front().params, l, g,
+      verdict(g - l) == "lower"    ? "LLaMA style lower"
+      : verdict(g - l) == "higher" ? "LLaMA style higher"
+                                   : "within the seed-to-seed spread",
+      lower_in(all[0], all[1]), seeds));
   out.push_back(fmt::format("grouped-query attention keeps {} bytes of keys and values per token, GPT-2 style {}",
                             all[1].runs.front().kv_bytes, all[0].runs.front().kv_bytes));
   for (size_t i = 2; i < all.size(); ++i) {
@@ -256,15 +266,17 @@ std::vector<std::string> conclusions(const std::vector<Summary>& all, int seeds)
       what = "no difference beyond the seed-to-seed spread";
     else
       what = diff > 0 ? "the part helped" : "the part hurt";
-    out.push_back(fmt::format("undoing {}: validation loss {:+.4f} ({})", all[i].arch.undone, diff, what));
+    out.push_back(fmt::format("undoing {}: validation loss {:+.4f} ({}; higher in {} of {} seeds)", all[i].arch.undone,
+                              diff, what, lower_in(all[i], all[1]), seeds));
   }
   return out;
 }
 
-std::vector<Summary> compare(const Data& d, const Config& c) {
-  std::vector<Arch> archs{gpt2_style(), llama()};
-  if (c.ablate)
-    for (const Arch& a : ablations()) archs.push_back(a);
+// Train every architecture of `archs` (GPT-2 style first: its parameter count is the one the
+// others match) on c.seeds seeds.
+std::vector<Summary> compare(const Data& d, const Config& c, const std::vector<Arch>& archs) {
+  MG_CHECK(!archs.empty() && archs[0].name == "GPT-2 style", ValueError,
+           "llama_style::compare: the first architecture must be GPT-2 style, whose parameter count the others match");
   const int64_t vocab = d.vocab.size();
   Generator g0(0);
   const int64_t target = decoder(vocab, archs[0], c, 4 * c.dim, g0).num_parameters();
@@ -278,6 +290,14 @@ std::vector<Summary> compare(const Data& d, const Config& c) {
     all.push_back(std::move(s));
   }
   return all;
+}
+
+// The run the program makes: both designs, then (c.ablate) every ablation.
+std::vector<Summary> compare(const Data& d, const Config& c) {
+  std::vector<Arch> archs{gpt2_style(), llama()};
+  if (c.ablate)
+    for (const Arch& a : ablations()) archs.push_back(a);
+  return compare(d, c, archs);
 }
 
 }  // namespace llama_style
