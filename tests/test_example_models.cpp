@@ -39,38 +39,48 @@ TEST_F(Examples, MlpSeparatesTheTwoSpiralsAcrossSeeds) {
   }
 }
 
+// char_gpt on Debian's fortunes as the example's main() trains it, for `steps` of its AdamW steps at
+// `seed` (the checkpoint in a temporary folder of the test's own `name`, removed after); then
+// after(model, data, config).
+template <class F>
+void train_char_gpt_on_fortunes(const std::string& name, uint64_t seed, int steps, F after) {
+  namespace fs = std::filesystem;
+  ASSERT_TRUE(fs::is_directory(char_text::kFortunes))
+      << char_text::kFortunes << " is missing: scripts/install-deps installs Debian's fortunes";
+  char_gpt::Config c;
+  c.seed = seed;
+  c.steps = steps, c.eval_every = steps, c.ckpt_every = steps;
+  c.out = (fs::temp_directory_path() / ("minigrad_test_" + name + "_" + std::to_string(seed))).string();
+  fs::create_directories(c.out);
+  const char_gpt::Data d = char_gpt::load_data(c);
+  Generator g(c.seed);
+  models::GPT m(d.vocab.size(), c.context, char_gpt::gpt_options(c), g);
+  optim::AdamW opt(m.parameters(), {.lr = c.lr});
+  optim::WarmupCosineLR sched(opt, c.steps / 20, c.steps, 0.1);  // as the example's main()
+  char_gpt::train(m, opt, sched, d, c, 0, c.out + "/checkpoint.safetensors");
+  after(m, d, c);
+  fs::remove_all(c.out);
+}
+
 TEST_F(Examples, CharGptFirstLayerGrowsPreviousTokenHeadsOnFortunes) {
   // docs/05 "And text?": on Debian's fortunes the first layer grows previous-token heads and no
   // head becomes an induction head yet, at seeds 0, 1 and 2. Here after 200 of the example's 600
   // steps, where the best first-layer heads already pass the label's threshold.
   MG_SKIP_SEED_TABLE_UNDER_SANITIZERS();
-  ASSERT_TRUE(std::filesystem::is_directory(char_text::kFortunes))
-      << char_text::kFortunes << " is missing: scripts/install-deps installs Debian's fortunes";
-  namespace fs = std::filesystem;
-  for (uint64_t seed : {0, 1, 2}) {
-    char_gpt::Config c;
-    c.seed = seed;
-    c.steps = 200, c.eval_every = 200, c.ckpt_every = 200;
-    c.out = (fs::temp_directory_path() / ("minigrad_test_char_gpt_heads_" + std::to_string(seed))).string();
-    const char_gpt::Data d = char_gpt::load_data(c);
-    Generator g(c.seed);
-    models::GPT m(d.vocab.size(), c.context, char_gpt::gpt_options(c), g);
-    optim::AdamW opt(m.parameters(), {.lr = c.lr});
-    optim::WarmupCosineLR sched(opt, c.steps / 20, c.steps, 0.1);  // as the example's main()
-    fs::create_directories(c.out);
-    char_gpt::train(m, opt, sched, d, c, 0, c.out + "/checkpoint.safetensors");
-    const std::vector<inspect::HeadScore> scores = char_gpt::label_heads(m, d, c);
-    ASSERT_EQ(scores.size(), 16u);  // 4 layers x 4 heads
-    int first_layer_previous = 0;
-    double max_induction = 0;
-    for (const inspect::HeadScore& h : scores) {
-      first_layer_previous += h.layer == "blocks.0.attn" && h.label == "previous token";
-      max_induction = std::max(max_induction, h.induction);
-    }
-    EXPECT_GE(first_layer_previous, 1) << seed;
-    EXPECT_LT(max_induction, 0.1) << seed;
-    fs::remove_all(c.out);
-  }
+  for (uint64_t seed : {0, 1, 2})
+    train_char_gpt_on_fortunes("char_gpt_heads", seed, 200,
+                               [&](const models::GPT& m, const char_gpt::Data& d, const char_gpt::Config& c) {
+                                 const std::vector<inspect::HeadScore> scores = char_gpt::label_heads(m, d, c);
+                                 ASSERT_EQ(scores.size(), 16u);  // 4 layers x 4 heads
+                                 int first_layer_previous = 0;
+                                 double max_induction = 0;
+                                 for (const inspect::HeadScore& h : scores) {
+                                   first_layer_previous += h.layer == "blocks.0.attn" && h.label == "previous token";
+                                   max_induction = std::max(max_induction, h.induction);
+                                 }
+                                 EXPECT_GE(first_layer_previous, 1) << seed;
+                                 EXPECT_LT(max_induction, 0.1) << seed;
+                               });
 }
 
 TEST_F(Examples, CharGptEndsBelowCharLstmOnTheSameBudget) {
@@ -78,28 +88,21 @@ TEST_F(Examples, CharGptEndsBelowCharLstmOnTheSameBudget) {
   // blocks) ends with a lower validation loss than the 2-layer LSTM of about as many parameters,
   // at seeds 0, 1 and 2. Here after 100 steps of the examples' 600, both models at full size.
   MG_SKIP_SEED_TABLE_UNDER_SANITIZERS();
-  ASSERT_TRUE(std::filesystem::is_directory(char_text::kFortunes))
-      << char_text::kFortunes << " is missing: scripts/install-deps installs Debian's fortunes";
-  namespace fs = std::filesystem;
   for (uint64_t seed : {0, 1, 2}) {
-    char_gpt::Config c;
-    c.seed = seed;
-    c.steps = 100, c.eval_every = 100, c.ckpt_every = 100;
-    c.out = (fs::temp_directory_path() / ("minigrad_test_char_gpt_vs_lstm_" + std::to_string(seed))).string();
-    fs::create_directories(c.out);
-    const char_gpt::Data d = char_gpt::load_data(c);
-    Generator g(c.seed);
-    models::GPT m(d.vocab.size(), c.context, char_gpt::gpt_options(c), g);
-    optim::AdamW opt(m.parameters(), {.lr = c.lr});
-    optim::WarmupCosineLR sched(opt, c.steps / 20, c.steps, 0.1);  // as the example's main()
-    char_gpt::train(m, opt, sched, d, c, 0, c.out + "/checkpoint.safetensors");
-    const double gpt_loss = char_gpt::val_loss(m, d, c);
-    fs::remove_all(c.out);
-
-    char_lstm::Config lc;  // the same context, batch, learning rate and validation windows
-    lc.seed = seed, lc.steps = c.steps, lc.eval_every = c.steps;
-    ASSERT_EQ(lc.context, c.context);
-    ASSERT_EQ(lc.batch, c.batch);
+    constexpr int kSteps = 100;
+    double gpt_loss = 0;
+    char_gpt::Config gc;
+    train_char_gpt_on_fortunes("char_gpt_vs_lstm", seed, kSteps,
+                               [&](const models::GPT& m, const char_gpt::Data& d, const char_gpt::Config& c) {
+                                 gpt_loss = char_gpt::val_loss(m, d, c);
+                                 gc = c;
+                               });
+    char_lstm::Config lc;  // the same steps, context, batch, learning rate and validation windows
+    lc.seed = seed, lc.steps = kSteps, lc.eval_every = kSteps;
+    ASSERT_EQ(gc.steps, kSteps);
+    ASSERT_EQ(lc.context, gc.context);
+    ASSERT_EQ(lc.batch, gc.batch);
+    ASSERT_EQ(lc.lr, gc.lr);
     const char_lstm::Data ld = char_lstm::load_data(lc);
     Generator lg(lc.seed);
     char_lstm::CharLSTM lstm(ld.vocab.size(), lc, lg);
