@@ -38,7 +38,7 @@ Tensor relu_backward(const Tensor& dy, const Tensor& x) {
 namespace {
 template <class T>
 T gelu_tanh(T v) {
-  return T(0.5) * v * (T(1) + std::tanh(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v)));
+  return T(0.5) * v * (T(1) + fast::tanh(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v)));
 }
 template <class T>
 T gelu_erf(T v) {
@@ -97,7 +97,7 @@ T gelu_grad_erf(T g, T v) {
 template <class T>
 T gelu_grad_tanh(T g, T v) {
   const T c = T(kSqrt2OverPi), k = T(kGeluCubic);
-  const T t = std::tanh(c * (v + k * v * v * v));
+  const T t = fast::tanh(c * (v + k * v * v * v));
   return g * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * k * v * v));
 }
 }  // namespace
@@ -176,7 +176,7 @@ Tensor softplus(const Tensor& x, double beta, double threshold) {
   return unary_float(x, "softplus", [beta, threshold](auto v) {
     using T = decltype(v);
     const T bx = v * T(beta);
-    return bx > T(threshold) ? v : static_cast<T>(std::log1p(std::exp(bx)) / T(beta));
+    return bx > T(threshold) ? v : static_cast<T>(fast::log1p(fast::exp(bx)) / T(beta));
   });
 }
 // dx = dy sigmoid(b x) = dy e^(b x) / (e^(b x) + 1); where b x > threshold, dx = dy
@@ -186,7 +186,7 @@ Tensor softplus_backward(const Tensor& dy, const Tensor& x, double beta, double 
     using T = decltype(v);
     const T bx = v * T(beta);
     if (bx > T(threshold)) return g;
-    const T z = std::exp(bx);
+    const T z = fast::exp(bx);
     return g * z / (z + T(1));
   });
 }
@@ -208,7 +208,7 @@ Tensor elu(const Tensor& x, double alpha) {
   check_finite(alpha, "alpha", "elu");
   return unary_float(x, "elu", [alpha](auto v) {
     using T = decltype(v);
-    return v > 0 ? v : static_cast<T>(T(alpha) * std::expm1(v));
+    return v > 0 ? v : static_cast<T>(T(alpha) * fast::expm1(v));
   });
 }
 // dx = dy for x > 0, dy alpha e^x otherwise
@@ -216,7 +216,7 @@ Tensor elu_backward(const Tensor& dy, const Tensor& x, double alpha) {
   check_finite(alpha, "alpha", "elu_backward");
   return backward_map(dy, x, "elu_backward", [alpha](auto g, auto v) {
     using T = decltype(v);
-    return v > 0 ? g : static_cast<T>(g * T(alpha) * std::exp(v));
+    return v > 0 ? g : static_cast<T>(g * T(alpha) * fast::exp(v));
   });
 }
 

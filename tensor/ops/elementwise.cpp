@@ -68,7 +68,7 @@ Tensor exp(const Tensor& x) {
   return unary_float(x, "exp", [](auto v) { return fast::exp(v); });
 }
 Tensor log(const Tensor& x) {
-  return unary_float(x, "log", [](auto v) { return std::log(v); });
+  return unary_float(x, "log", [](auto v) { return fast::log(v); });
 }
 Tensor sqrt(const Tensor& x) {
   return unary_float(x, "sqrt", [](auto v) { return std::sqrt(v); });
@@ -82,7 +82,7 @@ Tensor sign(const Tensor& x) {
 
 // Each unary op that has a backward kernel of its own: the forward, then its derivative.
 Tensor tanh(const Tensor& x) {
-  return unary_float(x, "tanh", [](auto v) { return std::tanh(v); });
+  return unary_float(x, "tanh", [](auto v) { return fast::tanh(v); });
 }
 // dx = dy * (1 - y^2), y = tanh x
 Tensor tanh_backward(const Tensor& dy, const Tensor& y) {
@@ -104,10 +104,10 @@ Tensor cos(const Tensor& x) {
   return unary_float(x, "cos", [](auto v) { return std::cos(v); });
 }
 Tensor log1p(const Tensor& x) {
-  return unary_float(x, "log1p", [](auto v) { return std::log1p(v); });
+  return unary_float(x, "log1p", [](auto v) { return fast::log1p(v); });
 }
 Tensor expm1(const Tensor& x) {
-  return unary_float(x, "expm1", [](auto v) { return std::expm1(v); });
+  return unary_float(x, "expm1", [](auto v) { return fast::expm1(v); });
 }
 
 namespace {
