@@ -103,8 +103,9 @@ inline float log1p(float x) {
 /// inf above 88.72, NaN for NaN.
 //
 // x = n ln2 + r, |r| <= ln2/2; e^r - 1 by its Taylor series to r^8 (error below 1e-9 there), then
-// e^x - 1 = 2^n (e^r - 1) + (2^n - 1), where 2^n - 1 is exact for the n that reach it
-// (-26..24); above that the -1 is below half an ulp, and 2^n is applied in two halves as in exp.
+// e^x - 1 = 2^n (e^r - 1) + (2^n - 1), where 2^n - 1 is exact for n in -24..24 (for n = -25 and
+// -26 it rounds to -1, an error below an ulp of the result); above 24 the -1 is at most half an
+// ulp and is dropped, and 2^n is applied in two halves as in exp.
 inline float expm1(float x) {
   float xc = x < -18.0f ? -18.0f : x;
   xc = xc > 88.8f ? 88.8f : xc;

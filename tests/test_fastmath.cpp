@@ -1,7 +1,8 @@
-// The float32 fast exp and erf (tensor/fastmath.h) against libm, over the whole float range: every
+// The float32 fast functions (tensor/fastmath.h) against libm, over the whole float range: every
 // 97th bit pattern (44 million floats, all exponents and sign, subnormals included) plus the
-// special values. exp is checked as the library's kernel computes it (mg::exp on float32 tensors,
-// compiled with the library's flags), erf directly.
+// special values and each function's branch points. exp, log, log1p, expm1 and tanh are checked as
+// the library's kernels compute them (the ops on float32 tensors, compiled with the library's
+// flags), erf directly.
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -38,7 +39,27 @@ void for_each_chunk(int64_t n, F f) {
                            -103.97f,
                            -104.0f,
                            -104.1f,
-                           -1000.0f};
+                           -1000.0f,
+                           1.0f,   // log(1) = +0
+                           -1.0f,  // log1p(-1) = -inf
+                           -0.99999994f,
+                           -1.0000001f,
+                           -18.0f,  // expm1's floor
+                           -17.9f,
+                           -18.1f,
+                           0.625f,  // tanh's two forms meet
+                           -0.625f,
+                           0.62499994f,
+                           9.5f,  // tanh's clamp
+                           -9.5f,
+                           -0.29289322f,  // log1p's reduced range
+                           -0.29289325f,
+                           0.41421356f,
+                           0.4142136f,
+                           0.34657359f,  // ln2 / 2: expm1's reduction changes n
+                           -0.34657359f,
+                           16777216.0f,  // 2^24: 1 + x stops being exact
+                           16777218.0f};
   for (uint64_t b = 0; b < (uint64_t{1} << 32); b += kStride) {
     xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b)));
     if (static_cast<int64_t>(xs.size()) == n) f(xs), xs.clear();
@@ -120,7 +141,7 @@ UlpReport ulp_sweep(const char* name, Op op, Ref ref, double limit) {
         ok = f == static_cast<float>(want) && std::signbit(f) == std::signbit(want);
       else {
         const double a = std::abs(want);
-        const double ulp = a < kMinNormal ? 0x1p-149 : std::ldexp(1.0, std::ilogb(static_cast<float>(a)) - 23);
+        const double ulp = a < kMinNormal ? 0x1p-149 : std::ldexp(1.0, std::ilogb(a) - 23);
         const double err = std::abs(static_cast<double>(f) - want) / ulp;
         if (err > rep.worst) rep.worst = err, rep.worst_at = xs[i];
         ok = err <= limit;
