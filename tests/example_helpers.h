@@ -63,7 +63,7 @@ inline std::vector<uint64_t> seeds(std::initializer_list<uint64_t> all) {
 
 /// For a test whose claim needs all its seeds together (a seed table): skipped where
 /// first_seed_only() (under the sanitizers, and in the other-kernel run).
-#define MG_SKIP_SEED_TABLE_UNDER_SANITIZERS() \
+#define MG_SKIP_SEED_TABLE_WHERE_FIRST_SEED_ONLY() \
   if (example_tests::first_seed_only()) GTEST_SKIP() << "a claim over several seeds: the release run checks it"
 
 /// A text of `sentence` written `times` times, in temp/minigrad_test_<name>/text.txt (the folder

@@ -61,7 +61,7 @@ TEST_F(Examples, WhySqrtDkWithoutTheScaleAHeadCannotSpreadItsAttention) {
   EXPECT_GT(why_sqrt_dk::window_mean(fu.grad_wq, 1, 50), 0.9 * why_sqrt_dk::window_mean(fs.grad_wq, 1, 50));
   EXPECT_NE(why_sqrt_dk::task_conclusion(fs, fu).find("learned with and without"), std::string::npos);
   c.steps = 600;  // the example's default: seed 0 is still at 61% after 400
-  for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
+  for (uint64_t seed : {0, 1, 2}) {
     c.seed = seed;
     const auto cs = why_sqrt_dk::train(c, Task::CountZeros, true), cu = why_sqrt_dk::train(c, Task::CountZeros, false);
     EXPECT_GT(cs.accuracy, cu.accuracy + 0.4) << seed;
@@ -93,10 +93,13 @@ TEST_F(Examples, WhySqrtDkUnderSgdTheUnscaledHeadFailsWithoutSaturating) {
   // docs/05: under plain SGD (the example's --sgd: rate 0.03, 3000 steps) counting is again
   // learned with the scale and not without it, on seeds 0-2, but the unscaled head's rows are no
   // longer saturated at the end: the saturation story is Adam's. The printed verdict says which.
+  // A claim over the three seeds, and 3000 steps twice per seed (about 290 s for one seed under
+  // ASan): the release run checks it; ASan sees the same training code in the Adam tests above.
+  MG_SKIP_SEED_TABLE_WHERE_FIRST_SEED_ONLY();
   using why_sqrt_dk::Task;
   why_sqrt_dk::Config c;
   c.sgd = true, c.lr = 0.03, c.steps = 3000;
-  for (uint64_t seed : example_tests::seeds({0, 1, 2})) {
+  for (uint64_t seed : {0, 1, 2}) {
     c.seed = seed;
     const auto cs = why_sqrt_dk::train(c, Task::CountZeros, true), cu = why_sqrt_dk::train(c, Task::CountZeros, false);
     EXPECT_GE(cs.accuracy, 0.8) << seed;
