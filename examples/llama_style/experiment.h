@@ -229,7 +229,6 @@ std::string table(const std::vector<Summary>& all) {
   return s;
 }
 
-// The sentences the run backs: all[0] is GPT-2 style, all[1] LLaMA style, the rest ablations.
 // In how many seeds `b` ended lower than `a`. Run k of every model trains on the same batches and
 // is validated on the same windows, so each seed is one paired comparison.
 int lower_in(const Summary& a, const Summary& b) {
@@ -238,6 +237,7 @@ int lower_in(const Summary& a, const Summary& b) {
   return n;
 }
 
+// The sentences the run backs: all[0] is GPT-2 style, all[1] LLaMA style, the rest ablations.
 std::vector<std::string> conclusions(const std::vector<Summary>& all, int seeds) {
   std::vector<std::string> out;
   const double spread = seed_spread(all);
