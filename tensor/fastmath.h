@@ -47,7 +47,9 @@ inline float erf(float x) {
   const float poly =
       t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
   const float y = 1.0f - poly * exp(-a * a);
-  return x < 0 ? -y : y;
+  // NaN in, the same NaN out (the arithmetic above would flip its sign, and a caller that then
+  // multiplies it with x would get whichever NaN the compiler put first: another at another level)
+  return x != x ? x : (x < 0 ? -y : y);
 }
 
 namespace detail {
@@ -96,7 +98,10 @@ inline float log1p(float x) {
   const float u = 1.0f + x, d = u - 1.0f;                        // d exact (below 2^24; above, c/u is tiny)
   const float outside = log(u) + (x - d) / (u == 0 ? 1.0f : u);  // + what rounding u lost, to first order
   const bool inside = x >= -0.29289322f && x <= 0.41421356f;
-  return x == 0 ? x : (inside ? detail::log1p_reduced(x, 0.0f) : (x == INFINITY ? x : outside));  // -0 stays -0
+  // -0 stays -0; NaN passes through; below -1 (-inf included) the NaN is made here, since one built
+  // from two NaN operands would take its sign from whichever the compiler put first
+  const float big = x == INFINITY || x != x ? x : (x < -1.0f ? NAN : outside);
+  return x == 0 ? x : (inside ? detail::log1p_reduced(x, 0.0f) : big);
 }
 
 /// e^x - 1 for float, vectorisable: within 2 ulp (1.44 measured); exact for tiny x, -1 below -18,

@@ -166,6 +166,50 @@ TEST(Cpu, EveryLevelComputesTheSameBits) {
       return std::vector<Tensor>{exp(v),  tanh(v), sigmoid(v), gelu(v), gelu(v, GeluApproximate::Tanh),
                                  silu(v), relu(v)};
     });
+    expect_same_bits_at_every_level(name + "log, log1p, expm1, softplus, elu, logsumexp", [&] {
+      return std::vector<Tensor>{log(v),
+                                 log1p(v),
+                                 expm1(v),
+                                 softplus(v),
+                                 elu(v),
+                                 softplus_backward(v, v),
+                                 elu_backward(v, v),
+                                 logsumexp(x, {1}),
+                                 logsumexp(xt, {0}),
+                                 softmax(xt, 0)};
+    });
+    expect_same_bits_at_every_level(name + "binary cross-entropy and KL divergence", [&] {
+      const Tensor p = sigmoid(x), t = sigmoid(xt);
+      const auto [bx, bt] = binary_cross_entropy_backward(ones({}, dt), p, t, {.reduction = Reduction::Sum});
+      const auto [lx, lt] = binary_cross_entropy_with_logits_backward(ones({}, dt), x, t, {.pos_weight = b});
+      const auto [kx, kt] = kl_div_backward(ones({}, dt), x, t, {.reduction = Reduction::Sum});
+      return std::vector<Tensor>{
+          binary_cross_entropy(p, t, {.reduction = Reduction::None}),
+          binary_cross_entropy_with_logits(x, t, {.pos_weight = b, .reduction = Reduction::None}),
+          kl_div(x, t, {.reduction = Reduction::None}),
+          kl_div(x, xt, {.reduction = Reduction::None, .log_target = true}),
+          bx,
+          bt,
+          lx,
+          lt,
+          kx,
+          kt};
+    });
+    expect_same_bits_at_every_level(name + "LSTM and GRU recurrences, forward and backward", [&] {
+      std::vector<Tensor> out;
+      for (RNNKind kind : {RNNKind::Tanh, RNNKind::GRU, RNNKind::LSTM}) {
+        const int64_t G = rnn_gates(kind), H = 37, N = 3, L = 4;  // 37: a tail after the last full vector
+        Generator gr(11);
+        const Tensor xw = (randn({L, N, G * H}, gr) * 2.0).to(dt), h0 = randn({N, H}, gr).to(dt);
+        const Tensor w = (randn({G * H, H}, gr) * 0.2).to(dt), bb = randn({G * H}, gr).to(dt);
+        const Tensor c0 = kind == RNNKind::LSTM ? randn({N, H}, gr).to(dt) : Tensor(), dh = randn({L, N, H}, gr).to(dt);
+        const RecurrenceForward f = recurrence_forward(kind, xw, h0, c0, w, bb, false);
+        const RecurrenceGrads gg = recurrence_backward(kind, dh, Tensor(), xw, h0, c0, w, bb, f, false);
+        for (const Tensor& t : {f.h, f.c, f.saved, gg.dxw, gg.dw_hh, gg.db_hh, gg.dh0, gg.dc0})
+          if (t.defined()) out.push_back(t);
+      }
+      return out;
+    });
     expect_same_bits_at_every_level(name + "activation gradients", [&] {
       return std::vector<Tensor>{gelu_backward(v, v, GeluApproximate::None), gelu_backward(v, v, GeluApproximate::Tanh),
                                  silu_backward(v, v)};

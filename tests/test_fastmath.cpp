@@ -178,3 +178,21 @@ TEST(FastMath, LogLog1pExpm1TanhWithinTheirStatedUlp) {
     EXPECT_GT(r.checked, 44'000'000) << c.name;
   }
 }
+
+TEST(FastMath, ANanComesOutAsTheNanThatWentIn) {
+  // Each function returns its NaN argument itself, sign and payload kept. A NaN made by the
+  // arithmetic inside would have its sign flipped or replaced, and a kernel that combines it with
+  // x (GELU's x * (1 + erf x)) would get whichever NaN the compiler put first, which differed
+  // between the baseline and AVX copies (tests/test_cpu.cpp:Cpu.EveryLevelComputesTheSameBits).
+  for (const uint32_t bits : {0x7FC00000u, 0xFFC00000u, 0x7FC12345u, 0xFFD00001u}) {
+    const float x = std::bit_cast<float>(bits);
+    for (const auto& [name, f] : std::initializer_list<std::pair<const char*, float (*)(float)>>{
+             {"exp", [](float v) { return fast::exp(v); }},
+             {"erf", [](float v) { return fast::erf(v); }},
+             {"log", [](float v) { return fast::log(v); }},
+             {"log1p", [](float v) { return fast::log1p(v); }},
+             {"expm1", [](float v) { return fast::expm1(v); }},
+             {"tanh", [](float v) { return fast::tanh(v); }}})
+      EXPECT_EQ(std::bit_cast<uint32_t>(f(x)), bits) << name << std::hex << " of the NaN 0x" << bits;
+  }
+}

@@ -179,3 +179,54 @@ TEST(Loss, MoreLossesErrors) {
   EXPECT_THROW(nll_loss(x, from_vector<int64_t>({0}, {1})), ShapeError);
   EXPECT_THROW(cross_entropy(x, from_vector<int64_t>({0, 1}, {2}), {.label_smoothing = -0.1}), ValueError);
 }
+
+TEST(Loss, Float32BinaryCrossEntropyAndKlAgreeWithFloat64) {
+  // float32 runs on fast::log, log1p and exp (tensor/fastmath.h), float64 on libm: from the same
+  // float32 inputs, each entry of the losses and their gradients agrees with float64's within
+  // 2e-6 of the size of its terms (the sums inside cancel where x is large, so the bound is on the
+  // terms, not on the result). Strided views, probabilities up to 0 and 1 (the -100 clamp) included.
+  Generator g(3);
+  const Tensor x = (randn({41, 29}, g) * 4.0).to(DType::Float32).transpose(0, 1);
+  const Tensor t = uniform({29, 41}, 0, 1, g), pw = uniform({41}, 0, 3, g);
+  Tensor p = sigmoid(x);
+  const Tensor few = full({}, 0.05);
+  p = where(lt(uniform({29, 41}, 0, 1, g), few), zeros_like(p), p);  // some exact 0s and 1s
+  p = where(lt(uniform({29, 41}, 0, 1, g), few), ones_like(p), p);
+  const Tensor one = ones({}, DType::Float32);
+  auto check = [](const std::string& what, const Tensor& lo, const Tensor& hi, const Tensor& size) {
+    const std::vector<double> a = lo.to_vector<double>(), e = hi.to_vector<double>(), s = size.to_vector<double>();
+    ASSERT_EQ(a.size(), e.size()) << what;
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], e[i], 2e-6 * (1 + s[i])) << what << " entry " << i;
+  };
+  auto d = [](const Tensor& v) { return v.to(DType::Float64); };
+  const Tensor hundred = full({}, 100.0), ax = abs(x);
+  const Tensor lp = minimum(abs(log(p)), hundred) + minimum(abs(log1p(-p)), hundred);  // the two logs' sizes
+  const BCELossOptions bo{.reduction = Reduction::None};
+  check("bce", binary_cross_entropy(p, t, bo), binary_cross_entropy(d(p), d(t), bo), lp);
+  const auto [bx, bt] = binary_cross_entropy_backward(one, p, t, bo);
+  const auto [bx64, bt64] = binary_cross_entropy_backward(d(one), d(p), d(t), bo);
+  check("bce dx", bx, bx64, abs(bx64));
+  check("bce dt", bt, bt64, full({29, 41}, 200.0, DType::Float64));
+  const BCEWithLogitsLossOptions lo{.pos_weight = pw, .reduction = Reduction::None};
+  const BCEWithLogitsLossOptions lo64{.pos_weight = d(pw), .reduction = Reduction::None};
+  check("bce with logits", binary_cross_entropy_with_logits(x, t, lo),
+        binary_cross_entropy_with_logits(d(x), d(t), lo64), ax * 4.0);
+  const auto [lx, lt_] = binary_cross_entropy_with_logits_backward(one, x, t, lo);
+  const auto [lx64, lt64] = binary_cross_entropy_with_logits_backward(d(one), d(x), d(t), lo64);
+  check("bce with logits dx", lx, lx64, full({29, 41}, 4.0, DType::Float64));
+  check("bce with logits dt", lt_, lt64, ax * 4.0);
+  for (bool log_target : {false, true}) {
+    const KLDivLossOptions ko{.reduction = Reduction::None, .log_target = log_target};
+    const Tensor tt = log_target ? x.transpose(0, 1).contiguous().transpose(0, 1) * 0.5 : t;
+    const Tensor size = log_target ? exp(tt) * (abs(tt) + ax + 1.0) : t * (abs(log(t)) + ax);
+    check("kl_div", kl_div(x, tt, ko), kl_div(d(x), d(tt), ko), size);
+    const auto [kx, kt] = kl_div_backward(one, x, tt, ko);
+    const auto [kx64, kt64] = kl_div_backward(d(one), d(x), d(tt), ko);
+    check("kl_div dx", kx, kx64, abs(kx64));
+    check("kl_div dt", kt, kt64, log_target ? size + 1.0 : abs(log(t)) + ax + 1.0);
+  }
+  // logsumexp over either dim, and softmax over the strided one
+  check("logsumexp", logsumexp(x, {0}), logsumexp(d(x), {0}), max(ax, 0).first);
+  check("logsumexp", logsumexp(x, {1}), logsumexp(d(x), {1}), max(ax, 1).first);
+  check("softmax", softmax(x, 0), softmax(d(x), 0), zeros({29, 41}, DType::Float64));
+}

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "minigrad/tensor/fastmath.h"
 #include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/ops/elementwise.h"
 #include "minigrad/tensor/ops/nn_functional.h"
@@ -261,6 +262,7 @@ Tensor nll_loss_backward(const Tensor& dloss, const Tensor& input, const Tensor&
 }
 
 // ---------------------------------------------------------------- binary cross-entropy
+// (float32 takes fast::log, log1p and exp, tensor/fastmath.h; float64 libm's.)
 
 // loss = -w (t max(log x, -100) + (1 - t) max(log(1 - x), -100))       x, t: any shape, x in [0, 1]
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCELossOptions& o) {
@@ -276,7 +278,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BCE
     return detail::map_binary<T, T>(
         input, target,
         [](T x, T t) {
-          const T lx = std::max(std::log(x), T(-100)), l1x = std::max(std::log1p(-x), T(-100));
+          const T lx = std::max(fast::log(x), T(-100)), l1x = std::max(fast::log1p(-x), T(-100));
           return -(t * lx + (T(1) - t) * l1x);
         },
         "binary_cross_entropy");
@@ -296,7 +298,7 @@ std::pair<Tensor, Tensor> binary_cross_entropy_backward(const Tensor& dloss, con
         g, input, target, [](T gi, T x, T t) { return gi * (x - t) / std::max(x * (T(1) - x), T(1e-12)); },
         "binary_cross_entropy_backward");
     auto dt = detail::map_binary<T, T>(
-        g, input, [](T gi, T x) { return gi * (std::max(std::log1p(-x), T(-100)) - std::max(std::log(x), T(-100))); },
+        g, input, [](T gi, T x) { return gi * (std::max(fast::log1p(-x), T(-100)) - std::max(fast::log(x), T(-100))); },
         "binary_cross_entropy_backward");
     return std::pair{dx, dt};
   });
@@ -316,7 +318,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
         input, target, pw,
         [](T x, T t, T p) {
           const T lw = T(1) + (p - T(1)) * t;
-          return (T(1) - t) * x + lw * (std::log1p(std::exp(-std::abs(x))) + std::max(-x, T(0)));
+          return (T(1) - t) * x + lw * (fast::log1p(fast::exp(-std::abs(x))) + std::max(-x, T(0)));
         },
         "binary_cross_entropy_with_logits");
   });
@@ -338,8 +340,8 @@ std::pair<Tensor, Tensor> binary_cross_entropy_with_logits_backward(const Tensor
     Tensor dx = empty(input.shape(), input.dtype()), dt = empty(input.shape(), input.dtype());
     for (int64_t i = 0; i < x.numel(); ++i) {
       const T xi = x.data<T>()[i], ti = t.data<T>()[i], pi = p.data<T>()[i], gi = gx.data<T>()[i];
-      const T sig = T(1) / (T(1) + std::exp(-xi)),
-              softplus_neg = std::log1p(std::exp(-std::abs(xi))) + std::max(-xi, T(0));
+      const T sig = T(1) / (T(1) + fast::exp(-xi)),
+              softplus_neg = fast::log1p(fast::exp(-std::abs(xi))) + std::max(-xi, T(0));
       dx.data<T>()[i] = gi * ((T(1) + (pi - T(1)) * ti) * sig - pi * ti);
       dt.data<T>()[i] = gi * ((pi - T(1)) * softplus_neg - xi);
     }
@@ -356,8 +358,8 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivLossOptions&
     return detail::map_binary<T, T>(
         input, target,
         [log_target = o.log_target](T x, T t) {
-          if (log_target) return std::exp(t) * (t - x);
-          return t > 0 ? t * (std::log(t) - x) : (t == 0 ? T(0) : std::numeric_limits<T>::quiet_NaN());
+          if (log_target) return fast::exp(t) * (t - x);
+          return t > 0 ? t * (fast::log(t) - x) : (t == 0 ? T(0) : std::numeric_limits<T>::quiet_NaN());
         },
         "kl_div");
   });
@@ -372,12 +374,12 @@ std::pair<Tensor, Tensor> kl_div_backward(const Tensor& dloss, const Tensor& inp
   return visit_float(input.dtype(), "kl_div_backward", [&]<class T>() {
     const bool lt = o.log_target;
     auto dx = detail::map_binary<T, T>(
-        g, target, [lt](T gi, T t) { return -gi * (lt ? std::exp(t) : t); }, "kl_div_backward");
+        g, target, [lt](T gi, T t) { return -gi * (lt ? fast::exp(t) : t); }, "kl_div_backward");
     auto dt = detail::map_ternary<T, T, T, T>(
         g, input, target,
         [lt](T gi, T x, T t) {
-          if (lt) return gi * std::exp(t) * (t + T(1) - x);
-          return t > 0 ? gi * (std::log(t) + T(1) - x) : T(0);
+          if (lt) return gi * fast::exp(t) * (t + T(1) - x);
+          return t > 0 ? gi * (fast::log(t) + T(1) - x) : T(0);
         },
         "kl_div_backward");
     return std::pair{dx, dt};

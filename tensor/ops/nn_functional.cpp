@@ -60,15 +60,16 @@ Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
         }
         return;
       }
+      // strided lines (or double): fast::exp in the tensor's own type (libm's for double), summed in double
       double s = 0;
-      for (int64_t i = 0; i < n; ++i) s += fast::exp(static_cast<double>(a[i * st] - mx));
+      for (int64_t i = 0; i < n; ++i) s += static_cast<double>(fast::exp(a[i * st] - mx));
       if constexpr (kLog) {
         const T ls = static_cast<T>(std::log(s));
         for (int64_t i = 0; i < n; ++i) o[i * st] = (a[i * st] - mx) - ls;
       } else {
         const double inv = 1.0 / s;
         for (int64_t i = 0; i < n; ++i)
-          o[i * st] = static_cast<T>(fast::exp(static_cast<double>(a[i * st] - mx)) * inv);
+          o[i * st] = static_cast<T>(static_cast<double>(fast::exp(a[i * st] - mx)) * inv);
       }
     });
   });

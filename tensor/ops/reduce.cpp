@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 
+#include "minigrad/tensor/fastmath.h"
 #include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/ops/elementwise.h"
 #include "minigrad/tensor/ops/reduce.h"
@@ -335,8 +336,12 @@ Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim
           o[m] = static_cast<T>(mx);
           continue;
         }
+        // e^(x - m) in the tensor's type (fast::exp for float, libm's for double), summed in double;
+        // rounding x - m to float moves e^(x - m) by |x - m| 2^-24 of itself: float's own precision
+        // for the terms within a few units of the max, which carry the sum
         double s = 0;
-        for (int64_t r = 0; r < p.R; ++r) s += std::exp(static_cast<double>(row[r]) - mx);
+        const T mt = static_cast<T>(mx);
+        for (int64_t r = 0; r < p.R; ++r) s += static_cast<double>(fast::exp(row[r] - mt));
         o[m] = static_cast<T>(mx + std::log(s));
       }
     });

@@ -26,14 +26,95 @@
 #include <vector>
 
 #include "minigrad/tensor/blas.h"
+#include "minigrad/tensor/cpu.h"
+#include "minigrad/tensor/fastmath.h"
 #include "minigrad/tensor/parallel.h"
 
 namespace mg {
 namespace {
 
+// The gates' nonlinearities: for float, fast::'s vectorisable exp and tanh (tensor/fastmath.h,
+// within 2 ulp); for double, libm's.
 template <class T>
 T sigmoid1(T a) {
-  return T(1) / (T(1) + std::exp(-a));
+  return T(1) / (T(1) + fast::exp(-a));
+}
+
+// One batch row of the gates, forward, for H hidden units (x: that row of xw, gh: of the
+// recurrent product). The __restrict parameters tell the compiler the rows do not overlap, so
+// that each loop is vectorised as one.
+template <class T>
+void tanh_row(int64_t H, const T* __restrict x, const T* __restrict gh, T* __restrict h) {
+  for (int64_t j = 0; j < H; ++j) h[j] = fast::tanh(x[j] + gh[j]);
+}
+template <class T>
+void relu_row(int64_t H, const T* __restrict x, const T* __restrict gh, T* __restrict h) {
+  for (int64_t j = 0; j < H; ++j) {
+    const T a = x[j] + gh[j];
+    h[j] = a > 0 || a != a ? a : T(0);  // NaN passes through
+  }
+}
+// GRU: r, z, n as tensor/ops/rnn.h states; saved: r, z, n and gh's n part, for the backward.
+template <class T>
+void gru_row(int64_t H, const T* __restrict x, const T* __restrict gh, const T* __restrict h_prev, T* __restrict h,
+             T* __restrict saved) {
+  for (int64_t j = 0; j < H; ++j) {
+    const T r = sigmoid1(x[j] + gh[j]), z = sigmoid1(x[H + j] + gh[H + j]);
+    const T n = fast::tanh(x[2 * H + j] + r * gh[2 * H + j]);
+    h[j] = (T(1) - z) * n + z * h_prev[j];
+    saved[j] = r, saved[H + j] = z, saved[2 * H + j] = n, saved[3 * H + j] = gh[2 * H + j];
+  }
+}
+// LSTM: i, f, g, o, then c = f c_prev + i g and h = o tanh(c); saved: i, f, g, o.
+template <class T>
+void lstm_row(int64_t H, const T* __restrict x, const T* __restrict gh, const T* __restrict c_prev, T* __restrict c,
+              T* __restrict h, T* __restrict saved) {
+  for (int64_t j = 0; j < H; ++j) {
+    const T i = sigmoid1(x[j] + gh[j]), f = sigmoid1(x[H + j] + gh[H + j]);
+    const T g = fast::tanh(x[2 * H + j] + gh[2 * H + j]), o = sigmoid1(x[3 * H + j] + gh[3 * H + j]);
+    c[j] = f * c_prev[j] + i * g;
+    h[j] = o * fast::tanh(c[j]);
+    saved[j] = i, saved[H + j] = f, saved[2 * H + j] = g, saved[3 * H + j] = o;
+  }
+}
+
+// One batch row of the gates, backward (the formulas at the top of this file). dh: dh_t for the
+// row; dx: that row of dxw (and, but for a GRU, of dgh); carry_h and carry_c are updated.
+template <class T>
+void tanh_back_row(int64_t H, const T* __restrict dh, const T* __restrict h, T* __restrict dx) {
+  for (int64_t j = 0; j < H; ++j) dx[j] = dh[j] * (T(1) - h[j] * h[j]);
+}
+template <class T>
+void relu_back_row(int64_t H, const T* __restrict dh, const T* __restrict h, T* __restrict dx) {
+  for (int64_t j = 0; j < H; ++j) dx[j] = h[j] > 0 ? dh[j] : T(0);
+}
+template <class T>
+void gru_back_row(int64_t H, const T* __restrict dh, const T* __restrict h_prev, const T* __restrict saved,
+                  T* __restrict dx, T* __restrict dgh, T* __restrict carry_h) {
+  for (int64_t j = 0; j < H; ++j) {
+    const T r = saved[j], z = saved[H + j], n = saved[2 * H + j], ghn = saved[3 * H + j];
+    const T dan = dh[j] * (T(1) - z) * (T(1) - n * n);
+    const T daz = dh[j] * (h_prev[j] - n) * z * (T(1) - z);
+    const T dar = dan * ghn * r * (T(1) - r);
+    dx[j] = dar, dx[H + j] = daz, dx[2 * H + j] = dan;
+    dgh[j] = dar, dgh[H + j] = daz, dgh[2 * H + j] = dan * r;
+    carry_h[j] = dh[j] * z;  // h = .. + z h_prev: the direct path (the GEMM adds onto it)
+  }
+}
+// dc_in: the row of the dc given from outside, or null.
+template <class T>
+void lstm_back_row(int64_t H, const T* __restrict dh, const T* __restrict dc_in, const T* __restrict c,
+                   const T* __restrict c_prev, const T* __restrict saved, T* __restrict dx, T* __restrict carry_c) {
+  for (int64_t j = 0; j < H; ++j) {
+    const T i = saved[j], f = saved[H + j], g = saved[2 * H + j], o = saved[3 * H + j];
+    const T tc = fast::tanh(c[j]);
+    const T dc = (dc_in ? dc_in[j] : T(0)) + carry_c[j] + dh[j] * o * (T(1) - tc * tc);
+    dx[j] = dc * g * i * (T(1) - i);
+    dx[H + j] = dc * c_prev[j] * f * (T(1) - f);
+    dx[2 * H + j] = dc * i * (T(1) - g * g);
+    dx[3 * H + j] = dh[j] * tc * o * (T(1) - o);
+    carry_c[j] = dc * f;
+  }
 }
 
 struct Dims {
@@ -70,7 +151,7 @@ constexpr int64_t kSplitWork = 1 << 20;  // multiply-adds of a product worth spl
 template <class F>
 void by_pieces(int64_t n, int64_t work, int64_t align, F&& f) {
   const int64_t pieces = work >= kSplitWork ? std::min<int64_t>(get_num_threads(), (n + align - 1) / align) : 1;
-  if (pieces <= 1) return f(int64_t{0}, n);
+  if (pieces <= 1) return detail::run_at_level(cpu_level(), [&] { f(int64_t{0}, n); });
   const int64_t step = ((n + pieces - 1) / pieces + align - 1) / align * align;
   parallel_for(0, pieces, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p)
@@ -124,37 +205,21 @@ RecurrenceForward recurrence_forward(RNNKind kind, const Tensor& xw0, const Tens
         for (int64_t n = n0; n < n1; ++n) {
           const T* xn = x + n * GH;
           const T* gn = gh.data() + n * GH;
-          for (int64_t j = 0; j < d.H; ++j) {
-            const int64_t k = n * d.H + j;
-            switch (kind) {
-              case RNNKind::Tanh:
-                h[k] = std::tanh(xn[j] + gn[j]);
-                break;
-              case RNNKind::ReLU: {
-                const T a = xn[j] + gn[j];
-                h[k] = a > 0 || std::isnan(a) ? a : T(0);
-                break;
-              }
-              case RNNKind::GRU: {
-                const T r = sigmoid1(xn[j] + gn[j]), z = sigmoid1(xn[d.H + j] + gn[d.H + j]);
-                const T nn = std::tanh(xn[2 * d.H + j] + r * gn[2 * d.H + j]);
-                h[k] = (T(1) - z) * nn + z * h_prev[k];
-                T* sv = ps + (t * d.N + n) * 4 * d.H;
-                sv[j] = r, sv[d.H + j] = z, sv[2 * d.H + j] = nn, sv[3 * d.H + j] = gn[2 * d.H + j];
-                break;
-              }
-              case RNNKind::LSTM: {
-                const T i = sigmoid1(xn[j] + gn[j]), fg = sigmoid1(xn[d.H + j] + gn[d.H + j]);
-                const T g = std::tanh(xn[2 * d.H + j] + gn[2 * d.H + j]),
-                        o = sigmoid1(xn[3 * d.H + j] + gn[3 * d.H + j]);
-                const T c_prev = s == 0 ? c0.data<T>()[k] : pc[tp * NH + k];
-                const T c = fg * c_prev + i * g;
-                pc[t * NH + k] = c;
-                h[k] = o * std::tanh(c);
-                T* sv = ps + (t * d.N + n) * 4 * d.H;
-                sv[j] = i, sv[d.H + j] = fg, sv[2 * d.H + j] = g, sv[3 * d.H + j] = o;
-                break;
-              }
+          T* sv = ps ? ps + (t * d.N + n) * 4 * d.H : nullptr;
+          switch (kind) {
+            case RNNKind::Tanh:
+              tanh_row(d.H, xn, gn, h + n * d.H);
+              break;
+            case RNNKind::ReLU:
+              relu_row(d.H, xn, gn, h + n * d.H);
+              break;
+            case RNNKind::GRU:
+              gru_row(d.H, xn, gn, h_prev + n * d.H, h + n * d.H, sv);
+              break;
+            case RNNKind::LSTM: {
+              const T* c_prev = (s == 0 ? c0.data<T>() : pc + tp * NH) + n * d.H;
+              lstm_row(d.H, xn, gn, c_prev, pc + t * NH + n * d.H, h + n * d.H, sv);
+              break;
             }
           }
         }
@@ -205,45 +270,27 @@ RecurrenceGrads recurrence_backward(RNNKind kind, const Tensor& dh0_, const Tens
       // By rows of the batch: dh_t, the gates' derivatives, then carried dh (+)= dgh W for those rows.
       by_pieces(d.N, d.N * GH * d.H, 1, [&](int64_t n0, int64_t n1) {
         for (int64_t k = n0 * d.H; k < n1 * d.H; ++k) dht[k] = dhs.data<T>()[t * NH + k] + carry_h[k];
-        for (int64_t n = n0; n < n1; ++n)
-          for (int64_t j = 0; j < d.H; ++j) {
-            const int64_t k = n * d.H + j;
-            T* dxn = dx + n * GH;
-            T* dgn = dgh + n * GH;
-            switch (kind) {
-              case RNNKind::Tanh:
-                dxn[j] = dht[k] * (T(1) - h[k] * h[k]);
-                break;
-              case RNNKind::ReLU:
-                dxn[j] = h[k] > 0 ? dht[k] : T(0);
-                break;
-              case RNNKind::GRU: {
-                const T* sv = fs.data<T>() + (t * d.N + n) * 4 * d.H;
-                const T r = sv[j], z = sv[d.H + j], nn = sv[2 * d.H + j], ghn = sv[3 * d.H + j];
-                const T dan = dht[k] * (T(1) - z) * (T(1) - nn * nn);
-                const T daz = dht[k] * (h_prev[k] - nn) * z * (T(1) - z);
-                const T dar = dan * ghn * r * (T(1) - r);
-                dxn[j] = dar, dxn[d.H + j] = daz, dxn[2 * d.H + j] = dan;
-                dgn[j] = dar, dgn[d.H + j] = daz, dgn[2 * d.H + j] = dan * r;
-                carry_h[k] = dht[k] * z;  // h = .. + z h_prev: the direct path (the GEMM below adds onto it)
-                break;
-              }
-              case RNNKind::LSTM: {
-                const T* sv = fs.data<T>() + (t * d.N + n) * 4 * d.H;
-                const T i = sv[j], fg = sv[d.H + j], gg = sv[2 * d.H + j], o = sv[3 * d.H + j];
-                const T c = fc.data<T>()[t * NH + k], c_prev = s == 0 ? c0.data<T>()[k] : fc.data<T>()[tp * NH + k];
-                const T tc = std::tanh(c);
-                const T dc =
-                    (dcs.defined() ? dcs.data<T>()[t * NH + k] : T(0)) + carry_c[k] + dht[k] * o * (T(1) - tc * tc);
-                dxn[j] = dc * gg * i * (T(1) - i);
-                dxn[d.H + j] = dc * c_prev * fg * (T(1) - fg);
-                dxn[2 * d.H + j] = dc * i * (T(1) - gg * gg);
-                dxn[3 * d.H + j] = dht[k] * tc * o * (T(1) - o);
-                carry_c[k] = dc * fg;
-                break;
-              }
+        for (int64_t n = n0; n < n1; ++n) {
+          const int64_t k = n * d.H;
+          const T* sv = fs.defined() ? fs.data<T>() + (t * d.N + n) * 4 * d.H : nullptr;
+          switch (kind) {
+            case RNNKind::Tanh:
+              tanh_back_row(d.H, dht.data() + k, h + k, dx + n * GH);
+              break;
+            case RNNKind::ReLU:
+              relu_back_row(d.H, dht.data() + k, h + k, dx + n * GH);
+              break;
+            case RNNKind::GRU:
+              gru_back_row(d.H, dht.data() + k, h_prev + k, sv, dx + n * GH, dgh + n * GH, carry_h + k);
+              break;
+            case RNNKind::LSTM: {
+              const T* c_prev = s == 0 ? c0.data<T>() + k : fc.data<T>() + tp * NH + k;
+              lstm_back_row(d.H, dht.data() + k, dcs.defined() ? dcs.data<T>() + t * NH + k : nullptr,
+                            fc.data<T>() + t * NH + k, c_prev, sv, dx + n * GH, carry_c + k);
+              break;
             }
           }
+        }
         if (n1 > n0)
           blas::gemm(false, false, n1 - n0, d.H, GH, T(1), dgh + n0 * GH, GH, pw, d.H,
                      kind == RNNKind::GRU ? T(1) : T(0), carry_h + n0 * d.H, d.H);
