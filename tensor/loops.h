@@ -5,7 +5,9 @@
 // broadcast dim. for_each_run walks that shape and calls body(offsets, n, steps) once per run of
 // elements along the innermost dim: element j of the run is at offsets[k] + j*steps[k] of operand
 // k. Before walking, dims that are laid out back to back in every operand are merged, so a
-// contiguous tensor is a single run and the body becomes a plain vectorisable loop.
+// contiguous tensor is a single run and the body becomes a plain vectorisable loop; a run longer
+// than kGrain is handed out in pieces, so that the threads share it.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -56,6 +58,30 @@ void for_each_run(const Shape& shape, const std::array<Strides, K>& strides, Bod
   std::array<int64_t, K> steps;
   for (size_t k = 0; k < K; ++k) steps[k] = L.strides[k][nd - 1];
   const int64_t rows = numel_of(L.shape) / inner;
+  if (inner > kGrain) {
+    // Runs longer than kGrain (a contiguous tensor is one run) are cut into equal pieces of at most
+    // kGrain elements, a multiple of 64 (of every vector width) but the last, which the threads
+    // share: every element is still computed by the same expression from the same inputs, so the
+    // bits do not depend on the cut.
+    const int64_t want = (inner + kGrain - 1) / kGrain;                // pieces of at most kGrain
+    const int64_t piece = ((inner + want - 1) / want + 63) / 64 * 64;  // as equal as 64s allow
+    const int64_t pieces = (inner + piece - 1) / piece;
+    parallel_for(0, rows * pieces, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        int64_t r = c / pieces;
+        const int64_t start = (c % pieces) * piece;
+        std::array<int64_t, K> off{};
+        for (int64_t d = nd - 2; d >= 0; --d) {
+          const int64_t i = r % L.shape[d];
+          r /= L.shape[d];
+          for (size_t k = 0; k < K; ++k) off[k] += i * L.strides[k][d];
+        }
+        for (size_t k = 0; k < K; ++k) off[k] += start * steps[k];
+        body(off, std::min(piece, inner - start), steps);
+      }
+    });
+    return;
+  }
   parallel_for(0, rows, grain_for(inner), [&](int64_t r0, int64_t r1) {
     // Multi-index of row r0 over the outer dims, and each operand's offset there.
     std::vector<int64_t> idx(nd - 1);

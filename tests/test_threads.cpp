@@ -6,7 +6,11 @@
 // differently in a block of another height (measured: 31,108 of the 1,536,000 elements of a
 // (1000, 384) @ (384, 1536) product differ between 1 and 2 threads). So linear, matmul, the RNNs
 // and a training step are reproducible for a given thread count, not across thread counts.
+#include <algorithm>
+#include <mutex>
+
 #include "helpers.h"
+#include "minigrad/tensor/loops.h"
 
 using namespace mg;
 
@@ -52,4 +56,45 @@ TEST(Threads, KernelsCutByShapeGiveTheSameBitsForAnyThreadCount) {
     const AttentionForward f = attention_forward(q, kk, v, true);
     return attention_backward(f.out, q, kk, v, f, true)[0];
   });
+}
+
+TEST(Threads, ALongContiguousRunIsSharedOutInPieces) {
+  // A contiguous tensor is one run for the elementwise loop (tensor/loops.h); one longer than
+  // kGrain elements is handed out in pieces of kGrain, so that the threads share it (before, the
+  // whole tensor went to one thread). The pieces cover it exactly once, in every layout, and the
+  // ops give the same bits for 1 and 2 threads.
+  const int64_t n = 3 * kGrain + 123;
+  auto values = [](const Shape& s) { return arange(numel_of(s)).to(DType::Float64).reshape(s); };
+  const struct {
+    Tensor x;
+    int64_t calls;  // the pieces expected
+  } cases[] = {
+      {values({n}), 4},
+      {values({2, n}), 7},                      // one run of 2n elements
+      {values({2, n + 1}).narrow(1, 0, n), 8},  // two runs of n: 4 pieces each
+      {values({n, 2}).transpose(0, 1), 8},      // two strided runs of n
+      {values({0, n}), 0},
+      {values({5, 7}), 1},
+  };
+  for (const auto& c : cases) {
+    const Tensor& x = c.x;
+    std::vector<int> seen(x.numel() == 0 ? 0 : static_cast<size_t>(x.max().item()) + 1, 0);
+    int64_t calls = 0, longest = 0;
+    const double* px = x.data<double>();
+    std::mutex m;
+    detail::for_each_run<1>(x.shape(), {x.strides()}, [&](const std::array<int64_t, 1>& off, int64_t len, auto st) {
+      std::lock_guard<std::mutex> lock(m);
+      ++calls, longest = std::max(longest, len);
+      for (int64_t j = 0; j < len; ++j) ++seen[static_cast<size_t>(px[off[0] + j * st[0]])];
+    });
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), x.numel()) << shape_str(x.shape());
+    EXPECT_EQ(std::count_if(seen.begin(), seen.end(), [](int k) { return k > 1; }), 0) << shape_str(x.shape());
+    EXPECT_LE(longest, kGrain) << shape_str(x.shape());
+    EXPECT_EQ(calls, c.calls) << shape_str(x.shape());
+  }
+  Generator g(4);
+  const Tensor big = randn({1 << 18}, g), other = randn({1 << 18}, g);
+  expect_same_bits("tanh of 2^18 elements", [&] { return tanh(big); });
+  expect_same_bits("mul of 2^18 elements", [&] { return big * other; });
+  expect_same_bits("tanh_backward of 2^18 elements", [&] { return tanh_backward(other, tanh(big)); });
 }
