@@ -83,6 +83,13 @@ Dual gelu(const Dual& x, GeluApproximate approximate) {
   return make_dual(mg::gelu(x.primal(), approximate), gelu_backward(x.tangent(), x.primal(), approximate));
 }
 Dual silu(const Dual& x) { return make_dual(mg::silu(x.primal()), silu_backward(x.tangent(), x.primal())); }
+Dual swiglu(const Dual& x) {
+  Tensor y = mg::swiglu(x.primal());  // (checks the shape first)
+  const int64_t h = x.primal().size(-1) / 2;
+  const Tensor &p = x.primal(), &t = x.tangent();
+  const Tensor a = p.narrow(-1, 0, h), u = p.narrow(-1, h, h);
+  return make_dual(std::move(y), silu_backward(t.narrow(-1, 0, h) * u, a) + mg::silu(a) * t.narrow(-1, h, h));
+}
 Dual softplus(const Dual& x, double beta, double threshold) {
   return make_dual(mg::softplus(x.primal(), beta, threshold),
                    softplus_backward(x.tangent(), x.primal(), beta, threshold));

@@ -104,6 +104,8 @@ Dual relu(const Dual& x);
 Dual gelu(const Dual& x, GeluApproximate approximate = GeluApproximate::None);
 /// SiLU'(x) dx
 Dual silu(const Dual& x);
+/// SwiGLU's gate, x = [a | u] on the last dim: SiLU'(a) u da + silu(a) du
+Dual swiglu(const Dual& x);
 /// sigmoid(beta x) dx (dx where beta x > threshold)
 Dual softplus(const Dual& x, double beta = 1, double threshold = 20);
 /// dx where x > 0, negative_slope dx otherwise

@@ -228,6 +228,7 @@ TEST(HigherOrder, DualNumbersAgreeWithTheDoubleVjpOnEveryElementwiseOp) {
   BOTH("gelu", gelu(a));
   BOTH("gelu_tanh", gelu(a, GeluApproximate::Tanh));
   BOTH("silu", silu(a));
+  BOTH("swiglu", swiglu(transpose(a, 0, 1)));
   BOTH("softplus", softplus(a, 2.0, 1.0));
   BOTH("leaky_relu", leaky_relu(a, 0.1));
   BOTH("elu", elu(a, 0.5));

@@ -60,6 +60,7 @@ std::vector<OpCase> twice_differentiable_cases() {
       {"gelu", [](const V& x) { return gelu(x[0]); }, {a}},
       {"gelu_tanh", [](const V& x) { return gelu(x[0], GeluApproximate::Tanh); }, {a}},
       {"silu", [](const V& x) { return silu(x[0]); }, {a}},
+      {"swiglu", [](const V& x) { return swiglu(x[0]); }, {rnd({3, 4}, 17)}},
       {"softplus", [](const V& x) { return softplus(x[0], 2.0, 1.0); }, {a}},
       {"leaky_relu", [](const V& x) { return leaky_relu(x[0], 0.2) * x[0]; }, {nz}},
       {"elu", [](const V& x) { return elu(x[0], 0.7); }, {nz}},

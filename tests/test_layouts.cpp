@@ -212,6 +212,7 @@ std::vector<OpCase> autograd_cases() {
       {"clamp", {R234}, [](const V& v) { return clamp(v[0], -0.5, 0.7); }},
       {"maximum_minimum", {R23, {{3}}}, [](const V& v) { return maximum(v[0], v[1]) * minimum(v[0], v[1]); }},
       {"silu", {R234}, [](const V& v) { return silu(v[0]); }},
+      {"swiglu", {R234}, [](const V& v) { return swiglu(v[0]); }},
       {"softplus", {R23}, [](const V& v) { return softplus(v[0], 2.0, 1.0); }},
       {"leaky_relu", {R23}, [](const V& v) { return leaky_relu(v[0], 0.1); }},
       {"elu", {R23}, [](const V& v) { return elu(v[0], 1.2); }},

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "minigrad/autograd/ops/elementwise.h"
+#include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops/activation.h"
 #include "minigrad/tensor/ops/elementwise.h"
 
@@ -84,6 +85,22 @@ Variable silu_backward(const Variable& dy, const Variable& x) {
                   const V sg = mg::sigmoid(x);
                   const V f2 = sg * (sg * -1.0 + 1.0) * (x * (sg * -2.0 + 1.0) + 2.0);
                   return {n.needs(0) ? silu_backward(dz, x) : V(), dz * dy * f2};
+                });
+}
+
+// x = [a | u] (..., 2h), y = silu(a) u (..., h)       dx = [dy u SiLU'(a) | dy silu(a)] (..., 2h)
+// On Tensors the rule is the fused kernel; on Variables (create_graph) the same values from narrow,
+// silu, silu_backward, mul and concat, whose own rules then give the second derivatives.
+Variable swiglu(const Variable& x) {
+  return record("swiglu", mg::swiglu(x.data()), {x}, keep(0),
+                []<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> {
+                  if constexpr (std::is_same_v<V, Tensor>) {
+                    return {mg::swiglu_backward(dy, s[0])};
+                  } else {
+                    const int64_t h = s[0].data().size(-1) / 2;
+                    const V a = narrow(s[0], -1, 0, h), u = narrow(s[0], -1, h, h);
+                    return {concat({silu_backward(dy * u, a), dy * silu(a)}, -1)};
+                  }
                 });
 }
 

@@ -14,6 +14,9 @@ Variable relu(const Variable& x);
 Variable gelu(const Variable& x, GeluApproximate approximate = GeluApproximate::None);
 /// x sigmoid(x)
 Variable silu(const Variable& x);
+/// SwiGLU's gate: x (..., 2h) = [a | u] on the last dim -> silu(a) * u (..., h), in one pass forward
+/// and backward (the composed form's values, bit for bit).
+Variable swiglu(const Variable& x);
 /// log(1 + e^(beta x)) / beta (x itself where beta x > threshold)
 Variable softplus(const Variable& x, double beta = 1, double threshold = 20);
 /// x for x > 0, negative_slope x otherwise

@@ -38,6 +38,13 @@ std::pair<Tensor, Tensor> linear_gelu_backward(const Tensor& dy, const Tensor& h
 Tensor silu(const Tensor& x);
 /// dy * s (1 + x (1 - s)), s = sigmoid(x)
 Tensor silu_backward(const Tensor& dy, const Tensor& x);
+/// SwiGLU's gate in one pass: x (..., 2h) = [a | u] on the last dim -> silu(a) * u (..., h), bit for
+/// bit silu(x.narrow(-1, 0, h)) * x.narrow(-1, h, h) (PyTorch has no such function; F.glu is the
+/// sigmoid form, a * sigmoid(b)).
+Tensor swiglu(const Tensor& x);
+/// swiglu's derivative, dy (..., h) -> dx (..., 2h) = [dy u SiLU'(a) | dy silu(a)], bit for bit
+/// what the composed ops' backward gives.
+Tensor swiglu_backward(const Tensor& dy, const Tensor& x);
 /// log(1 + e^(beta x)) / beta, or x itself where beta x > threshold (where the two agree to float precision)
 Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);
 /// dy * sigmoid(beta x), or dy where beta x > threshold
