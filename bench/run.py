@@ -370,9 +370,10 @@ def main():
         sgemm1 = mine["BM_sgemm_openblas_1thread/1024"][1]
         rows = gpt_rows(core)
         title = "auto-detected (headline)" if core == "auto" else f"OPENBLAS_CORETYPE={core}"
-        doc += [f"## OpenBLAS kernel: {title}, in effect: {rows[0]['m2'].get('blas_core', '?')}", "",
+        doc += [f"## OpenBLAS kernel: {title}, in effect: {rows[0]['m2'].get('blas_core', '?')}"
+                f" (float32 products on {'oneDNN: OpenBLAS fell back' if rows[0]['m2'].get('sgemm') == 'onednn' else 'OpenBLAS'})", "",
                 f"sgemm rate this sitting (1024^3): {sgemm:.0f} GFLOP/s on 2 threads through mg::matmul, "
-                f"{sgemm1:.0f} GFLOP/s on 1 thread (plain cblas_sgemm).", "",
+                f"{sgemm1:.0f} GFLOP/s on 1 thread (blas::gemm's default engine).", "",
                 "### GPT training step (token + position embeddings, pre-LN causal attention blocks, GELU MLP, AdamW)", "",
                 "small: vocab 65, T 64, d 128, 4 heads, 4 layers, batch 32; large: T 256, d 384, 6 heads, 6 layers, "
                 "batch 8. Median ms/step after 3 warm-up steps. Effective GFLOP/s counts matrix products only "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <string_view>
@@ -36,6 +37,32 @@ bool portable_now() {
   return g_portable.load(std::memory_order_relaxed) == 1;
 }
 
+// Where float32 products asked of OpenBLAS run (settled at the first one): OpenBLAS, unless it
+// fell back. OpenBLAS chooses its kernel from the CPU's model number, and a model newer than its
+// table gets an old generic one: Debian's 0.3.21 runs Prescott (SSE3, 2004) on an Emerald Rapids
+// Xeon (family 6, model 207), 19 GFLOP/s on a 1024^3 sgemm where its SkylakeX kernel does 105-123
+// and oneDNN's sgemm, which reads the CPU's features instead, 122 (docs/06, "When OpenBLAS does
+// not know the CPU"). So when the CPU has AVX2 and OpenBLAS picked a core without it by itself
+// (OPENBLAS_CORETYPE unset), oneDNN runs them. MG_SGEMM=openblas or =onednn decides instead.
+std::atomic<int> g_sgemm_state{-1};  // 1: oneDNN, 0: OpenBLAS, -1: not settled
+
+bool sgemm_on_onednn() {
+  const int state = g_sgemm_state.load(std::memory_order_relaxed);
+  if (state >= 0) return state == 1;
+  const char* env = std::getenv("MG_SGEMM");
+  const std::string_view v = env ? env : "";
+  MG_CHECK(v.empty() || v == "openblas" || v == "onednn", ValueError,
+           "MG_SGEMM={}: expected openblas or onednn (the library for float32 products; unset: OpenBLAS unless it "
+           "fell back to a kernel without AVX2 on a CPU that has it)",
+           v);
+  const bool fell_back = std::getenv("OPENBLAS_CORETYPE") == nullptr && cpu_supports(CpuLevel::avx2) &&
+                         detail::openblas_fell_back(openblas_get_config(), openblas_get_corename());
+  const bool use = v == "onednn" || (v.empty() && fell_back);
+  int expected = -1;
+  g_sgemm_state.compare_exchange_strong(expected, use ? 1 : 0);
+  return g_sgemm_state.load(std::memory_order_relaxed) == 1;
+}
+
 // The arguments cblas accepts for a row-major GEMM: it "prints an error and skips the product"
 // on anything else, which would leave C unwritten, so every call is checked here first. A
 // failure is a bug in minigrad's layout logic, never the user's input.
@@ -56,7 +83,7 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
                        const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
   std::vector<float> fa(static_cast<size_t>(a_rows * a_cols)), fb(static_cast<size_t>(b_rows * b_cols));
-  detail::run_at_level(cpu_level(), [&] {  // (called from inside a parallel_for's chunk: no second split)
+  mg::detail::run_at_level(cpu_level(), [&] {  // (called from inside a parallel_for's chunk: no second split)
     for (int64_t i = 0; i < a_rows; ++i) to_float32(a + i * lda, fa.data() + i * a_cols, a_cols);
     for (int64_t i = 0; i < b_rows; ++i) to_float32(b + i * ldb, fb.data() + i * b_cols, b_cols);
   });
@@ -64,17 +91,33 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
     portable::gemm(ta, tb, m, n, k, alpha, fa.data(), std::max<int64_t>(1, a_cols), fb.data(),
                    std::max<int64_t>(1, b_cols), beta, c, ldc);
   else
-    cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, fa.data(), std::max<int64_t>(1, a_cols), fb.data(),
-                std::max<int64_t>(1, b_cols), beta, c, ldc);
+    gemm(ta, tb, m, n, k, alpha, fa.data(), std::max<int64_t>(1, a_cols), fb.data(), std::max<int64_t>(1, b_cols), beta,
+         c, ldc);
 }
 
 }  // namespace
+
+namespace detail {
+bool openblas_fell_back(std::string_view config, std::string_view core) {
+  // Only a DYNAMIC_ARCH build chooses at run time (a build for one target reports that target,
+  // in capitals); its AVX2 and AVX-512 cores: Debian's 0.3.21's, and SapphireRapids of later ones.
+  if (config.find("DYNAMIC_ARCH") == std::string_view::npos) return false;
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (std::string_view c : {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"})
+    if (same(core, c)) return false;
+  return true;
+}
+}  // namespace detail
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
           int64_t ldb, float beta, float* c, int64_t ldc, Engine engine) {
   check_arguments(ta, tb, m, n, k, lda, ldb, ldc);
   if (portable_now()) return portable::gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (engine == Engine::OneDNN && m > 0 && n > 0)
+  if ((engine == Engine::OneDNN || sgemm_on_onednn()) && m > 0 && n > 0 && k > 0)  // (k = 0: C = beta C, by cblas)
     return onednn::sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, op(ta), op(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -107,7 +150,14 @@ void set_portable(bool on) { g_portable.store(on ? 1 : 0, std::memory_order_rela
 
 bool portable() { return portable_now(); }
 
-std::string gemm_kernel() { return portable_now() ? "portable" : std::string("OpenBLAS ") + openblas_get_corename(); }
+std::string gemm_kernel() {
+  if (portable_now()) return "portable";
+  if (sgemm_on_onednn())
+    return std::string("oneDNN sgemm (OpenBLAS's own choice here: ") + openblas_get_corename() + ")";
+  return std::string("OpenBLAS ") + openblas_get_corename();
+}
+
+Engine float32_engine() { return sgemm_on_onednn() ? Engine::OneDNN : Engine::OpenBLAS; }
 
 void use_one_thread() { openblas_set_num_threads(1); }
 

@@ -12,7 +12,9 @@
 //
 // A float32 product may instead go to oneDNN's dnnl_sgemm, with Engine::OneDNN, for the shapes where it
 // is measured faster: OpenBLAS stays the reference and the default. oneDNN brings its own OpenMP
-// pool; each call runs it on one thread, the calling one, for the same reason.
+// pool; each call runs it on one thread, the calling one, for the same reason. Every float32
+// product goes to oneDNN where OpenBLAS did not recognise the CPU and fell back to an SSE kernel
+// (float32_engine below; 6x slower on the CPU where it was found).
 //
 // Or every product, whatever the engine asked, on minigrad's own kernel (tensor/portable_gemm.h),
 // with set_portable(true) or MG_GEMM=portable: the sums in a fixed order, so the same inputs give
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "minigrad/tensor/bfloat16.h"
@@ -71,8 +74,20 @@ const T* dense_rows(const T* x, int64_t rows, int64_t cols, int64_t ld, std::vec
 void set_portable(bool on);
 /// Whether products run on the fixed-order kernel (set_portable, or MG_GEMM=portable).
 bool portable();
-/// What runs float32 products now: "portable" or "OpenBLAS <core>" (the kernel OpenBLAS picked).
+/// What runs float32 products now: "portable", "OpenBLAS <core>" (the kernel OpenBLAS picked) or
+/// "oneDNN sgemm (...)" where OpenBLAS fell back (float32_engine).
 std::string gemm_kernel();
+/// The library that runs the float32 products that do not ask for one (Engine::OpenBLAS, the
+/// default): OpenBLAS, or oneDNN when OpenBLAS picked by itself a kernel without AVX2 on a CPU
+/// that has it (a CPU model newer than its table); MG_SGEMM=openblas or =onednn decides instead.
+/// Settled at the first product (a bad MG_SGEMM is a ValueError there).
+Engine float32_engine();
+
+namespace detail {
+/// Whether OpenBLAS, configured as `config` (openblas_get_config()), fell back when it chose `core`
+/// (openblas_get_corename()): a DYNAMIC_ARCH build that picked none of its AVX2 or AVX-512 cores.
+bool openblas_fell_back(std::string_view config, std::string_view core);
+}  // namespace detail
 
 /// Switch BLAS's own threading off (minigrad hands it one block of work per thread).
 void use_one_thread();

@@ -1,4 +1,6 @@
 // Differentiable matmul and linear.
+#include <cblas.h>
+
 #include "helpers.h"
 #include "minigrad/tensor/blas.h"
 
@@ -285,7 +287,8 @@ TEST(PortableGemm, SwitchesAndNamesTheKernel) {
   EXPECT_EQ(blas::bf16_kernel(), "portable on widened operands");
   blas::set_portable(false);
   EXPECT_FALSE(blas::portable());
-  EXPECT_THAT(blas::gemm_kernel(), HasSubstr("OpenBLAS "));
+  EXPECT_THAT(blas::gemm_kernel(),
+              HasSubstr(blas::float32_engine() == blas::Engine::OneDNN ? "oneDNN sgemm" : "OpenBLAS "));
 }
 
 TEST(GemmEnv, ABadMgGemmIsATypedErrorAtTheFirstProduct) {
@@ -299,4 +302,46 @@ TEST(GemmEnv, ABadMgGemmIsATypedErrorAtTheFirstProduct) {
   }
   blas::set_portable(true);  // the program can still choose, and then runs
   EXPECT_EQ(sum(matmul(ones({2, 2}), ones({2, 2}))).item(), 8.0);
+}
+
+TEST(Gemm, Float32ProductsGoToOneDnnExactlyWhereOpenBlasFellBack) {
+  // OpenBLAS picks its kernel from the CPU's model number and falls back to an SSE one for a model
+  // newer than its table (Debian's 0.3.21 on an Emerald Rapids Xeon: Prescott, 6x slower than
+  // oneDNN's sgemm there). Then, and only then, float32 products run on oneDNN, unless MG_SGEMM says.
+  const std::string dyn = "DYNAMIC_ARCH Haswell MAX_THREADS=64";
+  EXPECT_TRUE(blas::detail::openblas_fell_back(dyn, "Prescott"));
+  EXPECT_TRUE(blas::detail::openblas_fell_back(dyn, "Sandybridge"));  // AVX without AVX2
+  EXPECT_TRUE(blas::detail::openblas_fell_back(dyn, "Nehalem"));
+  EXPECT_FALSE(blas::detail::openblas_fell_back(dyn, "Haswell"));
+  EXPECT_FALSE(blas::detail::openblas_fell_back(dyn, "SkylakeX"));
+  EXPECT_FALSE(blas::detail::openblas_fell_back(dyn, "ZEN"));  // any case
+  EXPECT_FALSE(blas::detail::openblas_fell_back(dyn, "Cooperlake"));
+  EXPECT_FALSE(blas::detail::openblas_fell_back("OpenBLAS 0.3.21 NO_AFFINITY SANDYBRIDGE MAX_THREADS=8", "Sandybridge"))
+      << "a build for one target chose nothing at run time";
+  // this process: what the rule says for this CPU and this OpenBLAS, unless MG_SGEMM chose
+  const char* env = std::getenv("MG_SGEMM");
+  const bool expect_onednn = env != nullptr
+                                 ? std::string(env) == "onednn"
+                                 : std::getenv("OPENBLAS_CORETYPE") == nullptr && cpu_supports(CpuLevel::avx2) &&
+                                       blas::detail::openblas_fell_back(openblas_get_config(), blas::core_name());
+  EXPECT_EQ(blas::float32_engine() == blas::Engine::OneDNN, expect_onednn) << "OpenBLAS's core: " << blas::core_name();
+  PortableGuard guard;
+  blas::set_portable(false);
+  EXPECT_THAT(blas::gemm_kernel(),
+              HasSubstr(expect_onednn ? "oneDNN sgemm" : std::string("OpenBLAS ") + blas::core_name()));
+  // whichever runs them, the products are right: a transposed, offset operand against float64
+  Generator g(9);
+  const Tensor a = randn({33, 40}, g), b = randn({75, 40}, g).narrow(0, 3, 70).transpose(0, 1);
+  mgtest::expect_close(matmul(a, b), matmul(a.to(DType::Float64), b.to(DType::Float64)).to(DType::Float32), 1e-4, 1e-5);
+}
+
+TEST(GemmEnv, ABadMgSgemmIsATypedErrorAtTheFirstProduct) {
+  if (std::getenv("MG_EXPECT_SGEMM_ERROR") == nullptr)
+    GTEST_SKIP() << "run by ctest with MG_SGEMM set to something wrong";
+  try {
+    (void)matmul(ones({2, 2}), ones({2, 2}));
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("MG_SGEMM=mkl: expected openblas or onednn"));
+  }
 }

@@ -119,10 +119,10 @@ int main(int argc, char** argv) {
   }
   if (rank != 0) return 0;
   std::printf(
-      "minigrad processes=%d comm_wait_fraction=%.3f threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s cpu=%s best_cpu=%s\n",
+      "minigrad processes=%d comm_wait_fraction=%.3f threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s sgemm=%s cpu=%s best_cpu=%s\n",
       world, total_s > 0 ? wait_s / total_s : 0.0, threads, bf16 ? 1 : 0, bf16 ? blas::bf16_kernel().c_str() : "-",
       static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
-      peak_mb, loss, blas::core_name(), std::string(cpu_capability()).c_str(),
-      std::string(cpu_level_name(best_cpu_level())).c_str());
+      peak_mb, loss, blas::core_name(), blas::float32_engine() == blas::Engine::OneDNN ? "onednn" : "openblas",
+      std::string(cpu_capability()).c_str(), std::string(cpu_level_name(best_cpu_level())).c_str());
   return 0;
 }

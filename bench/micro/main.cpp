@@ -25,7 +25,8 @@ void flops(benchmark::State& st, double per_iter) {
       benchmark::Counter(per_iter * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
 }
 
-// Plain OpenBLAS sgemm on one thread (minigrad keeps OpenBLAS single-threaded).
+// One float32 product on one thread through blas::gemm's default engine: OpenBLAS (which minigrad
+// keeps single-threaded), or oneDNN where OpenBLAS fell back (blas::float32_engine).
 void BM_sgemm_openblas_1thread(benchmark::State& st) {
   const int64_t n = st.range(0);
   Tensor a = randn({n, n}), b = randn({n, n}), c = empty({n, n});
@@ -35,8 +36,19 @@ void BM_sgemm_openblas_1thread(benchmark::State& st) {
 }
 BENCHMARK(BM_sgemm_openblas_1thread)->Arg(1024)->Unit(benchmark::kMillisecond);
 
-// The products of the tour's models, on one thread, by OpenBLAS (first arg 0) and by minigrad's
-// fixed-order kernel (1; tensor/portable_gemm.h, the examples' default): a linear layer's x W^T, dY W
+// oneDNN's sgemm on one thread, the same product (blas::Engine::OneDNN).
+void BM_sgemm_onednn_1thread(benchmark::State& st) {
+  const int64_t n = st.range(0);
+  Tensor a = randn({n, n}), b = randn({n, n}), c = empty({n, n});
+  for (auto _ : st)
+    blas::gemm(false, false, n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n,
+               blas::Engine::OneDNN);
+  flops(st, 2.0 * n * n * n);
+}
+BENCHMARK(BM_sgemm_onednn_1thread)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+// The products of the tour's models, on one thread, by OpenBLAS (first arg 0), by minigrad's
+// fixed-order kernel (1; tensor/portable_gemm.h, the examples' default) and by oneDNN (2): a linear layer's x W^T, dY W
 // and dY^T X for N = 2048 rows (batch x sequence), widths 32 -> 96 (a small model's Q, K, V) and
 // 64 -> 256 (an MLP's first layer); and one head's scores Q K^T and mix P V for 48 positions and
 // head size 16 (the fused attention calls these per head). docs/06-performance.md, "The same numbers
@@ -55,15 +67,19 @@ void BM_gemm_tour_shapes(benchmark::State& st) {
   blas::set_portable(st.range(0) == 1);
   Tensor a = randn({s.ta ? s.k : s.m, s.ta ? s.m : s.k}), b = randn({s.tb ? s.n : s.k, s.tb ? s.k : s.n}),
          c = empty({s.m, s.n});
+  const blas::Engine engine = st.range(0) == 2 ? blas::Engine::OneDNN : blas::Engine::OpenBLAS;
   for (auto _ : st)
     blas::gemm(s.ta, s.tb, s.m, s.n, s.k, 1.f, a.data<float>(), a.size(1), b.data<float>(), b.size(1), 0.f,
-               c.data<float>(), s.n);
+               c.data<float>(), s.n, engine);
   blas::set_portable(was);
   flops(st, 2.0 * s.m * s.n * s.k);
-  st.SetLabel(fmt::format("{} m={} n={} k={}{}{}", st.range(0) ? "portable" : "OpenBLAS", s.m, s.n, s.k,
-                          s.ta ? " A^T" : "", s.tb ? " B^T" : ""));
+  // (arg 0 asks for OpenBLAS: where it fell back, blas::gemm sends the product to oneDNN)
+  const bool fell_back = blas::float32_engine() == blas::Engine::OneDNN;
+  const char* names[] = {fell_back ? "default (oneDNN: OpenBLAS fell back)" : "OpenBLAS", "portable", "oneDNN"};
+  st.SetLabel(
+      fmt::format("{} m={} n={} k={}{}{}", names[st.range(0)], s.m, s.n, s.k, s.ta ? " A^T" : "", s.tb ? " B^T" : ""));
 }
-BENCHMARK(BM_gemm_tour_shapes)->ArgsProduct({{0, 1}, {0, 1, 2, 3, 4, 5, 6, 7}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_gemm_tour_shapes)->ArgsProduct({{0, 1, 2}, {0, 1, 2, 3, 4, 5, 6, 7}})->Unit(benchmark::kMicrosecond);
 
 // The same product through mg::matmul: rows split over the thread pool.
 void BM_sgemm_minigrad(benchmark::State& st) {
