@@ -28,10 +28,8 @@ std::atomic<int> g_portable{-1};
 bool portable_now() {
   const int state = g_portable.load(std::memory_order_relaxed);
   if (state >= 0) return state == 1;
-  const char* env = std::getenv("MG_GEMM");
-  const std::string_view v = env ? env : "";
-  MG_CHECK(v.empty() || v == "portable" || v == "blas", ValueError,
-           "MG_GEMM={}: expected portable (minigrad's fixed-order kernel) or blas (OpenBLAS and oneDNN)", v);
+  const std::string_view v = detail::env_choice(
+      "MG_GEMM", {"portable", "blas"}, "portable (minigrad's fixed-order kernel) or blas (OpenBLAS and oneDNN)");
   int expected = -1;  // two threads may both get here: the first to store wins, as does set_portable
   g_portable.compare_exchange_strong(expected, v == "portable" ? 1 : 0);
   return g_portable.load(std::memory_order_relaxed) == 1;
@@ -49,12 +47,10 @@ std::atomic<int> g_sgemm_state{-1};  // 1: oneDNN, 0: OpenBLAS, -1: not settled
 bool sgemm_on_onednn() {
   const int state = g_sgemm_state.load(std::memory_order_relaxed);
   if (state >= 0) return state == 1;
-  const char* env = std::getenv("MG_SGEMM");
-  const std::string_view v = env ? env : "";
-  MG_CHECK(v.empty() || v == "openblas" || v == "onednn", ValueError,
-           "MG_SGEMM={}: expected openblas or onednn (the library for float32 products; unset: OpenBLAS unless it "
-           "fell back to a kernel without AVX2 on a CPU that has it)",
-           v);
+  const std::string_view v = detail::env_choice(
+      "MG_SGEMM", {"openblas", "onednn"},
+      "openblas or onednn (the library for float32 products; unset: OpenBLAS unless it fell back to a kernel "
+      "without AVX2 on a CPU that has it)");
   const bool fell_back = std::getenv("OPENBLAS_CORETYPE") == nullptr && cpu_supports(CpuLevel::avx2) &&
                          detail::openblas_fell_back(openblas_get_config(), openblas_get_corename());
   const bool use = v == "onednn" || (v.empty() && fell_back);
@@ -98,6 +94,15 @@ void gemm_bf16_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 }  // namespace
 
 namespace detail {
+std::string_view env_choice(const char* name, std::initializer_list<std::string_view> allowed,
+                            std::string_view expected) {
+  const char* env = std::getenv(name);
+  const std::string_view v = env ? env : "";
+  MG_CHECK(v.empty() || std::find(allowed.begin(), allowed.end(), v) != allowed.end(), ValueError, "{}={}: expected {}",
+           name, v, expected);
+  return v;
+}
+
 bool openblas_fell_back(std::string_view config, std::string_view core) {
   // Only a DYNAMIC_ARCH build chooses at run time (a build for one target reports that target,
   // in capitals); its AVX2 and AVX-512 cores: Debian's 0.3.21's, and SapphireRapids of later ones.

@@ -28,6 +28,7 @@
 // widens the operands (exactly) and calls sgemm instead: the same products, other summation order.
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,11 @@ namespace detail {
 /// Whether OpenBLAS, configured as `config` (openblas_get_config()), fell back when it chose `core`
 /// (openblas_get_corename()): a DYNAMIC_ARCH build that picked none of its AVX2 or AVX-512 cores.
 bool openblas_fell_back(std::string_view config, std::string_view core);
+/// The environment variable `name` that chooses a kernel (MG_GEMM, MG_SGEMM, MG_BF16_GEMM): "" when
+/// unset or empty, else one of `allowed`. Any other value is a ValueError "NAME=value: expected
+/// <expected>", so a misspelt choice is never silently ignored.
+std::string_view env_choice(const char* name, std::initializer_list<std::string_view> allowed,
+                            std::string_view expected);
 }  // namespace detail
 
 /// Switch BLAS's own threading off (minigrad hands it one block of work per thread).

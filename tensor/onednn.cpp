@@ -4,9 +4,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -116,12 +115,16 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
 
 // Whether bfloat16 products go to oneDNN: the CPU must have bfloat16 instructions (oneDNN's emulation
 // on plain AVX-512 measured 34 GFLOP/s against sgemm's 140 on the same core), unless MG_BF16_GEMM
-// says otherwise ("onednn" or "sgemm"). Decided once, so every product of a run sums the same way.
+// says otherwise ("onednn" or "sgemm"). Decided once, so every product of a run sums the same way;
+// a bad value throws at the first bfloat16 product (and at the next: nothing was decided).
 bool runs_bf16() {
   static const bool use = [] {
-    const char* env = std::getenv("MG_BF16_GEMM");
-    if (env && std::strcmp(env, "sgemm") == 0) return false;
-    if (env && std::strcmp(env, "onednn") == 0) return true;
+    const std::string_view v = blas::detail::env_choice(
+        "MG_BF16_GEMM", {"onednn", "sgemm"},
+        "onednn (bfloat16 products on oneDNN) or sgemm (widened to float32; unset: oneDNN where the CPU has "
+        "bfloat16 instructions)");
+    if (v == "sgemm") return false;
+    if (v == "onednn") return true;
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
     const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
     return (isa & bf16) == bf16;

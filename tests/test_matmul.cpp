@@ -335,6 +335,23 @@ TEST(Gemm, Float32ProductsGoToOneDnnExactlyWhereOpenBlasFellBack) {
   mgtest::expect_close(matmul(a, b), matmul(a.to(DType::Float64), b.to(DType::Float64)).to(DType::Float32), 1e-4, 1e-5);
 }
 
+TEST(GemmEnv, ABadMgBf16GemmIsATypedErrorAtTheFirstBfloat16Product) {
+  if (std::getenv("MG_EXPECT_BF16_GEMM_ERROR") == nullptr)
+    GTEST_SKIP() << "run by ctest with MG_BF16_GEMM set to something wrong";
+  // float32 products do not read it
+  EXPECT_EQ(sum(matmul(ones({2, 2}), ones({2, 2}))).item(), 8.0);
+  // a bfloat16 one does, and the misspelt choice is an error there, not silently the default (it was)
+  const Tensor b = ones({2, 2}).to(DType::BFloat16);
+  for (int attempt = 0; attempt < 2; ++attempt) {  // and again at the next: nothing was decided
+    try {
+      (void)matmul(b, b);
+      FAIL() << "no error";
+    } catch (const ValueError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("MG_BF16_GEMM=amx: expected onednn (bfloat16 products on oneDNN) or sgemm"));
+    }
+  }
+}
+
 TEST(GemmEnv, ABadMgSgemmIsATypedErrorAtTheFirstProduct) {
   if (std::getenv("MG_EXPECT_SGEMM_ERROR") == nullptr)
     GTEST_SKIP() << "run by ctest with MG_SGEMM set to something wrong";
