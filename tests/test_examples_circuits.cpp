@@ -90,6 +90,7 @@ TEST_P(Seq2SeqSeeds, ReversesHeldOutStringsWithAntiDiagonalCrossAttention) {
 // layers. The cross-attention puts its weight on the positions holding the digit written, a map no
 // fixed position explains; both decoder layers read the same memory, the encoder's final output.
 TEST_P(Seq2SeqSeeds, SortsWithContentBasedCrossAttentionAndBothLayersReadTheFinalMemory) {
+  MG_SKIP_LONG_TRAINING_UNDER_SANITIZERS("Seq2SeqSeeds.ReversesHeldOutStringsWithAntiDiagonalCrossAttention");
   seq2seq::Config c;
   c.seed = GetParam();
   c.task = seq2seq::Task::Sort;
@@ -149,6 +150,7 @@ class InductionSeeds : public Examples, public testing::WithParamInterface<uint6
 INSTANTIATE_TEST_SUITE_P(Examples, InductionSeeds, testing::ValuesIn(example_tests::seeds({0, 1, 2})));
 
 TEST_P(InductionSeeds, HeadsFormInAPhaseChangeAndTheCircuitIsCausal) {
+  MG_SKIP_LONG_TRAINING_UNDER_SANITIZERS("InductionSeeds.NeedTwoLayers");
   induction_heads::Config c = induction_config();
   c.seed = GetParam();
   Generator g(c.seed);
