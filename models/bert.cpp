@@ -207,13 +207,17 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
     // Hugging Face adds a very negative number to the scores of padding keys; -inf (PyTorch's
     // key_padding_mask) gives the same weights: exactly 0 after the softmax. A row with no real
     // token would leave a query nothing to attend to (NaN here, meaningless numbers there).
-    attn.key_padding_mask = eq(o.attention_mask.to(DType::Int64), zeros({}, DType::Int64));
     const Tensor real = sum(o.attention_mask.to(DType::Int64), {1});
     for (int64_t b = 0; b < ids.size(0); ++b)
       MG_CHECK(real.narrow(0, b, 1).item() > 0, ValueError,
                "BertModel: attention_mask row {} marks every token as padding; each sequence needs at least one real "
                "token",
                b);
+    // A mask with no padding in it masks nothing: it is left out (as transformers does), so the
+    // layers can take the fused attention kernel, which takes no mask. The weights are the same:
+    // the composed path would add 0 to every score.
+    if (sum(real).item<int64_t>() < ids.numel())
+      attn.key_padding_mask = eq(o.attention_mask.to(DType::Int64), zeros({}, DType::Int64));
   }
   const int64_t L = config.num_hidden_layers, H = config.num_attention_heads;
   if (o.head_mask.defined()) {

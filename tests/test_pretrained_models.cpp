@@ -55,6 +55,28 @@ TEST(Bert, PaddingChangesNothingForTheRealTokens) {
   EXPECT_LT(max_diff(padded.narrow(0, 1, 1).narrow(1, 0, 4), alone), 1e-13);
 }
 
+TEST(Bert, AMaskWithoutPaddingIsLeftOutAndChangesNothing) {
+  // An all-ones attention_mask masks nothing: BertModel leaves it out (as transformers does), so the
+  // layers take the fused attention kernel. The numbers are those of no mask, bit for bit, and those
+  // of the masked (composed) path on the padded batch to 1e-13 in float64.
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
+  model->to(DType::Float64);
+  const Tensor ids = gold("bert.input_ids");
+  const Tensor row = ids.narrow(0, 1, 1).narrow(1, 0, 4);  // 4 real tokens
+  const Tensor ones_mask = (*model)(row, {.attention_mask = ones({1, 4}, DType::Int64)}).last_hidden_state.data();
+  const Tensor bool_mask = (*model)(row, {.attention_mask = ones({1, 4}, DType::Bool)}).last_hidden_state.data();
+  const Tensor no_mask = (*model)(row).last_hidden_state.data();
+  EXPECT_EQ(max_diff(ones_mask, no_mask), 0.0);
+  EXPECT_EQ(max_diff(bool_mask, no_mask), 0.0);
+  const Tensor padded = (*model)(ids, {.attention_mask = gold("bert.attention_mask")}).last_hidden_state.data();
+  EXPECT_LT(max_diff(padded.narrow(0, 1, 1).narrow(1, 0, 4), ones_mask), 1e-13);
+  // a mask with padding in it still masks: a padding key changes nothing for the real tokens
+  const Tensor two = concat({row, zeros({1, 1}, DType::Int64)}, 1);
+  const Tensor masked = (*model)(two, {.attention_mask = tensor({1.0, 1.0, 1.0, 1.0, 0.0}, {1, 5}).to(DType::Int64)})
+                            .last_hidden_state.data();
+  EXPECT_LT(max_diff(masked.narrow(1, 0, 4), no_mask), 1e-13);
+}
+
 TEST(Bert, HeadMaskZeroRemovesOneHeadsOutput) {
   // Removing head h of layer 0 equals zeroing the h-th block of columns of that layer's W_O.
   auto a = models::bert_from_pretrained(kGolden + "/tiny_bert"),
