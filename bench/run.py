@@ -11,6 +11,9 @@ environment sets OPENBLAS_CORETYPE, for that one too:
     (a virtual environment under BUILD, made on first use; skipped with a note when PyPI cannot be
     reached), eager and under torch.compile;
   * context scaling T = 64 ... 1024 (d 128, 4 heads, 4 layers, batch 8): step time and peak RSS;
+  * (headline only) what users run besides the GPT step: whole steps of the other models and MiniLM's
+    inference (bench/micro, WORKLOADS below) beside each PyTorch version, with the products' share of the
+    sgemm rate;
   * the kernel micro-benchmarks (bench/micro, Google Benchmark) and their PyTorch twins.
 Environment: BUILD (build folder, default build), NATIVE_BUILD (default build-native), TORCH_GPT_REF
 (path of torch_gpt_ref.py), BENCH_QUICK=1 (fewer steps, for trying the script out), BENCH_RESUME=1
@@ -204,9 +207,12 @@ def fmt_side_by_side(table, t2ver):
     if nat:
         worst = max(table[inst][k] / table[nat][k] for k in keys)
         lines.append(f"- installed within 5% of native in every column: worst {worst:.3f}x, {ok(worst <= 1.05)}")
-    for (c, b), limit in ((("small", False), 0.5), (("large", False), 0.7), (("small", True), 0.8), (("large", True), 0.8)):
-        r = table[inst][(c, b)] / best_eager[(c, b)]
-        lines.append(f"- {c} {'bf16' if b else 'float32'} <= {limit}x PyTorch's best eager: {r:.2f}x, {ok(r <= limit)}")
+    # the best PyTorch, eager or compiled, every version and thread count (issue 48's targets)
+    best_any = {k: min(table[l][k] for l in table if l.startswith("PyTorch")) for k in keys}
+    for (c, b), limit in ((("small", False), 0.6), (("large", False), 0.8), (("small", True), 0.8), (("large", True), 0.8)):
+        r = table[inst][(c, b)] / best_any[(c, b)]
+        lines.append(f"- {c} {'bf16' if b else 'float32'} <= {limit}x the best PyTorch (eager or compiled): {r:.2f}x, "
+                     f"{ok(r <= limit)}")
     if compiled:
         lines.append("- against torch.compile (reported, the stretch goal is 1.0x on large): " + ", ".join(
             f"{c} {'bf16' if b else 'f32'} {table[inst][(c, b)] / table[compiled][(c, b)]:.2f}x" for c, b in keys))
@@ -287,18 +293,65 @@ def micro_rows(core):
     mine = {}
     for b in json.loads(mg)["benchmarks"]:
         ms = b["real_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6}[b["time_unit"]]
-        mine[b["name"]] = (ms, b.get("GFLOP/s"))  # the counter is already in GFLOP/s
-    # PyTorch: the best of 1.13 and 2.x, each on 1 and 2 threads (2.x has F.rms_norm and enable_gqa).
-    theirs = {}
+        gflop = b.get("GFLOP")  # per iteration; the rate is over wall-clock time
+        mine[b["name"]] = (ms, gflop / (ms / 1e3) if gflop else None)
+    # PyTorch 1.13 and 2.x, each on 1 and 2 threads (2.x has F.rms_norm and enable_gqa): the faster
+    # thread count of each version, and the best of both.
+    by_version = {}
     t2py = torch2_python()[0]
-    for py in [PY] + ([t2py] if t2py else []):
+    for label, py in [("1.13", PY)] + ([("2.x", t2py)] if t2py else []):
+        times = by_version.setdefault(label, {})
         for threads, extra in ((1, {}), (2, {"OMP_WAIT_POLICY": "PASSIVE"})):
             out = subprocess.run([py, os.path.join(ROOT, "bench", "torch_micro.py"), "--threads", str(threads)],
                                  env=env_for(core, extra), capture_output=True, text=True, check=True).stdout
             for line in out.splitlines():
                 r = json.loads(line)
-                theirs[r["name"]] = min(theirs.get(r["name"], float("inf")), r["ms"])
-    return mine, theirs
+                times[r["name"]] = min(times.get(r["name"], float("inf")), r["ms"])
+    theirs = {}
+    for times in by_version.values():
+        for name, t in times.items():
+            theirs[name] = min(theirs.get(name, float("inf")), t)
+    return mine, theirs, by_version
+
+
+# What users run besides the GPT step (bench/micro's whole steps and layers; the GPT steps have the
+# tables above): (benchmark, what it is).
+WORKLOADS = [
+    ("BM_second_order_mlp/0", "tanh MLP 64-256-256-1, 1024 rows: loss and gradient"),
+    ("BM_second_order_mlp/1", "the same, gradient with create_graph"),
+    ("BM_second_order_mlp/2", "the same, Hessian-vector product"),
+    ("BM_digits_cnn_step", "digits_cnn: AdamW step on 32 images"),
+    ("BM_lstm_fwd_bwd", "char_lstm's LSTM: 2 layers, 64 -> 256, (32, 64), forward and backward"),
+    ("BM_llama_step/0", "LLaMA-style decoder, small (GPT small's sizes): AdamW step"),
+    ("BM_llama_step/1", "LLaMA-style decoder, large (GPT large's sizes): AdamW step"),
+    ("BM_swiglu_fwd_bwd/0", "SwiGLU MLP d -> 8d/3 -> d, small (PyTorch: three Linear layers and F.silu): forward and backward"),
+    ("BM_swiglu_fwd_bwd/1", "SwiGLU MLP, large: forward and backward"),
+    ("BM_minilm_encode", "all-MiniLM-L6-v2's encoder: 32 sentences of 64 tokens, inference"),
+]
+
+
+def fmt_workloads(mine, by_version, sgemm):
+    """The workloads table: minigrad beside each PyTorch, the ratio to the best, and the products' rate
+    as a share of the sitting's sgemm rate (2 threads through mg::matmul)."""
+    versions = list(by_version)
+    lines = ["| workload | minigrad ms | " + " | ".join(f"PyTorch {v} ms" for v in versions) +
+             " | ratio to best | products GFLOP/s | % of sgemm | no slower than PyTorch's best |",
+             "|---|---|" + "---|" * len(versions) + "---|---|---|---|"]
+    missed = []
+    for name, what in WORKLOADS:
+        if name not in mine:
+            continue
+        ms, rate = mine[name]
+        ts = [by_version[v].get(name) for v in versions]
+        best = min((t for t in ts if t), default=None)
+        ratio = ms / best if best else None
+        if ratio and ratio > 1.0:
+            missed.append(what)
+        lines.append(f"| {what} | {ms:.2f} | " + " | ".join(f"{t:.2f}" if t else "-" for t in ts) +
+                     (f" | **{ratio:.2f}x**" if ratio else " | -") +
+                     (f" | {rate:.0f} | {100 * rate / sgemm:.0f}%" if rate else " | - | -") +
+                     (" | met |" if ratio and ratio <= 1.0 else " | **missed** |" if ratio else " | - |"))
+    return lines, missed
 
 
 def machine():
@@ -339,9 +392,10 @@ def targets(rows, sgemm):
     mem = all(float(r["m2"]["peak_rss_mb"]) <= float(r["best"]["peak_rss_mb"]) for r in rows)
     scale = float(large["m1"]["ms/step"]) / float(large["m2"]["ms/step"])
     ok = lambda c: "met" if c else "**missed**"
-    return [f"- small GPT step time <= 0.5x PyTorch's best: {rs:.2f}x, {ok(rs <= 0.5)}",
-            f"- large GPT step time <= 0.7x PyTorch's best: {rl:.2f}x, {ok(rl <= 0.7)}",
-            f"- large GPT effective rate >= 70% of this sitting's sgemm rate: {100 * eff:.0f}%, {ok(eff >= 0.7)}",
+    return [f"- small GPT step time <= 0.6x PyTorch 1.13's best: {rs:.2f}x, {ok(rs <= 0.6)} (against every "
+            "version and torch.compile: the targets under the side-by-side table)",
+            f"- large GPT step time <= 0.8x PyTorch 1.13's best: {rl:.2f}x, {ok(rl <= 0.8)}",
+            f"- large GPT effective rate >= 85% of this sitting's sgemm rate: {100 * eff:.0f}%, {ok(eff >= 0.85)}",
             f"- peak memory <= PyTorch's on both configs: {ok(mem)}",
             f"- 2 threads >= 1.6x faster than 1 thread on the large config: {scale:.2f}x, {ok(scale >= 1.6)}"]
 
@@ -365,7 +419,7 @@ def main():
            "(`env -u OPENBLAS_CORETYPE`); both sides always run under the same setting.", ""]
     for core in cores:
         print(f"== OpenBLAS core: {core}", file=sys.stderr)
-        mine, theirs = micro_rows(core)
+        mine, theirs, by_version = micro_rows(core)
         sgemm = mine["BM_sgemm_minigrad/1024"][1]
         sgemm1 = mine["BM_sgemm_openblas_1thread/1024"][1]
         rows = gpt_rows(core)
@@ -422,30 +476,41 @@ def main():
             doc += ["", "Attention's cost grows as T^2 (scores for every query-key pair). minigrad's fused kernel keeps only "
                     "O(T) per head for the backward; PyTorch 1.13's composed attention keeps the (T, T) weights of every "
                     "head of every layer, which shows in its peak memory.", ""]
+            wl, missed = fmt_workloads(mine, by_version, sgemm)
+            doc += ["### What users run besides the GPT step (2 threads for minigrad; each PyTorch: its faster of 1 and 2)", "",
+                    "Each row is one benchmark of bench/micro beside its twin in bench/torch_micro.py, the same shapes "
+                    "and the same work (the LLaMA-style block and MiniLM's encoder are written there in plain PyTorch "
+                    "layers; PyTorch 2.x runs scaled_dot_product_attention, F.rms_norm and, for MiniLM, "
+                    "nn.TransformerEncoder's fused inference path). The products' rate is their FLOPs over the "
+                    "row's whole time: the share of the sgemm rate it reaches is what the rest of the work costs.", ""]
+            doc += wl
+            doc += ["", ("Slower than PyTorch's best: " + "; ".join(missed) + ". docs/06-performance.md, \"Where the "
+                         "time goes now\", has their profiles.") if missed else
+                    "No row is slower than PyTorch's best in this sitting.", ""]
             doc += ["### Kernels (forward + backward, model shapes; PyTorch: the faster of 1 and 2 threads)", "",
-                    "| kernel | config | minigrad ms | PyTorch ms | ratio |", "|---|---|---|---|---|"]
+                    "| kernel | config | minigrad ms | " + " | ".join(f"PyTorch {v} ms" for v in by_version) +
+                    " | ratio to best |", "|---|---|---|" + "---|" * len(by_version) + "---|"]
             for name, (ms, _) in mine.items():
                 base, _, arg = name.partition("/")
                 cfg = {"0": "small", "1": "large", "1024": "1024^3"}.get(arg, arg)
                 if base == "BM_conv2d_fwd_bwd":
                     cfg = "digits_cnn: (32, 16, 8, 8), 32 filters 3x3"
-                elif base == "BM_lstm_fwd_bwd":
-                    cfg = "char_lstm: 2 layers, 64 -> 256, (32, 64)"
                 elif base == "BM_generate_500":
                     cfg = "500 tokens, " + ("KV cache" if arg == "1" else "no cache")
-                elif base == "BM_second_order_mlp":
-                    cfg = "MLP 64-256-256-1, 1024 rows: " + {"0": "gradient", "1": "gradient, create_graph",
-                                                             "2": "Hessian-vector product"}[arg]
                 elif base.startswith("BM_gelu_bias_backward"):  # (config, 1 = the bfloat16 rounding too)
                     c, _, b = arg.partition("/")
                     cfg = {"0": "small", "1": "large"}[c] + (", to bf16" if b == "1" else ", f32")
-                t = theirs.get(name) or theirs.get(name.replace("fused", "composed"))
+                if name in dict(WORKLOADS) or base == "BM_gemm_tour_shapes":
+                    continue  # in the table above; the tour's products are docs/06's (section 13)
+                twin = name.replace("fused", "composed")
                 if base == "BM_generate_500":
-                    t = theirs.get("BM_generate_500/0")  # PyTorch re-runs the window (no cache in 1.13's nn)
-                doc.append(f"| {base[3:]} | {cfg} | {ms:.3f} | {t:.3f} | {ms / t:.2f}x |" if t else
-                           f"| {base[3:]} | {cfg} | {ms:.3f} | - | - |")
-            doc += ["", "PyTorch's times are the best of 1.13 and 2.x. rms_norm is F.rms_norm (2.x), rotary Hugging Face's "
-                    "rotate_half formula, swiglu three Linear layers and F.silu, gqa_attention "
+                    twin = "BM_generate_500/0"  # PyTorch re-runs the window (no cache in 1.13's nn)
+                ts = [by_version[v].get(twin) for v in by_version]
+                t = theirs.get(twin)
+                doc.append(f"| {base[3:]} | {cfg} | {ms:.3f} | " + " | ".join(f"{x:.3f}" if x else "-" for x in ts) +
+                           (f" | {ms / t:.2f}x |" if t else " | - |"))
+            doc += ["", "The ratio is to the faster PyTorch. rms_norm is F.rms_norm (2.x), rotary Hugging Face's "
+                    "rotate_half formula, gqa_attention "
                     "F.scaled_dot_product_attention(enable_gqa=True) (2.x).",
                     "", "attention_fused is compared with PyTorch's composed attention (PyTorch 1.13 has no fused CPU "
                     "kernel); sgemm_openblas_1thread and bf16gemm_minigrad have no PyTorch twin. generate_500: a GPT of d 128, 4 heads, 4 layers "

@@ -32,6 +32,115 @@ def load_reference_gpt():
     return mod
 
 
+def digits_cnn_step():
+    """examples/digits_cnn's model on 32 8x8 images: one AdamW step."""
+    nn = torch.nn
+    m = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                      nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                      nn.Linear(512, 64), nn.ReLU(), nn.Dropout(0.25), nn.Linear(64, 10))
+    opt = torch.optim.AdamW(m.parameters(), lr=2e-3, weight_decay=1e-4)
+    x, y = torch.randn(32, 1, 8, 8), torch.randint(0, 10, (32,))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(m(x), y).backward()
+        opt.step()
+    return step
+
+
+class RMSNorm(torch.nn.Module):
+    """torch.nn.RMSNorm where this PyTorch has it (2.4+), else the formula LLaMA's code writes."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(x, (x.shape[-1],), self.weight, 1e-5)  # models::Decoder's eps
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+
+class LlamaBlock(torch.nn.Module):
+    """models::Decoder's LLaMA-style block: RMSNorm, rotary positions (rotate_half), grouped-query
+    attention with H/2 key/value heads, SwiGLU, no biases."""
+
+    def __init__(self, d, H, hidden):
+        super().__init__()
+        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)  # noqa: E731
+        self.H, self.n1, self.n2 = H, RMSNorm(d), RMSNorm(d)
+        self.q, self.k, self.v, self.o = lin(d, d), lin(d, d // 2), lin(d, d // 2), lin(d, d)
+        self.gate, self.up, self.down = lin(d, hidden), lin(d, hidden), lin(hidden, d)
+
+    def forward(self, x, cos, sin):
+        B, T, d = x.shape
+        H, dh = self.H, d // self.H
+        h = self.n1(x)
+        q = self.q(h).view(B, T, H, dh).transpose(1, 2)
+        k = self.k(h).view(B, T, H // 2, dh).transpose(1, 2)
+        v = self.v(h).view(B, T, H // 2, dh).transpose(1, 2)
+
+        def rope(t):
+            t1, t2 = t[..., : dh // 2], t[..., dh // 2:]
+            return t * cos + torch.cat([-t2, t1], -1) * sin
+        q, k = rope(q), rope(k)
+        sdpa = getattr(F, "scaled_dot_product_attention", None)
+        try:
+            a = sdpa(q, k, v, is_causal=True, enable_gqa=True)
+        except (TypeError, RuntimeError):  # 1.13: no SDPA; 2.x before 2.5: no enable_gqa
+            k, v = k.repeat_interleave(2, 1), v.repeat_interleave(2, 1)
+            if sdpa is not None:
+                a = sdpa(q, k, v, is_causal=True)
+            else:
+                att = (q @ k.transpose(-2, -1)) / math.sqrt(dh)
+                mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+                a = att.masked_fill(mask, float("-inf")).softmax(-1) @ v
+        x = x + self.o(a.transpose(1, 2).reshape(B, T, d))
+        h = self.n2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+def llama_step(c, layers, vocab=65):
+    """bench/micro's BM_llama_step: the LLaMA-style decoder at a GPT step's size, one AdamW step."""
+    d, H, T, B = c["d"], c["H"], c["T"], c["B"]
+    hidden, dh = (8 * d // 3 + 7) // 8 * 8, d // H
+    tok, blocks = torch.nn.Embedding(vocab, d), torch.nn.ModuleList(LlamaBlock(d, H, hidden) for _ in range(layers))
+    norm, head = RMSNorm(d), torch.nn.Linear(d, vocab, bias=False)
+    params = [p for mod in (tok, blocks, norm, head) for p in mod.parameters()]
+    opt = torch.optim.AdamW(params, lr=3e-3)
+    inv = 1.0 / (10000 ** (torch.arange(0, dh, 2).float() / dh))
+    ang = torch.outer(torch.arange(T).float(), inv)
+    cos, sin = torch.cat([ang.cos(), ang.cos()], -1), torch.cat([ang.sin(), ang.sin()], -1)
+    x, y = torch.randint(0, vocab, (B, T)), torch.randint(0, vocab, (B * T,))
+
+    def step():
+        opt.zero_grad()
+        h = tok(x)
+        for b in blocks:
+            h = b(h, cos, sin)
+        F.cross_entropy(head(norm(h)).view(-1, vocab), y).backward()
+        opt.step()
+    return step
+
+
+def minilm_encode():
+    """BM_minilm_encode: all-MiniLM-L6-v2's encoder (BERT: embeddings, 6 post-norm layers of d 384,
+    12 heads, MLP 1536 with GELU, the pooler) on 32 sentences of 64 tokens, in inference mode, where
+    nn.TransformerEncoder takes its fused fast path. Random weights: the time does not depend on them."""
+    nn = torch.nn
+    word, pos, typ, ln = nn.Embedding(30522, 384), nn.Embedding(512, 384), nn.Embedding(2, 384), nn.LayerNorm(384, eps=1e-12)
+    layer = nn.TransformerEncoderLayer(384, 12, 1536, activation="gelu", batch_first=True, layer_norm_eps=1e-12)
+    enc, pool = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False).eval(), nn.Linear(384, 384)
+    ids, mask = torch.randint(0, 30522, (32, 64)), torch.zeros(32, 64, dtype=torch.bool)  # True: padding
+    positions = torch.arange(64)
+
+    def encode():
+        with torch.inference_mode():
+            h = enc(ln(word(ids) + pos(positions) + typ(torch.zeros_like(ids))), src_key_padding_mask=mask)
+            return h, torch.tanh(pool(h[:, 0]))
+    return encode
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--threads", type=int, default=2)
@@ -120,6 +229,11 @@ def main():
     out.append(("BM_second_order_mlp/1", timeit(lambda: torch.autograd.grad(mlp_loss(*ps), ps, create_graph=True))))
     # vhp is reverse over reverse, as mg::hvp (functional.hvp takes a third backward: the double-backward trick)
     out.append(("BM_second_order_mlp/2", timeit(lambda: torch.autograd.functional.vhp(mlp_loss, tuple(ps), tuple(vs)))))
+    # Whole steps (BM_digits_cnn_step, BM_llama_step) and MiniLM's inference (BM_minilm_encode).
+    out.append(("BM_digits_cnn_step", timeit(digits_cnn_step())))
+    for i, c in enumerate(CONFIGS):
+        out.append((f"BM_llama_step/{i}", timeit(llama_step(c, 4 if i == 0 else 6))))
+    out.append(("BM_minilm_encode", timeit(minilm_encode())))
     # Generation (BM_generate_500/0): PyTorch has no key/value cache in nn.MultiheadAttention, so its
     # twin is the uncached loop of nanoGPT's generate on the reference GPT (bench/torch_gpt_ref.py).
     ref = load_reference_gpt()

