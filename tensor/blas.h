@@ -23,9 +23,9 @@
 // numbers on every CPU").
 //
 // bfloat16 products (autocast's, autograd/autocast.h) read bfloat16 A and B and accumulate and write
-// float32 C. They run on oneDNN's matmul primitive where the CPU has bfloat16 instructions
-// (AVX512-BF16, or AMX); elsewhere oneDNN could only emulate them, slower than float32, so minigrad
-// widens the operands (exactly) and calls sgemm instead: the same products, other summation order.
+// float32 C. They run on oneDNN's matmul primitive where its bfloat16 kernel beats sgemm (AMX, or
+// AVX512-BF16 on AMD: onednn.cpp's runs_bf16 says why); elsewhere minigrad widens the operands
+// (exactly) and calls sgemm instead: the same products, other summation order.
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -54,7 +54,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const bfloat16* a, int64_t lda,
           const bfloat16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 /// What runs bfloat16 products here: oneDNN's kernel name (e.g. "brg:avx512_core_amx_bf16"), or
-/// "sgemm on widened operands" where the CPU lacks bfloat16 instructions or MG_BF16_GEMM=sgemm is set.
+/// "sgemm on widened operands" where that is faster (onednn.cpp: runs_bf16) or MG_BF16_GEMM=sgemm is set.
 std::string bf16_kernel();
 
 /// A (rows, cols) matrix stored with leading dimension ld, as a dense one (ld == cols): `x` itself

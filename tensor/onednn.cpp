@@ -113,21 +113,33 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
       static_cast<int>(st), m, n, k, lda, ldb, ldc);
 }
 
-// Whether bfloat16 products go to oneDNN: the CPU must have bfloat16 instructions (oneDNN's emulation
-// on plain AVX-512 measured 34 GFLOP/s against sgemm's 140 on the same core), unless MG_BF16_GEMM
-// says otherwise ("onednn" or "sgemm"). Decided once, so every product of a run sums the same way;
-// a bad value throws at the first bfloat16 product (and at the next: nothing was decided).
+// Whether bfloat16 products go to oneDNN, decided once, so every product of a run sums the same
+// way. MG_BF16_GEMM ("onednn" or "sgemm") decides if set; a bad value throws at the first bfloat16
+// product (and at the next: nothing was decided). Unset, oneDNN runs them only where its bfloat16
+// kernel is the faster one, as measured (docs/06 section 7):
+//   - AMX (Intel's tile unit): oneDNN's amx kernel, several times sgemm's rate;
+//   - AVX512-BF16 on AMD (Zen 4 and later): its bfloat16 dot product does twice the work of a
+//     float32 FMA per instruction, and the bfloat16 step ran faster than float32's;
+//   - AVX512-BF16 on an Intel core without AMX (Cooper Lake, or a Xeon whose AMX the hypervisor
+//     hides): the dot product issues on one port where FMAs issue on two, so it gains nothing, and
+//     oneDNN's kernel ran 1024^3 at 143 GFLOP/s against sgemm's 245 on the same core: sgemm;
+//   - no bfloat16 instructions: oneDNN could only emulate them (34 GFLOP/s against 140): sgemm.
+// oneDNN's effective ISA is the one ONEDNN_MAX_CPU_ISA allows, so capping it moves the choice too.
 bool runs_bf16() {
   static const bool use = [] {
     const std::string_view v = blas::detail::env_choice(
         "MG_BF16_GEMM", {"onednn", "sgemm"},
         "onednn (bfloat16 products on oneDNN) or sgemm (widened to float32; unset: oneDNN where the CPU has "
-        "bfloat16 instructions)");
+        "AMX, or AVX512-BF16 on AMD)");
     if (v == "sgemm") return false;
     if (v == "onednn") return true;
     const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-    const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
-    return (isa & bf16) == bf16;
+    auto has = [isa](dnnl::cpu_isa level) {
+      const auto bits = static_cast<unsigned>(level);
+      return (isa & bits) == bits;
+    };
+    if (has(dnnl::cpu_isa::avx512_core_amx)) return true;
+    return has(dnnl::cpu_isa::avx512_core_bf16) && __builtin_cpu_is("amd");
   }();
   return use;
 }

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
 
 #include "file_helpers.h"
 #include "helpers.h"
@@ -295,8 +297,33 @@ TEST(Autocast, KernelIsTheExpectedOne) {
   // there the products must go to sgemm on widened operands, and every test above still passes.
   const std::string kernel = blas::bf16_kernel();
   std::printf("bfloat16 products run on: %s\n", kernel.c_str());
-  if (const char* want = std::getenv("MG_EXPECT_BF16_KERNEL")) EXPECT_EQ(kernel, want);
   EXPECT_FALSE(kernel.empty());
+  const std::string widened = "sgemm on widened operands";
+  if (const char* want = std::getenv("MG_EXPECT_BF16_KERNEL")) {
+    EXPECT_EQ(kernel, want);
+    return;
+  }
+  const char* forced = std::getenv("MG_BF16_GEMM");
+  if (forced && std::string(forced) == "onednn") {  // ctest's AutocastOnOneDnn
+    EXPECT_NE(kernel, widened);
+    return;
+  }
+  if (forced) return;
+  // Unset: oneDNN where the CPU has AMX, or AVX512-BF16 on AMD (tensor/onednn.cpp: runs_bf16), read
+  // here from /proc/cpuinfo rather than from oneDNN.
+  std::ifstream info("/proc/cpuinfo");
+  if (!info) GTEST_SKIP() << "no /proc/cpuinfo to read the CPU's flags from";
+  std::string line, flags, vendor;
+  while (std::getline(info, line) && (flags.empty() || vendor.empty())) {
+    if (line.rfind("flags", 0) == 0) flags = line + " ";
+    if (line.rfind("vendor_id", 0) == 0) vendor = line;
+  }
+  const bool amx = flags.find(" amx_bf16 ") != std::string::npos;
+  const bool avx512_bf16 = flags.find(" avx512_bf16 ") != std::string::npos;
+  const bool amd = vendor.find("AuthenticAMD") != std::string::npos;
+  const bool onednn = amx || (avx512_bf16 && amd);
+  EXPECT_EQ(kernel != widened, onednn) << "flags: amx_bf16 " << amx << ", avx512_bf16 " << avx512_bf16 << ", AMD "
+                                       << amd << "; kernel " << kernel;
 }
 
 namespace {
