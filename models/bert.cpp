@@ -207,7 +207,11 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
     // Hugging Face adds a very negative number to the scores of padding keys; -inf (PyTorch's
     // key_padding_mask) gives the same weights: exactly 0 after the softmax. A row with no real
     // token would leave a query nothing to attend to (NaN here, meaningless numbers there).
-    const Tensor real = sum(o.attention_mask.to(DType::Int64), {1});
+    const Tensor mask64 = o.attention_mask.to(DType::Int64);
+    const int64_t lo = min(mask64).item<int64_t>(), hi = max(mask64).item<int64_t>();
+    MG_CHECK(lo >= 0 && hi <= 1, ValueError,
+             "BertModel: attention_mask must hold 1 (a real token) or 0 (padding), got values from {} to {}", lo, hi);
+    const Tensor real = sum(mask64, {1});
     for (int64_t b = 0; b < ids.size(0); ++b)
       MG_CHECK(real.narrow(0, b, 1).item() > 0, ValueError,
                "BertModel: attention_mask row {} marks every token as padding; each sequence needs at least one real "
@@ -216,8 +220,7 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
     // A mask with no padding in it masks nothing: it is left out (as transformers does), so the
     // layers can take the fused attention kernel, which takes no mask. The weights are the same:
     // the composed path would add 0 to every score.
-    if (sum(real).item<int64_t>() < ids.numel())
-      attn.key_padding_mask = eq(o.attention_mask.to(DType::Int64), zeros({}, DType::Int64));
+    if (sum(real).item<int64_t>() < ids.numel()) attn.key_padding_mask = eq(mask64, zeros({}, DType::Int64));
   }
   const int64_t L = config.num_hidden_layers, H = config.num_attention_heads;
   if (o.head_mask.defined()) {

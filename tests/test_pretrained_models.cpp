@@ -75,6 +75,28 @@ TEST(Bert, AMaskWithoutPaddingIsLeftOutAndChangesNothing) {
   const Tensor masked = (*model)(two, {.attention_mask = tensor({1.0, 1.0, 1.0, 1.0, 0.0}, {1, 5}).to(DType::Int64)})
                             .last_hidden_state.data();
   EXPECT_LT(max_diff(masked.narrow(1, 0, 4), no_mask), 1e-13);
+  // any layout of the mask: an all-ones mask seen through a transpose is left out too, and a padded
+  // one seen through a transpose masks as its contiguous copy does, bit for bit
+  const Tensor full_ids = ids.narrow(1, 0, 4);
+  const Tensor ones_t = ones({4, 2}, DType::Int64).transpose(0, 1);
+  EXPECT_EQ(max_diff((*model)(full_ids, {.attention_mask = ones_t}).last_hidden_state.data(),
+                     (*model)(full_ids).last_hidden_state.data()),
+            0.0);
+  const Tensor m = gold("bert.attention_mask");
+  const Tensor m_t = m.transpose(0, 1).contiguous().transpose(0, 1);
+  ASSERT_FALSE(m_t.is_contiguous());
+  EXPECT_EQ(max_diff((*model)(ids, {.attention_mask = m_t}).last_hidden_state.data(), padded), 0.0);
+}
+
+TEST(Bert, AMaskOtherThanZeroAndOneIsAnError) {
+  // A 2 in an int64 mask once counted as two real tokens, so a row with one padding token summed to
+  // its length and the mask was left out: the padding was attended to. Now a ValueError.
+  auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
+  const Tensor ids = gold("bert.input_ids").narrow(1, 0, 4);
+  const Tensor bad = tensor({2.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}, {2, 4}).to(DType::Int64);
+  EXPECT_THROW((*model)(ids, {.attention_mask = bad}), ValueError);
+  EXPECT_THAT(error_of([&] { (*model)(ids, {.attention_mask = bad}); }),
+              HasSubstr("BertModel: attention_mask must hold 1 (a real token) or 0 (padding), got values from 0 to 2"));
 }
 
 TEST(Bert, HeadMaskZeroRemovesOneHeadsOutput) {
