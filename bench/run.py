@@ -120,10 +120,34 @@ def torch2_python():
     return (py, r.stdout.strip()) if r.returncode == 0 else (None, "torch installed but does not import: " + r.stderr[-200:])
 
 
-def emulated_bf16(m):
-    """Whether bench_gpt's result says this CPU has no bfloat16 instructions (PyTorch then emulates them,
-    some 20x slower than its float32: its bf16 runs are cut to 2 steps after 1 warm-up, on 2 threads)."""
-    return m.get("bf16_kernel", "").startswith("sgemm")
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def emulated_bf16():
+    """Whether this CPU has no bfloat16 instructions (AVX512-BF16 or AMX): PyTorch then emulates them,
+    some 20x slower than its float32, so its bf16 runs are cut to 2 steps after 1 warm-up, on 2 threads.
+    Read from the CPU's flags: minigrad's own kernel choice says nothing about it, since minigrad
+    widens to sgemm on some CPUs that have them (tensor/onednn.cpp: runs_bf16)."""
+    return not ({"avx512_bf16", "amx_bf16"} & cpu_flags())
+
+
+def bf16_engines(core):
+    """The 1024^3 bfloat16 product's rate (GFLOP/s, 2 threads) with each engine forced by MG_BF16_GEMM."""
+    rates = {}
+    for engine in ("onednn", "sgemm"):
+        out = subprocess.run([os.path.join(BUILD, "bench", "bench_micro"), "--benchmark_format=json",
+                              "--benchmark_filter=BM_bf16gemm_minigrad", f"--benchmark_min_time={0.1 if QUICK else 0.5}"],
+                             env=env_for(core, {"MG_BF16_GEMM": engine}), capture_output=True, text=True,
+                             check=True).stdout
+        b = json.loads(out)["benchmarks"][0]
+        ms = b["real_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6}[b["time_unit"]]
+        rates[engine] = b["GFLOP"] / (ms / 1e3)
+    return rates
 
 
 def torch_bf16(cfg, steps, threads, core, slow, py=PY, extra_args=()):
@@ -137,7 +161,7 @@ def bf16_rows(core):
     rows = []
     for name, cfg in (("small", SMALL), ("large", LARGE)):
         m = minigrad_gpt(cfg, STEPS[name], 2, core, bf16=True)
-        slow = emulated_bf16(m)
+        slow = emulated_bf16()
         t1 = torch_bf16(cfg, STEPS[name], 1, core, slow)
         t2 = t1 if slow else torch_bf16(cfg, STEPS[name], 2, core, slow)
         best = min((t1, t2), key=lambda r: float(r["ms/step"]))
@@ -174,7 +198,7 @@ def side_by_side(f32_rows, bf16_rows_, t1ver):
                 put("minigrad -march=native (MG_NATIVE=ON)", key, minigrad_gpt(cfg, steps, 2, "auto", bf16, NATIVE_BUILD))
             put(f"PyTorch {t1ver} eager", key, b["best"] if bf16 else f["best"])
             if t2py:
-                slow = bf16 and emulated_bf16(b["m"])
+                slow = bf16 and emulated_bf16()
                 sdpa, compiled = ["--sdpa", "1"], ["--sdpa", "1", "--compile", "1"]
                 if slow:
                     r, threads = torch_bf16(cfg, steps, 2, "auto", True, t2py, sdpa), 2
@@ -246,12 +270,17 @@ def fmt_bf16(rows, f32_rows, peak):
                      f"{float(f['m2']['ms/step']):.1f} | {float(r['m']['peak_rss_mb']):.0f} / "
                      f"{float(f['m2']['peak_rss_mb']):.0f} / {float(r['best']['peak_rss_mb']):.0f} |")
     lines.append("")
-    if emulated_bf16(rows[0]["m"]):
-        lines.append(f"bfloat16 products run on: {rows[0]['m'].get('bf16_kernel', '?')}: this CPU has no bfloat16 "
+    kernel = rows[0]['m'].get('bf16_kernel', '?')
+    if kernel in ("sgemm", "portable"):  # bench_gpt's "sgemm on widened operands", cut at the space by parse()
+        kernel += " on widened operands"
+    if emulated_bf16():
+        lines.append(f"bfloat16 products run on: {kernel}: this CPU has no bfloat16 "
                      "instructions (AVX512-BF16 or AMX). PyTorch's autocast then emulates them, far slower than its "
                      "float32, so its bf16 runs here are 2 steps after 1 warm-up, on 2 threads.")
     else:
-        lines.append(f"bfloat16 products run on: {rows[0]['m'].get('bf16_kernel', '?')}. PyTorch both ways: " + "; ".join(
+        why = (" (this CPU has AVX512-BF16 but no AMX: oneDNN's bfloat16 kernel is the slower one here, see the rates "
+               "above and docs/06-performance.md section 7)" if kernel.startswith("sgemm") else "")
+        lines.append(f"bfloat16 products run on: {kernel}{why}. PyTorch both ways: " + "; ".join(
             f"{r['name']}: --threads 1 {float(r['t1']['ms/step']):.1f} ms, --threads 2 {float(r['t2']['ms/step']):.1f} ms"
             for r in rows) + ".")
     lines += ["", "Targets:", ""]
@@ -294,7 +323,8 @@ def micro_rows(core):
     for b in json.loads(mg)["benchmarks"]:
         ms = b["real_time"] * {"ms": 1, "us": 1e-3, "ns": 1e-6}[b["time_unit"]]
         gflop = b.get("GFLOP")  # per iteration; the rate is over wall-clock time
-        mine[b["name"]] = (ms, gflop / (ms / 1e3) if gflop else None)
+        name = re.sub(r"/min_time:[0-9.]+", "", b["name"])  # a benchmark's own MinTime is not part of its name here
+        mine[name] = (ms, gflop / (ms / 1e3) if gflop else None)
     # PyTorch 1.13 and 2.x, each on 1 and 2 threads (2.x has F.rms_norm and enable_gqa): the faster
     # thread count of each version, and the best of both.
     by_version = {}
@@ -436,9 +466,12 @@ def main():
         doc += ["", "Targets:", ""] + targets(rows, sgemm) + [""]
         if core == "auto":
             peak = mine["BM_bf16gemm_minigrad/1024"][1]
+            engines = bf16_engines(core)
             doc += ["### Mixed precision: bfloat16 autocast on both sides", "",
                     f"bfloat16 GEMM rate this sitting (1024^3, bfloat16 operands, float32 sums): {peak:.0f} GFLOP/s on 2 "
-                    "threads through mg::matmul. minigrad runs the forward inside mg::AutocastGuard (bench_gpt --bf16); "
+                    f"threads through mg::matmul; with each engine forced (MG_BF16_GEMM): oneDNN's bfloat16 kernel "
+                    f"{engines['onednn']:.0f}, sgemm on widened operands {engines['sgemm']:.0f}. "
+                    "minigrad runs the forward inside mg::AutocastGuard (bench_gpt --bf16); "
                     "PyTorch inside torch.autocast(\"cpu\", dtype=torch.bfloat16) (torch_gpt_ref.py --bf16 1).", ""]
             brows = bf16_rows(core)
             doc += fmt_bf16(brows, rows, peak) + [""]
