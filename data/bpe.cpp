@@ -9,7 +9,6 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <queue>
 #include <utility>
 
@@ -23,7 +22,6 @@ namespace mg::data {
 namespace {
 
 const char* const kSpecial = "<|endoftext|>";  // a single token wherever the text spells it out
-constexpr int64_t kNoMerge = std::numeric_limits<int64_t>::max();
 
 std::string to_utf8(UChar32 c) {
   uint8_t buf[4];

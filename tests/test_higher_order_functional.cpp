@@ -156,8 +156,9 @@ TEST(HigherOrder, SecondDerivativesDoNotDependOnTheInputsLayout) {
          return scaled_dot_product_attention(q, q * 0.5, q * q, {.is_causal = true});
        }},
   };
-  for (const auto& [name, f] : fns) {
-    SCOPED_TRACE(name);
+  for (const auto& named : fns) {
+    SCOPED_TRACE(named.first);
+    const auto& f = named.second;  // (a name, not a binding: the lambda below captures it)
     const VariableFunction loss = [&](const V& in) { return sum(pow(f(in[0]), 2)); };
     const Tensor want = hvp(loss, {Variable(base)}, {Variable(v)}).second[0].data();
     for (const Tensor& x : layouts) {

@@ -139,7 +139,8 @@ TEST(Rotary, ScoresDependOnlyOnTheDistance) {
 }
 
 TEST(Rotary, GradcheckAndTwice) {
-  auto [c, s] = rotary_tables(6, 5, 100.0, DType::Float64);
+  const auto tables = rotary_tables(6, 5, 100.0, DType::Float64);
+  const Tensor c = tables.first, s = tables.second;  // (variables, not bindings: lambdas capture them)
   for (bool inter : {false, true}) {
     auto f = [&, inter](const V& v) { return rotary_embedding(v[0], c, s, inter) * v[0]; };
     expect_gradcheck(f, {rnd({2, 5, 6}, 4)});
@@ -148,7 +149,8 @@ TEST(Rotary, GradcheckAndTwice) {
 }
 
 TEST(Rotary, Errors) {
-  auto [c, s] = rotary_tables(4, 5);
+  const auto tables = rotary_tables(4, 5);
+  const Tensor c = tables.first, s = tables.second;
   EXPECT_ERROR(ValueError, "rotary_tables", "head_dim must be even", rotary_tables(5, 5));
   EXPECT_ERROR(ValueError, "rotary_tables", "base must be finite and positive", rotary_tables(4, 5, 0.0));
   EXPECT_ERROR(ShapeError, "rotary_embedding", "even head_dim", rotary_embedding(ones({2, 5, 5}), c, s));

@@ -29,7 +29,9 @@ inline Result run(Pretrained& m, const Config& c) {
                         similarity(m, mask_without(bc, [&](int64_t ll, int64_t) { return ll == l; }))});
   std::map<std::string, std::vector<int64_t>> groups;
   for (const HeadProfile& h : r.heads) groups[h.label].push_back(h.layer * bc.num_attention_heads + h.head);
-  for (const auto& [label, members] : groups) {
+  for (const auto& group : groups) {
+    const std::string& label = group.first;
+    const std::vector<int64_t>& members = group.second;  // (a name, not a binding: lambdas capture it)
     int64_t n = 0;
     const Tensor mask = mask_without(
         bc,

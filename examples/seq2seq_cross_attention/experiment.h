@@ -323,10 +323,13 @@ Evaluation evaluate(Model& m, const Config& c, Generator& g) {
         seen["query"] = in[0].shape(), seen["key"] = in[1].shape(), seen["value"] = in[2].shape();
         seen["output"] = out[0].shape();
       }));
-  for (auto [name, l] : {std::pair{"Q", &x.w_q}, {"K", &x.w_k}, {"V", &x.w_v}})
-    hooks.push_back(
-        l->register_forward_hook([&seen, name](const nn::Module&, const std::vector<Variable>&,
-                                               std::vector<Variable>& out) { seen[name] = out[0].shape(); }));
+  for (const auto& named : {std::pair{"Q", &x.w_q}, {"K", &x.w_k}, {"V", &x.w_v}}) {
+    const char* name = named.first;  // (a variable, not a binding: the hook captures it)
+    hooks.push_back(named.second->register_forward_hook(
+        [&seen, name](const nn::Module&, const std::vector<Variable>&, std::vector<Variable>& out) {
+          seen[name] = out[0].shape();
+        }));
+  }
   m.decode(b.tgt_in, memory);
   for (auto& h : hooks) h.remove();
   const Tensor w4 = cap.at(e.cross[e.reader].name).weights;  // (B, H, L + 1, L)
