@@ -139,7 +139,12 @@ bool runs_bf16() {
       return (isa & bits) == bits;
     };
     if (has(dnnl::cpu_isa::avx512_core_amx)) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();  // (safe to call first: this may run during static initialisation)
     return has(dnnl::cpu_isa::avx512_core_bf16) && __builtin_cpu_is("amd");
+#else
+    return false;
+#endif
   }();
   return use;
 }
@@ -184,8 +189,13 @@ std::string bf16_kernel_name() {
   const dnnl::memory::desc d({256, 256}, dnnl::memory::data_type::bf16, dnnl::memory::dims{256, 1});
   const dnnl::memory::desc c({256, 256}, dnnl::memory::data_type::f32, dnnl::memory::dims{256, 1});
   std::string name;
-  on_this_thread(
-      [&] { name = dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str(); });
+  on_this_thread([&] {
+    try {
+      name = dnnl::matmul::primitive_desc(dnnl::matmul::desc(d, d, c), cpu_engine()).impl_info_str();
+    } catch (const dnnl::error&) {  // oneDNN 2.6 has bfloat16 kernels only from AVX-512 up
+      name = "sgemm on widened operands (oneDNN has no bfloat16 kernel on this CPU)";
+    }
+  });
   return name;
 }
 
