@@ -279,7 +279,8 @@ def fmt_bf16(rows, f32_rows, peak):
                      "float32, so its bf16 runs here are 2 steps after 1 warm-up, on 2 threads.")
     else:
         why = (" (this CPU has AVX512-BF16 but no AMX: oneDNN's bfloat16 kernel is the slower one here, see the rates "
-               "above and docs/06-performance.md section 7)" if kernel.startswith("sgemm") else "")
+               "above and docs/06-performance.md section 7)"
+               if kernel.startswith("sgemm") and not os.environ.get("MG_BF16_GEMM") else "")
         lines.append(f"bfloat16 products run on: {kernel}{why}. PyTorch both ways: " + "; ".join(
             f"{r['name']}: --threads 1 {float(r['t1']['ms/step']):.1f} ms, --threads 2 {float(r['t2']['ms/step']):.1f} ms"
             for r in rows) + ".")
@@ -466,11 +467,13 @@ def main():
         doc += ["", "Targets:", ""] + targets(rows, sgemm) + [""]
         if core == "auto":
             peak = mine["BM_bf16gemm_minigrad/1024"][1]
-            engines = bf16_engines(core)
+            # each engine forced, where oneDNN has a bfloat16 kernel that is not an emulation
+            engines = None if emulated_bf16() else bf16_engines(core)
+            forced = (f"; with each engine forced (MG_BF16_GEMM): oneDNN's bfloat16 kernel {engines['onednn']:.0f}, "
+                      f"sgemm on widened operands {engines['sgemm']:.0f}" if engines else "")
             doc += ["### Mixed precision: bfloat16 autocast on both sides", "",
                     f"bfloat16 GEMM rate this sitting (1024^3, bfloat16 operands, float32 sums): {peak:.0f} GFLOP/s on 2 "
-                    f"threads through mg::matmul; with each engine forced (MG_BF16_GEMM): oneDNN's bfloat16 kernel "
-                    f"{engines['onednn']:.0f}, sgemm on widened operands {engines['sgemm']:.0f}. "
+                    f"threads through mg::matmul{forced}. "
                     "minigrad runs the forward inside mg::AutocastGuard (bench_gpt --bf16); "
                     "PyTorch inside torch.autocast(\"cpu\", dtype=torch.bfloat16) (torch_gpt_ref.py --bf16 1).", ""]
             brows = bf16_rows(core)

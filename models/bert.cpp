@@ -208,9 +208,9 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
     // key_padding_mask) gives the same weights: exactly 0 after the softmax. A row with no real
     // token would leave a query nothing to attend to (NaN here, meaningless numbers there).
     const Tensor mask64 = o.attention_mask.to(DType::Int64);
-    const int64_t lo = min(mask64).item<int64_t>(), hi = max(mask64).item<int64_t>();
-    MG_CHECK(lo >= 0 && hi <= 1, ValueError,
-             "BertModel: attention_mask must hold 1 (a real token) or 0 (padding), got values from {} to {}", lo, hi);
+    const int64_t mlo = min(mask64).item<int64_t>(), mhi = max(mask64).item<int64_t>();
+    MG_CHECK(mlo >= 0 && mhi <= 1, ValueError,
+             "BertModel: attention_mask must hold 1 (a real token) or 0 (padding), got values from {} to {}", mlo, mhi);
     const Tensor real = sum(mask64, {1});
     for (int64_t b = 0; b < ids.size(0); ++b)
       MG_CHECK(real.narrow(0, b, 1).item() > 0, ValueError,
