@@ -118,11 +118,11 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
 // product (and at the next: nothing was decided). Unset, oneDNN runs them only where its bfloat16
 // kernel is the faster one, as measured (docs/06 section 7):
 //   - AMX (Intel's tile unit): oneDNN's amx kernel, several times sgemm's rate;
-//   - AVX512-BF16 on AMD (Zen 4 and later): its bfloat16 dot product does twice the work of a
-//     float32 FMA per instruction, and the bfloat16 step ran faster than float32's;
+//   - AVX512-BF16 on AMD (Zen 4 and later): the bfloat16 step ran faster than float32's there;
 //   - AVX512-BF16 on an Intel core without AMX (Cooper Lake, or a Xeon whose AMX the hypervisor
-//     hides): the dot product issues on one port where FMAs issue on two, so it gains nothing, and
-//     oneDNN's kernel ran 1024^3 at 143 GFLOP/s against sgemm's 245 on the same core: sgemm;
+//     hides): on such a Xeon one core ran 1.35 bfloat16 dot products (vdpbf16ps) per ns against
+//     5.4 float32 FMAs, 43 multiply-adds per ns against 87, and oneDNN's kernel ran 1024^3 at 144
+//     GFLOP/s on 2 threads against 221 for sgemm on widened operands: sgemm;
 //   - no bfloat16 instructions: oneDNN could only emulate them (34 GFLOP/s against 140): sgemm.
 // oneDNN's effective ISA is the one ONEDNN_MAX_CPU_ISA allows, so capping it moves the choice too.
 bool runs_bf16() {
