@@ -137,8 +137,11 @@ void run(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
         const int64_t kc = std::min(kKc, k - p0);
         pack<T, NR>(panel, b, tb, ldb, p0, kc, j0, cols);
         for (int64_t r0 = 0; r0 < mc; r0 += MR) {
+          // (with k in one block the tile never reads or writes partial sums, and a block of m rows
+          // may be taller than `part`: no pointer into it is formed)
+          T* tile_part = k <= kKc ? nullptr : part + r0 * NR;
           const Tile<T> t{
-              a + (i0 + r0) * ars + p0 * acs, ars, acs, panel, kc, part + r0 * NR, p0 == 0, p0 + kc == k, alpha, beta,
+              a + (i0 + r0) * ars + p0 * acs, ars, acs, panel, kc, tile_part, p0 == 0, p0 + kc == k, alpha, beta,
               c + (i0 + r0) * ldc + j0,       ldc, cols};
           tile_rows<T, Bytes, NV, MR>(std::min<int64_t>(MR, mc - r0), t);
         }

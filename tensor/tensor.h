@@ -58,11 +58,14 @@ class Tensor {
   uint64_t version() const { return storage_ ? storage_->version() : 0; }
 
   // ---- element access ----
-  /// Pointer to element (0, 0, ...); a DTypeError if T does not match dtype().
+  /// Pointer to element (0, 0, ...); a DTypeError if T does not match dtype(). Null for a tensor
+  /// with no elements whose storage holds none (a zero-size view keeps its offset, but null plus
+  /// an offset is not a pointer).
   template <class T>
   T* data() const {
     check_dtype(dtype_of<T>(), "data");
-    return static_cast<T*>(storage_->data()) + offset_;
+    T* base = static_cast<T*>(storage_->data());
+    return base ? base + offset_ : nullptr;
   }
   /// The single element of a one-element tensor, converted to double.
   double item() const;

@@ -72,6 +72,22 @@ TEST(Tensor, ExpandUsesZeroStrides) {
   expect_values(sum(e.contiguous(), {0, 2}), {3}, {8, 16, 24});
 }
 
+TEST(Tensor, AZeroSizeViewWithAnOffsetHasANullDataPointer) {
+  // A tensor with no elements has no memory: its view at offset 8 (columns 8.. of a (0, 16)) once
+  // returned null + 8 floats, a pointer into nothing (undefined behaviour, which clang's UBSan
+  // reported from the fused attention's per-head addressing and from copy_).
+  Tensor empty_rows = zeros({0, 16});
+  Tensor view = empty_rows.narrow(1, 8, 4);
+  EXPECT_EQ(view.offset(), 8);
+  EXPECT_EQ(view.data<float>(), nullptr);
+  EXPECT_EQ(zeros({0, 3, 8}, DType::Float64).narrow(2, 5, 2).data<double>(), nullptr);
+  // copied, it is still an empty tensor of its shape
+  EXPECT_EQ(view.contiguous().shape(), (Shape{0, 4}));
+  Tensor into = empty({0, 4});
+  into.copy_(view);
+  EXPECT_EQ(into.numel(), 0);
+}
+
 TEST(Tensor, ViewAndReshape) {
   Tensor a = arange(12, DType::Float32).view({3, 4});
   EXPECT_EQ(a.view({2, -1}).shape(), (Shape{2, 6}));

@@ -53,7 +53,8 @@ struct Heads {
   }
   template <class T>
   T* at(int64_t bh) const {
-    return t.data<T>() + (bh / qH) * sb + ((bh % qH) / group) * sh;
+    T* base = t.data<T>();  // null when the operand has no elements (T or d is 0): nothing is read
+    return base ? base + (bh / qH) * sb + ((bh % qH) / group) * sh : nullptr;
   }
 };
 
