@@ -7,7 +7,8 @@
 //   2. a load that fails leaves the model's parameters and the optimizer's state and learning
 //      rates exactly as they were.
 //
-//   make fuzz FUZZ_SECONDS=3600     (clang, -fsanitize=fuzzer,address,undefined; see Makefile)
+//   make fuzz FUZZ_SECONDS=3600     (clang, -fsanitize=fuzzer,address,undefined; the sanitizer
+//                                     build of make test-asan; see Makefile)
 // The seeds (fuzz/corpus) are files minigrad and PyTorch wrote; fuzz/safetensors.dict holds the
 // header's words, so mutations speak the format.
 #include <cstdint>
