@@ -174,4 +174,26 @@ void check_module(mg::nn::Module& m, const std::string& name,
   expect_param_grads(m, c, kTol);
 }
 
+bool ProcCpuInfo::has(const std::string& flag) const {
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+ProcCpuInfo proc_cpu_info() {
+  ProcCpuInfo info;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  // the first CPU's lines: vendor_id comes before flags
+  while (std::getline(in, line) && info.flags.empty()) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::istringstream words(line.substr(colon + 1));
+    if (line.rfind("vendor_id", 0) == 0) {
+      words >> info.vendor;
+    } else if (line.rfind("flags", 0) == 0) {
+      for (std::string w; words >> w;) info.flags.push_back(w);
+    }
+  }
+  return info;
+}
+
 }  // namespace mgtest

@@ -28,6 +28,20 @@ Tensor rnd(const mg::Shape& shape, uint64_t seed, double lo = -1, double hi = 1)
 /// The largest |a - b| over the elements, computed in float64 (any floating dtype, bfloat16 included).
 double max_abs_diff(const Tensor& a, const Tensor& b);
 
+/// What the kernel lists in /proc/cpuinfo for the first CPU: a second opinion on what the CPU has,
+/// independent of the library's own detection (tensor/cpu.h) and of oneDNN's. Empty where there is
+/// no /proc/cpuinfo.
+struct ProcCpuInfo {
+  std::vector<std::string> flags;  // the "flags" line, word by word
+  std::string vendor;              // "GenuineIntel", "AuthenticAMD", ...
+  /// Whether the flags name `flag` (a whole word: "avx512f" is not "avx512").
+  bool has(const std::string& flag) const;
+  /// Whether /proc/cpuinfo was there to read.
+  bool read() const { return !flags.empty(); }
+};
+/// /proc/cpuinfo's flags and vendor (read once per call).
+ProcCpuInfo proc_cpu_info();
+
 /// One case of the golden file: name -> tensor.
 using GoldenCase = std::map<std::string, Tensor>;
 /// The case `name` from tests/golden/ops.txt (a test failure if missing).

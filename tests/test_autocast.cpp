@@ -303,14 +303,9 @@ TEST(Autocast, KernelIsTheExpectedOne) {
     return;
   }
   // The CPU's flags, read here from /proc/cpuinfo rather than from oneDNN.
-  std::ifstream info("/proc/cpuinfo");
-  if (!info) GTEST_SKIP() << "no /proc/cpuinfo to read the CPU's flags from";
-  std::string line, flags, vendor;
-  while (std::getline(info, line) && (flags.empty() || vendor.empty())) {
-    if (line.rfind("flags", 0) == 0) flags = line + " ";
-    if (line.rfind("vendor_id", 0) == 0) vendor = line;
-  }
-  const auto has = [&](const char* flag) { return flags.find(" " + std::string(flag) + " ") != std::string::npos; };
+  const mgtest::ProcCpuInfo cpu = mgtest::proc_cpu_info();
+  if (!cpu.read()) GTEST_SKIP() << "no /proc/cpuinfo to read the CPU's flags from";
+  const auto has = [&](const char* flag) { return cpu.has(flag); };
   const bool widened = kernel.find("widened") != std::string::npos;
   if (std::getenv("ONEDNN_MAX_CPU_ISA") || std::getenv("DNNL_MAX_CPU_ISA") || std::getenv("MG_GEMM"))
     GTEST_SKIP() << "the environment caps oneDNN or chooses the products' kernel; the flags below do not apply";
@@ -324,7 +319,7 @@ TEST(Autocast, KernelIsTheExpectedOne) {
   if (forced) GTEST_SKIP() << "MG_BF16_GEMM=" << forced << " chooses the kernel; the rule below is for an unset one";
   // Unset: oneDNN where the CPU has AMX, or AVX512-BF16 on AMD (tensor/onednn.cpp: runs_bf16).
   const bool amx = has("amx_bf16") && has("amx_tile") && has("amx_int8");
-  const bool amd = vendor.find("AuthenticAMD") != std::string::npos;
+  const bool amd = cpu.vendor == "AuthenticAMD";
   const bool onednn = amx || (has("avx512_bf16") && amd);
   EXPECT_EQ(!widened, onednn) << "flags: amx " << amx << ", avx512_bf16 " << has("avx512_bf16") << ", AMD " << amd
                               << "; kernel " << kernel;

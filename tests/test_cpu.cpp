@@ -3,8 +3,6 @@
 // "AtLevel" tests), so every kernel test passes at every level this CPU has.
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "helpers.h"
 
@@ -24,20 +22,6 @@ struct LevelGuard {
   CpuLevel saved = cpu_level();
   ~LevelGuard() { set_cpu_level(saved); }
 };
-
-// The flags the kernel lists in /proc/cpuinfo: a second opinion on what the CPU has.
-std::vector<std::string> proc_cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::vector<std::string> flags;
-    for (std::string w; words >> w;) flags.push_back(w);
-    return flags;
-  }
-  return {};
-}
 
 // Each tensor's bytes, to compare levels exactly (NaN payloads included).
 std::vector<std::string> bytes_of(const std::vector<Tensor>& ts) {
@@ -95,9 +79,9 @@ TEST(Cpu, PicksTheBestLevelThisCpuSupportsUnlessMgCpuChose) {
 
 #if defined(__x86_64__)
 TEST(Cpu, AgreesWithTheFlagsInProcCpuinfo) {
-  const std::vector<std::string> flags = proc_cpu_flags();
-  if (flags.empty()) GTEST_SKIP() << "no /proc/cpuinfo here";
-  auto has = [&](const char* f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
+  const mgtest::ProcCpuInfo cpu = mgtest::proc_cpu_info();
+  if (!cpu.read()) GTEST_SKIP() << "no /proc/cpuinfo here";
+  auto has = [&](const char* f) { return cpu.has(f); };
   EXPECT_EQ(cpu_supports(CpuLevel::avx2), has("avx2") && has("fma") && has("bmi1") && has("bmi2"));
   EXPECT_EQ(cpu_supports(CpuLevel::avx512), cpu_supports(CpuLevel::avx2) && has("avx512f") && has("avx512bw") &&
                                                 has("avx512cd") && has("avx512dq") && has("avx512vl"));
