@@ -237,7 +237,12 @@ std::pair<Ints, Ints> parts(const std::vector<int64_t>& counts, int64_t total, c
            total);
   return {std::make_shared<std::vector<int>>(std::move(n)), std::make_shared<std::vector<int>>(std::move(at))};
 }
-void* data_of(const Tensor& t) { return static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()); }
+// The address of t's first element; null for a tensor whose storage holds nothing (an empty view
+// keeps its offset, but null plus an offset is not a pointer).
+void* data_of(const Tensor& t) {
+  char* base = static_cast<char*>(t.storage()->data());
+  return base ? base + t.offset() * itemsize(t.dtype()) : nullptr;
+}
 }  // namespace
 
 void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {

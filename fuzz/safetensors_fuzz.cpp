@@ -38,8 +38,9 @@ std::string snapshot(const Model& m, optim::AdamW& opt) {
   std::string s;
   auto add = [&](const Tensor& t) {
     const Tensor c = t.contiguous();
-    s.append(static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()),
-             c.numel() * itemsize(c.dtype()));
+    if (c.numel() > 0)  // (an empty tensor's storage may be null: no pointer is formed into it)
+      s.append(static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()),
+               c.numel() * itemsize(c.dtype()));
     s += '|';
   };
   for (const Variable& p : m.parameters()) {

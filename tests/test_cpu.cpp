@@ -28,6 +28,10 @@ std::vector<std::string> bytes_of(const std::vector<Tensor>& ts) {
   std::vector<std::string> out;
   for (const Tensor& t : ts) {
     const Tensor c = t.contiguous();
+    if (c.numel() == 0) {  // (its storage may be null: no pointer is formed into it)
+      out.emplace_back();
+      continue;
+    }
     const char* p = static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype());
     out.emplace_back(p, static_cast<size_t>(c.numel()) * itemsize(c.dtype()));
   }
