@@ -49,9 +49,10 @@ build-tests: deps
 # reports pointer arithmetic g++'s does not (null plus an offset, a pointer past an array). MG_FUZZ:
 # the fuzz target is built here too, with libFuzzer's coverage in the three file readers only, so
 # the library is compiled once for both (a third build of it took 4.5 minutes of make test).
-build-asan: deps
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
+ASAN_CONFIGURE = cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
 	  -DCMAKE_CXX_COMPILER=clang++ -DMG_SANITIZE=ON -DMG_FUZZ=ON -DMG_BUILD_EXAMPLES=OFF -DMG_BUILD_BENCH=OFF
+build-asan: deps
+	$(ASAN_CONFIGURE)
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 # The library, its tests and the examples compiled by clang++ too (built, not run): a second
@@ -61,9 +62,12 @@ build-clang: deps
 	cmake --build $(CLANG_BUILD) -j$(JOBS)
 
 # libFuzzer over the safetensors reader, nn::load and optim::load_checkpoint (fuzz/), under ASan
-# and UBSan, for FUZZ_SECONDS (make test runs 60): the sanitizer build's fuzz_safetensors. New inputs
-# go to $(ASAN_BUILD)/fuzz-corpus; the committed seeds in fuzz/corpus are only read.
-fuzz: build-asan
+# and UBSan, for FUZZ_SECONDS (make test runs 60): the sanitizer build's fuzz_safetensors (run
+# alone, only it is built). New inputs go to $(ASAN_BUILD)/fuzz-corpus; the committed seeds in
+# fuzz/corpus are only read.
+fuzz: deps
+	$(ASAN_CONFIGURE)
+	cmake --build $(ASAN_BUILD) -j$(JOBS) --target fuzz_safetensors
 	mkdir -p $(ASAN_BUILD)/fuzz-corpus
 	ASAN_OPTIONS=detect_leaks=0 $(ASAN_BUILD)/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
 	  -dict=fuzz/safetensors.dict -print_final_stats=1 $(ASAN_BUILD)/fuzz-corpus fuzz/corpus
@@ -102,7 +106,8 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 MG_REQUIRE_BROWSER=1 \
 	  ctest --output-on-failure -j$(JOBS)
 
-# The sanitizer build is clang++'s; make build-clang compiles the examples with it too.
+# The sanitizer build is clang++'s; make build-clang compiles a Release build of the library, its
+# tests and the examples with it too.
 test: format-check test-release test-other-kernel test-asan fuzz
 
 # Every C++ file as .clang-format lays it out (Debian 12's clang-format 14): a file that differs is
