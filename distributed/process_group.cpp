@@ -190,10 +190,7 @@ void broadcast(const Tensor& t, int root) {
   check_not_broken("broadcast");
   t.storage()->bump_version();  // written in place: on every rank, so a refused backward is refused everywhere
   MPI_Request req;
-  check(MPI_Ibcast(
-            t.storage()->data() ? static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype()) : nullptr,
-            count_of(t, "broadcast"), type, root, MPI_COMM_WORLD, &req),
-        "MPI_Ibcast");
+  check(MPI_Ibcast(t.data_ptr(), count_of(t, "broadcast"), type, root, MPI_COMM_WORLD, &req), "MPI_Ibcast");
   wait_bounded(req, "broadcast", {t.storage()});
 }
 
@@ -237,12 +234,6 @@ std::pair<Ints, Ints> parts(const std::vector<int64_t>& counts, int64_t total, c
            total);
   return {std::make_shared<std::vector<int>>(std::move(n)), std::make_shared<std::vector<int>>(std::move(at))};
 }
-// The address of t's first element; null for a tensor whose storage holds nothing (an empty view
-// keeps its offset, but null plus an offset is not a pointer).
-void* data_of(const Tensor& t) {
-  char* base = static_cast<char*>(t.storage()->data());
-  return base ? base + t.offset() * itemsize(t.dtype()) : nullptr;
-}
 }  // namespace
 
 void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<int64_t>& counts) {
@@ -263,8 +254,7 @@ void reduce_scatter_sum(const Tensor& in, const Tensor& out, const std::vector<i
   check_not_broken("reduce-scatter");
   out.storage()->bump_version();  // written in place (Storage::version)
   MPI_Request req;
-  check(MPI_Ireduce_scatter(data_of(in), out.numel() ? data_of(out) : nullptr, n->data(), type, MPI_SUM, MPI_COMM_WORLD,
-                            &req),
+  check(MPI_Ireduce_scatter(in.data_ptr(), out.data_ptr(), n->data(), type, MPI_SUM, MPI_COMM_WORLD, &req),
         "MPI_Ireduce_scatter");
   wait_bounded(req, "reduce-scatter", {in.storage(), out.storage(), n});
 }
@@ -287,8 +277,8 @@ void all_gather_into(const Tensor& mine, const Tensor& all, const std::vector<in
   check_not_broken("all-gather");
   all.storage()->bump_version();
   MPI_Request req;
-  check(MPI_Iallgatherv(mine.numel() ? data_of(mine) : nullptr, (*n)[rank()], type, data_of(all), n->data(), at->data(),
-                        type, MPI_COMM_WORLD, &req),
+  check(MPI_Iallgatherv(mine.data_ptr(), (*n)[rank()], type, all.data_ptr(), n->data(), at->data(), type,
+                        MPI_COMM_WORLD, &req),
         "MPI_Iallgatherv");
   wait_bounded(req, "all-gather", {mine.storage(), all.storage(), n, at});
 }
@@ -305,7 +295,7 @@ Work all_reduce_sum_async(const Tensor& t, const std::string& what) {
   }
   check_not_broken(what);
   t.storage()->bump_version();  // summed in place (Storage::version)
-  void* data = static_cast<char*>(t.storage()->data()) + t.offset() * itemsize(t.dtype());
+  void* data = t.data_ptr();
   check(MPI_Iallreduce(MPI_IN_PLACE, data, count_of(t, "all_reduce_sum"), type, MPI_SUM, MPI_COMM_WORLD, &w.impl_->req),
         "MPI_Iallreduce");
   return w;

@@ -38,9 +38,7 @@ std::string snapshot(const Model& m, optim::AdamW& opt) {
   std::string s;
   auto add = [&](const Tensor& t) {
     const Tensor c = t.contiguous();
-    if (c.numel() > 0)  // (an empty tensor's storage may be null: no pointer is formed into it)
-      s.append(static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()),
-               c.numel() * itemsize(c.dtype()));
+    if (c.numel() > 0) s.append(static_cast<const char*>(c.data_ptr()), c.numel() * itemsize(c.dtype()));
     s += '|';
   };
   for (const Variable& p : m.parameters()) {

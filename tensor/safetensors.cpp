@@ -100,9 +100,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     write(reinterpret_cast<const char*>(&n), 8);
     write(h.data(), h.size());
     for (const Tensor& c : data)
-      if (c.numel() > 0)  // (an empty tensor's storage may be null: no pointer is formed into it)
-        write(static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype()),
-              c.numel() * itemsize(c.dtype()));
+      if (c.numel() > 0) write(static_cast<const char*>(c.data_ptr()), c.numel() * itemsize(c.dtype()));
   });
 }
 

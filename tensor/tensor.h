@@ -67,6 +67,12 @@ class Tensor {
     T* base = static_cast<T*>(storage_->data());
     return base ? base + offset_ : nullptr;
   }
+  /// Untyped pointer to element (0, 0, ...), as PyTorch's `data_ptr()`: for byte copies, MPI and
+  /// file writes. Null when the storage holds no bytes (an undefined tensor, or a zero-size one).
+  void* data_ptr() const {
+    char* base = storage_ ? static_cast<char*>(storage_->data()) : nullptr;
+    return base ? base + offset_ * static_cast<int64_t>(itemsize(dtype_)) : nullptr;
+  }
   /// The single element of a one-element tensor, converted to double.
   double item() const;
   /// The single element as T (float, double, int64_t, int32_t, bool), read in the tensor's own

@@ -32,7 +32,7 @@ std::vector<std::string> bytes_of(const std::vector<Tensor>& ts) {
       out.emplace_back();
       continue;
     }
-    const char* p = static_cast<const char*>(c.storage()->data()) + c.offset() * itemsize(c.dtype());
+    const char* p = static_cast<const char*>(c.data_ptr());
     out.emplace_back(p, static_cast<size_t>(c.numel()) * itemsize(c.dtype()));
   }
   return out;

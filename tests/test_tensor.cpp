@@ -81,11 +81,25 @@ TEST(Tensor, AZeroSizeViewWithAnOffsetHasANullDataPointer) {
   EXPECT_EQ(view.offset(), 8);
   EXPECT_EQ(view.data<float>(), nullptr);
   EXPECT_EQ(zeros({0, 3, 8}, DType::Float64).narrow(2, 5, 2).data<double>(), nullptr);
+  EXPECT_EQ(view.data_ptr(), nullptr);  // the untyped pointer too
+  EXPECT_EQ(Tensor().data_ptr(), nullptr);
   // copied, it is still an empty tensor of its shape
   EXPECT_EQ(view.contiguous().shape(), (Shape{0, 4}));
   Tensor into = empty({0, 4});
   into.copy_(view);
   EXPECT_EQ(into.numel(), 0);
+}
+
+TEST(Tensor, DataPtrIsTheFirstElementsAddressInBytes) {
+  // data_ptr() is data<T>() without the type: offset * itemsize bytes past the storage's start
+  const Tensor x = arange(0, 24, 1, DType::Float64).reshape({4, 6});
+  const Tensor v = x.narrow(0, 1, 2).narrow(1, 3, 2);  // offset 1*6 + 3 = 9 elements
+  EXPECT_EQ(v.offset(), 9);
+  EXPECT_EQ(v.data_ptr(), static_cast<void*>(v.data<double>()));
+  EXPECT_EQ(static_cast<char*>(v.data_ptr()) - static_cast<char*>(x.data_ptr()), 9 * 8);
+  EXPECT_EQ(*static_cast<const double*>(v.data_ptr()), 9.0);
+  const Tensor h = full({3}, 1.5, DType::BFloat16).narrow(0, 2, 1);  // 2-byte elements
+  EXPECT_EQ(static_cast<char*>(h.data_ptr()) - static_cast<char*>(h.storage()->data()), 2 * 2);
 }
 
 TEST(Tensor, ViewAndReshape) {

@@ -100,8 +100,8 @@ Tensor index_get(const Tensor& x0, const std::vector<Tensor>& indices) {
   Tensor out = empty(a.out_shape(), x.dtype());
   if (out.numel() == 0) return out;
   const int64_t bytes = numel_of(a.rest) * static_cast<int64_t>(itemsize(x.dtype()));
-  const char* src = static_cast<const char*>(x.storage()->data()) + x.offset() * itemsize(x.dtype());
-  char* dst = static_cast<char*>(out.storage()->data());
+  const char* src = static_cast<const char*>(x.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
   const int64_t item = static_cast<int64_t>(itemsize(x.dtype()));
   for_each_indexed(a, x.shape(),
                    [&](int64_t e, int64_t off) { std::memcpy(dst + e * bytes, src + off * item, bytes); });

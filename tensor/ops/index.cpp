@@ -94,8 +94,8 @@ Tensor index_select(const Tensor& x0, int64_t dim, const Tensor& index) {
   const int64_t k = idx.numel(), bytes = a.inner * static_cast<int64_t>(itemsize(x.dtype()));
   if (out.numel() == 0) return out;  // nothing to copy (and a zero-size storage has no data pointer)
   const int64_t* pi = idx.data<int64_t>();
-  const char* src = static_cast<const char*>(x.storage()->data()) + x.offset() * itemsize(x.dtype());
-  char* dst = static_cast<char*>(out.storage()->data());
+  const char* src = static_cast<const char*>(x.data_ptr());
+  char* dst = static_cast<char*>(out.data_ptr());
   parallel_for(0, a.outer * k, grain_for(a.inner), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t o = r / k, i = r % k;
