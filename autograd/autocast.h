@@ -31,11 +31,14 @@
 // runs with autocast on or off, on Tensors or, under create_graph, on Variables, so the backward of
 // a mixed-precision product can be differentiated again.
 //
-// The gradient of a bfloat16 value is float32. bfloat16 is only ever a product's operand here
-// (arithmetic on it is refused), the products sum and write in float32, and rounding their gradients
-// to bfloat16 only for the cast to widen them again would throw away 16 bits. So the cast's rule
-// passes the gradient through, and a node records float32 as the gradient dtype of a bfloat16 input
-// (Node::input_dtypes).
+// The gradient of a bfloat16 value is float32 (PyTorch's is bfloat16). The products sum and write in
+// float32, the elementwise ops that take bfloat16 compute in float32 (tensor/loops.h), and rounding
+// their gradients to bfloat16 only to widen them again would throw away 16 bits. So the cast's rule
+// passes the gradient through, a node records float32 as the gradient dtype of a bfloat16 input
+// (Node::input_dtypes), and a bfloat16 output's gradient, given or implicit, is float32; the rules
+// of the elementwise ops then compute with float32 gradients and the bfloat16 values they kept
+// (float32 beside bfloat16 gives float32). A term a rule makes from kept bfloat16 values alone
+// (b * b in div's, 2 y in sqrt's) is bfloat16, as every such term is in PyTorch.
 //
 // bfloat16 has float32's exponent range, so gradients neither underflow nor overflow where float32's
 // would not: no loss scaling is needed (float16, 5 exponent bits, needs it).

@@ -27,6 +27,9 @@
 
 namespace mg {
 namespace {
+// The dtype of a value's gradient: its own, but float32 for bfloat16 (autograd/autocast.h).
+DType grad_dtype(DType value) { return value == DType::BFloat16 ? DType::Float32 : value; }
+
 // Whether node n may return gradient g (dtype, shape) for input i: another dtype, or a shape that
 // does not broadcast to the input's, is the node's mistake (a custom Function's, usually).
 void check_fits(DType dtype, const Shape& shape, const Node& n, size_t i) {
@@ -72,17 +75,20 @@ void check_root(const Variable& r, const Tensor& g, const char* op) {
              op, shape_str(r.shape()));
     return;
   }
-  MG_CHECK(g.dtype() == r.dtype(), DTypeError, "{}: the gradient is {} but the output is {}", op, dtype_name(g.dtype()),
-           dtype_name(r.dtype()));
+  MG_CHECK(g.dtype() == grad_dtype(r.dtype()), DTypeError, "{}: the gradient is {} but the output is {}{}", op,
+           dtype_name(g.dtype()), dtype_name(r.dtype()),
+           r.dtype() == DType::BFloat16 ? " (the gradient of a bfloat16 value is float32)" : "");
   MG_CHECK(g.shape() == r.shape(), ShapeError, "{}: a gradient of shape {} does not match the output's shape {}", op,
            shape_str(g.shape()), shape_str(r.shape()));
 }
 const Tensor& data_of(const Tensor& g) { return g; }
 Tensor data_of(const Variable& g) { return g.defined() ? g.data() : Tensor(); }
 // A private contiguous copy of a given gradient: the rules then read the layout they always read.
-Tensor root_grad(const Variable& r, const Tensor& g) { return g.defined() ? g.clone() : ones(r.shape(), r.dtype()); }
+Tensor root_grad(const Variable& r, const Tensor& g) {
+  return g.defined() ? g.clone() : ones(r.shape(), grad_dtype(r.dtype()));
+}
 Variable root_grad(const Variable& r, const Variable& g) {
-  return g.defined() ? g : Variable(ones(r.shape(), r.dtype()));
+  return g.defined() ? g : Variable(ones(r.shape(), grad_dtype(r.dtype())));
 }
 
 // Node n's gradient for an input handed on to the node below: added to what it has received so far.

@@ -11,9 +11,10 @@
 // bfloat16 (3.3895e38) by half a step or more becomes inf; NaN stays NaN (its sign kept, made quiet so
 // that dropping low payload bits can never turn it into inf); inf and -0 stay themselves.
 //
-// minigrad stores and converts bfloat16 but does not compute in it: a matrix product with a bfloat16
-// operand (as mg::AutocastGuard makes them, autograd/autocast.h) reads bfloat16 and accumulates and
-// writes float32.
+// minigrad does not compute in bfloat16: a matrix product with a bfloat16 operand (as
+// mg::AutocastGuard makes them, autograd/autocast.h) reads bfloat16 and accumulates and writes
+// float32; an elementwise op on bfloat16 (tensor/loops.h) widens each element to float32, computes
+// there and rounds the result once, as PyTorch's bfloat16 ops do.
 #include <bit>
 #include <cmath>
 #include <cstdint>

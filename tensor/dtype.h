@@ -10,10 +10,12 @@
 namespace mg {
 
 /// Element type of a tensor. Float32 is the default; Float64 is used by gradient checking;
-/// Int64 holds indices and class targets; Bool holds masks (one byte per element). BFloat16 is a
-/// storage type (tensor/bfloat16.h): tensors of it can be made, copied, converted, printed and saved,
-/// and matrix products read it (whenever an operand is bfloat16: autocast makes them so), but other
-/// arithmetic ops take float32 or float64.
+/// Int64 holds indices and class targets; Bool holds masks (one byte per element). BFloat16 is
+/// mainly a storage type (tensor/bfloat16.h): tensors of it can be made, copied, converted, printed
+/// and saved; matrix products read it (whenever an operand is bfloat16: autocast makes them so); the
+/// elementwise ops (arithmetic, comparisons, where, the unary functions) compute with it in float32
+/// as PyTorch does, and mix it with float32 by PyTorch's promotion. Reductions, normalisations,
+/// softmax and the losses take float32 or float64.
 enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
 
 /// Bytes per element.
@@ -51,7 +53,7 @@ constexpr std::string_view dtype_name(DType t) {
 }
 
 /// True for Float32 and Float64, the floating dtypes minigrad computes in (not BFloat16, which it
-/// only stores: see is_floating_point).
+/// stores and computes with in float32: see is_floating_point).
 constexpr bool is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
 /// True for every floating dtype, BFloat16 included (torch.is_floating_point's sense).
 constexpr bool is_floating_point(DType t) { return is_floating(t) || t == DType::BFloat16; }
@@ -112,8 +114,8 @@ decltype(auto) visit_float(DType t, std::string_view op, F&& f) {
   }
 }
 
-/// Like visit_float, and also accepts Int64 and Bool: the dtypes minigrad computes with. BFloat16 is
-/// a DTypeError naming `op` (only storage operations take it: see visit_stored).
+/// Like visit_float, and also accepts Int64 and Bool. BFloat16 is a DTypeError naming `op` (the ops
+/// that take it convert it themselves, tensor/loops.h; storage operations use visit_stored).
 template <class F>
 decltype(auto) visit_all(DType t, std::string_view op, F&& f) {
   switch (t) {
@@ -129,8 +131,8 @@ decltype(auto) visit_all(DType t, std::string_view op, F&& f) {
       break;
   }
   throw DTypeError(
-      fmt::format("{}: bfloat16 tensors are for storage and matrix products under autocast; minigrad does "
-                  "not compute with them elsewhere (convert with .to(DType::Float32) first)",
+      fmt::format("{}: does not take bfloat16 (minigrad computes with bfloat16 in matrix products, "
+                  "arithmetic, comparisons and unary functions only; convert with .to(DType::Float32) first)",
                   op));
 }
 

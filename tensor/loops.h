@@ -123,25 +123,26 @@ Tensor map_unary(const Tensor& x, F f) {
   return out;
 }
 
-/// out = f(a, b) elementwise with broadcasting, into a new contiguous tensor of type R.
-template <class R, class T, class F>
+/// out = f(a, b) elementwise with broadcasting, into a new contiguous tensor of type R; x holds
+/// elements of type T, y of type U (T unless said).
+template <class R, class T, class U = T, class F>
 Tensor map_binary(const Tensor& x, const Tensor& y, F f, std::string_view op) {
   const Shape shape = broadcast_shapes(x.shape(), y.shape(), op);
   Tensor out = empty(shape, dtype_of<R>());
   R* o = out.data<R>();
   const T* a = x.data<T>();
-  const T* b = y.data<T>();
+  const U* b = y.data<U>();
   for_each_run<3>(shape,
                   {out.strides(), broadcast_strides(x.shape(), x.strides(), shape),
                    broadcast_strides(y.shape(), y.strides(), shape)},
                   [&](const std::array<int64_t, 3>& off, int64_t n, const std::array<int64_t, 3>& st) {
                     R* po = o + off[0];
                     const T* pa = a + off[1];
-                    const T* pb = b + off[2];
+                    const U* pb = b + off[2];
                     if (st[1] == 1 && st[2] == 1) {
                       for (int64_t j = 0; j < n; ++j) po[j] = f(pa[j], pb[j]);
                     } else if (st[1] == 1 && st[2] == 0) {
-                      const T vb = *pb;
+                      const U vb = *pb;
                       for (int64_t j = 0; j < n; ++j) po[j] = f(pa[j], vb);
                     } else {
                       for (int64_t j = 0; j < n; ++j) po[j] = f(pa[j * st[1]], pb[j * st[2]]);
@@ -189,11 +190,14 @@ inline Rows rows_along(const Tensor& x, int64_t dim) {
     if (d != dim) m *= x.size(d);
   return {moved.reshape({m, x.size(dim)}), moved.shape(), back};
 }
-/// f(x) elementwise for a float32 or float64 x (a DTypeError naming `op` otherwise); f is
-/// generic: [](auto v) { return ...; }.
+/// f(x) elementwise for a float32, float64 or bfloat16 x (a DTypeError naming `op` otherwise); f is
+/// generic: [](auto v) { return ...; }. A bfloat16 x is computed as PyTorch computes it: each
+/// element widened to float32 (exact), f in float32, the result rounded to bfloat16 once.
 template <class F>
 Tensor unary_float(const Tensor& x, std::string_view op, F f) {
   MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
+  if (x.dtype() == DType::BFloat16)
+    return map_unary<bfloat16, bfloat16>(x, [&](bfloat16 v) { return bfloat16(f(static_cast<float>(v))); });
   return visit_float(x.dtype(), op, [&]<class T>() { return map_unary<T, T>(x, [&](T v) { return f(v); }); });
 }
 
@@ -204,13 +208,57 @@ inline void check_same_dtype(const Tensor& a, const Tensor& b, std::string_view 
            dtype_name(b.dtype()));
 }
 
+/// The dtype of an elementwise op's result on a and b, by PyTorch's promotion for the one pair of
+/// dtypes minigrad mixes, float32 and bfloat16: the dtype of the operand with dims, when the other
+/// has none (a 0-dim float32 beside a bfloat16 tensor acts as a number: bfloat16), else float32.
+/// Equal dtypes give themselves; any other mix is a DTypeError naming `op` (minigrad does not
+/// promote float64 or int64: convert with .to() first).
+inline DType result_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
+  MG_CHECK(a.defined() && b.defined(), StateError, "{}: an operand is undefined", op);
+  if (a.dtype() == b.dtype()) return a.dtype();
+  const auto is_pair = [](DType x, DType y) { return x == DType::Float32 && y == DType::BFloat16; };
+  MG_CHECK(is_pair(a.dtype(), b.dtype()) || is_pair(b.dtype(), a.dtype()), DTypeError,
+           "{}: dtype mismatch, {} and {} (only float32 and bfloat16 mix, as PyTorch promotes them; convert "
+           "with .to() first)",
+           op, dtype_name(a.dtype()), dtype_name(b.dtype()));
+  if ((a.dim() == 0) != (b.dim() == 0)) return a.dim() == 0 ? b.dtype() : a.dtype();
+  return DType::Float32;
+}
+
+/// out = f(x, y) for operands of which at least one is bfloat16 and the other bfloat16 or float32,
+/// into `out_dtype` (result_dtype's, or Bool for a comparison): each element widened to float32
+/// (exact), f computed in float32, and the result rounded to bfloat16 once when out_dtype is
+/// bfloat16. R is the type f returns (float, or bool).
+template <class R, class F>
+Tensor map_binary_bfloat16(const Tensor& x, const Tensor& y, DType out_dtype, F f, std::string_view op) {
+  const auto run = [&]<class T, class U>() {
+    const auto g = [&](T a, U b) { return f(static_cast<float>(a), static_cast<float>(b)); };
+    if constexpr (std::is_same_v<R, bool>)
+      return map_binary<bool, T, U>(x, y, g, op);
+    else if (out_dtype == DType::BFloat16)
+      return map_binary<bfloat16, T, U>(
+          x, y, [&](T a, U b) { return bfloat16(g(a, b)); }, op);
+    else
+      return map_binary<float, T, U>(x, y, g, op);
+  };
+  const bool x16 = x.dtype() == DType::BFloat16, y16 = y.dtype() == DType::BFloat16;
+  if (x16 && y16) return run.template operator()<bfloat16, bfloat16>();
+  if (x16) return run.template operator()<bfloat16, float>();
+  return run.template operator()<float, bfloat16>();
+}
+
 /// out = f(dy, s) elementwise, for a saved tensor s (x or y of the forward) of dy's shape: the
-/// shape of every unary op's backward kernel.
+/// shape of every unary op's backward kernel. A bfloat16 s (or dy) is computed in float32, the
+/// result float32 when dy is (the gradient of a bfloat16 value is float32: autograd/autocast.h),
+/// bfloat16 when both are.
 template <class F>
 Tensor backward_map(const Tensor& dy, const Tensor& s, std::string_view op, F f) {
-  check_same_dtype(dy, s, op);
+  const DType out = result_dtype(dy, s, op);
   MG_CHECK(dy.shape() == s.shape(), ShapeError, "{}: dy has shape {} but the saved tensor {}; they must be equal", op,
            shape_str(dy.shape()), shape_str(s.shape()));
+  if (dy.dtype() == DType::BFloat16 || s.dtype() == DType::BFloat16)
+    return map_binary_bfloat16<float>(
+        dy, s, out, [&](float g, float v) { return f(g, v); }, op);
   return visit_float(dy.dtype(), op, [&]<class T>() {
     return map_binary<T, T>(
         dy, s, [&](T g, T v) { return f(g, v); }, op);

@@ -1,5 +1,6 @@
 // bfloat16 as a dtype: the conversion exhaustively and on every rounding case; bfloat16 tensors
-// (layouts, printing, safetensors, refusals). The products that read it (autocast) are in
+// (layouts, printing, safetensors, refusals); elementwise ops on them against PyTorch's
+// (tests/golden/bf16_ops.txt) and their gradients. The products that read it (autocast) are in
 // test_autocast.cpp.
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -40,6 +42,272 @@ uint16_t reference_round(float f) {
 }
 
 bool is_nan_bits(uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f) != 0; }
+
+// ---- elementwise ops on bfloat16, against PyTorch 2.x (tests/golden/bf16_ops.txt) ----
+
+struct Golden {
+  std::map<std::string, Tensor> t;
+  const Tensor& operator[](const std::string& k) const {
+    auto it = t.find(k);
+    if (it == t.end()) throw std::runtime_error("tests/golden/bf16_ops.txt has no case " + k);
+    return it->second;
+  }
+};
+// "<case> <dtype> <ndim> <dims...> <values...>", values exact; a case name has no spaces
+const Golden& golden() {
+  static const Golden g = [] {
+    Golden out;
+    std::ifstream in(std::string(MG_GOLDEN_DIR) + "/bf16_ops.txt");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream ss(line);
+      std::string name, dtype;
+      int64_t nd = 0;
+      ss >> name >> dtype >> nd;
+      Shape shape(nd);
+      for (auto& d : shape) ss >> d;
+      std::vector<double> v(numel_of(shape));
+      for (auto& e : v) ss >> e;
+      const DType dt = dtype == "bfloat16" ? DType::BFloat16 : dtype == "bool" ? DType::Bool : DType::Float32;
+      out.t[name] = from_vector<double>(v, shape).to(dt);  // exact: every value is one of dt's
+    }
+    return out;
+  }();
+  return g;
+}
+
+// How many bfloat16 steps apart a and b are (0: the same value; +0 and -0 are the same step).
+int64_t bf16_steps(float a, float b) {
+  auto ordered = [](float f) {
+    const int32_t bits = static_cast<int32_t>(bfloat16(f).bits);
+    return bits & 0x8000 ? -(bits & 0x7fff) : bits;
+  };
+  return std::abs(static_cast<int64_t>(ordered(a)) - ordered(b));
+}
+
+// got equals want in dtype and shape, and value for value within `steps` bfloat16 steps (0: the
+// same bits, as an op correctly rounded in float32 and then to bfloat16 gives on any CPU)
+void expect_golden(const Tensor& got, const std::string& name, int64_t steps = 0) {
+  SCOPED_TRACE(name);
+  const Tensor& want = golden()[name];
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  int64_t worst = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (got.dtype() == DType::BFloat16) {
+      worst = std::max(worst, bf16_steps(static_cast<float>(g[i]), static_cast<float>(w[i])));
+    } else if (g[i] != w[i]) {
+      ADD_FAILURE() << "element " << i << ": " << g[i] << " where PyTorch has " << w[i];
+      return;
+    }
+  }
+  EXPECT_LE(worst, steps);
+}
+
+TEST(BFloat16, UnaryOpsComputeInFloat32AndRoundOnceAsPyTorch) {
+  const Golden& G = golden();
+  const Tensor x = G["x"], p = G["p"];
+  ASSERT_EQ(x.dtype(), DType::BFloat16);
+  // exact in float32 (or correctly rounded there): the same bits as PyTorch's
+  expect_golden(neg(x), "neg(x)");
+  expect_golden(abs(x), "abs(x)");
+  expect_golden(pow(x, 2.0), "square(x)");
+  expect_golden(relu(x), "relu(x)");
+  expect_golden(sqrt(p), "sqrt(p)");
+  // transcendental: minigrad's float32 functions and PyTorch's (Sleef) differ by an ulp of float32 at
+  // most here, which can move a value across a bfloat16 rounding boundary: one step allowed
+  expect_golden(exp(x), "exp(x)", 1);
+  expect_golden(tanh(x), "tanh(x)", 1);
+  expect_golden(sigmoid(x), "sigmoid(x)", 1);
+  expect_golden(sin(x), "sin(x)", 1);
+  expect_golden(cos(x), "cos(x)", 1);
+  expect_golden(expm1(x), "expm1(x)", 1);
+  expect_golden(log(p), "log(p)", 1);
+  expect_golden(log1p(p), "log1p(p)", 1);
+  expect_golden(pow(p, 0.5), "pow_half(p)", 1);
+  // and the same values from any layout: a strided view, a transposed matrix
+  const Tensor every_other = x.slice(0, 1, 48, 2);  // stride 2, offset 1
+  EXPECT_EQ(max_abs_diff(exp(every_other), exp(every_other.contiguous())), 0.0);
+  const Tensor mt = G["m"].transpose(0, 1);
+  EXPECT_EQ(max_abs_diff(tanh(mt), tanh(G["m"]).transpose(0, 1)), 0.0);
+  EXPECT_EQ(tanh(mt).dtype(), DType::BFloat16);
+}
+
+TEST(BFloat16, EveryUnaryOpAndItsBackwardIsTheFloat32OneOnWidenedValues) {
+  // The rule for bfloat16, stated per op: the forward is the float32 op on the widened (exact) input,
+  // rounded once; the backward, with a float32 dy, is the float32 backward on the widened saved
+  // tensor, bit for bit. Over a strided view, so every layout takes the same path.
+  const Tensor x16 = (rnd({64}, 21) * 3.0).to(DType::Float32).to(DType::BFloat16).slice(0, 0, 64, 2);
+  const Tensor x = x16.to(DType::Float32), dy = rnd({32}, 22).to(DType::Float32);
+  using U = Tensor (*)(const Tensor&);
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> forward = {
+      {"neg", U(neg)},
+      {"exp", U(exp)},
+      {"abs", U(abs)},
+      {"sign", U(sign)},
+      {"tanh", U(tanh)},
+      {"sigmoid", U(sigmoid)},
+      {"sin", U(sin)},
+      {"cos", U(cos)},
+      {"expm1", U(expm1)},
+      {"relu", U(relu)},
+      {"silu", U(silu)},
+      {"gelu", [](const Tensor& t) { return gelu(t); }},
+      {"gelu_tanh", [](const Tensor& t) { return gelu(t, GeluApproximate::Tanh); }},
+      {"softplus", [](const Tensor& t) { return softplus(t, 2.0, 5.0); }},
+      {"leaky_relu", [](const Tensor& t) { return leaky_relu(t, 0.1); }},
+      {"elu", [](const Tensor& t) { return elu(t, 0.7); }},
+      {"clamp", [](const Tensor& t) { return clamp(t, -1.0, 0.5); }},
+      {"pow3", [](const Tensor& t) { return pow(t, 3.0); }},
+  };
+  for (const auto& [name, f] : forward) {
+    SCOPED_TRACE(name);
+    const Tensor got = f(x16);
+    ASSERT_EQ(got.dtype(), DType::BFloat16);
+    EXPECT_EQ(max_abs_diff(got, f(x).to(DType::BFloat16)), 0.0);
+  }
+  using B = Tensor (*)(const Tensor&, const Tensor&);
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&, const Tensor&)>>> backward = {
+      {"relu_backward", B(relu_backward)},
+      {"silu_backward", B(silu_backward)},
+      {"tanh_backward", B(tanh_backward)},
+      {"sigmoid_backward", B(sigmoid_backward)},
+      {"gelu_backward", [](const Tensor& g, const Tensor& t) { return gelu_backward(g, t); }},
+      {"softplus_backward", [](const Tensor& g, const Tensor& t) { return softplus_backward(g, t, 2.0, 5.0); }},
+      {"elu_backward", [](const Tensor& g, const Tensor& t) { return elu_backward(g, t, 0.7); }},
+      {"clamp_backward", [](const Tensor& g, const Tensor& t) { return clamp_backward(g, t, -1.0, 0.5); }},
+  };
+  for (const auto& [name, f] : backward) {
+    SCOPED_TRACE(name);
+    const Tensor got = f(dy, x16);
+    ASSERT_EQ(got.dtype(), DType::Float32);  // a float32 dy: the gradient of a bfloat16 value is float32
+    EXPECT_EQ(max_abs_diff(got, f(dy, x)), 0.0);
+    EXPECT_EQ(f(dy.to(DType::BFloat16), x16).dtype(), DType::BFloat16);  // both bfloat16: bfloat16
+  }
+}
+
+TEST(BFloat16, ArithmeticPromotesWithFloat32AsPyTorchDoes) {
+  const Golden& G = golden();
+  const Tensor m = G["m"], r = G["r"], f = G["f"], s = G["s"];
+  ASSERT_EQ(s.dim(), 0);
+  // bfloat16 with bfloat16 (r broadcast over rows): bfloat16; with float32: float32; with a 0-dim
+  // float32: bfloat16 (it acts as a number). All computed in float32 from the operands as PyTorch
+  // reads them, so the same values as PyTorch's.
+  const std::vector<std::pair<std::string, Tensor (*)(const Tensor&, const Tensor&)>> ops = {
+      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"maximum", maximum}, {"minimum", minimum}};
+  for (const auto& [name, op] : ops) {
+    expect_golden(op(m, r), name + "(m,r)");
+    expect_golden(op(f, m), name + "(f,m)");
+    expect_golden(op(m, s), name + "(m,s)");
+  }
+  // the 0-dim float32 (or a number) is rounded to bfloat16 first, as PyTorch's kernels round it,
+  // except as the second operand of mul and div, which read it as a float32 (0.1f)
+  expect_golden(mul(s, m), "mul(s,m)");
+  expect_golden(div(s, m), "div(s,m)");
+  expect_golden(eq(m, s), "eq(m,s)");
+  EXPECT_EQ(eq(m, s).to_vector<int64_t>()[1], 1);  // m[0, 1] = bfloat16(0.3) equals s rounded
+  expect_golden(m + 0.3, "m+0.3");
+  expect_golden(m * 0.1, "m*0.1");
+  expect_golden(0.1 - m, "0.1-m");
+  expect_golden(m / 3.0, "m/3");
+  expect_golden(lt(m, r), "lt(m,r)");
+  expect_golden(ge(f, m), "ge(f,m)");
+  const Tensor mask = G["mask"];
+  expect_golden(where(mask, m, f), "where(mask,m,f)");
+  expect_golden(where(mask, m, r), "where(mask,m,r)");
+  expect_golden(masked_fill(m, mask, 0.1), "masked_fill(m,mask,0.1)");
+  // layouts: a transposed bfloat16 operand and an expanded (stride 0) one give the same numbers
+  const Tensor mt = m.transpose(0, 1).contiguous().transpose(0, 1);  // m's values, column-major
+  EXPECT_EQ(max_abs_diff(add(mt, r), add(m, r)), 0.0);
+  EXPECT_EQ(max_abs_diff(mul(f, r.expand({4, 12})), mul(f, r.expand({4, 12}).contiguous())), 0.0);
+  // two 0-dim operands: float32 (a 0-dim float32 is a tensor here, as in PyTorch); a number beside a
+  // 0-dim bfloat16 tensor also gives float32 here (PyTorch: bfloat16), the one stated deviation
+  EXPECT_EQ(add(full({}, 1.5, DType::BFloat16), s).dtype(), DType::Float32);
+  EXPECT_EQ((full({}, 1.5, DType::BFloat16) * 2.0).dtype(), DType::Float32);
+  // zero-size
+  EXPECT_EQ(add(zeros({0, 12}, DType::BFloat16), r).shape(), (Shape{0, 12}));
+}
+
+TEST(BFloat16, GradientsThroughBfloat16OpsAreFloat32AndExact) {
+  // y = tanh(a16) * a16 + c, a16 the bfloat16 copy of a (autocast's recorded cast), c float32:
+  //   tanh and * write bfloat16, + with the float32 c writes float32. The gradient of a bfloat16
+  //   value is float32, and each rule computes in float32 from the bfloat16 values it kept:
+  //   da = (1 * A) * (1 - T^2) + T,  A = a16, T = tanh(a16) as stored;  dc = 1 summed over rows
+  const Tensor a0 = rnd({4, 12}, 3).to(DType::Float32);
+  Variable a(a0, true), c(rnd({12}, 4).to(DType::Float32), true);
+  Variable y;
+  {
+    AutocastGuard guard;
+    const Variable a16 = autocast(a);
+    ASSERT_EQ(a16.dtype(), DType::BFloat16);
+    const Variable t = tanh(a16);
+    EXPECT_EQ(t.dtype(), DType::BFloat16);
+    y = t * a16 + c;
+  }
+  EXPECT_EQ(y.dtype(), DType::Float32);
+  sum(y).backward();
+  ASSERT_EQ(a.grad().dtype(), DType::Float32);
+  const std::vector<float> av = a0.to(DType::BFloat16).to_vector<float>();
+  const std::vector<float> tv = tanh(a0.to(DType::BFloat16)).to_vector<float>();
+  const std::vector<float> got = a.grad().to_vector<float>();
+  for (size_t i = 0; i < av.size(); ++i) {
+    const float A = av[i], T = tv[i];
+    EXPECT_EQ(got[i], (1.0f * A) * (1.0f - T * T) + T) << i;
+  }
+  EXPECT_EQ(max_abs_diff(c.grad(), full({12}, 4.0)), 0.0);
+}
+
+TEST(BFloat16, IndexingABfloat16ValueGivesAFloat32Gradient) {
+  // index's rule built its zeros in x's dtype, bfloat16, and then added the float32 gradient into
+  // them: a DTypeError at backward. Rows 2, 0, 2 of a16: row 2 gets two contributions.
+  Variable a(from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2}), true);
+  const Tensor rows = from_vector<int64_t>({2, 0, 2}, {3});
+  const Variable w(from_vector<float>({1, 10, 100, 1000, 1e4f, 1e5f}, {3, 2}));
+  Variable y;
+  {
+    AutocastGuard guard;
+    y = index_get(autocast(a), {rows}) * w;  // bfloat16 rows times float32: float32
+  }
+  ASSERT_EQ(y.dtype(), DType::Float32);
+  sum(y).backward();
+  ASSERT_EQ(a.grad().dtype(), DType::Float32);
+  EXPECT_EQ(a.grad().to_vector<float>(), (std::vector<float>{100, 1000, 0, 0, 1 + 1e4f, 10 + 1e5f}));
+}
+
+TEST(BFloat16, ABfloat16OutputsGradientIsFloat32) {
+  Variable a(from_vector<float>({0.3f, -1.7f}, {2}), true);
+  Variable y;
+  {
+    AutocastGuard guard;
+    y = autocast(a) * 3.0;  // bfloat16 times a number: bfloat16
+  }
+  ASSERT_EQ(y.dtype(), DType::BFloat16);
+  // given: float32, as every gradient of a bfloat16 value
+  y.backward(from_vector<float>({1.0f, 2.0f}, {2}));
+  EXPECT_EQ(a.grad().to_vector<float>(), (std::vector<float>{3.0f, 6.0f}));
+  // a bfloat16 gradient is refused, saying what it should be
+  Variable y2;
+  {
+    AutocastGuard guard;
+    y2 = autocast(a) * 3.0;
+  }
+  try {
+    y2.backward(ones({2}, DType::BFloat16));
+    ADD_FAILURE() << "no DTypeError";
+  } catch (const DTypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("the gradient of a bfloat16 value is float32"), std::string::npos) << e.what();
+  }
+  // implicit, for one element: ones in float32
+  Variable b(from_vector<float>({0.5f}, {1}), true);
+  Variable z;
+  {
+    AutocastGuard guard;
+    z = autocast(b) * 3.0;
+  }
+  z.backward();
+  EXPECT_EQ(b.grad().to_vector<float>(), std::vector<float>{3.0f});
+}
 
 }  // namespace
 
@@ -156,7 +424,7 @@ TEST(BFloat16, PrintsAsPyTorchDoes) {
   EXPECT_EQ(t.str(), "tensor([ 1.0078, -2.5000,  3.1406], dtype=bfloat16)");
 }
 
-TEST(BFloat16, ArithmeticIsRefusedWithTheOpNamed) {
+TEST(BFloat16, WhatDoesNotComputeWithItIsRefusedWithTheOpNamed) {
   const Tensor b = ones({3}, DType::BFloat16);
   auto message = [](auto&& fn) {
     try {
@@ -166,9 +434,11 @@ TEST(BFloat16, ArithmeticIsRefusedWithTheOpNamed) {
     }
     return std::string("no DTypeError");
   };
-  EXPECT_NE(message([&] { add(b, b); }).find("add"), std::string::npos);
-  EXPECT_NE(message([&] { sum(b); }).find("sum"), std::string::npos);
-  EXPECT_NE(message([&] { exp(b); }).find("exp"), std::string::npos);
+  // float64 and int64 do not mix with it (PyTorch would promote; minigrad asks for .to())
+  EXPECT_NE(message([&] { add(b, ones({3}, DType::Float64)); }).find("add: dtype mismatch, bfloat16 and float64"),
+            std::string::npos);
+  EXPECT_NE(message([&] { mul(full({3}, 2, DType::Int64), b); }).find("mul: dtype mismatch"), std::string::npos);
+  EXPECT_NE(message([&] { sum(b); }).find("sum"), std::string::npos);  // reductions take float32 or float64
   EXPECT_NE(message([&] { Variable(b, true); }).find("float"), std::string::npos);  // no gradients of bfloat16
   EXPECT_NE(message([&] {
               matmul(ones({2, 2}, DType::Float64), ones({2, 2}, DType::BFloat16));

@@ -214,8 +214,11 @@ Variable where(const Tensor& cond, const Variable& a, const Variable& b) {
 }
 
 namespace {
-// A number beside a variable: a 0-dim constant of its dtype, if that dtype holds the number exactly.
+// A number beside a variable: a 0-dim constant of its dtype, if that dtype holds the number exactly
+// (beside a bfloat16 one, a float32 constant: the number as PyTorch reads it, see tensor's scalar_for).
 Variable constant(double v, const Variable& like, std::string_view op) {
+  MG_CHECK(like.defined(), StateError, "{}: the variable is undefined", op);
+  if (like.dtype() == DType::BFloat16) return Variable(scalar_tensor(v, DType::Float32));
   visit_all(like.dtype(), op, [&]<class T>() { checked_cast<T>(v, op); });
   return Variable(scalar_tensor(v, like.dtype()));
 }

@@ -66,7 +66,7 @@ Variable operator-(const Variable& a, const Variable& b);
 Variable operator*(const Variable& a, const Variable& b);
 Variable operator/(const Variable& a, const Variable& b);
 Variable operator-(const Variable& x);
-/// With a constant: the constant takes the variable's dtype.
+/// With a constant: the constant takes the variable's dtype (float32 beside bfloat16, as for Tensors).
 Variable operator+(const Variable& a, double b);
 Variable operator-(const Variable& a, double b);
 Variable operator*(const Variable& a, double b);

@@ -150,11 +150,11 @@ Variable scatter_reduce(const Variable& base, int64_t dim, const Tensor& index, 
 // y = x[indices...] (advanced indexing)       dx = zeros like x with dy added at indices (repeats add up)
 Variable index_get(const Variable& x, const std::vector<Tensor>& indices) {
   const Shape in = x.shape();
-  const DType dt = x.dtype();
   return record(
       "index", mg::index_get(x.data(), indices), {x}, keep(),
-      [in, dt, indices]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
-        return {index_put(V(zeros(in, dt)), indices, dy, true)};
+      [in, indices]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> {
+        // (in dy's dtype: a bfloat16 x's gradient is float32)
+        return {index_put(V(zeros(in, dy.dtype())), indices, dy, true)};
       },
       indices);
 }
@@ -162,12 +162,11 @@ Variable index_get(const Variable& x, const std::vector<Tensor>& indices) {
 // y = base with values written (or added, accumulate) at indices
 // dbase = dy (accumulate), or dy with 0 where values were written       dvalues = dy[indices]
 Variable index_put(const Variable& base, const std::vector<Tensor>& indices, const Variable& values, bool accumulate) {
-  const DType dt = base.dtype();
   return record(
       "index_put", mg::index_put(base.data(), indices, values.data(), accumulate), {base, values}, keep(),
-      [indices, accumulate, dt]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
+      [indices, accumulate]<class V>(const V& dy, const Saved<V, 0>&, const Node& n) -> Grads<V> {
         Grads<V> g(2);
-        if (n.needs(0)) g[0] = accumulate ? dy : index_put(dy, indices, V(zeros({}, dt)), false);
+        if (n.needs(0)) g[0] = accumulate ? dy : index_put(dy, indices, V(zeros({}, dy.dtype())), false);
         if (n.needs(1)) g[1] = index_get(dy, indices);  // summed to values' shape by the engine
         return g;
       },

@@ -36,10 +36,25 @@ T times(T x, T y) {
     return x * y;
 }
 
-// Arithmetic on float32, float64 and int64 (not bool).
+// A bfloat16 op's operands as PyTorch 2.x's kernels read them: each converted to the result dtype, so
+// a 0-dim float32 beside a bfloat16 tensor is rounded to bfloat16 first, except (float_b) the second
+// operand of mul and div, which those kernels read as a float32 (m * 0.1 multiplies by 0.1f, m + 0.1
+// adds bfloat16(0.1) = 0.10009765625). Then each is widened to float32 for the arithmetic.
+std::pair<Tensor, Tensor> bfloat16_operands(const Tensor& a, const Tensor& b, DType out, bool float_b) {
+  if (out != DType::BFloat16) return {a, b};
+  return {a.dtype() == DType::Float32 ? a.to(out) : a, b.dtype() == DType::Float32 && !float_b ? b.to(out) : b};
+}
+
+// Arithmetic on float32, float64 and int64 (not bool), and on bfloat16 beside bfloat16 or float32:
+// computed in float32, as PyTorch does, into detail::result_dtype's dtype.
 template <class F>
-Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f) {
-  check_same_dtype(a, b, op);
+Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f, bool float_b = false) {
+  const DType out = detail::result_dtype(a, b, op);
+  if (a.dtype() == DType::BFloat16 || b.dtype() == DType::BFloat16) {
+    const auto [x, y] = bfloat16_operands(a, b, out, float_b);
+    return detail::map_binary_bfloat16<float>(
+        x, y, out, [&](float u, float v) { return static_cast<float>(f(u, v)); }, op);
+  }
   MG_CHECK(a.dtype() != DType::Bool, DTypeError, "{}: arithmetic on bool tensors is not supported", op);
   return visit_all(a.dtype(), op, [&]<class T>() {
     if constexpr (std::is_same_v<T, bool>)
@@ -52,7 +67,12 @@ Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f) 
 
 template <class F>
 Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, F f) {
-  check_same_dtype(a, b, op);
+  const DType common = detail::result_dtype(a, b, op);
+  if (common == DType::BFloat16 || a.dtype() != b.dtype()) {  // compared as values of the common dtype
+    const auto [x, y] = bfloat16_operands(a, b, common, false);
+    return detail::map_binary_bfloat16<bool>(
+        x, y, DType::Bool, [&](float u, float v) { return f(u, v); }, op);
+  }
   return visit_all(a.dtype(), op, [&]<class T>() {
     return detail::map_binary<bool, T>(
         a, b, [&](T x, T y) { return f(x, y); }, op);
@@ -150,13 +170,15 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   return binary_arith(a, b, "sub", [](auto x, auto y) { return minus(x, y); });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return binary_arith(a, b, "mul", [](auto x, auto y) { return times(x, y); });
+  return binary_arith(
+      a, b, "mul", [](auto x, auto y) { return times(x, y); }, /*float_b=*/true);
 }
 Tensor div(const Tensor& a, const Tensor& b) {
   if (a.defined() && a.dtype() == DType::Int64)
     MG_CHECK(!b.defined() || b.dtype() != DType::Int64, DTypeError,
              "div: integer division is not supported; convert with .to(DType::Float32) first");
-  return binary_arith(a, b, "div", [](auto x, auto y) { return x / y; });
+  return binary_arith(
+      a, b, "div", [](auto x, auto y) { return x / y; }, /*float_b=*/true);
 }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   // NaN wins, from either side, as in torch.maximum
@@ -192,7 +214,12 @@ Tensor logical_not(const Tensor& mask) {
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   cond.check_dtype(DType::Bool, "where (condition)");
-  check_same_dtype(a, b, "where");
+  const DType out = detail::result_dtype(a, b, "where");
+  if (a.dtype() != b.dtype())  // float32 and bfloat16: the bfloat16 one widened (exact), as PyTorch promotes
+    return where(cond, a.to(out), b.to(out));
+  if (out == DType::BFloat16)  // (a choice between stored values: no arithmetic)
+    return detail::map_ternary<bfloat16, bool, bfloat16, bfloat16>(
+        cond, a, b, [](bool c, bfloat16 x, bfloat16 y) { return c ? x : y; }, "where");
   return visit_all(a.dtype(), "where", [&]<class T>() {
     return detail::map_ternary<T, bool, T, T>(
         cond, a, b, [](bool c, T x, T y) { return c ? x : y; }, "where");
@@ -205,7 +232,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   const Shape b = broadcast_shapes(x.shape(), mask.shape(), "masked_fill");
   MG_CHECK(b == x.shape(), ShapeError, "masked_fill: mask of shape {} cannot be broadcast to {}",
            shape_str(mask.shape()), shape_str(x.shape()));
-  visit_all(x.dtype(), "masked_fill", [&]<class T>() { checked_cast<T>(value, "masked_fill"); });
+  if (x.dtype() != DType::BFloat16)  // (a bfloat16 x takes value rounded, as PyTorch's does)
+    visit_all(x.dtype(), "masked_fill", [&]<class T>() { checked_cast<T>(value, "masked_fill"); });
   return where(mask, scalar_tensor(value, x.dtype()), x);
 }
 
@@ -216,8 +244,13 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 namespace {
 // A number beside a tensor becomes a 0-dim tensor of its dtype, if that dtype holds it exactly.
+// Beside a bfloat16 tensor it is a 0-dim float32, which the op reads as PyTorch reads a number there
+// (binary_arith: as a float32 in t * c and t / c, rounded to bfloat16 elsewhere) and writes
+// bfloat16. Beside a 0-dim bfloat16 tensor the result is float32 (PyTorch's is bfloat16: a 0-dim
+// float32 is a tensor here, and two 0-dim tensors promote to float32).
 Tensor scalar_for(const Tensor& like, double v, std::string_view op) {
   MG_CHECK(like.defined(), StateError, "{}: the tensor is undefined", op);
+  if (like.dtype() == DType::BFloat16) return scalar_tensor(v, DType::Float32);
   visit_all(like.dtype(), op, [&]<class T>() { checked_cast<T>(v, op); });
   return scalar_tensor(v, like.dtype());
 }

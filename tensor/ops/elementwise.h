@@ -2,7 +2,10 @@
 // Elementwise kernels (tensor/ops/elementwise.cpp): one value in, one value out, over any layout.
 //
 // Binary ops broadcast NumPy-style and need both operands of the same dtype (a DTypeError names
-// both otherwise; minigrad does not promote silently). Results are new contiguous tensors.
+// both otherwise; minigrad does not promote silently), with one exception: float32 and bfloat16
+// mix as PyTorch promotes them (detail::result_dtype: float32, unless the float32 one is 0-dim),
+// computed in float32 and rounded to bfloat16 once where the result is bfloat16. Results are new
+// contiguous tensors.
 // The *_backward kernels are the derivatives the autograd rules call: plain arithmetic on the
 // output gradient dy and what the forward saved.
 #include <optional>
@@ -83,7 +86,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 /// x with `value` wherever mask (Bool, broadcastable to x) is true
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
-/// Tensor operators; a double operand becomes a 0-dim tensor of the other operand's dtype.
+/// Tensor operators; a double operand becomes a 0-dim tensor of the other operand's dtype (beside
+/// bfloat16: a float32 one, read as PyTorch reads a number there; beside a 0-dim bfloat16 tensor
+/// the result is float32, where PyTorch's is bfloat16).
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
@@ -94,7 +99,8 @@ Tensor operator-(const Tensor& a, double b);
 Tensor operator*(const Tensor& a, double b);
 Tensor operator/(const Tensor& a, double b);
 Tensor operator*(double a, const Tensor& b);
-/// Scalar on the left: 1.0 - t, 2.0 / t, 1.0 + t (the double becomes a 0-dim tensor of t's dtype).
+/// Scalar on the left: 1.0 - t, 2.0 / t, 1.0 + t (the double becomes a 0-dim tensor of t's dtype,
+/// as on the right).
 Tensor operator+(double a, const Tensor& b);
 Tensor operator-(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
