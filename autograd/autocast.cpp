@@ -4,8 +4,9 @@ namespace mg {
 namespace {
 thread_local bool autocast_enabled = false;  // per thread, as GradMode
 
-// y = bfloat16(x)      x: float32, any shape      dx = dy (float32: the gradient of a bfloat16 value)
-Variable bfloat16_cast(const Variable& x, Tensor copy) {
+// y = bfloat16(x) or float32(x)     x: float32 or bfloat16, any shape
+// dx = dy (float32 either way: the gradient of a bfloat16 value is float32)
+Variable cast(const Variable& x, Tensor copy) {
   return record("autocast", std::move(copy), {x}, keep(),
                 []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy}; });
 }
@@ -23,7 +24,12 @@ Tensor autocast(const Tensor& t) {
 
 Variable autocast(const Variable& v) {
   if (!autocast_enabled || !v.defined() || v.dtype() != DType::Float32) return v;
-  return bfloat16_cast(v, autocast(v.data()));
+  return cast(v, autocast(v.data()));
+}
+
+Variable autocast_float32(const Variable& v) {
+  if (!autocast_enabled || !v.defined() || v.dtype() != DType::BFloat16) return v;
+  return cast(v, v.data().to(DType::Float32));
 }
 
 Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands) {
@@ -32,7 +38,7 @@ Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands) {
 
 Variable autocast_like(const Variable& dy, std::initializer_list<Variable> operands) {
   for (const Variable& v : operands)
-    if (v.defined() && v.dtype() == DType::BFloat16) return bfloat16_cast(dy, dy.data().to(DType::BFloat16));
+    if (v.defined() && v.dtype() == DType::BFloat16) return cast(dy, dy.data().to(DType::BFloat16));
   return dy;
 }
 

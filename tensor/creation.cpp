@@ -140,6 +140,11 @@ template <class Draw>
 Tensor sample(const Shape& shape, DType dtype, std::string_view op, Draw draw) {
   checked_numel(shape, op, static_cast<int64_t>(itemsize(dtype)));  // errors name the sampler, not empty
   Tensor t = empty(shape, dtype);
+  if (dtype == DType::BFloat16) {  // each draw (a double) rounded once: x.to(BFloat16) of the float64 draws
+    bfloat16* p = t.data<bfloat16>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = bfloat16(draw());
+    return t;
+  }
   visit_float(dtype, op, [&]<class T>() {
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(draw());

@@ -13,9 +13,10 @@ namespace mg {
 /// Int64 holds indices and class targets; Bool holds masks (one byte per element). BFloat16 is
 /// mainly a storage type (tensor/bfloat16.h): tensors of it can be made, copied, converted, printed
 /// and saved; matrix products read it (whenever an operand is bfloat16: autocast makes them so); the
-/// elementwise ops (arithmetic, comparisons, where, the unary functions) compute with it in float32
-/// as PyTorch does, and mix it with float32 by PyTorch's promotion. Reductions, normalisations,
-/// softmax and the losses take float32 or float64.
+/// elementwise ops (arithmetic, comparisons, where, the unary functions), sum, mean, softmax and
+/// log_softmax compute with it in float32 as PyTorch does, rounding the result once, and mix it with
+/// float32 by PyTorch's promotion. The other reductions, the normalisations and the losses take
+/// float32 or float64.
 enum class DType : uint8_t { Float32, Float64, Int64, Bool, BFloat16 };
 
 /// Bytes per element.
@@ -132,7 +133,8 @@ decltype(auto) visit_all(DType t, std::string_view op, F&& f) {
   }
   throw DTypeError(
       fmt::format("{}: does not take bfloat16 (minigrad computes with bfloat16 in matrix products, "
-                  "arithmetic, comparisons and unary functions only; convert with .to(DType::Float32) first)",
+                  "arithmetic, comparisons, unary functions, sum, mean and softmax only; convert with "
+                  ".to(DType::Float32) first)",
                   op));
 }
 

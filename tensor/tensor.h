@@ -324,7 +324,7 @@ Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 /// `value` everywhere, in x's shape (and dtype).
 Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype = std::nullopt);
-/// Normal(0, 1) samples.
+/// Normal(0, 1) samples (float32, float64 or bfloat16: each drawn in double, rounded once).
 Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32);
 /// Uniform samples on [low, high).
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen = default_generator(),

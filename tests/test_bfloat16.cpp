@@ -229,6 +229,42 @@ TEST(BFloat16, ArithmeticPromotesWithFloat32AsPyTorchDoes) {
   EXPECT_EQ(add(zeros({0, 12}, DType::BFloat16), r).shape(), (Shape{0, 12}));
 }
 
+TEST(BFloat16, SumMeanAndSoftmaxAccumulateInFloat32AndRoundOnce) {
+  const Tensor m = golden()["m"];
+  // PyTorch's and minigrad's float32 sums may add in another order: one bfloat16 step allowed
+  expect_golden(sum(m), "sum(m)", 1);
+  expect_golden(sum(m, {1}), "sum(m,1)", 1);
+  expect_golden(mean(m, {0}), "mean(m,0)", 1);
+  expect_golden(softmax(m, 1), "softmax(m,1)", 1);
+  expect_golden(log_softmax(m, 0), "log_softmax(m,0)", 1);
+  // and exactly the float32 kernel on the widened values, from any layout (transposed here)
+  const Tensor f = m.to(DType::Float32), mt = m.transpose(0, 1), ft = f.transpose(0, 1);
+  EXPECT_EQ(max_abs_diff(sum(mt, {0}), sum(ft, {0}).to(DType::BFloat16)), 0.0);
+  EXPECT_EQ(max_abs_diff(mean(mt, {1}, true), mean(ft, {1}, true).to(DType::BFloat16)), 0.0);
+  EXPECT_EQ(max_abs_diff(softmax(mt, 0), softmax(ft, 0).to(DType::BFloat16)), 0.0);
+  EXPECT_EQ(max_abs_diff(log_softmax(mt, -1), log_softmax(ft, -1).to(DType::BFloat16)), 0.0);
+  EXPECT_EQ(sum(zeros({0, 3}, DType::BFloat16), {0}).to_vector<float>(), std::vector<float>(3, 0.0f));
+}
+
+TEST(BFloat16, SoftmaxOfABfloat16ValueHasItsRulesFloat32Gradient) {
+  // y16 = softmax(a16, 1); L = sum(y16 * w). The rule, dx = y (dy - sum(dy y)), computes with the
+  // float32 dy = w and the stored bfloat16 y: the same bits as those float32 ops on widened y.
+  const Tensor a0 = rnd({3, 7}, 41).to(DType::Float32), w = rnd({3, 7}, 42).to(DType::Float32);
+  Variable a(a0, true);
+  Variable y16;
+  {
+    AutocastGuard guard;
+    y16 = softmax(autocast(a), 1);
+  }
+  ASSERT_EQ(y16.dtype(), DType::BFloat16);
+  sum(y16 * Variable(w)).backward();
+  const Tensor y = y16.data().to(DType::Float32);
+  const Tensor want = y * (w - sum(w * y, {1}, true));
+  ASSERT_EQ(a.grad().dtype(), DType::Float32);
+  EXPECT_EQ(max_abs_diff(a.grad(), want), 0.0);
+  EXPECT_GT(max_abs_diff(want, zeros({3, 7})), 0.01);  // (not a vacuous comparison)
+}
+
 TEST(BFloat16, GradientsThroughBfloat16OpsAreFloat32AndExact) {
   // y = tanh(a16) * a16 + c, a16 the bfloat16 copy of a (autocast's recorded cast), c float32:
   //   tanh and * write bfloat16, + with the float32 c writes float32. The gradient of a bfloat16
@@ -273,6 +309,81 @@ TEST(BFloat16, IndexingABfloat16ValueGivesAFloat32Gradient) {
   sum(y).backward();
   ASSERT_EQ(a.grad().dtype(), DType::Float32);
   EXPECT_EQ(a.grad().to_vector<float>(), (std::vector<float>{100, 1000, 0, 0, 1 + 1e4f, 10 + 1e5f}));
+}
+
+TEST(BFloat16, SamplersDrawInDoubleAndRoundOnce) {
+  // the same draws as float64's, each rounded once (bernoulli's 0 and 1 exactly)
+  Generator g1(9), g2(9), g3(9), g4(9);
+  EXPECT_EQ(max_abs_diff(randn({50}, g1, DType::BFloat16), randn({50}, g2, DType::Float64).to(DType::BFloat16)), 0.0);
+  const Tensor b16 = bernoulli({50}, 0.3, g3, DType::BFloat16), b64 = bernoulli({50}, 0.3, g4, DType::Float64);
+  ASSERT_EQ(b16.dtype(), DType::BFloat16);
+  EXPECT_EQ(max_abs_diff(b16, b64), 0.0);
+}
+
+TEST(BFloat16, DropoutOnABfloat16ValueDropsWhatFloat32DropsAndStaysBfloat16) {
+  // y = x16 * m16, m16 = 0 or bfloat16(1 / 0.7) (PyTorch's mask is in x's dtype too); dx = dy * m16
+  const Tensor x0 = rnd({6, 40}, 31).to(DType::Float32), w = rnd({6, 40}, 32).to(DType::Float32);
+  Variable a(x0, true), b(x0, true);
+  Generator g16(5), g32(5);
+  Variable y16;
+  {
+    AutocastGuard guard;
+    y16 = dropout(autocast(a), 0.3, true, g16);
+  }
+  const Variable y32 = dropout(b, 0.3, true, g32);
+  ASSERT_EQ(y16.dtype(), DType::BFloat16);
+  sum(y16 * Variable(w)).backward();
+  const float scale = static_cast<float>(bfloat16(1.0f / static_cast<float>(1 - 0.3)));
+  const std::vector<float> x16 = x0.to(DType::BFloat16).to_vector<float>(), wv = w.to_vector<float>();
+  const std::vector<float> got = y16.data().to_vector<float>(), kept32 = y32.data().to_vector<float>();
+  const std::vector<float> grad = a.grad().to_vector<float>();
+  int dropped = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool kept = kept32[i] != 0;  // (no element of x0 is 0)
+    dropped += !kept;
+    EXPECT_EQ(got[i], kept ? static_cast<float>(bfloat16(x16[i] * scale)) : 0.0f) << i;
+    EXPECT_EQ(grad[i], kept ? wv[i] * scale : 0.0f) << i;
+  }
+  EXPECT_GT(dropped, 40);  // about 30% of 240
+  EXPECT_LT(dropped, 110);
+}
+
+TEST(BFloat16, NormsAndLossesReadABfloat16ValueWidenedUnderAutocastAndRefuseItOutside) {
+  // Under autocast, layer_norm, rms_norm and the losses run in float32, as PyTorch's autocast runs
+  // them: a bfloat16 input is widened (exact, a recorded cast whose gradient passes through). So
+  // value and gradient equal the same ops on the widened float32 values, bit for bit.
+  const Tensor x0 = rnd({4, 10}, 51).to(DType::Float32), w0 = rnd({10}, 52).to(DType::Float32);
+  const Tensor x16f = x0.to(DType::BFloat16).to(DType::Float32);  // what the ops should see
+  const Tensor targets = from_vector<int64_t>({3, 0, 9, 3}, {4});
+  using Op = std::function<Variable(const Variable&, const Variable&)>;
+  const std::vector<std::pair<const char*, Op>> ops = {
+      {"layer_norm", [](const Variable& x, const Variable& w) { return sum(layer_norm(x, {10}, w) * w); }},
+      {"rms_norm", [](const Variable& x, const Variable& w) { return sum(rms_norm(x, {10}, w) * w); }},
+      {"cross_entropy", [&](const Variable& x, const Variable&) { return cross_entropy(x, targets); }},
+      {"mse_loss", [](const Variable& x, const Variable& w) { return mse_loss(x, x * w); }},
+  };
+  for (const auto& [name, op] : ops) {
+    SCOPED_TRACE(name);
+    Variable a(x0, true), w(w0, true), ref_x(x16f, true), ref_w(w0, true);
+    Variable loss;
+    {
+      AutocastGuard guard;
+      const Variable a16 = autocast(a);  // the bfloat16 value (what a product's bfloat16 output would be)
+      loss = op(a16, w);
+    }
+    ASSERT_EQ(loss.dtype(), DType::Float32);
+    loss.backward();
+    const Variable want = op(ref_x, ref_w);
+    want.backward();
+    EXPECT_EQ(loss.item(), want.item());
+    EXPECT_EQ(max_abs_diff(a.grad(), ref_x.grad()), 0.0);
+    ASSERT_EQ(w.grad().defined(), ref_w.grad().defined());
+    if (ref_w.grad().defined()) EXPECT_EQ(max_abs_diff(w.grad(), ref_w.grad()), 0.0);
+  }
+  // outside autocast a bfloat16 input is refused, naming the op
+  const Variable x16(x0.to(DType::BFloat16));
+  EXPECT_THROW(layer_norm(x16, {10}), DTypeError);
+  EXPECT_THROW(cross_entropy(x16, targets), DTypeError);
 }
 
 TEST(BFloat16, ABfloat16OutputsGradientIsFloat32) {
@@ -438,7 +549,8 @@ TEST(BFloat16, WhatDoesNotComputeWithItIsRefusedWithTheOpNamed) {
   EXPECT_NE(message([&] { add(b, ones({3}, DType::Float64)); }).find("add: dtype mismatch, bfloat16 and float64"),
             std::string::npos);
   EXPECT_NE(message([&] { mul(full({3}, 2, DType::Int64), b); }).find("mul: dtype mismatch"), std::string::npos);
-  EXPECT_NE(message([&] { sum(b); }).find("sum"), std::string::npos);  // reductions take float32 or float64
+  EXPECT_NE(message([&] { var(b); }).find("var"), std::string::npos);  // so do most reductions
+  EXPECT_NE(message([&] { cumsum(b, 0); }).find("cumsum"), std::string::npos);
   EXPECT_NE(message([&] { Variable(b, true); }).find("float"), std::string::npos);  // no gradients of bfloat16
   EXPECT_NE(message([&] {
               matmul(ones({2, 2}, DType::Float64), ones({2, 2}, DType::BFloat16));

@@ -2,6 +2,7 @@
 // kernels of their own (tensor/ops/loss.cpp); mse, l1, smooth l1 and huber are composed of
 // differentiable ops, so their gradients come out of the chain rule.
 #include "minigrad/autograd/ops/loss.h"
+#include "minigrad/autograd/autocast.h"
 
 #include <cmath>
 
@@ -51,7 +52,8 @@ void check_same_shape(const Variable& input, const Variable& target, const char*
 // output of a log_softmax node on the logits (so no copy of the logits is kept) and the target
 // weights q (times the factors) read from the kernel itself: run on log-probabilities of -inf
 // (softmax 0) it returns exactly -q.
-Variable cross_entropy(const Variable& logits, const Tensor& targets, const CrossEntropyOptions& o) {
+Variable cross_entropy(const Variable& logits16, const Tensor& targets, const CrossEntropyOptions& o) {
+  const Variable logits = autocast_float32(logits16);  // (itself but for a bfloat16 value under autocast)
   if (logits.dim() == 1)
     return as_batch_of_one(logits, targets, o.reduction, "cross_entropy",
                            [&](const Variable& x, const Tensor& t) { return cross_entropy(x, t, o); });
@@ -73,7 +75,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, const Cros
 }
 
 // loss_i = -w[t_i] x[i, t_i]          dx[i, t_i] = -w[t_i] times the reduction's factor
-Variable nll_loss(const Variable& input, const Tensor& targets, const NLLLossOptions& o) {
+Variable nll_loss(const Variable& input16, const Tensor& targets, const NLLLossOptions& o) {
+  const Variable input = autocast_float32(input16);
   if (input.dim() == 1)
     return as_batch_of_one(input, targets, o.reduction, "nll_loss",
                            [&](const Variable& x, const Tensor& t) { return nll_loss(x, t, o); });
@@ -131,8 +134,9 @@ Variable kl_div(const Variable& input, const Variable& target, const KLDivLossOp
 // loss = (x - t)^2: through sub, pow and the reduction, d/dx = 2 (x - t) / n
 Variable mse_loss(const Variable& input, const Variable& target, const LossOptions& o) {
   const OpScope scope("mse_loss");  // sub's, pow's and mean's errors name mse_loss
-  check_same_shape(input, target, "mse_loss");
-  return reduce(pow(sub(input, target), 2.0), o.reduction, "mse_loss");
+  const Variable x = autocast_float32(input), t = autocast_float32(target);
+  check_same_shape(x, t, "mse_loss");
+  return reduce(pow(sub(x, t), 2.0), o.reduction, "mse_loss");
 }
 
 // loss = |x - t|: d/dx = sign(x - t) (0 at 0, as PyTorch's)

@@ -68,8 +68,9 @@ VariableList layer_norm_graph_backward(const Variable& dy, const Variable& x, co
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))      (means over the row)
 //   dw = sum over rows of dy * xhat     db = sum over rows of dy
 // The backward is one kernel; under create_graph, the same formulas in recorded ops.
-Variable layer_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight, const Variable& bias,
+Variable layer_norm(const Variable& x16, const Shape& normalized_shape, const Variable& weight, const Variable& bias,
                     double eps) {
+  const Variable x = autocast_float32(x16);  // (itself but for a bfloat16 value under autocast)
   const Tensor w = weight.defined() ? weight.data() : Tensor(), b = bias.defined() ? bias.data() : Tensor();
   // under autocast the output's bfloat16 copy is made with it: the next product's operand
   LayerNormForward f = layer_norm_forward(x.data(), normalized_shape, w, b, eps, AutocastMode::is_enabled());
@@ -101,7 +102,9 @@ VariableList rms_norm_graph_backward(const Variable& dy, const Variable& x, cons
 
 // Per row r: rstd_r = 1 / sqrt(mean(x_r^2) + eps), y = x * rstd * w. The backward is one kernel
 // (tensor/ops/nn_functional.cpp); under create_graph, the same formulas in recorded ops.
-Variable rms_norm(const Variable& x, const Shape& normalized_shape, const Variable& weight, std::optional<double> eps) {
+Variable rms_norm(const Variable& x16, const Shape& normalized_shape, const Variable& weight,
+                  std::optional<double> eps) {
+  const Variable x = autocast_float32(x16);
   const Tensor w = weight.defined() ? weight.data() : Tensor();
   RMSNormForward f = rms_norm_forward(x.data(), normalized_shape, w, eps);
   LambdaNode::Backward fused = [x = x.data(), w, rstd = f.rstd, norm = normalized_shape](const Tensor& dy,
@@ -222,6 +225,8 @@ Variable group_norm(const Variable& x, int64_t num_groups, const Variable& weigh
 }
 
 // y = x * m / (1 - p), m ~ Bernoulli(1 - p)      dx = dy * m / (1 - p)
+// The mask is in x's dtype, as PyTorch's: for a bfloat16 x, 0 or bfloat16(1 / (1 - p)), and y is
+// bfloat16 (its gradient float32); the same draws, so the same elements dropped, as float32's.
 Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
   MG_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability must be in [0, 1], got {}", p);
   if (!training || p == 0) return x;

@@ -33,6 +33,8 @@ void for_each_line(const Tensor& x, int64_t dim, F f) {
 template <bool kLog>
 Tensor softmax_impl(const Tensor& x0, int64_t dim, std::string_view op) {
   MG_CHECK(x0.defined(), StateError, "{}: the tensor is undefined", op);
+  if (x0.dtype() == DType::BFloat16)  // computed in float32 (exact widening), rounded once, as PyTorch's
+    return softmax_impl<kLog>(x0.to(DType::Float32), dim, op).to(DType::BFloat16);
   dim = wrap_dim(dim, x0.dim(), op);  // a scalar takes dim 0 or -1, as in PyTorch
   const Tensor x = x0.contiguous();
   Tensor out = empty(x.shape(), x.dtype());

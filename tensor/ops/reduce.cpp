@@ -83,6 +83,8 @@ Plan plan_reduction(const Tensor& x, std::vector<int64_t> dims, bool keepdim, st
 // Sum (divided by `div` for mean) in either layout.
 Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool mean, std::string_view op) {
   MG_CHECK(x.defined(), StateError, "{}: the tensor is undefined", op);
+  if (x.dtype() == DType::BFloat16)  // summed in float32 (exact widening), rounded once, as PyTorch's
+    return reduce_sum(x.to(DType::Float32), dims, keepdim, mean, op).to(DType::BFloat16);
   MG_CHECK(x.dtype() != DType::Bool, DTypeError, "{}: bool tensors cannot be summed; convert first", op);
   MG_CHECK(!mean || is_floating(x.dtype()), DTypeError, "{}: expected a floating tensor (float32 or float64), got {}",
            op, dtype_name(x.dtype()));

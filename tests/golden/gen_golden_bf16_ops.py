@@ -66,3 +66,10 @@ emit("mask", mask)
 emit("where(mask,m,f)", torch.where(mask, m, f))
 emit("where(mask,m,r)", torch.where(mask, m, r))
 emit("masked_fill(m,mask,0.1)", m.masked_fill(mask, 0.1))
+
+# summed and normalised in float32, rounded once
+emit("sum(m)", m.sum())
+emit("sum(m,1)", m.sum(1))
+emit("mean(m,0)", m.mean(0))
+emit("softmax(m,1)", torch.softmax(m, 1))
+emit("log_softmax(m,0)", torch.log_softmax(m, 0))
