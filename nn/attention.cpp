@@ -38,8 +38,8 @@ Variable RotaryEmbedding::forward(const Variable& x, int64_t offset) const {
   MG_CHECK(x.defined(), StateError, "RotaryEmbedding: the input is undefined");
   MG_CHECK(x.dim() >= 2 && x.size(-1) == head_dim, ShapeError,
            "RotaryEmbedding: expected an input (..., seq, {}), got {}", head_dim, shape_str(x.shape()));
-  MG_CHECK(is_floating(x.dtype()), DTypeError, "RotaryEmbedding: expected a float32 or float64 input, got {}",
-           dtype_name(x.dtype()));
+  MG_CHECK(is_floating_point(x.dtype()), DTypeError,
+           "RotaryEmbedding: expected a float32, float64 or bfloat16 input, got {}", dtype_name(x.dtype()));
   const int64_t T = x.size(-2);
   // (offset + T is not computed: with an offset near INT64_MAX it would overflow)
   MG_CHECK(offset >= 0 && offset <= options.max_seq_len - T, IndexError,

@@ -56,7 +56,8 @@ class RotaryEmbedding : public Callable<RotaryEmbedding> {
   /// head_dim even and positive.
   explicit RotaryEmbedding(int64_t head_dim, RotaryEmbeddingOptions options = {});
   /// x (..., T, head_dim) holding positions offset .. offset+T-1 (offset: tokens already in a KV
-  /// cache) -> the same shape, rotated.
+  /// cache) -> the same shape, rotated. A bfloat16 x is rotated with the float32 tables, in
+  /// float32, and rounded once.
   Variable forward(const Variable& x, int64_t offset = 0) const;
   std::string type_name() const override { return "RotaryEmbedding"; }
   std::string extra_repr() const override;

@@ -294,6 +294,77 @@ TEST(BFloat16, GradientsThroughBfloat16OpsAreFloat32AndExact) {
   EXPECT_EQ(max_abs_diff(c.grad(), full({12}, 4.0)), 0.0);
 }
 
+TEST(BFloat16, SwigluAndRopeTakeBfloat16ValuesAsTheComposedOpsRoundThem) {
+  // SwiGLU on a bfloat16 x = [a | u] is silu(a) rounded to bfloat16, times u, rounded again (as
+  // PyTorch's bfloat16 silu and mul compose); its gradient is float32: da = SiLU'(a) (w u), du = w
+  // silu(a) as stored. Each expected value is built here from float32 kernels on the widened values.
+  // x is a transposed view (strides (1, 6)), so the layouts differ from the fused kernel's own.
+  const Tensor x0 = rnd({10, 6}, 21).to(DType::Float32).transpose(0, 1);  // (6, 10): a = cols 0..4, u = 5..9
+  const Tensor w = rnd({6, 5}, 22).to(DType::Float32);
+  const Tensor A = x0.narrow(1, 0, 5).to(DType::BFloat16).to(DType::Float32);
+  const Tensor U = x0.narrow(1, 5, 5).to(DType::BFloat16).to(DType::Float32);
+  const Tensor S = silu(A).to(DType::BFloat16).to(DType::Float32);  // silu(a) as bfloat16 stores it
+  const Tensor want_y = (S * U).to(DType::BFloat16);
+  const Tensor want_dx = concat({silu_backward(w * U, A), w * S}, 1);
+  for (const bool create_graph : {false, true}) {
+    Variable x(x0, true);
+    Variable y;
+    {
+      AutocastGuard guard;
+      y = swiglu(autocast(x));
+    }
+    ASSERT_EQ(y.dtype(), DType::BFloat16);
+    EXPECT_EQ(max_abs_diff(y.data().to(DType::Float32), want_y.to(DType::Float32)), 0.0);
+    const VariableList g = grad({sum(y * Variable(w))}, {x}, {.create_graph = create_graph});
+    ASSERT_EQ(g[0].dtype(), DType::Float32);
+    EXPECT_EQ(max_abs_diff(g[0].data(), want_dx), 0.0) << "create_graph " << create_graph;
+  }
+  const auto dtype_error = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const DTypeError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no DTypeError");
+  };
+  EXPECT_NE(dtype_error([&] {
+              swiglu_backward(ones({6, 5}, DType::BFloat16), x0.contiguous());
+            }).find("swiglu_backward: dy is bfloat16 but x is float32"),
+            std::string::npos);
+
+  // RoPE on a bfloat16 x (float32 or bfloat16 tables): rotated in float32 on the widened values and
+  // rounded once; the gradient (float32) is the float32 rotation back of the float32 dy.
+  const auto tables = rotary_tables(8, 7);  // (not a structured binding: clang 14 cannot capture one)
+  const Tensor c = tables.first, sn = tables.second;
+  const Tensor q0 = rnd({2, 7, 8}, 23).to(DType::Float32), dq = rnd({2, 7, 8}, 24).to(DType::Float32);
+  const Tensor Q = q0.to(DType::BFloat16).to(DType::Float32);
+  for (const bool interleaved : {false, true}) {
+    const Tensor want = rotary_embedding(Q, c, sn, interleaved).to(DType::BFloat16).to(DType::Float32);
+    const Tensor q16 = q0.to(DType::BFloat16);
+    EXPECT_EQ(max_abs_diff(rotary_embedding(q16, c, sn, interleaved).to(DType::Float32), want), 0.0);
+    const Tensor c16 = c.to(DType::BFloat16), s16 = sn.to(DType::BFloat16);
+    const Tensor want16 = rotary_embedding(Q, c16.to(DType::Float32), s16.to(DType::Float32), interleaved);
+    EXPECT_EQ(max_abs_diff(rotary_embedding(q16, c16, s16, interleaved).to(DType::Float32),
+                           want16.to(DType::BFloat16).to(DType::Float32)),
+              0.0);
+    nn::RotaryEmbedding rope(8, {.max_seq_len = 7, .interleaved = interleaved});
+    Variable q(q0, true);
+    Variable r;
+    {
+      AutocastGuard guard;
+      r = rope(autocast(q));
+    }
+    ASSERT_EQ(r.dtype(), DType::BFloat16);
+    EXPECT_EQ(max_abs_diff(r.data().to(DType::Float32), want), 0.0);
+    sum(r * Variable(dq)).backward();
+    EXPECT_EQ(max_abs_diff(q.grad(), rotary_embedding_backward(dq, c, sn, interleaved)), 0.0);
+  }
+  EXPECT_NE(dtype_error([&] {
+              rotary_embedding(q0.to(DType::BFloat16), c.to(DType::Float64), sn.to(DType::Float64));
+            }).find("rotary_embedding: cos float64 and sin float64 must be bfloat16 or float32"),
+            std::string::npos);
+}
+
 TEST(BFloat16, IndexingABfloat16ValueGivesAFloat32Gradient) {
   // index's rule built its zeros in x's dtype, bfloat16, and then added the float32 gradient into
   // them: a DTypeError at backward. Rows 2, 0, 2 of a16: row 2 gets two contributions.

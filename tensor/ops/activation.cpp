@@ -8,6 +8,8 @@
 #include "minigrad/tensor/bfloat16.h"
 #include "minigrad/tensor/fastmath.h"
 #include "minigrad/tensor/loops.h"
+#include "minigrad/tensor/ops/elementwise.h"
+#include "minigrad/tensor/ops/shape.h"
 #include "minigrad/tensor/parallel.h"
 
 namespace mg {
@@ -187,6 +189,8 @@ int64_t swiglu_half(const Tensor& x, std::string_view op) {
 
 Tensor swiglu(const Tensor& x0) {
   const int64_t h = swiglu_half(x0, "swiglu");
+  if (x0.dtype() == DType::BFloat16)  // composed: silu(a) rounded to bfloat16, then times u, rounded again
+    return mul(silu(x0.narrow(-1, 0, h)), x0.narrow(-1, h, h));
   Shape out_shape = x0.shape();
   out_shape.back() = h;
   return visit_float(x0.dtype(), "swiglu", [&]<class T>() {
@@ -214,8 +218,13 @@ Tensor swiglu_backward(const Tensor& dy0, const Tensor& x0) {
   MG_CHECK(dy0.defined(), StateError, "swiglu_backward: dy is undefined");
   MG_CHECK(dy0.shape() == out_shape, ShapeError, "swiglu_backward: expected dy of shape {} for x of shape {}, got {}",
            shape_str(out_shape), shape_str(x0.shape()), shape_str(dy0.shape()));
-  MG_CHECK(dy0.dtype() == x0.dtype(), DTypeError, "swiglu_backward: dy is {} but x is {}; they must match",
+  MG_CHECK(dy0.dtype() == x0.dtype() || (x0.dtype() == DType::BFloat16 && dy0.dtype() == DType::Float32), DTypeError,
+           "swiglu_backward: dy is {} but x is {}; dy must have x's dtype, or be float32 for a bfloat16 x",
            dtype_name(dy0.dtype()), dtype_name(x0.dtype()));
+  if (x0.dtype() == DType::BFloat16) {  // the composed ops' backward kernels, mul's and silu's
+    const Tensor a = x0.narrow(-1, 0, h), u = x0.narrow(-1, h, h);
+    return concat({silu_backward(mul(dy0, u), a), mul(dy0, silu(a))}, -1);
+  }
   return visit_float(x0.dtype(), "swiglu_backward", [&]<class T>() {
     const Tensor x = x0.contiguous(), dy = dy0.contiguous();
     Tensor dx = empty(x.shape(), x.dtype());

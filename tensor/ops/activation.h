@@ -40,10 +40,12 @@ Tensor silu(const Tensor& x);
 Tensor silu_backward(const Tensor& dy, const Tensor& x);
 /// SwiGLU's gate in one pass: x (..., 2h) = [a | u] on the last dim -> silu(a) * u (..., h), bit for
 /// bit silu(x.narrow(-1, 0, h)) * x.narrow(-1, h, h) (PyTorch has no such function; F.glu is the
-/// sigmoid form, a * sigmoid(b)).
+/// sigmoid form, a * sigmoid(b)). A bfloat16 x runs the composed ops, each rounded to bfloat16 as
+/// PyTorch's bfloat16 silu and mul round.
 Tensor swiglu(const Tensor& x);
 /// swiglu's derivative, dy (..., h) -> dx (..., 2h) = [dy u SiLU'(a) | dy silu(a)], bit for bit
-/// what the composed ops' backward gives.
+/// what the composed ops' backward gives. For a bfloat16 x, dy may be float32 (a bfloat16 value's
+/// gradient is: autograd/autocast.h), and dx is then float32.
 Tensor swiglu_backward(const Tensor& dy, const Tensor& x);
 /// log(1 + e^(beta x)) / beta, or x itself where beta x > threshold (where the two agree to float precision)
 Tensor softplus(const Tensor& x, double beta = 1, double threshold = 20);

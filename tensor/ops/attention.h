@@ -53,7 +53,8 @@ std::pair<Tensor, Tensor> rotary_tables(int64_t head_dim, int64_t max_len, doubl
                                         DType dtype = DType::Float32);
 /// x (..., T, d) rotated pair by pair: cos and sin broadcastable to (..., T, d/2) (the rows of
 /// rotary_tables for the positions of x's T tokens), x's dtype. interleaved picks the pairs
-/// (2i, 2i+1), otherwise (i, i + d/2). Returns a new tensor of x's shape.
+/// (2i, 2i+1), otherwise (i, i + d/2). Returns a new tensor of x's shape. A bfloat16 x takes
+/// bfloat16 or float32 tables; it is rotated in float32 on the widened values and rounded once.
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin, bool interleaved = false);
 /// Its derivative, the rotation back (by -t theta_i): dx = rotary_embedding(dy, cos, -sin).
 Tensor rotary_embedding_backward(const Tensor& dy, const Tensor& cos, const Tensor& sin, bool interleaved = false);
