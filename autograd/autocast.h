@@ -73,8 +73,7 @@ Variable autocast_like(const Variable& dy, std::initializer_list<Variable> opera
 /// The input an op that autocast runs in float32 reads (layer_norm, rms_norm, cross_entropy,
 /// nll_loss, mse_loss: PyTorch's autocast casts their inputs to float32): inside an AutocastGuard, a
 /// bfloat16 value's float32 widening (exact), recorded as the op "autocast" (dx = dy); otherwise `v`
-/// itself (outside the scope, layer_norm, rms_norm and the fused losses refuse bfloat16, naming
-/// themselves; mse_loss computes it as its elementwise ops do).
+/// itself (outside the scope, each of these ops refuses bfloat16 with a DTypeError naming itself).
 Variable autocast_float32(const Variable& v);
 /// Whether any of the tensors is bfloat16.
 bool bfloat16_involved(std::initializer_list<Tensor> tensors);

@@ -13,8 +13,9 @@
 //
 // minigrad does not compute in bfloat16: a matrix product with a bfloat16 operand (as
 // mg::AutocastGuard makes them, autograd/autocast.h) reads bfloat16 and accumulates and writes
-// float32; an elementwise op on bfloat16 (tensor/loops.h), sum, mean and softmax widen each element
-// to float32, compute there and round the result once, as PyTorch's bfloat16 ops do.
+// float32; an elementwise op on bfloat16 (tensor/loops.h), sum, mean, softmax and RoPE widen each
+// element to float32, compute there and round the result once, as PyTorch's bfloat16 ops do
+// (docs/06-performance.md lists every op that takes bfloat16).
 #include <bit>
 #include <cmath>
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Creating tensors: empty, zeros, full, arange, linspace, from_vector, the *_like forms, and the
 // random ones drawn from a Generator. Every size is checked (checked_numel) before memory is asked for.
 #include <cmath>
+#include <limits>
 
 #include "minigrad/tensor/loops.h"
 #include "minigrad/tensor/tensor.h"
@@ -162,10 +163,43 @@ Tensor randn_like(const Tensor& x, Generator& gen, std::optional<DType> dtype) {
   return randn(x.shape(), gen, dtype.value_or(x.dtype()));
 }
 
+namespace {
+// The representable value next to v toward -inf (down) or +inf (up), in v's type.
+template <class T>
+T step(T v, bool up) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    const float f = static_cast<float>(v);
+    if (f == 0) return bfloat16::from_bits(up ? 0x0001 : 0x8001);  // the value of least magnitude
+    return bfloat16::from_bits(static_cast<uint16_t>((f > 0) == up ? v.bits + 1 : v.bits - 1));
+  } else {
+    return std::nextafter(v, up ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity());
+  }
+}
+}  // namespace
+
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {
   MG_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high && std::isfinite(high - low), ValueError,
            "uniform: expected finite low <= high, got [{}, {})", low, high);
-  return sample(shape, dtype, "uniform", [&] { return low + (high - low) * gen.next_double(); });
+  Tensor t = sample(shape, dtype, "uniform", [&] { return low + (high - low) * gen.next_double(); });
+  if (low == high) return t;
+  // A draw within half a step of high rounds up to it (or past it, when high is not representable):
+  // 1 in 512 draws of [0, 1) in bfloat16; one near a low that the dtype cannot hold can round below
+  // it. Such a value becomes the nearest one inside [low, high), so that every sample is in the
+  // range as promised (left as rounded if the dtype has no value there).
+  visit_stored(dtype, [&]<class T>() {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, bfloat16>) {
+      T* p = t.data<T>();
+      const auto at = [](T v) { return static_cast<double>(v); };
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        if (at(p[i]) >= low && at(p[i]) < high) continue;
+        T r = p[i];
+        while (at(r) >= high) r = step(r, false);
+        while (at(r) < low) r = step(r, true);
+        if (at(r) >= low && at(r) < high) p[i] = r;
+      }
+    }
+  });
+  return t;
 }
 
 Tensor bernoulli(const Shape& shape, double p, Generator& gen, DType dtype) {

@@ -133,8 +133,8 @@ decltype(auto) visit_all(DType t, std::string_view op, F&& f) {
   }
   throw DTypeError(
       fmt::format("{}: does not take bfloat16 (minigrad computes with bfloat16 in matrix products, "
-                  "arithmetic, comparisons, unary functions, sum, mean and softmax only; convert with "
-                  ".to(DType::Float32) first)",
+                  "arithmetic, comparisons, unary functions, sum, mean, softmax, dropout, SwiGLU and RoPE "
+                  "only; convert with .to(DType::Float32) first)",
                   op));
 }
 

@@ -326,7 +326,8 @@ Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype = std::nullopt);
 /// Normal(0, 1) samples (float32, float64 or bfloat16: each drawn in double, rounded once).
 Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32);
-/// Uniform samples on [low, high).
+/// Uniform samples on [low, high) (each float64 draw rounded once; one that rounds out of the range
+/// takes the dtype's nearest value inside it).
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen = default_generator(),
                DType dtype = DType::Float32);
 /// 1 with probability p, else 0.

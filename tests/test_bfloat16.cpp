@@ -4,6 +4,7 @@
 // test_autocast.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -265,6 +266,29 @@ TEST(BFloat16, SoftmaxOfABfloat16ValueHasItsRulesFloat32Gradient) {
   EXPECT_GT(max_abs_diff(want, zeros({3, 7})), 0.01);  // (not a vacuous comparison)
 }
 
+TEST(BFloat16, LogSoftmaxOfABfloat16ValueTakesExpOfItsOutputInFloat32) {
+  // y16 = log_softmax(a16, 1); L = sum(y16 * w). The rule, dx = dy - exp(y) sum(dy), computes exp
+  // of the stored bfloat16 y widened, in float32 (it rounded exp(y) to bfloat16 before), plain and
+  // under create_graph.
+  const Tensor a0 = rnd({3, 7}, 43).to(DType::Float32), w = rnd({3, 7}, 44).to(DType::Float32);
+  for (const bool create_graph : {false, true}) {
+    Variable a(a0, true);
+    Variable y16;
+    {
+      AutocastGuard guard;
+      y16 = log_softmax(autocast(a), 1);
+    }
+    ASSERT_EQ(y16.dtype(), DType::BFloat16);
+    const VariableList g = grad({sum(y16 * Variable(w))}, {a}, {.create_graph = create_graph});
+    const Tensor y = y16.data().to(DType::Float32);
+    const Tensor want = w - exp(y) * sum(w, {1}, true);
+    ASSERT_EQ(g[0].dtype(), DType::Float32);
+    EXPECT_EQ(max_abs_diff(g[0].data(), want), 0.0) << "create_graph " << create_graph;
+    const Tensor rounded = w - exp(y.to(DType::BFloat16)).to(DType::Float32) * sum(w, {1}, true);
+    EXPECT_GT(max_abs_diff(rounded, want), 0.0);  // (the two differ on this input)
+  }
+}
+
 TEST(BFloat16, GradientsThroughBfloat16OpsAreFloat32AndExact) {
   // y = tanh(a16) * a16 + c, a16 the bfloat16 copy of a (autocast's recorded cast), c float32:
   //   tanh and * write bfloat16, + with the float32 c writes float32. The gradient of a bfloat16
@@ -298,8 +322,9 @@ TEST(BFloat16, SwigluAndRopeTakeBfloat16ValuesAsTheComposedOpsRoundThem) {
   // SwiGLU on a bfloat16 x = [a | u] is silu(a) rounded to bfloat16, times u, rounded again (as
   // PyTorch's bfloat16 silu and mul compose); its gradient is float32: da = SiLU'(a) (w u), du = w
   // silu(a) as stored. Each expected value is built here from float32 kernels on the widened values.
-  // x is a transposed view (strides (1, 6)), so the layouts differ from the fused kernel's own.
-  const Tensor x0 = rnd({10, 6}, 21).to(DType::Float32).transpose(0, 1);  // (6, 10): a = cols 0..4, u = 5..9
+  // The bfloat16 x is a transposed view (strides (1, 6)), not the fused kernel's own layout.
+  const Tensor x_rows = rnd({10, 6}, 21).to(DType::Float32);
+  const Tensor x0 = x_rows.transpose(0, 1);  // (6, 10): a = cols 0..4, u = 5..9
   const Tensor w = rnd({6, 5}, 22).to(DType::Float32);
   const Tensor A = x0.narrow(1, 0, 5).to(DType::BFloat16).to(DType::Float32);
   const Tensor U = x0.narrow(1, 5, 5).to(DType::BFloat16).to(DType::Float32);
@@ -307,17 +332,19 @@ TEST(BFloat16, SwigluAndRopeTakeBfloat16ValuesAsTheComposedOpsRoundThem) {
   const Tensor want_y = (S * U).to(DType::BFloat16);
   const Tensor want_dx = concat({silu_backward(w * U, A), w * S}, 1);
   for (const bool create_graph : {false, true}) {
-    Variable x(x0, true);
+    Variable x(x_rows, true);
     Variable y;
     {
       AutocastGuard guard;
-      y = swiglu(autocast(x));
+      const Variable xt = transpose(autocast(x), 0, 1);
+      ASSERT_EQ(xt.data().strides(), (Strides{1, 6}));
+      y = swiglu(xt);
     }
     ASSERT_EQ(y.dtype(), DType::BFloat16);
     EXPECT_EQ(max_abs_diff(y.data().to(DType::Float32), want_y.to(DType::Float32)), 0.0);
     const VariableList g = grad({sum(y * Variable(w))}, {x}, {.create_graph = create_graph});
     ASSERT_EQ(g[0].dtype(), DType::Float32);
-    EXPECT_EQ(max_abs_diff(g[0].data(), want_dx), 0.0) << "create_graph " << create_graph;
+    EXPECT_EQ(max_abs_diff(g[0].data(), want_dx.transpose(0, 1)), 0.0) << "create_graph " << create_graph;
   }
   const auto dtype_error = [](auto&& fn) {
     try {
@@ -358,6 +385,21 @@ TEST(BFloat16, SwigluAndRopeTakeBfloat16ValuesAsTheComposedOpsRoundThem) {
     EXPECT_EQ(max_abs_diff(r.data().to(DType::Float32), want), 0.0);
     sum(r * Variable(dq)).backward();
     EXPECT_EQ(max_abs_diff(q.grad(), rotary_embedding_backward(dq, c, sn, interleaved)), 0.0);
+    // The functional form with bfloat16 tables: the float32 gradient is rotated back with the
+    // widened tables (a DTypeError at backward once), plain and under create_graph.
+    for (const bool create_graph : {false, true}) {
+      Variable p(q0, true);
+      Variable rp;
+      {
+        AutocastGuard guard;
+        rp = rotary_embedding(autocast(p), c16, s16, interleaved);
+      }
+      EXPECT_EQ(max_abs_diff(rp.data().to(DType::Float32), want16.to(DType::BFloat16).to(DType::Float32)), 0.0);
+      const VariableList g = grad({sum(rp * Variable(dq))}, {p}, {.create_graph = create_graph});
+      ASSERT_EQ(g[0].dtype(), DType::Float32);
+      const Tensor back = rotary_embedding_backward(dq, c16.to(DType::Float32), s16.to(DType::Float32), interleaved);
+      EXPECT_EQ(max_abs_diff(g[0].data(), back), 0.0) << "create_graph " << create_graph;
+    }
   }
   EXPECT_NE(dtype_error([&] {
               rotary_embedding(q0.to(DType::BFloat16), c.to(DType::Float64), sn.to(DType::Float64));
@@ -389,6 +431,38 @@ TEST(BFloat16, SamplersDrawInDoubleAndRoundOnce) {
   const Tensor b16 = bernoulli({50}, 0.3, g3, DType::BFloat16), b64 = bernoulli({50}, 0.3, g4, DType::Float64);
   ASSERT_EQ(b16.dtype(), DType::BFloat16);
   EXPECT_EQ(max_abs_diff(b16, b64), 0.0);
+}
+
+TEST(BFloat16, UniformStaysInsideItsRangeAfterRounding) {
+  // A draw in [1 - 2^-9, 1) rounds to 1.0 in bfloat16 (1 in 512 draws: about 128 of these 65536
+  // did before the fix); bounds that bfloat16 cannot hold (+-0.1 round to +-0.10009765625) were
+  // passed by rounding too. Each such sample is now the nearest bfloat16 inside [low, high). The other
+  // samples are still float64's draws rounded once.
+  Generator g1(5), g2(5);
+  const Tensor u16 = uniform({65536}, 0.0, 1.0, g1, DType::BFloat16);
+  const Tensor u64 = uniform({65536}, 0.0, 1.0, g2, DType::Float64);
+  const std::vector<float> a = u16.to_vector<float>();
+  const std::vector<double> b = u64.to_vector<double>();
+  int stepped = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_LT(a[i], 1.0f) << i;
+    ASSERT_GE(a[i], 0.0f) << i;
+    if (static_cast<float>(bfloat16(b[i])) == 1.0f) {
+      ++stepped;
+      EXPECT_EQ(a[i], 1.0f - 1.0f / 256) << i;  // the largest bfloat16 below 1
+    } else {
+      EXPECT_EQ(a[i], static_cast<float>(bfloat16(b[i]))) << i;
+    }
+  }
+  EXPECT_GT(stepped, 64);  // (the case is exercised)
+  Generator g3(6);
+  const std::vector<float> c = uniform({4096}, -0.1, 0.1, g3, DType::BFloat16).to_vector<float>();
+  EXPECT_LT(static_cast<double>(*std::max_element(c.begin(), c.end())), 0.1);
+  EXPECT_GE(static_cast<double>(*std::min_element(c.begin(), c.end())), -0.1);
+  // float32 too: in [-3e-45, 0) a draw within 2^-150 of 0 (a quarter of them) rounded to -0, which
+  // is not below 0; it is now -2^-149, the float32 just below 0.
+  Generator g4(7);
+  for (const float v : uniform({64}, -3e-45, 0.0, g4, DType::Float32).to_vector<float>()) EXPECT_LT(v, 0.0f);
 }
 
 TEST(BFloat16, DropoutOnABfloat16ValueDropsWhatFloat32DropsAndStaysBfloat16) {

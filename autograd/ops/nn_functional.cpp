@@ -35,13 +35,24 @@ Variable log_softmax(const Variable& x, int64_t dim) {
   return record_impl::record_log_softmax(x, mg::log_softmax(x.data(), dim), dim);
 }
 
+namespace {
+// A kept bfloat16 output widened to float32 (exact) for a rule that computes with it, as PyTorch's
+// bfloat16 backward kernels compute in float32; recorded (dx = dy) on Variables, for create_graph.
+Tensor widened(const Tensor& y) { return y.dtype() == DType::BFloat16 ? y.to(DType::Float32) : y; }
+Variable widened(const Variable& y) {
+  if (y.dtype() != DType::BFloat16) return y;
+  return record("to", y.data().to(DType::Float32), {y}, keep(),
+                []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy}; });
+}
+}  // namespace
+
 Variable record_impl::record_log_softmax(const Variable& x, Tensor y, int64_t dim) {
   return record("log_softmax", std::move(y), {x}, keep(kOutput),
                 [dim]<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> {
                   const V& y = s[0];
                   const int64_t d = y.dim() == 0 ? 0 : wrap_dim(dim, y.dim(), "log_softmax");
                   const V sum = y.dim() == 0 ? dy : mg::sum(dy, {d}, true);
-                  return {dy - mg::exp(y) * sum};
+                  return {dy - mg::exp(widened(y)) * sum};  // (exp of a bfloat16 y would round it)
                 });
 }
 
@@ -225,8 +236,9 @@ Variable group_norm(const Variable& x, int64_t num_groups, const Variable& weigh
 }
 
 // y = x * m / (1 - p), m ~ Bernoulli(1 - p)      dx = dy * m / (1 - p)
-// The mask is in x's dtype, as PyTorch's: for a bfloat16 x, 0 or bfloat16(1 / (1 - p)), and y is
-// bfloat16 (its gradient float32); the same draws, so the same elements dropped, as float32's.
+// The mask is in x's dtype, as PyTorch's: for a bfloat16 x, 0 or 1 / (1 - p) (1 divided by
+// float32(1 - p), rounded to bfloat16), and y is bfloat16 (its gradient float32); the same draws,
+// so the same elements dropped, as float32's.
 Variable dropout(const Variable& x, double p, bool training, Generator& gen) {
   MG_CHECK(p >= 0 && p <= 1, ValueError, "dropout: probability must be in [0, 1], got {}", p);
   if (!training || p == 0) return x;

@@ -413,6 +413,11 @@ Tensor rotate_pairs(const Tensor& x0, const Tensor& cos0, const Tensor& sin0, bo
   }
   MG_CHECK(is_floating(x0.dtype()), DTypeError, "{}: expected a float32, float64 or bfloat16 input, got {}", op,
            dtype_name(x0.dtype()));
+  if (x0.dtype() == DType::Float32 && (cos0.dtype() == DType::BFloat16 || sin0.dtype() == DType::BFloat16)) {
+    // bfloat16 tables beside a float32 x (the float32 gradient of a bfloat16 x, rotated back): widened
+    const auto wide = [](const Tensor& t) { return t.to(DType::Float32); };
+    return rotate_pairs(x0, wide(cos0), wide(sin0), interleaved, sign, op);
+  }
   MG_CHECK(cos0.dtype() == x0.dtype() && sin0.dtype() == x0.dtype(), DTypeError,
            "{}: cos {} and sin {} must have the input's dtype {}", op, dtype_name(cos0.dtype()),
            dtype_name(sin0.dtype()), dtype_name(x0.dtype()));
