@@ -27,8 +27,10 @@ Variable autocast(const Variable& v) {
   return cast(v, autocast(v.data()));
 }
 
-Variable autocast_float32(const Variable& v) {
-  if (!autocast_enabled || !v.defined() || v.dtype() != DType::BFloat16) return v;
+Variable autocast_float32(const Variable& v) { return autocast_enabled ? widened(v) : v; }
+
+Variable widened(const Variable& v) {
+  if (!v.defined() || v.dtype() != DType::BFloat16) return v;
   return cast(v, v.data().to(DType::Float32));
 }
 

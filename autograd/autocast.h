@@ -75,6 +75,10 @@ Variable autocast_like(const Variable& dy, std::initializer_list<Variable> opera
 /// bfloat16 value's float32 widening (exact), recorded as the op "autocast" (dx = dy); otherwise `v`
 /// itself (outside the scope, each of these ops refuses bfloat16 with a DTypeError naming itself).
 Variable autocast_float32(const Variable& v);
+/// widened() for a Variable (tensor.h has the Tensor form), inside or outside an AutocastGuard: a
+/// bfloat16 value's float32 widening, recorded as the op "autocast" (dx = dy) so that a rule that
+/// reads a kept bfloat16 value under create_graph stays differentiable; any other value itself.
+Variable widened(const Variable& v);
 /// Whether any of the tensors is bfloat16.
 bool bfloat16_involved(std::initializer_list<Tensor> tensors);
 

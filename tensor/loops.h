@@ -224,10 +224,9 @@ inline DType result_dtype(const Tensor& a, const Tensor& b, std::string_view op)
   return DType::Float32;
 }
 
-/// t widened to float32 if it is bfloat16 (exact), else t itself. The bfloat16 paths of the kernels
-/// widen their operands, run the float32 kernel and round the result once: the same bits as doing it
-/// element by element, and one compiled loop per op instead of one per mix of dtypes.
-inline Tensor widened(const Tensor& t) { return t.dtype() == DType::BFloat16 ? t.to(DType::Float32) : t; }
+// The bfloat16 paths of these kernels widen their operands (widened(), tensor.h), run the float32
+// kernel and round the result once: the same bits as doing it element by element, and one compiled
+// loop per op instead of one per mix of dtypes.
 
 /// out = f(dy, s) elementwise, for a saved tensor s (x or y of the forward) of dy's shape: the
 /// shape of every unary op's backward kernel. A bfloat16 s (or dy) is computed in float32, the

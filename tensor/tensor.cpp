@@ -404,6 +404,8 @@ Tensor Tensor::clone() const {
   return out;
 }
 
+Tensor widened(const Tensor& t) { return t.dtype() == DType::BFloat16 ? t.to(DType::Float32) : t; }
+
 Tensor Tensor::to(DType dtype) const {
   MG_CHECK(defined(), StateError, "to: the tensor is undefined");
   if (dtype == dtype_) return *this;

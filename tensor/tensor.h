@@ -318,6 +318,9 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape);
 Tensor tensor(std::initializer_list<float> values, const Shape& shape);
 /// `steps` values evenly spaced from start to end, both ends included (torch.linspace).
 Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
+/// t widened to float32 if it is bfloat16 (exact), else t itself: how a kernel or a derivative rule
+/// computes with bfloat16 values (in float32, rounding its result once, as PyTorch's bfloat16 ops do).
+Tensor widened(const Tensor& t);
 /// Zeros of x's shape, and x's dtype unless `dtype` is given; likewise ones_like, full_like.
 Tensor zeros_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 /// Ones of x's shape (and dtype).

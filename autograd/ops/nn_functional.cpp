@@ -35,17 +35,6 @@ Variable log_softmax(const Variable& x, int64_t dim) {
   return record_impl::record_log_softmax(x, mg::log_softmax(x.data(), dim), dim);
 }
 
-namespace {
-// A kept bfloat16 output widened to float32 (exact) for a rule that computes with it, as PyTorch's
-// bfloat16 backward kernels compute in float32; recorded (dx = dy) on Variables, for create_graph.
-Tensor widened(const Tensor& y) { return y.dtype() == DType::BFloat16 ? y.to(DType::Float32) : y; }
-Variable widened(const Variable& y) {
-  if (y.dtype() != DType::BFloat16) return y;
-  return record("to", y.data().to(DType::Float32), {y}, keep(),
-                []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy}; });
-}
-}  // namespace
-
 Variable record_impl::record_log_softmax(const Variable& x, Tensor y, int64_t dim) {
   return record("log_softmax", std::move(y), {x}, keep(kOutput),
                 [dim]<class V>(const V& dy, const Saved<V, 1>& s, const Node&) -> Grads<V> {

@@ -403,21 +403,20 @@ void rotate_row(const T* a, const T* c, const T* s, T* o, int64_t half, int64_t 
 Tensor rotate_pairs(const Tensor& x0, const Tensor& cos0, const Tensor& sin0, bool interleaved, int sign,
                     std::string_view op) {
   MG_CHECK(x0.defined() && cos0.defined() && sin0.defined(), StateError, "{}: an operand is undefined", op);
-  if (x0.dtype() == DType::BFloat16) {  // computed in float32 on the widened values, rounded once
+  const auto is_bf16 = [](const Tensor& t) { return t.dtype() == DType::BFloat16; };
+  if (is_bf16(x0) || is_bf16(cos0) || is_bf16(sin0)) {
+    // bfloat16 anywhere (a bfloat16 x, bfloat16 tables, or both; or bfloat16 tables rotating back the
+    // float32 gradient of a bfloat16 x): every operand widened (exact), rotated in float32, and the
+    // result rounded to bfloat16 once if x was bfloat16
     const auto is_16_or_32 = [](DType t) { return t == DType::BFloat16 || t == DType::Float32; };
-    MG_CHECK(is_16_or_32(cos0.dtype()) && is_16_or_32(sin0.dtype()), DTypeError,
-             "{}: cos {} and sin {} must be bfloat16 or float32 for a bfloat16 input", op, dtype_name(cos0.dtype()),
-             dtype_name(sin0.dtype()));
-    const auto wide = [](const Tensor& t) { return t.to(DType::Float32); };
-    return rotate_pairs(wide(x0), wide(cos0), wide(sin0), interleaved, sign, op).to(DType::BFloat16);
+    MG_CHECK(is_16_or_32(x0.dtype()) && is_16_or_32(cos0.dtype()) && is_16_or_32(sin0.dtype()), DTypeError,
+             "{}: input {}, cos {} and sin {} must be bfloat16 or float32 when one of them is bfloat16", op,
+             dtype_name(x0.dtype()), dtype_name(cos0.dtype()), dtype_name(sin0.dtype()));
+    const Tensor r = rotate_pairs(widened(x0), widened(cos0), widened(sin0), interleaved, sign, op);
+    return x0.dtype() == DType::BFloat16 ? r.to(DType::BFloat16) : r;
   }
   MG_CHECK(is_floating(x0.dtype()), DTypeError, "{}: expected a float32, float64 or bfloat16 input, got {}", op,
            dtype_name(x0.dtype()));
-  if (x0.dtype() == DType::Float32 && (cos0.dtype() == DType::BFloat16 || sin0.dtype() == DType::BFloat16)) {
-    // bfloat16 tables beside a float32 x (the float32 gradient of a bfloat16 x, rotated back): widened
-    const auto wide = [](const Tensor& t) { return t.to(DType::Float32); };
-    return rotate_pairs(x0, wide(cos0), wide(sin0), interleaved, sign, op);
-  }
   MG_CHECK(cos0.dtype() == x0.dtype() && sin0.dtype() == x0.dtype(), DTypeError,
            "{}: cos {} and sin {} must have the input's dtype {}", op, dtype_name(cos0.dtype()),
            dtype_name(sin0.dtype()), dtype_name(x0.dtype()));

@@ -52,7 +52,7 @@ Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f, 
   const DType out = detail::result_dtype(a, b, op);
   if (a.dtype() == DType::BFloat16 || b.dtype() == DType::BFloat16) {
     const auto [x, y] = bfloat16_operands(a, b, out, float_b);
-    const Tensor r = binary_arith(detail::widened(x), detail::widened(y), op, f);
+    const Tensor r = binary_arith(widened(x), widened(y), op, f);
     return out == DType::BFloat16 ? r.to(out) : r;
   }
   MG_CHECK(a.dtype() != DType::Bool, DTypeError, "{}: arithmetic on bool tensors is not supported", op);
@@ -70,7 +70,7 @@ Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, F f) {
   const DType common = detail::result_dtype(a, b, op);
   if (common == DType::BFloat16 || a.dtype() != b.dtype()) {  // compared as values of the common dtype
     const auto [x, y] = bfloat16_operands(a, b, common, false);
-    return compare(detail::widened(x), detail::widened(y), op, f);
+    return compare(widened(x), widened(y), op, f);
   }
   return visit_all(a.dtype(), op, [&]<class T>() {
     return detail::map_binary<bool, T>(

@@ -8,7 +8,7 @@ Not Debian's 1.13: it rounds a float32 scalar to bfloat16 before multiplying or 
 tensor by it (mul(m,s), div(m,s) and m*0.1 below differ); 2.x's mul and div kernels read their second
 operand, when it is a 0-dim float32 or a number, as a float32, and so does minigrad. Everywhere else
 (add, sub, comparisons, maximum, a 0-dim first operand) it is rounded to bfloat16 first.
-CI does not run this; tests/test_bfloat16.cpp reads the committed bf16_ops.txt.
+CI does not run this; tests/test_bfloat16_ops.cpp reads the committed bf16_ops.txt.
 
 Format: one tensor per line, `<case> <dtype> <ndim> <dims...> <values...>`, the values exact (every
 bfloat16 and float32 value is a float64). The inputs are `x` (bfloat16, 48 values over [-4, 4]),
