@@ -21,7 +21,11 @@
 // rest is where rounding does compound or cancel: a softmax's exponent sums, layer norm's variance,
 // the log-sum-exp of a loss, and an update lr * m / sqrt(v) added to a weight 1000x its size, which
 // in bfloat16 (8 bits) would round away. PyTorch's CPU autocast keeps the same ops in float32; its
-// products also write bfloat16 outputs, minigrad's write float32 (one rounding fewer, same speed).
+// products also write bfloat16 outputs, minigrad's write float32 (one rounding fewer), unless the
+// scope asks for PyTorch's policy: AutocastGuard guard({.bfloat16_outputs = true}). Then each
+// product's output is rounded to bfloat16 once (autocast_output), the ops after it that take
+// bfloat16 (GELU, dropout, softmax, SwiGLU, RoPE) keep it, and layer norm, RMSNorm, the losses and a
+// residual add onto the float32 stream widen it again.
 //
 // The policy lives in one place, autocast() below. A product (linear, matmul, attention) passes its
 // float32 operands through the Variable form before its one recording call: inside the scope that
@@ -50,12 +54,26 @@
 
 namespace mg {
 
+/// What an AutocastGuard does besides rounding the products' operands.
+struct AutocastOptions {
+  /// false (the default): the products write float32, one rounding fewer than PyTorch. true: they
+  /// write bfloat16, as PyTorch's CPU autocast does, and the activations after them stay bfloat16
+  /// (GELU, dropout, softmax, SwiGLU and RoPE take and give bfloat16) until an op that reads them
+  /// widened to float32: layer norm, RMSNorm, a residual add onto a float32 stream, the losses.
+  /// Saved activations take half the memory; each product's output is rounded once more.
+  bool bfloat16_outputs = false;
+};
+
 /// Thread-local autocast state (what AutocastGuard sets).
 struct AutocastMode {
   /// True inside an AutocastGuard on this thread.
   static bool is_enabled();
   /// Turn autocast on or off for this thread.
   static void set_enabled(bool enabled);
+  /// True inside an AutocastGuard made with bfloat16_outputs on this thread (and autocast on).
+  static bool bfloat16_outputs();
+  /// Set the bfloat16_outputs option for this thread (it acts only while autocast is on).
+  static void set_bfloat16_outputs(bool on);
 };
 
 /// The operand a matrix product reads: inside an AutocastGuard, a float32 tensor's bfloat16 copy;
@@ -79,6 +97,10 @@ Variable autocast_float32(const Variable& v);
 /// bfloat16 value's float32 widening, recorded as the op "autocast" (dx = dy) so that a rule that
 /// reads a kept bfloat16 value under create_graph stays differentiable; any other value itself.
 Variable widened(const Variable& v);
+/// A product's output as the scope wants it: inside an AutocastGuard with bfloat16_outputs, a
+/// float32 `y` rounded to bfloat16 once (PyTorch's autocast products write bfloat16); otherwise `y`
+/// (float64 products, which autocast leaves alone, and every product outside such a scope).
+Tensor autocast_output(Tensor y);
 /// Whether any of the tensors is bfloat16.
 bool bfloat16_involved(std::initializer_list<Tensor> tensors);
 
@@ -86,15 +108,25 @@ bool bfloat16_involved(std::initializer_list<Tensor> tensors);
 /// this thread); AutocastGuard(false) turns it off inside an enabled scope. Restores the previous state.
 class AutocastGuard {
  public:
-  explicit AutocastGuard(bool enabled = true) : prev_(AutocastMode::is_enabled()) {
+  /// Autocast on (or off, with false), products writing float32.
+  explicit AutocastGuard(bool enabled = true) : AutocastGuard(enabled, {}) {}
+  /// Autocast on with these options: AutocastGuard guard({.bfloat16_outputs = true}) is PyTorch's policy.
+  explicit AutocastGuard(AutocastOptions options) : AutocastGuard(true, options) {}
+  /// Autocast on or off; when on, with these options (a command line's flags, as char_gpt's).
+  AutocastGuard(bool enabled, AutocastOptions options)
+      : prev_(AutocastMode::is_enabled()), prev_outputs_(AutocastMode::bfloat16_outputs()) {
     AutocastMode::set_enabled(enabled);
+    AutocastMode::set_bfloat16_outputs(enabled && options.bfloat16_outputs);
   }
-  ~AutocastGuard() { AutocastMode::set_enabled(prev_); }
+  ~AutocastGuard() {
+    AutocastMode::set_enabled(prev_);
+    AutocastMode::set_bfloat16_outputs(prev_outputs_);
+  }
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
-  bool prev_;
+  bool prev_, prev_outputs_;
 };
 
 }  // namespace mg

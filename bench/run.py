@@ -90,8 +90,10 @@ def args_of(cfg, steps):
 
 
 def minigrad_gpt(cfg, steps, threads, core, bf16=False, build=BUILD, level=None):
-    return run([os.path.join(build, "bench", "bench_gpt")] + args_of(cfg, steps) + ["--threads", str(threads)] +
-               (["--bf16"] if bf16 else []), env_for(core, {"MG_CPU": level} if level else None))
+    """bench_gpt's result; bf16: False (float32), True (autocast) or "outputs" (autocast, bfloat16 outputs)."""
+    flags = ["--bf16-outputs"] if bf16 == "outputs" else ["--bf16"] if bf16 else []
+    return run([os.path.join(build, "bench", "bench_gpt")] + args_of(cfg, steps) + ["--threads", str(threads)] + flags,
+               env_for(core, {"MG_CPU": level} if level else None))
 
 
 def torch_gpt(cfg, steps, threads, core, bf16=False, py=PY, extra_args=()):
@@ -161,11 +163,13 @@ def bf16_rows(core):
     rows = []
     for name, cfg in (("small", SMALL), ("large", LARGE)):
         m = minigrad_gpt(cfg, STEPS[name], 2, core, bf16=True)
+        mo = minigrad_gpt(cfg, STEPS[name], 2, core, bf16="outputs")  # PyTorch's policy (AutocastOptions)
         slow = emulated_bf16()
         t1 = torch_bf16(cfg, STEPS[name], 1, core, slow)
         t2 = t1 if slow else torch_bf16(cfg, STEPS[name], 2, core, slow)
         best = min((t1, t2), key=lambda r: float(r["ms/step"]))
-        rows.append(dict(name=name, m=m, t1=t1, t2=t2, best=best, best_threads=2 if slow else 1 if best is t1 else 2))
+        rows.append(dict(name=name, m=m, mo=mo, t1=t1, t2=t2, best=best,
+                         best_threads=2 if slow else 1 if best is t1 else 2))
     return rows
 
 
@@ -261,14 +265,16 @@ def ddp_rows(core):
 
 def fmt_bf16(rows, f32_rows, peak):
     lines = ["| config | minigrad bf16 ms/step (2 thr) | PyTorch autocast best ms/step | ratio | minigrad GFLOP/s | "
-             "% of bf16 peak | minigrad float32 ms/step | peak RSS bf16 / float32 / PyTorch bf16 (MB) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "% of bf16 peak | minigrad float32 ms/step | peak RSS bf16 / float32 / PyTorch bf16 (MB) | "
+             "minigrad bf16 with bfloat16 outputs ms/step (ratio), peak RSS |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r, f in zip(rows, f32_rows):
-        m, b = float(r["m"]["ms/step"]), float(r["best"]["ms/step"])
+        m, b, mo = float(r["m"]["ms/step"]), float(r["best"]["ms/step"]), float(r["mo"]["ms/step"])
         lines.append(f"| {r['name']} | {m:.1f} | {b:.1f} (threads={r['best_threads']}) | **{m / b:.2f}x** | "
                      f"{float(r['m']['gflops']):.0f} | {100 * float(r['m']['gflops']) / peak:.0f}% | "
                      f"{float(f['m2']['ms/step']):.1f} | {float(r['m']['peak_rss_mb']):.0f} / "
-                     f"{float(f['m2']['peak_rss_mb']):.0f} / {float(r['best']['peak_rss_mb']):.0f} |")
+                     f"{float(f['m2']['peak_rss_mb']):.0f} / {float(r['best']['peak_rss_mb']):.0f} | "
+                     f"{mo:.1f} ({mo / b:.2f}x), {float(r['mo']['peak_rss_mb']):.0f} MB |")
     lines.append("")
     kernel = rows[0]['m'].get('bf16_kernel', '?')
     if kernel in ("sgemm", "portable"):  # bench_gpt's "sgemm on widened operands", cut at the space by parse()
@@ -474,7 +480,9 @@ def main():
             doc += ["### Mixed precision: bfloat16 autocast on both sides", "",
                     f"bfloat16 GEMM rate this sitting (1024^3, bfloat16 operands, float32 sums): {peak:.0f} GFLOP/s on 2 "
                     f"threads through mg::matmul{forced}. "
-                    "minigrad runs the forward inside mg::AutocastGuard (bench_gpt --bf16); "
+                    "minigrad runs the forward inside mg::AutocastGuard (bench_gpt --bf16; the last column inside "
+                    "AutocastGuard({.bfloat16_outputs = true}), PyTorch's policy of bfloat16 product outputs, "
+                    "bench_gpt --bf16-outputs); "
                     "PyTorch inside torch.autocast(\"cpu\", dtype=torch.bfloat16) (torch_gpt_ref.py --bf16 1).", ""]
             brows = bf16_rows(core)
             doc += fmt_bf16(brows, rows, peak) + [""]

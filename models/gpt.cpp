@@ -131,8 +131,9 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperatu
       cache.clear();
       logits = forward(out.narrow(1, start, len - start).contiguous(), use_cache ? &cache : nullptr);
     }
-    const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size});  // (B, vocab)
-    const Tensor next = sample_logits(last, temperature, top_k, gen);                             // (B, 1)
+    // (B, vocab), float32 also when the logits are bfloat16 (AutocastOptions::bfloat16_outputs)
+    const Tensor last = widened(logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size}));
+    const Tensor next = sample_logits(last, temperature, top_k, gen);  // (B, 1)
     out.narrow(1, len, 1).copy_(next);
   }
   return out;

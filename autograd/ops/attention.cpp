@@ -172,8 +172,10 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
     auto [dq, dk, dv] = attention_backward(dy, q, k, v, f, is_causal, sc);
     return {dq, dk, dv};
   };
-  // the fused backward reads the output too (each row's sum of dy * out)
-  return record_fused("scaled_dot_product_attention", f.out, {q16, k16, v16}, keep(0, 1, 2, kOutput), std::move(fused),
+  // the fused backward reads the output too (each row's sum of dy * out), as the kernel wrote it:
+  // float32, also where the recorded output is rounded to bfloat16 (AutocastOptions::bfloat16_outputs)
+  return record_fused("scaled_dot_product_attention", autocast_output(f.out), {q16, k16, v16}, keep(0, 1, 2, kOutput),
+                      std::move(fused),
                       [is_causal, scale, kv_group](const Variable& dy, const Saved<Variable, 4>& s, const Node&) {
                         return attention_graph_backward(dy, s[0], s[1], s[2], is_causal, scale, kv_group);
                       });
@@ -188,7 +190,7 @@ Variable self_attention_qkv(const Variable& qkv, int64_t num_heads, bool is_caus
                                                                              const Node&) -> TensorList {
     return {attention_qkv_backward(dy, qkv, num_heads, f, is_causal)};
   };
-  return record_fused("self_attention_qkv", f.out, {qkv16}, keep(0, kOutput), std::move(fused),
+  return record_fused("self_attention_qkv", autocast_output(f.out), {qkv16}, keep(0, kOutput), std::move(fused),
                       [num_heads, is_causal](const Variable& dy, const Saved<Variable, 2>& s, const Node&) {
                         const Variable& x = s[0];  // (B, T, 3E)
                         const int64_t B = x.size(0), T = x.size(1), E = x.size(2) / 3, d = E / num_heads;

@@ -31,7 +31,7 @@ Variable matmul(const Variable& a, const Variable& b) {
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
   const Variable a16 = autocast(a), b16 = autocast(b);  // a and b themselves outside autocast
-  return record("matmul", mg::matmul(a16.data(), b16.data()), {a16, b16}, keep(0, 1),
+  return record("matmul", autocast_output(mg::matmul(a16.data(), b16.data())), {a16, b16}, keep(0, 1),
                 []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
                   const auto& [a, b] = s;
                   const V g = autocast_like(dy, {a, b});
@@ -65,14 +65,14 @@ V linear_bias_grad(const V& dy, int64_t out) {
 // Each is one GEMM over all N rows: no per-batch products to add up afterwards.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
   const Variable x16 = autocast(x);
-  return record("linear", mg::linear(x16.data(), weight.data(), bias.defined() ? bias.data() : Tensor()),
-                {x16, weight, bias}, keep(0, 1),
-                []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
-                  const auto& [x, w] = s;
-                  Grads<V> grads = linear_product_grads(autocast_like(dy, {x, w}), x, w, n);
-                  if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));  // from dy as it came (float32)
-                  return grads;
-                });
+  return record(
+      "linear", autocast_output(mg::linear(x16.data(), weight.data(), bias.defined() ? bias.data() : Tensor())),
+      {x16, weight, bias}, keep(0, 1), []<class V>(const V& dy, const Saved<V, 2>& s, const Node& n) -> Grads<V> {
+        const auto& [x, w] = s;
+        Grads<V> grads = linear_product_grads(autocast_like(dy, {x, w}), x, w, n);
+        if (n.needs(2)) grads[2] = linear_bias_grad(dy, w.size(0));  // from dy as it came (float32)
+        return grads;
+      });
 }
 
 // y = GELU(h),  h = x W^T + b                       (gelu(linear(x, W, b)), one node)
@@ -88,6 +88,9 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
            "linear_gelu: input of shape {} does not fit weight of shape {} (expected a 2-D weight (out, in) and "
            "an input whose last dim is in)",
            shape_str(x.shape()), shape_str(weight.shape()));
+  // With bfloat16 outputs (PyTorch's autocast policy) h is rounded to bfloat16 before GELU: the
+  // composed ops do exactly that, and are what runs.
+  if (AutocastMode::bfloat16_outputs()) return gelu(linear(x, weight, bias), approximate);
   const Variable x16 = autocast(x);
   const Tensor xd = x16.data(), w = weight.data();
   const Tensor h = mg::linear(xd, w, bias.defined() ? bias.data() : Tensor());

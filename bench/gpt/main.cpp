@@ -9,7 +9,8 @@
 // comm_wait_fraction (the share of the step blocked in DDP's wait) and its own shard's loss.
 //
 // --bf16 runs the forward and the loss inside an mg::AutocastGuard (bfloat16 matrix products with
-// float32 sums), as torch_gpt_ref.py --bf16 1 runs them under torch.autocast.
+// float32 sums), as torch_gpt_ref.py --bf16 1 runs them under torch.autocast. --bf16-outputs adds
+// torch.autocast's bfloat16 product outputs (AutocastOptions::bfloat16_outputs); bf16=2 in the line.
 //
 // Prints one line: median ms/step after warm-up, tokens/s, effective GFLOP/s, peak RSS (VmHWM).
 // Effective FLOPs count the matrix products only, forward + backward (3x forward):
@@ -44,7 +45,10 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--threads", threads, "threads for minigrad's loops and OpenBLAS");
   app.add_flag("--bf16", bf16, "bfloat16 matrix products (mg::AutocastGuard) in the forward and its backward");
+  bool bf16_outputs = false;
+  app.add_flag("--bf16-outputs", bf16_outputs, "--bf16, and bfloat16 product outputs (torch.autocast's policy)");
   CLI11_PARSE(app, argc, argv);
+  bf16 = bf16 || bf16_outputs;
 
   int rank = 0, world = 1;
 #ifdef MG_HAVE_MPI
@@ -75,7 +79,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     Variable l;
     {
-      AutocastGuard guard(bf16);
+      AutocastGuard guard(bf16, {.bfloat16_outputs = bf16_outputs});
       l = cross_entropy(reshape(m(x), {-1, vocab}), y.reshape({-1}));
     }
     opt.zero_grad();
@@ -120,9 +124,10 @@ int main(int argc, char** argv) {
   if (rank != 0) return 0;
   std::printf(
       "minigrad processes=%d comm_wait_fraction=%.3f threads=%d bf16=%d bf16_kernel=%s params=%lld ms/step=%.2f tokens/s=%.0f gflops=%.1f peak_rss_mb=%.1f loss=%.4f blas_core=%s sgemm=%s cpu=%s best_cpu=%s\n",
-      world, total_s > 0 ? wait_s / total_s : 0.0, threads, bf16 ? 1 : 0, bf16 ? blas::bf16_kernel().c_str() : "-",
-      static_cast<long long>(m.num_parameters()), ms, ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0,
-      peak_mb, loss, blas::core_name(), blas::float32_engine() == blas::Engine::OneDNN ? "onednn" : "openblas",
-      std::string(cpu_capability()).c_str(), std::string(cpu_level_name(best_cpu_level())).c_str());
+      world, total_s > 0 ? wait_s / total_s : 0.0, threads, int{bf16} + int{bf16_outputs},
+      bf16 ? blas::bf16_kernel().c_str() : "-", static_cast<long long>(m.num_parameters()), ms,
+      ms > 0 ? tokens / ms * 1e3 : 0, ms > 0 ? flops / ms / 1e6 : 0, peak_mb, loss, blas::core_name(),
+      blas::float32_engine() == blas::Engine::OneDNN ? "onednn" : "openblas", std::string(cpu_capability()).c_str(),
+      std::string(cpu_level_name(best_cpu_level())).c_str());
   return 0;
 }

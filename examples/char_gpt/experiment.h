@@ -35,6 +35,7 @@ struct Config {
   int64_t every = 30;         // telemetry every N steps (and at step 1): 21 records in 600 steps
   bool resume = false;        // continue from the checkpoint in --out
   bool bf16 = false;          // bfloat16 matrix products (mg::AutocastGuard) in training and validation
+  bool bf16_outputs = false;  // and bfloat16 product outputs and activations (PyTorch's autocast policy)
   int threads = 0;            // oneTBB threads; 0: the cores divided among the processes
   int rank = 0, world = 1;    // under mpirun: this process and how many (each trains on its rows of every batch)
   int stop_at = 0;            // stop after this step (as if interrupted); 0: run to --steps
@@ -61,7 +62,7 @@ Variable loss_on(const models::GPT& m, const Tensor& x, const Tensor& y) {
 
 double val_loss(const models::GPT& m, const Data& d, const Config& c) {
   NoGradGuard no_grad;
-  AutocastGuard guard(c.bf16);
+  AutocastGuard guard(c.bf16, {.bfloat16_outputs = c.bf16_outputs});
   double s = 0;
   for (const auto& [x, y] : char_text::val_batches(d, c.batch, c.context, c.seed)) s += loss_on(m, x, y).item();
   return s / 8;
@@ -135,7 +136,8 @@ History train(models::GPT& m, optim::AdamW& opt, optim::WarmupCosineLR& sched, c
     }
     Variable loss;
     {
-      AutocastGuard guard(c.bf16);  // off unless --bf16; the backward runs as the forward did
+      // off unless --bf16; the backward runs as the forward did
+      AutocastGuard guard(c.bf16, {.bfloat16_outputs = c.bf16_outputs});
       loss = loss_on(m, x, y);
     }
     opt.zero_grad();

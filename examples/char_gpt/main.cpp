@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   app.add_option("--every", c.every, "telemetry every N steps");
   app.add_flag("--resume", c.resume, "continue from OUT/checkpoint.safetensors");
   app.add_flag("--bf16", c.bf16, "bfloat16 matrix products with float32 sums (mixed precision, as torch.autocast)");
+  app.add_flag("--bf16-outputs", c.bf16_outputs,
+               "--bf16, and the products write bfloat16 as torch.autocast's do (activations stay bfloat16)");
   app.add_option("--threads", c.threads, "threads per process (0: the cores divided among the processes)");
   app.add_option("--stop-at", c.stop_at, "stop after this step, as if interrupted (then --resume)");
   app.add_option("--prompt", c.prompt, "text to continue");
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
   app.add_option("--temperature", c.temperature, "sampling temperature")->check(CLI::PositiveNumber);
   app.add_option("--top-k", c.top_k, "sample among the k most likely characters")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
+  c.bf16 = c.bf16 || c.bf16_outputs;
 
   try {
     const Processes processes = start_processes(&argc, &argv);
