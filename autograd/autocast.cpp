@@ -2,8 +2,8 @@
 
 namespace mg {
 namespace {
-thread_local bool autocast_enabled = false;  // per thread, as GradMode
-thread_local bool autocast_outputs = false;  // AutocastOptions::bfloat16_outputs of the open scope
+thread_local bool autocast_enabled = false;     // per thread, as GradMode
+thread_local AutocastOptions autocast_options;  // the innermost AutocastGuard's
 
 // y = bfloat16(x) or float32(x)     x: float32 or bfloat16, any shape
 // dx = dy (float32 either way: the gradient of a bfloat16 value is float32)
@@ -15,8 +15,9 @@ Variable cast(const Variable& x, Tensor copy) {
 
 bool AutocastMode::is_enabled() { return autocast_enabled; }
 void AutocastMode::set_enabled(bool enabled) { autocast_enabled = enabled; }
-bool AutocastMode::bfloat16_outputs() { return autocast_enabled && autocast_outputs; }
-void AutocastMode::set_bfloat16_outputs(bool on) { autocast_outputs = on; }
+AutocastOptions AutocastMode::options() { return autocast_options; }
+void AutocastMode::set_options(AutocastOptions options) { autocast_options = options; }
+bool AutocastMode::bfloat16_outputs() { return autocast_enabled && autocast_options.bfloat16_outputs; }
 
 Tensor autocast_output(Tensor y) {
   if (!AutocastMode::bfloat16_outputs() || !y.defined() || y.dtype() != DType::Float32) return y;

@@ -9,8 +9,9 @@
 //
 // Inside the scope the matrix products (linear, matmul and batched matmul, and the two products of
 // fused attention, Q K^T and P V) round their operands to bfloat16 and sum in float32; their outputs
-// are float32. Nothing else changes: softmax, layer norm, GELU, the losses and every reduction run in
-// float32 on float32 inputs, the parameters stay float32 and the optimizer updates them in float32.
+// are float32 (bfloat16 with AutocastOptions::bfloat16_outputs, below). Nothing else changes: softmax,
+// layer norm, GELU, the losses and every reduction run in float32 on float32 inputs, the parameters
+// stay float32 and the optimizer updates them in float32.
 // Gradients flow back in float32; a product's backward rounds its operands (the incoming gradient,
 // and the inputs, kept as bfloat16 copies or, for linear's weight, rounded again) to bfloat16 as its
 // forward did, whether or not the scope is still open.
@@ -24,8 +25,10 @@
 // products also write bfloat16 outputs, minigrad's write float32 (one rounding fewer), unless the
 // scope asks for PyTorch's policy: AutocastGuard guard({.bfloat16_outputs = true}). Then each
 // product's output is rounded to bfloat16 once (autocast_output), the ops after it that take
-// bfloat16 (GELU, dropout, softmax, SwiGLU, RoPE) keep it, and layer norm, RMSNorm, the losses and a
-// residual add onto the float32 stream widen it again.
+// bfloat16 (GELU, dropout, softmax, SwiGLU, RoPE) keep it, and the ops PyTorch's autocast runs in
+// float32 widen it again (autocast_float32): the norms, every loss, convolutions, the recurrent
+// layers, interpolate; so does a residual add onto the float32 stream. A bfloat16 value that leaves
+// the scope is refused by those ops outside it: compute the loss inside, as the examples do.
 //
 // The policy lives in one place, autocast() below. A product (linear, matmul, attention) passes its
 // float32 operands through the Variable form before its one recording call: inside the scope that
@@ -59,8 +62,9 @@ struct AutocastOptions {
   /// false (the default): the products write float32, one rounding fewer than PyTorch. true: they
   /// write bfloat16, as PyTorch's CPU autocast does, and the activations after them stay bfloat16
   /// (GELU, dropout, softmax, SwiGLU and RoPE take and give bfloat16) until an op that reads them
-  /// widened to float32: layer norm, RMSNorm, a residual add onto a float32 stream, the losses.
-  /// Saved activations take half the memory; each product's output is rounded once more.
+  /// widened to float32: the norms, a residual add onto a float32 stream, the losses, convolutions,
+  /// the recurrent layers and interpolate.
+  /// Each product's output is rounded once more; speed and memory are as without (docs/06, section 7).
   bool bfloat16_outputs = false;
 };
 
@@ -70,10 +74,13 @@ struct AutocastMode {
   static bool is_enabled();
   /// Turn autocast on or off for this thread.
   static void set_enabled(bool enabled);
-  /// True inside an AutocastGuard made with bfloat16_outputs on this thread (and autocast on).
+  /// The options of this thread's innermost AutocastGuard, as it set them (they act only while
+  /// autocast is on).
+  static AutocastOptions options();
+  /// Set the options for this thread.
+  static void set_options(AutocastOptions options);
+  /// True while autocast is on with bfloat16_outputs on this thread.
   static bool bfloat16_outputs();
-  /// Set the bfloat16_outputs option for this thread (it acts only while autocast is on).
-  static void set_bfloat16_outputs(bool on);
 };
 
 /// The operand a matrix product reads: inside an AutocastGuard, a float32 tensor's bfloat16 copy;
@@ -88,8 +95,8 @@ Variable autocast(const Variable& v);
 Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands);
 /// The same under create_graph: the rounding is a recorded cast, so the gradient stays differentiable.
 Variable autocast_like(const Variable& dy, std::initializer_list<Variable> operands);
-/// The input an op that autocast runs in float32 reads (layer_norm, rms_norm, cross_entropy,
-/// nll_loss, mse_loss: PyTorch's autocast casts their inputs to float32): inside an AutocastGuard, a
+/// The input an op that autocast runs in float32 reads (the norms, the losses, convolutions, the
+/// recurrent layers, interpolate: PyTorch's autocast casts their inputs to float32): inside an AutocastGuard, a
 /// bfloat16 value's float32 widening (exact), recorded as the op "autocast" (dx = dy); otherwise `v`
 /// itself (outside the scope, each of these ops refuses bfloat16 with a DTypeError naming itself).
 Variable autocast_float32(const Variable& v);
@@ -114,19 +121,21 @@ class AutocastGuard {
   explicit AutocastGuard(AutocastOptions options) : AutocastGuard(true, options) {}
   /// Autocast on or off; when on, with these options (a command line's flags, as char_gpt's).
   AutocastGuard(bool enabled, AutocastOptions options)
-      : prev_(AutocastMode::is_enabled()), prev_outputs_(AutocastMode::bfloat16_outputs()) {
+      : prev_(AutocastMode::is_enabled()), prev_options_(AutocastMode::options()) {
     AutocastMode::set_enabled(enabled);
-    AutocastMode::set_bfloat16_outputs(enabled && options.bfloat16_outputs);
+    AutocastMode::set_options(enabled ? options : AutocastOptions{});
   }
+  /// Restores the state (on or off, and the options) from before this guard.
   ~AutocastGuard() {
     AutocastMode::set_enabled(prev_);
-    AutocastMode::set_bfloat16_outputs(prev_outputs_);
+    AutocastMode::set_options(prev_options_);
   }
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
 
  private:
-  bool prev_, prev_outputs_;
+  bool prev_;
+  AutocastOptions prev_options_;
 };
 
 }  // namespace mg

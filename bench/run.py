@@ -5,6 +5,8 @@ Runs, for the auto-detected OpenBLAS kernel (OPENBLAS_CORETYPE unset, the headli
 environment sets OPENBLAS_CORETYPE, for that one too:
   * the GPT of bench/torch_gpt_ref.py, small and large, minigrad with 1 and 2 threads,
     PyTorch with --threads 1 and with --threads 2 OMP_WAIT_POLICY=PASSIVE (the faster is compared);
+  * the GPT under bf16 autocast beside PyTorch's autocast, minigrad also with bfloat16 product outputs
+    (bench_gpt --bf16-outputs, PyTorch's policy);
   * (headline only) the same GPT in float32 and bf16 autocast for every build and version side by side:
     minigrad as installed (BUILD, the default build; also at every CPU level below this CPU's best,
     with MG_CPU) and compiled with -march=native (NATIVE_BUILD); PyTorch 1.13 (Debian's) and PyTorch 2.x from PyPI
@@ -266,7 +268,7 @@ def ddp_rows(core):
 def fmt_bf16(rows, f32_rows, peak):
     lines = ["| config | minigrad bf16 ms/step (2 thr) | PyTorch autocast best ms/step | ratio | minigrad GFLOP/s | "
              "% of bf16 peak | minigrad float32 ms/step | peak RSS bf16 / float32 / PyTorch bf16 (MB) | "
-             "minigrad bf16 with bfloat16 outputs ms/step (ratio), peak RSS |",
+             "minigrad bf16 with bfloat16 outputs ms/step (ratio to PyTorch's best; to minigrad's bf16), peak RSS |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r, f in zip(rows, f32_rows):
         m, b, mo = float(r["m"]["ms/step"]), float(r["best"]["ms/step"]), float(r["mo"]["ms/step"])
@@ -274,7 +276,7 @@ def fmt_bf16(rows, f32_rows, peak):
                      f"{float(r['m']['gflops']):.0f} | {100 * float(r['m']['gflops']) / peak:.0f}% | "
                      f"{float(f['m2']['ms/step']):.1f} | {float(r['m']['peak_rss_mb']):.0f} / "
                      f"{float(f['m2']['peak_rss_mb']):.0f} / {float(r['best']['peak_rss_mb']):.0f} | "
-                     f"{mo:.1f} ({mo / b:.2f}x), {float(r['mo']['peak_rss_mb']):.0f} MB |")
+                     f"{mo:.1f} ({mo / b:.2f}x; {mo / m:.2f}x), {float(r['mo']['peak_rss_mb']):.0f} MB |")
     lines.append("")
     kernel = rows[0]['m'].get('bf16_kernel', '?')
     if kernel in ("sgemm", "portable"):  # bench_gpt's "sgemm on widened operands", cut at the space by parse()

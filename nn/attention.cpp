@@ -7,6 +7,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "minigrad/autograd/autocast.h"
 #include "minigrad/nn/init.h"
 
 namespace mg::nn {
@@ -120,8 +121,12 @@ void check_inputs(const Variable& query, const Variable& key, const Variable& va
   for (const Variable* v : {&query, &key, &value}) {
     const char* what = v == &query ? "query" : v == &key ? "key" : "value";
     MG_CHECK(v->defined(), StateError, "MultiheadAttention: the {} is undefined", what);
+    // (under autocast a bfloat16 input, a product's output with AutocastOptions::bfloat16_outputs,
+    // meets float32 weights: the projections read it as they read their bfloat16 copies)
+    const bool autocast_input =
+        AutocastMode::is_enabled() && v->dtype() == DType::BFloat16 && weights == DType::Float32;
     MG_CHECK(
-        v->dtype() == weights, DTypeError,
+        v->dtype() == weights || autocast_input, DTypeError,
         "MultiheadAttention: the {} is {} but the weights are {} (hint: convert the input, or the module with .to())",
         what, dtype_name(v->dtype()), dtype_name(weights));
   }

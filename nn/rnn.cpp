@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "minigrad/autograd/autocast.h"
 #include "minigrad/nn/init.h"
 
 namespace mg::nn {
@@ -159,8 +160,12 @@ RNNBase::RNNBase(RNNKind kind, int64_t in, int64_t hidden, RNNOptions o, Generat
 
 // Layer by layer, each direction's `recurrence` over the whole sequence; the next layer reads
 // the directions' outputs side by side.
-std::tuple<Variable, Variable, Variable> RNNBase::run(const Variable& x, const Variable& h0, const Variable& c0) const {
+std::tuple<Variable, Variable, Variable> RNNBase::run(const Variable& x16, const Variable& h0,
+                                                      const Variable& c0) const {
   const std::string layer = type_name();
+  // float32 under autocast: a bfloat16 input (a product's output with AutocastOptions::bfloat16_outputs)
+  // is widened, and so is each input projection, the recurrence's operand beside float32 w_hh
+  const Variable x = autocast_float32(x16);
   MG_CHECK(x.defined() && (x.dim() == 2 || x.dim() == 3) && x.size(-1) == input_size, ShapeError,
            "{}: expected input ({}, {}) ({}), or unbatched (L, {}), got {}", layer,
            options.batch_first ? "N, L" : "L, N", input_size, options.batch_first ? "batch_first" : "time first",
@@ -184,7 +189,7 @@ std::tuple<Variable, Variable, Variable> RNNBase::run(const Variable& x, const V
     std::vector<Variable> outs;
     for (int64_t d = 0; d < num_directions(); ++d) {
       const int64_t k = l * num_directions() + d;
-      const Variable xw = linear(seq, w_ih_[k], b_ih_[k]);  // every step's input projection: one GEMM
+      const Variable xw = autocast_float32(linear(seq, w_ih_[k], b_ih_[k]));  // every step's input projection: one GEMM
       const Variable y =
           recurrence(kind_, xw, pick(hs0, 0, k), lstm ? pick(cs0, 0, k) : Variable(), w_hh_[k], b_hh_[k], d == 1);
       const Variable hs = lstm ? pick(y, 0, 0) : y;  // (L, N, H)

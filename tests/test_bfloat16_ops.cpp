@@ -417,29 +417,39 @@ TEST(BFloat16, SwigluAndRopeGiveTheComposedBitsInEveryLayout) {
     ASSERT_EQ(dx.dtype(), DType::Float32);
     EXPECT_EQ(dx.to_vector<float>(), concat({silu_backward(dy * U, A), dy * S}, 1).to_vector<float>());
   }
-  // RoPE, (B, T, d) = (2, 5, 6): the same four kinds of view of a bfloat16 x, float32 and bfloat16 tables.
-  const auto tables = rotary_tables(6, 5);
-  const Tensor c = tables.first, sn = tables.second;
-  const Tensor q = bf16(rnd({3, 6, 8}, 44).to(DType::Float32));
-  const std::vector<std::pair<std::string, Tensor>> qs = {
-      {"offset", q.narrow(0, 1, 2).narrow(1, 1, 5).narrow(2, 2, 6)},
-      {"expanded", q.narrow(0, 0, 1).narrow(1, 0, 5).narrow(2, 0, 6).expand({2, 5, 6})},
-      {"transposed", bf16(rnd({2, 6, 5}, 45).to(DType::Float32)).transpose(1, 2)},
-      {"zero-size", q.narrow(0, 0, 0).narrow(1, 0, 5).narrow(2, 0, 6)}};
-  for (const auto& [name, x] : qs) {
+  // RoPE, (B, T, d) = (2, 5, 6): the same four kinds of view of a bfloat16 x, and of the float32 dy
+  // its backward reads; float32 and bfloat16 tables, whole or an offset view of longer ones (as
+  // nn::RotaryEmbedding narrows them at a start position).
+  const auto view = [](const std::string& kind, uint64_t seed, DType dt) {
+    const Tensor q = rnd({3, 6, 8}, seed).to(DType::Float32).to(dt);
+    if (kind == "offset") return q.narrow(0, 1, 2).narrow(1, 1, 5).narrow(2, 2, 6);
+    if (kind == "expanded") return q.narrow(0, 0, 1).narrow(1, 0, 5).narrow(2, 0, 6).expand({2, 5, 6});
+    if (kind == "transposed") return q.narrow(1, 0, 6).narrow(2, 0, 5).transpose(1, 2).narrow(0, 0, 2);
+    return q.narrow(0, 0, 0).narrow(1, 0, 5).narrow(2, 0, 6);  // zero-size
+  };
+  const auto whole = rotary_tables(6, 5), longer = rotary_tables(6, 9);
+  for (const std::string kind : {"offset", "expanded", "transposed", "zero-size"}) {
+    const Tensor x = view(kind, 44, DType::BFloat16), dy = view(kind, 46, DType::Float32);
+    ASSERT_EQ(x.shape(), (Shape{kind == "zero-size" ? 0 : 2, 5, 6}));
     for (const bool interleaved : {false, true})
-      for (const bool bf16_tables : {false, true}) {
-        SCOPED_TRACE(name + (interleaved ? " interleaved" : " halves") + (bf16_tables ? " bf16 tables" : ""));
-        const Tensor ct = bf16_tables ? bf16(c) : c, st = bf16_tables ? bf16(sn) : sn;
-        const Tensor y = rotary_embedding(x, ct, st, interleaved);
-        ASSERT_EQ(y.dtype(), DType::BFloat16);
-        ASSERT_EQ(y.shape(), x.shape());
-        EXPECT_EQ(f32(y).to_vector<float>(),
-                  f32(bf16(rotary_embedding(f32(x), f32(ct), f32(st), interleaved))).to_vector<float>());
-        const Tensor dy = rnd(x.shape(), 46).to(DType::Float32);
-        EXPECT_EQ(rotary_embedding_backward(dy, ct, st, interleaved).to_vector<float>(),
-                  rotary_embedding_backward(dy, f32(ct), f32(st), interleaved).to_vector<float>());
-      }
+      for (const bool bf16_tables : {false, true})
+        for (const bool offset_tables : {false, true}) {
+          SCOPED_TRACE(kind + (interleaved ? " interleaved" : " halves") + (bf16_tables ? " bf16 tables" : "") +
+                       (offset_tables ? " offset tables" : ""));
+          Tensor ct = offset_tables ? longer.first.narrow(0, 3, 5) : whole.first;
+          Tensor st = offset_tables ? longer.second.narrow(0, 3, 5) : whole.second;
+          if (bf16_tables) ct = bf16(ct), st = bf16(st);
+          const Tensor y = rotary_embedding(x, ct, st, interleaved);
+          ASSERT_EQ(y.dtype(), DType::BFloat16);
+          ASSERT_EQ(y.shape(), x.shape());
+          const Tensor c32 = f32(ct).contiguous(), s32 = f32(st).contiguous();
+          EXPECT_EQ(f32(y).to_vector<float>(),
+                    f32(bf16(rotary_embedding(f32(x).contiguous(), c32, s32, interleaved))).to_vector<float>());
+          const Tensor dx = rotary_embedding_backward(dy, ct, st, interleaved);
+          ASSERT_EQ(dx.dtype(), DType::Float32);
+          EXPECT_EQ(dx.to_vector<float>(),
+                    rotary_embedding_backward(dy.contiguous(), c32, s32, interleaved).to_vector<float>());
+        }
   }
 }
 

@@ -3,6 +3,7 @@
 // op on reshaped views, so they need no rules of their own.
 #include "minigrad/autograd/ops/conv.h"
 
+#include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/engine.h"
 #include "minigrad/autograd/ops/shape.h"
 #include "minigrad/tensor/ops/elementwise.h"
@@ -33,8 +34,10 @@ Conv2dArgs conv2d_args(int64_t kh, int64_t kw, const Conv2dFuncOptions& o, std::
 namespace {
 // records the op on 4-D x with the kernel's arguments already worked out, as `name` (conv1d records
 // itself through this: its node, and the error when differentiated twice, say conv1d)
-Variable conv2d_recorded(const Variable& x, const Variable& weight, const Variable& bias, const Conv2dArgs& a,
+Variable conv2d_recorded(const Variable& x16, const Variable& weight, const Variable& bias, const Conv2dArgs& a,
                          const char* name = "conv2d") {
+  // (convolutions run in float32 under autocast: a bfloat16 input, a product's output, is widened)
+  const Variable x = autocast_float32(x16);
   return record(name, mg::conv2d(x.data(), weight.data(), bias.defined() ? bias.data() : Tensor(), a),
                 {x, weight, bias}, keep(0, 1),
                 [x = x.data(), w = weight.data(), a](const Tensor& dy, const Node& n) -> TensorList {
@@ -146,10 +149,11 @@ namespace {
 // y = conv2d's input gradient for "output gradient" x: y = col2im(W^T x) + b
 // dx = conv2d(dy, W)   dW = conv2d's weight gradient with input dy and output gradient x   db = sum dy
 // Recorded as `name`: conv_transpose1d records itself through this.
-Variable conv_transpose2d_named(const Variable& x, const Variable& weight, const Variable& bias,
+Variable conv_transpose2d_named(const Variable& x16, const Variable& weight, const Variable& bias,
                                 const ConvTranspose2dFuncOptions& o, const char* name) {
-  MG_CHECK(x.defined() && weight.defined(), StateError, "{}: an operand is undefined", name);
-  if (x.dim() == 3) return squeeze(conv_transpose2d_named(unsqueeze(x, 0), weight, bias, o, name), 0);  // unbatched
+  MG_CHECK(x16.defined() && weight.defined(), StateError, "{}: an operand is undefined", name);
+  if (x16.dim() == 3) return squeeze(conv_transpose2d_named(unsqueeze(x16, 0), weight, bias, o, name), 0);  // unbatched
+  const Variable x = autocast_float32(x16);  // (float32 under autocast, as conv2d)
   const Transposed t = transposed_geometry(x, weight, bias, o, name);
   const int64_t N = x.size(0), cout = weight.size(1) * o.groups;
   // conv2d_backward reads only the shape of its input argument for dx: one zero, broadcast (no memory)

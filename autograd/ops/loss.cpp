@@ -98,7 +98,8 @@ Variable nll_loss_backward(const Variable& dy, const Variable& input, const Tens
 
 // loss = -w (t log x + (1 - t) log(1 - x))
 // dx = w (x - t) / (x (1 - x))      dt = w (log(1 - x) - log x)
-Variable binary_cross_entropy(const Variable& input, const Variable& target, const BCELossOptions& o) {
+Variable binary_cross_entropy(const Variable& input16, const Variable& target16, const BCELossOptions& o) {
+  const Variable input = autocast_float32(input16), target = autocast_float32(target16);
   check_same_shape(input, target, "binary_cross_entropy");
   return record("binary_cross_entropy", mg::binary_cross_entropy(input.data(), target.data(), o), {input, target},
                 keep(0, 1), [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
@@ -109,8 +110,9 @@ Variable binary_cross_entropy(const Variable& input, const Variable& target, con
 
 // loss = w ((1 - t) x + l softplus(-x)),  l = 1 + (pos_weight - 1) t
 // dx = w (l sigmoid(x) - pos_weight t)      dt = w ((pos_weight - 1) softplus(-x) - x)
-Variable binary_cross_entropy_with_logits(const Variable& input, const Variable& target,
+Variable binary_cross_entropy_with_logits(const Variable& input16, const Variable& target16,
                                           const BCEWithLogitsLossOptions& o) {
+  const Variable input = autocast_float32(input16), target = autocast_float32(target16);
   check_same_shape(input, target, "binary_cross_entropy_with_logits");
   return record("binary_cross_entropy_with_logits",
                 mg::binary_cross_entropy_with_logits(input.data(), target.data(), o), {input, target}, keep(0, 1),
@@ -122,7 +124,8 @@ Variable binary_cross_entropy_with_logits(const Variable& input, const Variable&
 
 // loss = t (log t - x)       dx = -t      dt = log t + 1 - x  (t > 0)
 // log_target: loss = e^t (t - x)      dx = -e^t      dt = e^t (t + 1 - x)
-Variable kl_div(const Variable& input, const Variable& target, const KLDivLossOptions& o) {
+Variable kl_div(const Variable& input16, const Variable& target16, const KLDivLossOptions& o) {
+  const Variable input = autocast_float32(input16), target = autocast_float32(target16);
   check_same_shape(input, target, "kl_div");
   return record("kl_div", mg::kl_div(input.data(), target.data(), o), {input, target}, keep(0, 1),
                 [x = input.data(), t = target.data(), o](const Tensor& dy, const Node&) -> TensorList {
@@ -140,15 +143,17 @@ Variable mse_loss(const Variable& input, const Variable& target, const LossOptio
 }
 
 // loss = |x - t|: d/dx = sign(x - t) (0 at 0, as PyTorch's)
-Variable l1_loss(const Variable& input, const Variable& target, const LossOptions& o) {
+Variable l1_loss(const Variable& input16, const Variable& target16, const LossOptions& o) {
   const OpScope scope("l1_loss");  // sub's, pow's and mean's errors name l1_loss
+  const Variable input = autocast_float32(input16), target = autocast_float32(target16);
   check_same_shape(input, target, "l1_loss");
   return reduce(abs(sub(input, target)), o.reduction, "l1_loss");
 }
 
 // d = x - t:  0.5 d^2 / beta  where |d| < beta,  |d| - 0.5 beta  beyond     d/dx = d / beta, or sign(d)
-Variable smooth_l1_loss(const Variable& input, const Variable& target, const SmoothL1LossOptions& o) {
+Variable smooth_l1_loss(const Variable& input16, const Variable& target16, const SmoothL1LossOptions& o) {
   const OpScope scope("smooth_l1_loss");
+  const Variable input = autocast_float32(input16), target = autocast_float32(target16);
   check_same_shape(input, target, "smooth_l1_loss");
   MG_CHECK(o.beta >= 0 && std::isfinite(o.beta), ValueError, "smooth_l1_loss: beta must be finite and >= 0, got {}",
            o.beta);
@@ -159,8 +164,9 @@ Variable smooth_l1_loss(const Variable& input, const Variable& target, const Smo
 }
 
 // d = x - t:  0.5 d^2  where |d| <= delta,  delta (|d| - 0.5 delta)  beyond     d/dx = d, or delta sign(d)
-Variable huber_loss(const Variable& input, const Variable& target, const HuberLossOptions& o) {
+Variable huber_loss(const Variable& input16, const Variable& target16, const HuberLossOptions& o) {
   const OpScope scope("huber_loss");
+  const Variable input = autocast_float32(input16), target = autocast_float32(target16);
   check_same_shape(input, target, "huber_loss");
   MG_CHECK(o.delta > 0 && std::isfinite(o.delta), ValueError, "huber_loss: delta must be finite and > 0, got {}",
            o.delta);

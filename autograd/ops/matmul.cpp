@@ -114,6 +114,12 @@ Variable linear_gelu(const Variable& x, const Variable& weight, const Variable& 
                       });
 }
 
+namespace {
+// A composed product's result as the scope wants it (autocast_output, recorded): rounded to
+// bfloat16 under AutocastOptions::bfloat16_outputs, itself otherwise.
+Variable autocast_product(const Variable& y) { return AutocastMode::bfloat16_outputs() ? autocast(y) : y; }
+}  // namespace
+
 // out = beta input + alpha mat1 mat2; each term differentiable, so the gradients are the sum's:
 // d input = beta dout (summed to input's shape), d mat1 = alpha dout mat2^T, d mat2 = alpha mat1^T dout
 Variable addmm(const Variable& input, const Variable& mat1, const Variable& mat2, double beta, double alpha) {
@@ -130,7 +136,8 @@ Variable addmm(const Variable& input, const Variable& mat1, const Variable& mat2
   Variable prod = matmul(mat1, mat2);
   if (alpha != 1) prod = prod * alpha;
   if (beta == 0) return prod;  // input not read, as PyTorch: a NaN in it stays out
-  return beta == 1 ? input + prod : input * beta + prod;
+  // a product's output: bfloat16 under AutocastOptions::bfloat16_outputs whatever beta is
+  return autocast_product(beta == 1 ? input + prod : input * beta + prod);
 }
 
 // The same for batches: out[b] = beta input[b] + alpha batch1[b] batch2[b]
@@ -149,7 +156,7 @@ Variable baddbmm(const Variable& input, const Variable& batch1, const Variable& 
   Variable prod = matmul(batch1, batch2);
   if (alpha != 1) prod = prod * alpha;
   if (beta == 0) return prod;
-  return beta == 1 ? input + prod : input * beta + prod;
+  return autocast_product(beta == 1 ? input + prod : input * beta + prod);
 }
 
 // y = einsum(equation, operands): the Tensor plan run on Variables; no rule of its own

@@ -159,9 +159,10 @@ Variable channel_affine(const Variable& y, const Variable& weight, const Variabl
 // Evaluation: y = (x - running_mean) / sqrt(running_var + eps), constants per channel, so
 //   dx = dy / sqrt(running_var + eps)
 // Then y * w + b per channel (dw, db: dy * xhat and dy summed over everything but C).
-Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor& running_var, const Variable& weight,
+Variable batch_norm(const Variable& x16, const Tensor& running_mean, const Tensor& running_var, const Variable& weight,
                     const Variable& bias, bool training, double momentum, double eps) {
   const OpScope scope("batch_norm");
+  const Variable x = autocast_float32(x16);  // (itself but for a bfloat16 value under autocast)
   check_channel_norm(x, weight, bias, "batch_norm");
   MG_CHECK(running_mean.defined() == running_var.defined(), StateError,
            "batch_norm: running_mean and running_var must both be defined or both undefined");
@@ -212,8 +213,9 @@ Variable batch_norm(const Variable& x, const Tensor& running_mean, const Tensor&
 
 // Per sample n and group g (C / G channels and the trailing dims S, flattened to a row of
 // M = C / G * S):  xhat = (x - mean_ng) * rstd_ng  by layer_norm's rule; then y = xhat * w_c + b_c.
-Variable group_norm(const Variable& x, int64_t num_groups, const Variable& weight, const Variable& bias, double eps) {
+Variable group_norm(const Variable& x16, int64_t num_groups, const Variable& weight, const Variable& bias, double eps) {
   const OpScope scope("group_norm");
+  const Variable x = autocast_float32(x16);
   check_channel_norm(x, weight, bias, "group_norm");
   MG_CHECK(num_groups >= 1 && x.size(1) % num_groups == 0, ValueError,
            "group_norm: num_groups must be >= 1 and divide the {} channels, got {}", x.size(1), num_groups);

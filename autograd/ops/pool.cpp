@@ -2,6 +2,7 @@
 // gradient goes to the position each maximum came from, or is spread evenly over each window.
 #include "minigrad/autograd/ops/pool.h"
 
+#include "minigrad/autograd/autocast.h"
 #include "minigrad/autograd/engine.h"
 #include "minigrad/autograd/ops/matmul.h"
 #include "minigrad/autograd/ops/shape.h"
@@ -58,9 +59,13 @@ Variable adaptive_avg_pool2d(const Variable& x, Size2 output_size) {
 
 // y = x with each spatial dim d resampled: x.transpose(d, -1) @ A_d^T, transposed back. A_d is a
 // constant (interpolation_matrix); the matmuls carry the derivative (and the second one).
-Variable interpolate(const Variable& x, const InterpolateOptions& o) {
+Variable interpolate(const Variable& x16, const InterpolateOptions& o) {
   const OpScope scope("interpolate");
-  MG_CHECK(x.defined(), StateError, "interpolate: the input is undefined");
+  MG_CHECK(x16.defined(), StateError, "interpolate: the input is undefined");
+  // Resampling runs in float32 under autocast, as PyTorch's: its products are not autocast, and a
+  // bfloat16 input (a product's output under AutocastOptions::bfloat16_outputs) is widened.
+  const Variable x = autocast_float32(x16);
+  const AutocastGuard full_precision(false);
   const std::vector<Tensor> m = interpolation_matrices(x.shape(), x.dtype(), o);
   Variable y = x;
   for (size_t k = 0; k < m.size(); ++k) {
