@@ -25,10 +25,10 @@
 // products also write bfloat16 outputs, minigrad's write float32 (one rounding fewer), unless the
 // scope asks for PyTorch's policy: AutocastGuard guard({.bfloat16_outputs = true}). Then each
 // product's output is rounded to bfloat16 once (autocast_output), the ops after it that take
-// bfloat16 (GELU, dropout, softmax, SwiGLU, RoPE) keep it, and the ops PyTorch's autocast runs in
-// float32 widen it again (autocast_float32): the norms, every loss, convolutions, the recurrent
-// layers, interpolate; so does a residual add onto the float32 stream. A bfloat16 value that leaves
-// the scope is refused by those ops outside it: compute the loss inside, as the examples do.
+// bfloat16 (GELU, dropout, softmax, SwiGLU, RoPE) keep it, and the ops that minigrad's autocast
+// runs in float32 widen it again (autocast_float32): the norms, every loss, conv1d/conv2d and their
+// transposes, nn::RNN/GRU/LSTM, interpolate; so does a residual add onto the float32 stream. A bfloat16 value that
+// leaves the scope is refused by those ops outside it: compute the loss inside, as the examples do.
 //
 // The policy lives in one place, autocast() below. A product (linear, matmul, attention) passes its
 // float32 operands through the Variable form before its one recording call: inside the scope that
@@ -63,7 +63,7 @@ struct AutocastOptions {
   /// write bfloat16, as PyTorch's CPU autocast does, and the activations after them stay bfloat16
   /// (GELU, dropout, softmax, SwiGLU and RoPE take and give bfloat16) until an op that reads them
   /// widened to float32: the norms, a residual add onto a float32 stream, the losses, convolutions,
-  /// the recurrent layers and interpolate.
+  /// nn::RNN/GRU/LSTM and interpolate.
   /// Each product's output is rounded once more; speed and memory are as without (docs/06, section 7).
   bool bfloat16_outputs = false;
 };
@@ -96,7 +96,7 @@ Tensor autocast_like(const Tensor& dy, std::initializer_list<Tensor> operands);
 /// The same under create_graph: the rounding is a recorded cast, so the gradient stays differentiable.
 Variable autocast_like(const Variable& dy, std::initializer_list<Variable> operands);
 /// The input an op that autocast runs in float32 reads (the norms, the losses, convolutions, the
-/// recurrent layers, interpolate: PyTorch's autocast casts their inputs to float32): inside an AutocastGuard, a
+/// recurrent layers, interpolate: docs/06 section 7 says which PyTorch runs in float32 too): inside an AutocastGuard, a
 /// bfloat16 value's float32 widening (exact), recorded as the op "autocast" (dx = dy); otherwise `v`
 /// itself (outside the scope, each of these ops refuses bfloat16 with a DTypeError naming itself).
 Variable autocast_float32(const Variable& v);

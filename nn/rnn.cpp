@@ -180,7 +180,8 @@ std::tuple<Variable, Variable, Variable> RNNBase::run(const Variable& x16, const
     MG_CHECK(s.shape() == want, ShapeError,
              "{}: expected {} of shape {} (num_layers * directions, {}hidden_size), got {}", layer, what,
              shape_str(want), batched ? "N, " : "", shape_str(s.shape()));
-    return batched ? s : unsqueeze(s, 1);
+    const Variable s32 = autocast_float32(s);  // (a bfloat16 state under autocast, widened as x is)
+    return batched ? s32 : unsqueeze(s32, 1);
   };
   const bool lstm = kind_ == RNNKind::LSTM;
   const Variable hs0 = initial(h0, "h0"), cs0 = lstm ? initial(c0, "c0") : Variable();

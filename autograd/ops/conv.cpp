@@ -61,9 +61,10 @@ Variable conv2d(const Variable& x, const Variable& weight, const Variable& bias,
 // conv1d(x, W) = conv2d on (N, C, 1, L) with W (O, C/g, 1, k), the height dim dropped after
 // conv1d checks its arguments in its own (3-D) terms before handing them, reshaped, to conv2d,
 // whose messages would show 4-D shapes the user never made; anything left names conv1d (OpScope).
-Variable conv1d(const Variable& x, const Variable& weight, const Variable& bias, const Conv1dFuncOptions& o) {
+Variable conv1d(const Variable& x16, const Variable& weight, const Variable& bias, const Conv1dFuncOptions& o) {
   const OpScope scope("conv1d");
-  MG_CHECK(x.defined() && weight.defined(), StateError, "conv1d: an operand is undefined");
+  MG_CHECK(x16.defined() && weight.defined(), StateError, "conv1d: an operand is undefined");
+  const Variable x = autocast_float32(x16);  // (float32 under autocast, as conv2d)
   if (x.dim() == 2) return squeeze(conv1d(unsqueeze(x, 0), weight, bias, o), 0);
   MG_CHECK(x.dim() == 3, ShapeError, "conv1d: expected input (N, C, L) or (C, L), got shape {}", shape_str(x.shape()));
   MG_CHECK(weight.dim() == 3, ShapeError,
