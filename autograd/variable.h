@@ -2,6 +2,7 @@
 // mg::Variable: a Tensor plus what autograd needs -- requires_grad, the accumulated gradient, and
 // the Node that produced it. Copies of a Variable share all of that (like a PyTorch tensor).
 #include <array>
+#include <concepts>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -162,6 +163,14 @@ class Variable {
   Variable masked_select(const Tensor& mask) const;
   /// repeat(*this, repeats)
   Variable repeat(const std::vector<int64_t>& repeats) const;
+  /// repeat_interleave(*this, repeats, dim)
+  Variable repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
+  /// lerp(*this, end, weight): *this + weight (end - *this)
+  Variable lerp(const Variable& end, const Variable& weight) const;
+  /// lerp(*this, end, weight) with one weight for every element
+  Variable lerp(const Variable& end, double weight) const;
+  /// addmm(*this, mat1, mat2, beta, alpha): beta *this + alpha (mat1 @ mat2)
+  Variable addmm(const Variable& mat1, const Variable& mat2, double beta = 1, double alpha = 1) const;
   /// flip(*this, dims)
   Variable flip(const std::vector<int64_t>& dims) const;
   /// narrow(*this, dim, start, length)
@@ -178,8 +187,16 @@ class Variable {
   Variable unsqueeze(int64_t dim) const;
   /// sum(*this, dims, keepdim)
   Variable sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// sum over one dim, PyTorch's int form: v.sum(0, true) (a template: v.sum({}) still means every dim).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Variable sum(I d, bool keepdim = false)
+  const { return sum(std::vector<int64_t>{static_cast<int64_t>(d)}, keepdim); }
   /// mean(*this, dims, keepdim)
   Variable mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// mean over one dim: v.mean(1).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Variable mean(I d, bool keepdim = false)
+  const { return mean(std::vector<int64_t>{static_cast<int64_t>(d)}, keepdim); }
   /// max(*this, dim, keepdim): values and int64 indices
   std::pair<Variable, Tensor> max(int64_t dim, bool keepdim = false) const;
   /// max(*this): the largest element
@@ -192,6 +209,14 @@ class Variable {
   Variable var(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
   /// std(*this, dims, correction, keepdim)
   Variable std(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// var over one dim: v.var(1).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Variable var(I d, int64_t correction = 1, bool keepdim = false)
+  const { return var(std::vector<int64_t>{static_cast<int64_t>(d)}, correction, keepdim); }
+  /// std over one dim: v.std(1).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Variable std(I d, int64_t correction = 1, bool keepdim = false)
+  const { return std(std::vector<int64_t>{static_cast<int64_t>(d)}, correction, keepdim); }
   /// prod(*this, dim, keepdim)
   Variable prod(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   /// cumsum(*this, dim)

@@ -34,6 +34,14 @@ Variable Variable::index_put(const std::vector<Tensor>& indices, const Variable&
 }
 Variable Variable::masked_select(const Tensor& mask) const { return mg::masked_select(*this, mask); }
 Variable Variable::repeat(const std::vector<int64_t>& repeats) const { return mg::repeat(*this, repeats); }
+Variable Variable::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
+  return mg::repeat_interleave(*this, repeats, dim);
+}
+Variable Variable::lerp(const Variable& end, const Variable& weight) const { return mg::lerp(*this, end, weight); }
+Variable Variable::lerp(const Variable& end, double weight) const { return mg::lerp(*this, end, weight); }
+Variable Variable::addmm(const Variable& mat1, const Variable& mat2, double beta, double alpha) const {
+  return mg::addmm(*this, mat1, mat2, beta, alpha);
+}
 Variable Variable::flip(const std::vector<int64_t>& dims) const { return mg::flip(*this, dims); }
 Variable Variable::narrow(int64_t dim, int64_t start, int64_t length) const {
   return mg::narrow(*this, dim, start, length);

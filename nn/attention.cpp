@@ -53,6 +53,42 @@ Variable RotaryEmbedding::forward(const Variable& x, int64_t offset) const {
   return rotary_embedding(x, c.narrow(0, offset, T), s.narrow(0, offset, T), options.interleaved);
 }
 
+Variable RotaryEmbedding::forward(const Variable& x, const Tensor& position_ids) const {
+  MG_CHECK(x.defined() && position_ids.defined(), StateError,
+           "RotaryEmbedding: the input or position_ids is undefined");
+  MG_CHECK(x.dim() >= 2 && x.size(-1) == head_dim, ShapeError,
+           "RotaryEmbedding: expected an input (..., seq, {}), got {}", head_dim, shape_str(x.shape()));
+  MG_CHECK(is_floating_point(x.dtype()), DTypeError,
+           "RotaryEmbedding: expected a float32, float64 or bfloat16 input, got {}", dtype_name(x.dtype()));
+  const int64_t T = x.size(-2);
+  MG_CHECK(position_ids.dtype() == DType::Int64, DTypeError, "RotaryEmbedding: position_ids must be int64, got {}",
+           dtype_name(position_ids.dtype()));
+  const bool per_row = position_ids.dim() == 2;
+  MG_CHECK((position_ids.dim() == 1 && position_ids.size(0) == T) ||
+               (per_row && position_ids.size(1) == T && x.dim() >= 3 &&
+                (position_ids.size(0) == x.size(0) || position_ids.size(0) == 1)),
+           ShapeError,
+           "RotaryEmbedding: position_ids must be (seq) = ({}) or (batch, seq) = ({}, {}) for the input {}, got {}", T,
+           x.dim() >= 3 ? x.size(0) : 1, T, shape_str(x.shape()), shape_str(position_ids.shape()));
+  if (position_ids.numel() > 0) {
+    const int64_t lo = min(position_ids).item<int64_t>(), hi = max(position_ids).item<int64_t>();
+    MG_CHECK(lo >= 0 && hi < options.max_seq_len, IndexError,
+             "RotaryEmbedding: position_ids from {} to {} do not fit in 0 to {} (max_seq_len {}; raise it in "
+             "RotaryEmbeddingOptions)",
+             lo, hi, options.max_seq_len - 1, options.max_seq_len);
+  }
+  const bool f64 = x.dtype() == DType::Float64;
+  const Tensor& c = f64 ? tables_->cos64 : tables_->cos32;
+  const Tensor& s = f64 ? tables_->sin64 : tables_->sin32;
+  // each token's row of the tables: (T, d/2), or (B, 1, ..., T, d/2) to broadcast over x's middle dims
+  const Tensor flat = position_ids.contiguous().reshape({position_ids.numel()});
+  Shape rows = position_ids.shape();
+  if (per_row) rows.insert(rows.begin() + 1, static_cast<size_t>(x.dim() - 3), 1);
+  rows.push_back(head_dim / 2);
+  return rotary_embedding(x, index_select(c, 0, flat).reshape(rows), index_select(s, 0, flat).reshape(rows),
+                          options.interleaved);
+}
+
 std::string RotaryEmbedding::extra_repr() const {
   return fmt::format("head_dim={}, max_seq_len={}, base={}, interleaved={}", head_dim, options.max_seq_len,
                      options.base, options.interleaved ? "True" : "False");
@@ -261,8 +297,13 @@ Variable MultiheadAttention::merge_and_project(const Variable& heads, const Tens
 Variable attention_scores(const Variable& q, const Variable& k, const AttentionForwardOptions& opt) {
   MG_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
            ShapeError,
-           "attention_scores: q {} and k {} must be (batch, heads, seq, head_dim) with equal batch, heads, head_dim",
-           shape_str(q.shape()), shape_str(k.shape()));
+           "attention_scores: q {} and k {} must be (batch, heads, seq, head_dim) with equal batch, heads, head_dim{}",
+           shape_str(q.shape()), shape_str(k.shape()),
+           q.dim() == 4 && k.dim() == 4 && k.size(1) > 0 && q.size(1) > k.size(1) && q.size(1) % k.size(1) == 0
+               ? fmt::format("; {} query heads and {} key heads is grouped-query attention: repeat the key and value "
+                             "heads first, repeat_kv_heads(k, {})",
+                             q.size(1), k.size(1), q.size(1) / k.size(1))
+               : "");
   const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
   if (opt.attn_mask.defined()) {
     const Tensor& m = opt.attn_mask;

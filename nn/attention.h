@@ -59,6 +59,11 @@ class RotaryEmbedding : public Callable<RotaryEmbedding> {
   /// cache) -> the same shape, rotated. A bfloat16 x is rotated with the float32 tables, in
   /// float32, and rounded once.
   Variable forward(const Variable& x, int64_t offset = 0) const;
+  /// x (..., T, head_dim) whose tokens sit at position_ids: (T) int64 for every sequence alike, or
+  /// (B, T) int64 with x (B, ..., T, head_dim), a row of positions per sequence (left-padded or
+  /// packed batches; Hugging Face's position_ids), or (1, T) for every sequence. Positions in
+  /// [0, max_seq_len).
+  Variable forward(const Variable& x, const Tensor& position_ids) const;
   std::string type_name() const override { return "RotaryEmbedding"; }
   std::string extra_repr() const override;
 

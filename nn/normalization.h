@@ -21,6 +21,8 @@ struct LayerNormOptions {
 class LayerNorm : public Callable<LayerNorm> {
  public:
   explicit LayerNorm(Shape normalized_shape, LayerNormOptions options = {});
+  /// Over the last dim, of `size` features: LayerNorm(64), as torch.nn.LayerNorm(64).
+  explicit LayerNorm(int64_t size, LayerNormOptions options = {}) : LayerNorm(Shape{size}, options) {}
   /// x: (..., *normalized_shape) -> same shape.
   Variable forward(const Variable& x) const { return layer_norm(x, normalized_shape, weight, bias, eps); }
   std::string type_name() const override { return "LayerNorm"; }
@@ -46,6 +48,8 @@ struct RMSNormOptions {
 class RMSNorm : public Callable<RMSNorm> {
  public:
   explicit RMSNorm(Shape normalized_shape, RMSNormOptions options = {});
+  /// Over the last dim, of `size` features: RMSNorm(64), as torch.nn.RMSNorm(64).
+  explicit RMSNorm(int64_t size, RMSNormOptions options = {}) : RMSNorm(Shape{size}, options) {}
   /// x: (..., *normalized_shape) -> same shape.
   Variable forward(const Variable& x) const { return rms_norm(x, normalized_shape, weight, eps); }
   std::string type_name() const override { return "RMSNorm"; }

@@ -23,7 +23,7 @@ std::string summary(Module& model, const std::function<void()>& forward);
 /// summary() with inputs made from shapes: zeros of `dtype` (int64 zeros are token ids, passed
 /// as a Tensor to a model whose forward takes ids, as GPT's). One or two inputs.
 template <class M>
-std::string summary(M& model, const std::vector<Shape>& input_shapes, DType dtype = DType::Float32) {
+std::string summary(M& model, const std::vector<Shape>& input_shapes, DType dtype = default_dtype()) {
   MG_CHECK(input_shapes.size() == 1 || input_shapes.size() == 2, ValueError,
            "summary: give one or two input shapes, got {} (for other calls pass a function)", input_shapes.size());
   std::vector<Tensor> in;

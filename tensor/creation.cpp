@@ -1,5 +1,6 @@
 // Creating tensors: empty, zeros, full, arange, linspace, from_vector, the *_like forms, and the
 // random ones drawn from a Generator. Every size is checked (checked_numel) before memory is asked for.
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -7,6 +8,20 @@
 #include "minigrad/tensor/tensor.h"
 
 namespace mg {
+
+namespace {
+std::atomic<DType> g_default_dtype{DType::Float32};  // one setting for the process, as PyTorch's
+}  // namespace
+
+DType default_dtype() { return g_default_dtype.load(std::memory_order_relaxed); }
+
+void set_default_dtype(DType dtype) {
+  MG_CHECK(dtype == DType::Float32 || dtype == DType::Float64, ValueError,
+           "set_default_dtype: the default must be float32 or float64, got {} (for bfloat16 compute, use an "
+           "AutocastGuard)",
+           dtype_name(dtype));
+  g_default_dtype.store(dtype, std::memory_order_relaxed);
+}
 
 Tensor empty(const Shape& shape, DType dtype) {
   const int64_t item = static_cast<int64_t>(itemsize(dtype));
@@ -157,6 +172,8 @@ Tensor sample(const Shape& shape, DType dtype, std::string_view op, Draw draw) {
 Tensor randn(const Shape& shape, Generator& gen, DType dtype) {
   return sample(shape, dtype, "randn", [&] { return gen.next_normal(); });
 }
+
+Tensor randn(const Shape& shape, DType dtype, Generator& gen) { return randn(shape, gen, dtype); }
 
 Tensor randn_like(const Tensor& x, Generator& gen, std::optional<DType> dtype) {
   MG_CHECK(x.defined(), StateError, "randn_like: the tensor is undefined");

@@ -6,6 +6,7 @@
 // Views (transpose, narrow, expand, ...) only change shape/strides/offset and share the storage,
 // so they cost nothing and writes through a view are seen by the original. docs/01-tensors.md
 // walks through this file.
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -123,8 +124,17 @@ class Tensor {
   // both spellings are one op. Variable has the same methods (autograd/variable.h).
   /// sum(*this, dims, keepdim)
   Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// sum over one dim, PyTorch's int form: t.sum(0, true). (A template, so that a braced t.sum({})
+  /// still means every dim.)
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Tensor sum(I d, bool keepdim = false)
+  const { return sum(std::vector<int64_t>{static_cast<int64_t>(d)}, keepdim); }
   /// mean(*this, dims, keepdim)
   Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  /// mean over one dim: t.mean(1).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Tensor mean(I d, bool keepdim = false)
+  const { return mean(std::vector<int64_t>{static_cast<int64_t>(d)}, keepdim); }
   /// max(*this, dim, keepdim): values and int64 indices
   std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   /// max(*this): the largest element
@@ -145,6 +155,14 @@ class Tensor {
   Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
   /// std(*this, dims, correction, keepdim)
   Tensor std(const std::vector<int64_t>& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  /// var over one dim: t.var(1).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Tensor var(I d, int64_t correction = 1, bool keepdim = false)
+  const { return var(std::vector<int64_t>{static_cast<int64_t>(d)}, correction, keepdim); }
+  /// std over one dim: t.std(1).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) Tensor std(I d, int64_t correction = 1, bool keepdim = false)
+  const { return std(std::vector<int64_t>{static_cast<int64_t>(d)}, correction, keepdim); }
   /// prod(*this, dim, keepdim)
   Tensor prod(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   /// cumsum(*this, dim)
@@ -214,6 +232,8 @@ class Tensor {
   Tensor masked_select(const Tensor& mask) const;
   /// repeat(*this, repeats)
   Tensor repeat(const std::vector<int64_t>& repeats) const;
+  /// repeat_interleave(*this, repeats, dim)
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
   /// flip(*this, dims)
   Tensor flip(const std::vector<int64_t>& dims) const;
   /// chunk(*this, chunks, dim)
@@ -281,18 +301,26 @@ bool has_internal_overlap(const Tensor& t);
 bool may_overlap(const Tensor& a, const Tensor& b);
 
 // ---- creation ----
+/// The dtype of new floating tensors and of new modules' parameters when none is given: float32
+/// unless set_default_dtype changed it (torch.get_default_dtype).
+DType default_dtype();
+/// Make `dtype` (float32 or float64; a ValueError otherwise) the default for the creation functions
+/// below (empty, zeros, ones, full, scalar_tensor, eye, linspace, randn, uniform, bernoulli,
+/// rotary_tables) and so for the parameters nn's layers make. For the whole process, as
+/// torch.set_default_dtype; existing tensors and modules keep theirs.
+void set_default_dtype(DType dtype);
 /// Uninitialised contiguous tensor.
-Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+Tensor empty(const Shape& shape, DType dtype = default_dtype());
 /// All zeros.
-Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+Tensor zeros(const Shape& shape, DType dtype = default_dtype());
 /// All ones.
-Tensor ones(const Shape& shape, DType dtype = DType::Float32);
+Tensor ones(const Shape& shape, DType dtype = default_dtype());
 /// All `value`.
-Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
+Tensor full(const Shape& shape, double value, DType dtype = default_dtype());
 /// A 0-dim tensor holding `value`.
-Tensor scalar_tensor(double value, DType dtype = DType::Float32);
+Tensor scalar_tensor(double value, DType dtype = default_dtype());
 /// The n x n identity matrix.
-Tensor eye(int64_t n, DType dtype = DType::Float32);
+Tensor eye(int64_t n, DType dtype = default_dtype());
 /// start, start+step, ... < end in integer steps (the arange below for integer arguments).
 Tensor arange_int(int64_t start, int64_t end, int64_t step, DType dtype);
 /// start, start+step, ... < end computed in double (the arange below for floating arguments).
@@ -317,7 +345,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape);
 /// Float32 tensor from a list: tensor({1, 2, 3, 4}, {2, 2}).
 Tensor tensor(std::initializer_list<float> values, const Shape& shape);
 /// `steps` values evenly spaced from start to end, both ends included (torch.linspace).
-Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
+Tensor linspace(double start, double end, int64_t steps, DType dtype = default_dtype());
 /// t widened to float32 if it is bfloat16 (exact), else t itself: how a kernel or a derivative rule
 /// computes with bfloat16 values (in float32, rounding its result once, as PyTorch's bfloat16 ops do).
 Tensor widened(const Tensor& t);
@@ -328,13 +356,15 @@ Tensor ones_like(const Tensor& x, std::optional<DType> dtype = std::nullopt);
 /// `value` everywhere, in x's shape (and dtype).
 Tensor full_like(const Tensor& x, double value, std::optional<DType> dtype = std::nullopt);
 /// Normal(0, 1) samples (float32, float64 or bfloat16: each drawn in double, rounded once).
-Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = DType::Float32);
+Tensor randn(const Shape& shape, Generator& gen = default_generator(), DType dtype = default_dtype());
+/// randn with the dtype first, as torch.randn(shape, dtype=...): randn({2, 3}, DType::Float64).
+Tensor randn(const Shape& shape, DType dtype, Generator& gen = default_generator());
 /// Uniform samples on [low, high) (each float64 draw rounded once; one that rounds out of the range
 /// takes the dtype's nearest value inside it).
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen = default_generator(),
-               DType dtype = DType::Float32);
+               DType dtype = default_dtype());
 /// 1 with probability p, else 0.
-Tensor bernoulli(const Shape& shape, double p, Generator& gen = default_generator(), DType dtype = DType::Float32);
+Tensor bernoulli(const Shape& shape, double p, Generator& gen = default_generator(), DType dtype = default_dtype());
 /// Normal(0, 1) samples of x's shape, and x's dtype unless `dtype` is given (floating).
 Tensor randn_like(const Tensor& x, Generator& gen = default_generator(), std::optional<DType> dtype = std::nullopt);
 /// Integers uniform on [low, high).

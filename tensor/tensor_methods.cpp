@@ -78,6 +78,9 @@ Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& value
 }
 Tensor Tensor::masked_select(const Tensor& mask) const { return mg::masked_select(*this, mask); }
 Tensor Tensor::repeat(const std::vector<int64_t>& repeats) const { return mg::repeat(*this, repeats); }
+Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
+  return mg::repeat_interleave(*this, repeats, dim);
+}
 Tensor Tensor::flip(const std::vector<int64_t>& dims) const { return mg::flip(*this, dims); }
 
 }  // namespace mg

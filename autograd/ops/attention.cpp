@@ -125,12 +125,15 @@ Tensor allowed_keys(const SdpaOptions& o, int64_t Tq, int64_t Tk) {
 }
 
 // The composed path, step by step: scores, mask, safe softmax, dropout, mix.
+// A trained mask (mask_var) is added as it is, so its gradient is recorded; o.attn_mask is its data.
 Variable sdpa_composed(const Variable& q, const Variable& k0, const Variable& v0, const SdpaOptions& o, double scale,
-                       int64_t group) {
+                       int64_t group, const Variable* mask_var = nullptr) {
   const Variable k = repeat_heads(k0, group), v = repeat_heads(v0, group);
   Variable scores = matmul(q, k.transpose(-2, -1)) * scale;  // (..., Tq, Tk)
   const Tensor allowed = allowed_keys(o, q.size(-2), k.size(-2));
-  if (o.attn_mask.defined() && o.attn_mask.dtype() != DType::Bool)
+  if (mask_var)
+    scores = scores + *mask_var;
+  else if (o.attn_mask.defined() && o.attn_mask.dtype() != DType::Bool)
     scores = scores + Variable(o.attn_mask.to(scores.dtype()));
   else if (allowed.defined())
     scores = masked_fill(scores, logical_not(allowed), -INFINITY);
@@ -179,6 +182,24 @@ Variable scaled_dot_product_attention(const Variable& q, const Variable& k, cons
                       [is_causal, scale, kv_group](const Variable& dy, const Saved<Variable, 4>& s, const Node&) {
                         return attention_graph_backward(dy, s[0], s[1], s[2], is_causal, scale, kv_group);
                       });
+}
+
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v, const Variable& mask,
+                                      const SdpaOptions& o) {
+  const char* op = "scaled_dot_product_attention";
+  MG_CHECK(!o.attn_mask.defined(), ValueError,
+           "{}: the mask is given twice, as a Variable and in options.attn_mask; give it once", op);
+  MG_CHECK(mask.defined(), StateError, "{}: the attn_mask Variable is undefined", op);
+  MG_CHECK(is_floating_point(mask.dtype()) && mask.dtype() == q.dtype(), DTypeError,
+           "{}: a Variable attn_mask is added to the scores, so it must have q's floating dtype {}, got {} (a Bool "
+           "mask has no gradient: pass it in options.attn_mask)",
+           op, dtype_name(q.dtype()), dtype_name(mask.dtype()));
+  SdpaOptions with = o;
+  with.attn_mask = mask.data();
+  check_sdpa(q, k, v, with);  // shapes, broadcasting, not together with is_causal
+  if (!mask.requires_grad()) return scaled_dot_product_attention(q, k, v, with);
+  const double scale = o.scale ? *o.scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  return sdpa_composed(q, k, v, with, scale, o.enable_gqa ? q.size(-3) / k.size(-3) : 1, &mask);
 }
 
 // The same rule with Q, K, V read from one (B, T, 3E) projection; the gradient is one (B, T, 3E)

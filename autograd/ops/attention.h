@@ -38,6 +38,13 @@ struct SdpaOptions {
 /// (with grouped heads, dK and dV summed over the query heads of each group).
 Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                       const SdpaOptions& options = {});
+/// The same with a floating attn_mask that is trained: a Variable added to the scores (ALiBi's
+/// learned slopes, T5's relative position bias), PyTorch's attn_mask given a tensor that requires
+/// grad. It takes the composed path, and the mask's gradient is dS summed over the dims it was
+/// broadcast along (dS as above). The mask has q's dtype and broadcasts to (..., Tq, Tk);
+/// options.attn_mask must be left undefined.
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
+                                      const Variable& attn_mask, const SdpaOptions& options = {});
 /// The same fused attention with q, k, v read from one (B, T, 3E) projection [Q | K | V]
 /// (self-attention with the three products in one GEMM) -> (B, H, T, E/H).
 Variable self_attention_qkv(const Variable& qkv, int64_t num_heads, bool is_causal = false);

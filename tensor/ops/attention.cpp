@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "minigrad/tensor/ops/attention.h"
+#include "minigrad/tensor/ops/elementwise.h"
 #include "minigrad/tensor/ops/matmul.h"
+#include "minigrad/tensor/ops/reduce.h"
 
 #include "minigrad/tensor/blas.h"
 #include "minigrad/tensor/fastmath.h"
@@ -423,6 +425,17 @@ Tensor rotate_pairs(const Tensor& x0, const Tensor& cos0, const Tensor& sin0, bo
   MG_CHECK(x0.dim() >= 1 && x0.size(-1) % 2 == 0, ShapeError,
            "{}: expected an input (..., seq, head_dim) with an even head_dim, got {}", op, shape_str(x0.shape()));
   const int64_t d = x0.size(-1), half = d / 2;
+  if (!interleaved && half > 0 && cos0.dim() >= 1 && cos0.size(-1) == d && sin0.dim() >= 1 && sin0.size(-1) == d) {
+    // Hugging Face's tables, (..., T, d) = cat(freqs, freqs): both halves hold the same angles. Read
+    // their first half, after checking that they are that (another table of width d is an error).
+    for (const Tensor* t : {&cos0, &sin0})
+      MG_CHECK(sum(ne(t->narrow(-1, 0, half), t->narrow(-1, half, half)).to(DType::Int64)).item<int64_t>() == 0,
+               ValueError,
+               "{}: {} has width {} = head_dim, but its two halves differ, so it is not Hugging Face's "
+               "cat(freqs, freqs) table; give (..., seq, head_dim / 2) tables",
+               op, t == &cos0 ? "cos" : "sin", d);
+    return rotate_pairs(x0, cos0.narrow(-1, 0, half), sin0.narrow(-1, 0, half), interleaved, sign, op);
+  }
   Shape table = x0.shape();
   table.back() = half;                // (..., T, d/2)
   auto fits = [&](const Tensor& t) {  // broadcasts to (..., T, d/2) without changing it

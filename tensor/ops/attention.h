@@ -50,7 +50,7 @@ Tensor attention_qkv_backward(const Tensor& dout, const Tensor& qkv, int64_t num
 /// cos and sin of t * base^(-2i/d) for t = 0 .. max_len-1 and i = 0 .. head_dim/2-1, each
 /// (max_len, head_dim/2), computed in double and rounded to `dtype`. head_dim must be even.
 std::pair<Tensor, Tensor> rotary_tables(int64_t head_dim, int64_t max_len, double base = 10000.0,
-                                        DType dtype = DType::Float32);
+                                        DType dtype = default_dtype());
 /// x (..., T, d) rotated pair by pair: cos and sin broadcastable to (..., T, d/2) (the rows of
 /// rotary_tables for the positions of x's T tokens), x's dtype. interleaved picks the pairs
 /// (2i, 2i+1), otherwise (i, i + d/2). Returns a new tensor of x's shape. A bfloat16 x takes

@@ -185,9 +185,19 @@ Tensor matmul(const Tensor& a1, const Tensor& b1) {
   try {
     batch = broadcast_shapes(abatch, bbatch, "matmul");
   } catch (const ShapeError&) {
-    throw ShapeError(
-        fmt::format("matmul: shapes {} and {} cannot be multiplied: their batch dims {} and {} do not broadcast",
-                    shape_str(a0.shape()), shape_str(b0.shape()), shape_str(abatch), shape_str(bbatch)));
+    // Attention's heads are the batch dim before the matrices; fewer key/value heads than query
+    // heads (grouped-query attention) is the usual way to get here.
+    const bool heads = !abatch.empty() && !bbatch.empty() && abatch.back() != bbatch.back() &&
+                       std::min(abatch.back(), bbatch.back()) > 0 &&
+                       std::max(abatch.back(), bbatch.back()) % std::min(abatch.back(), bbatch.back()) == 0;
+    throw ShapeError(fmt::format(
+        "matmul: shapes {} and {} cannot be multiplied: their batch dims {} and {} do not broadcast{}",
+        shape_str(a0.shape()), shape_str(b0.shape()), shape_str(abatch), shape_str(bbatch),
+        heads ? fmt::format(" (if dim -3 holds attention heads, {} query heads and {} key/value heads is grouped-query "
+                            "attention: repeat each key/value head with nn::repeat_kv_heads, or call "
+                            "scaled_dot_product_attention with enable_gqa = true)",
+                            std::max(abatch.back(), bbatch.back()), std::min(abatch.back(), bbatch.back()))
+              : ""));
   }
   const Strides ast = broadcast_strides(abatch, Strides(a.strides().begin(), a.strides().end() - 2), batch);
   const Strides bst = broadcast_strides(bbatch, Strides(b.strides().begin(), b.strides().end() - 2), batch);
