@@ -21,8 +21,12 @@ Upsample::Upsample(InterpolateOptions o) : options(std::move(o)) {
   for (int64_t v : options.size) MG_CHECK(v > 0, ValueError, "Upsample: sizes must be positive, got {}", v);
   for (double f : options.scale_factor)
     MG_CHECK(std::isfinite(f) && f > 0, ValueError, "Upsample: scale factors must be finite and positive, got {}", f);
-  MG_CHECK(!options.align_corners || m != InterpolateMode::Nearest, ValueError,
-           "Upsample: align_corners only applies to the linear modes, not \"nearest\"");
+  MG_CHECK(!options.align_corners ||
+               (m == InterpolateMode::Linear || m == InterpolateMode::Bilinear || m == InterpolateMode::Bicubic),
+           ValueError, "Upsample: align_corners only applies to linear, bilinear and bicubic, not \"{}\"",
+           interpolate_mode_name(m));
+  MG_CHECK(!options.recompute_scale_factor.value_or(false) || options.size.empty(), ValueError,
+           "Upsample: recompute_scale_factor applies to a scale_factor, not to an explicit size");
 }
 
 std::string Upsample::extra_repr() const {

@@ -49,6 +49,17 @@ TEST(Toolbox, InterpolateGoldenPyTorch) {
   expect_golden("interp_bilinear_align", I({.size = {5, 6}, .mode = InterpolateMode::Bilinear, .align_corners = true}));
   expect_golden("interp_bilinear_scale", I({.scale_factor = {1.5, 2.5}, .mode = InterpolateMode::Bilinear}));
   expect_golden("interp_bilinear_down", I({.size = {2, 3}, .mode = InterpolateMode::Bilinear}));
+  // the other modes, and recompute_scale_factor (values and gradients against PyTorch 2.x)
+  expect_golden("interp_bicubic", I({.size = {5, 7}, .mode = InterpolateMode::Bicubic}));
+  expect_golden("interp_bicubic_align", I({.size = {6, 3}, .mode = InterpolateMode::Bicubic, .align_corners = true}));
+  expect_golden("interp_bicubic_scale", I({.scale_factor = {1.5, 0.6}, .mode = InterpolateMode::Bicubic}));
+  expect_golden("interp_nearest_exact", I({.size = {5, 3}, .mode = InterpolateMode::NearestExact}));
+  expect_golden("interp_nearest_exact_scale", I({.scale_factor = {1.7}, .mode = InterpolateMode::NearestExact}));
+  expect_golden("interp_area", I({.size = {2, 3}, .mode = InterpolateMode::Area}));
+  expect_golden("interp_area_1d_up", I({.size = {9}, .mode = InterpolateMode::Area}));
+  expect_golden("interp_nearest_recompute", I({.scale_factor = {1.7}, .recompute_scale_factor = true}));
+  expect_golden("interp_bilinear_recompute",
+                I({.scale_factor = {1.5, 2.3}, .mode = InterpolateMode::Bilinear, .recompute_scale_factor = true}));
   // the module: the same op
   nn::Upsample up({.scale_factor = {2}, .mode = InterpolateMode::Bilinear, .align_corners = true});
   EXPECT_EQ(up.extra_repr(), "scale_factor=2, mode='bilinear', align_corners=True");
@@ -151,6 +162,26 @@ TEST(Toolbox, InterpolateHandValuesAndErrors) {
   EXPECT_THROW(interpolate(Variable(ones({4, 4})), {.size = {2}}), ShapeError);  // no (N, C)
   EXPECT_THROW(interpolate(Variable(ones({1, 1, 4}, DType::Int64)), {.size = {2}}), DTypeError);
   EXPECT_THROW(nn::Upsample({.scale_factor = {0}}), ValueError);
+  // the newer modes' own rules
+  auto what = [](const auto& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  const Variable x3(ones({1, 1, 4})), x4(ones({1, 1, 4, 4}));
+  EXPECT_THAT(what([&] { interpolate(x3, {.size = {8}, .mode = InterpolateMode::Bicubic}); }),
+              testing::HasSubstr("interpolate: bicubic takes (N, C, H, W)"));
+  EXPECT_THAT(what([&] {
+                interpolate(x4, {.size = {2, 2}, .mode = InterpolateMode::Area, .align_corners = false});
+              }),
+              testing::HasSubstr("align_corners only applies to linear, bilinear and bicubic, not \"area\""));
+  EXPECT_THROW(interpolate(x4, {.size = {2, 2}, .recompute_scale_factor = true}), ValueError);
+  EXPECT_THROW(nn::Upsample({.size = {2}, .recompute_scale_factor = true}), ValueError);
+  EXPECT_EQ(nn::Upsample({.size = {4, 6}, .mode = InterpolateMode::NearestExact}).extra_repr(),
+            "size=(4, 6), mode='nearest-exact'");
 }
 
 TEST(Toolbox, PadHandValuesAndAnyDims) {

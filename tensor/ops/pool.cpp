@@ -286,17 +286,37 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& dy0, const Shape& x_shape) {
 
 namespace {
 // Row i of the matrix for `out` positions read from `in`, in T's arithmetic (float for float32
-// inputs, as PyTorch's opmath): nearest takes floor(i * in / out) (or floor(i / scale)); linear
-// takes source position s = align_corners ? i (in - 1) / (out - 1) : max((i + 0.5) in / out - 0.5, 0)
-// and weights 1 - frac(s), frac(s) on floor(s) and the next position (the same one at the edge).
+// inputs, as PyTorch's opmath). With ratio = in / out (or 1 / scale, or (in - 1) / (out - 1) with
+// align_corners):
+//   nearest        floor(i * ratio)
+//   nearest-exact  floor((i + 0.5) * ratio)
+//   linear         source s = align_corners ? i ratio : max((i + 0.5) ratio - 0.5, 0); weights
+//                  1 - frac(s), frac(s) on floor(s) and the next position (the same one at the edge)
+//   cubic          s as linear but not clamped at 0; weights W(t + 1), W(t), W(1 - t), W(2 - t) on
+//                  floor(s) - 1 .. floor(s) + 2, t = frac(s), indices clamped to [0, in - 1], with Keys'
+//                  kernel W(x) = (a+2)|x|^3 - (a+3)|x|^2 + 1 for |x| <= 1, a|x|^3 - 5a|x|^2 + 8a|x| - 4a
+//                  for 1 < |x| < 2, a = -0.75
+//   area           the mean over [floor(i in / out), ceil((i + 1) in / out))
 template <class T>
-void fill_interpolation(double* a, int64_t in, int64_t out, bool nearest, bool align, std::optional<double> scale) {
+void fill_interpolation(double* a, int64_t in, int64_t out, InterpolateMode mode, bool align,
+                        std::optional<double> scale) {
+  if (mode == InterpolateMode::Area) {
+    for (int64_t i = 0; i < out; ++i) {
+      const int64_t lo = (i * in) / out, hi = ((i + 1) * in + out - 1) / out;  // (sizes checked: no overflow)
+      for (int64_t j = lo; j < hi; ++j) a[i * in + j] = 1.0 / static_cast<double>(hi - lo);
+    }
+    return;
+  }
   const T ratio = align ? (out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0))
                         : (scale ? static_cast<T>(1.0 / *scale) : static_cast<T>(in) / static_cast<T>(out));
+  const T A = T(-0.75);
+  auto near = [&](T x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [&](T x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };  // 1 < |x| < 2
   for (int64_t i = 0; i < out; ++i) {
     double* row = a + i * in;
-    if (nearest) {
-      const int64_t j = in == out ? i : std::min(static_cast<int64_t>(std::floor(static_cast<T>(i) * ratio)), in - 1);
+    if (mode == InterpolateMode::Nearest || mode == InterpolateMode::NearestExact) {
+      const T pos = mode == InterpolateMode::Nearest ? static_cast<T>(i) * ratio : (static_cast<T>(i) + T(0.5)) * ratio;
+      const int64_t j = in == out ? i : std::min(static_cast<int64_t>(std::floor(pos)), in - 1);
       row[j] = 1;
       continue;
     }
@@ -305,6 +325,15 @@ void fill_interpolation(double* a, int64_t in, int64_t out, bool nearest, bool a
       continue;
     }
     T src = align ? ratio * static_cast<T>(i) : ratio * (static_cast<T>(i) + T(0.5)) - T(0.5);
+    if (mode == InterpolateMode::Bicubic) {
+      const T f = std::floor(src), t = src - f;
+      const T w[4] = {far(t + 1), near(t), near(1 - t), far((1 - t) + 1)};  // (PyTorch's roundings)
+      for (int k = 0; k < 4; ++k) {
+        const int64_t j = std::clamp<int64_t>(static_cast<int64_t>(f) - 1 + k, 0, in - 1);
+        row[j] += static_cast<double>(w[k]);
+      }
+      continue;
+    }
     if (src < 0) src = 0;
     const int64_t j0 = std::min(static_cast<int64_t>(src), in - 1), j1 = j0 < in - 1 ? j0 + 1 : j0;
     const T l1 = std::min(std::max(src - static_cast<T>(j0), T(0)), T(1)), l0 = T(1) - l1;
@@ -315,7 +344,21 @@ void fill_interpolation(double* a, int64_t in, int64_t out, bool nearest, bool a
 }  // namespace
 
 const char* interpolate_mode_name(InterpolateMode mode) {
-  return mode == InterpolateMode::Nearest ? "nearest" : mode == InterpolateMode::Linear ? "linear" : "bilinear";
+  switch (mode) {
+    case InterpolateMode::Nearest:
+      return "nearest";
+    case InterpolateMode::Linear:
+      return "linear";
+    case InterpolateMode::Bilinear:
+      return "bilinear";
+    case InterpolateMode::Bicubic:
+      return "bicubic";
+    case InterpolateMode::NearestExact:
+      return "nearest-exact";
+    case InterpolateMode::Area:
+      return "area";
+  }
+  return "?";
 }
 
 Tensor interpolation_matrix(int64_t in, int64_t out, InterpolateMode mode, bool align_corners,
@@ -329,12 +372,11 @@ Tensor interpolation_matrix(int64_t in, int64_t out, InterpolateMode mode, bool 
   check_fits_in_memory(
       static_cast<double>(out) * static_cast<double>(in) * 8,
       fmt::format("interpolate: resampling {} positions to {} (a dense {} x {} matrix)", in, out, out, in));
-  const bool nearest = mode == InterpolateMode::Nearest;
   Tensor a = zeros({out, in}, DType::Float64);
   if (dtype == DType::Float64)
-    fill_interpolation<double>(a.data<double>(), in, out, nearest, align_corners, scale);
+    fill_interpolation<double>(a.data<double>(), in, out, mode, align_corners, scale);
   else
-    fill_interpolation<float>(a.data<double>(), in, out, nearest, align_corners, scale);
+    fill_interpolation<float>(a.data<double>(), in, out, mode, align_corners, scale);
   return a.to(dtype);
 }
 
@@ -344,12 +386,16 @@ std::vector<int64_t> interpolate_sizes(const Shape& shape, const InterpolateOpti
   MG_CHECK(spatial >= 1, ShapeError, "interpolate: expected an input (N, C, *spatial), got {}", shape_str(shape));
   MG_CHECK(m != InterpolateMode::Linear || spatial == 1, ShapeError, "interpolate: linear takes (N, C, L), got {}",
            shape_str(shape));
-  MG_CHECK(m != InterpolateMode::Bilinear || spatial == 2, ShapeError,
-           "interpolate: bilinear takes (N, C, H, W), got {}", shape_str(shape));
-  MG_CHECK(!o.align_corners || m != InterpolateMode::Nearest, ValueError,
-           "interpolate: align_corners only applies to the linear modes, not \"nearest\"");
+  MG_CHECK((m != InterpolateMode::Bilinear && m != InterpolateMode::Bicubic) || spatial == 2, ShapeError,
+           "interpolate: {} takes (N, C, H, W), got {}", interpolate_mode_name(m), shape_str(shape));
+  MG_CHECK(!o.align_corners ||
+               (m == InterpolateMode::Linear || m == InterpolateMode::Bilinear || m == InterpolateMode::Bicubic),
+           ValueError, "interpolate: align_corners only applies to linear, bilinear and bicubic, not \"{}\"",
+           interpolate_mode_name(m));
   MG_CHECK(o.size.empty() != o.scale_factor.empty(), ValueError,
            "interpolate: give either size or scale_factor, not {}", o.size.empty() ? "neither" : "both");
+  MG_CHECK(!o.recompute_scale_factor.value_or(false) || o.size.empty(), ValueError,
+           "interpolate: recompute_scale_factor applies to a scale_factor, not to an explicit size");
   const size_t given = o.size.empty() ? o.scale_factor.size() : o.size.size();
   MG_CHECK(given == 1 || given == static_cast<size_t>(spatial), ShapeError,
            "interpolate: {} values for {} spatial dims of input {} (give one, or one per dim)", given, spatial,
@@ -380,8 +426,12 @@ std::vector<Tensor> interpolation_matrices(const Shape& shape, DType dtype, cons
   const std::vector<int64_t> out = interpolate_sizes(shape, o);
   std::vector<Tensor> m;
   for (size_t k = 0; k < out.size(); ++k) {
+    // the user's scale, unless recompute_scale_factor (then in / out, as for a given size); area
+    // mode only ever uses the sizes
+    const bool use_scale =
+        !o.scale_factor.empty() && !o.recompute_scale_factor.value_or(false) && o.mode != InterpolateMode::Area;
     const std::optional<double> scale =
-        o.scale_factor.empty() ? std::nullopt : std::optional(o.scale_factor[o.scale_factor.size() == 1 ? 0 : k]);
+        use_scale ? std::optional(o.scale_factor[o.scale_factor.size() == 1 ? 0 : k]) : std::nullopt;
     m.push_back(interpolation_matrix(shape[2 + k], out[k], o.mode, o.align_corners.value_or(false), scale, dtype)
                     .transpose(0, 1));
   }

@@ -51,16 +51,27 @@ Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
 /// dx[.., h, w] = sum over the windows containing (h, w) of dy / that window's size.
 Tensor adaptive_avg_pool2d_backward(const Tensor& dy, const Shape& x_shape);
 
-/// How interpolate resamples (PyTorch's mode="nearest", "linear", "bilinear").
+/// How interpolate resamples (PyTorch's mode="nearest", "linear", "bilinear", "bicubic",
+/// "nearest-exact", "area").
 enum class InterpolateMode {
-  /// The nearest input position, in any number of spatial dims.
+  /// The nearest input position, in any number of spatial dims: floor(i * scale) (PyTorch's old,
+  /// shifted rule, kept for compatibility).
   Nearest,
   /// Between the two nearest positions, input (N, C, L).
   Linear,
   /// Linear along both dims, input (N, C, H, W).
   Bilinear,
+  /// Keys' cubic convolution (a = -0.75) over 4 positions along both dims, input (N, C, H, W);
+  /// it may overshoot the input's range, as PyTorch's does.
+  Bicubic,
+  /// The nearest input position to the output pixel's centre: floor((i + 0.5) * scale) (what
+  /// nearest should have been; PIL's and scikit-image's rule), any number of spatial dims.
+  NearestExact,
+  /// The mean of the input positions each output position covers (adaptive average pooling), any
+  /// number of spatial dims.
+  Area,
 };
-/// "nearest", "linear" or "bilinear", as PyTorch spells the mode.
+/// "nearest", "linear", "bilinear", "bicubic", "nearest-exact" or "area", as PyTorch spells the mode.
 const char* interpolate_mode_name(InterpolateMode mode);
 
 /// interpolate's settings (torch.nn.functional.interpolate's keywords): give `size` or
@@ -70,13 +81,16 @@ struct InterpolateOptions {
   std::vector<double> scale_factor;
   /// The resampling (InterpolateMode).
   InterpolateMode mode = InterpolateMode::Nearest;
-  /// Linear modes only; unset: false.
+  /// Linear modes only (linear, bilinear, bicubic); unset: false.
   std::optional<bool> align_corners;
+  /// With scale_factor: true computes the output size from it, then resamples by in / out, as if
+  /// that size had been given; false or unset uses 1 / scale_factor itself (PyTorch's keyword).
+  std::optional<bool> recompute_scale_factor;
 };
 /// The (out, in) matrix that resamples one spatial dim, as PyTorch indexes it: row i holds the
 /// weights output position i gives the input positions (one 1 for nearest, two weights summing
-/// to 1 for linear). `scale` is the user's scale factor, if one was given (PyTorch then uses
-/// 1 / scale rather than in / out). Computed in `dtype`'s arithmetic, as PyTorch's kernels.
+/// to 1 for linear, four for cubic, 1/n on a window of n for area). `scale` is the user's scale factor, if one was
+/// given (PyTorch then uses 1 / scale rather than in / out). Computed in `dtype`'s arithmetic, as PyTorch's kernels.
 Tensor interpolation_matrix(int64_t in, int64_t out, InterpolateMode mode, bool align_corners,
                             std::optional<double> scale, DType dtype);
 /// The output's spatial sizes for input `shape` (N, C, *spatial) and the options; checks them.

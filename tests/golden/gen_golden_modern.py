@@ -306,3 +306,18 @@ layout_case("torch_layout_encoder_layer",
 layout_case("torch_layout_decoder_layer",
             nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, dtype=D),
             [r(2, 3, 8), r(2, 5, 8)], lambda m, x, mem: m(x, mem))
+
+
+# ---- interpolate's other modes (issue 49): bicubic, nearest-exact, area, recompute_scale_factor ----
+# (appended last, so that every case above draws the same inputs as before)
+case("interp_bicubic", lambda x: I(x, size=(5, 7), mode="bicubic", align_corners=False), [r(1, 2, 3, 4)])
+case("interp_bicubic_align", lambda x: I(x, size=(6, 3), mode="bicubic", align_corners=True), [r(1, 1, 4, 5)])
+case("interp_bicubic_scale", lambda x: I(x, scale_factor=(1.5, 0.6), mode="bicubic"), [r(2, 1, 4, 5)])
+case("interp_nearest_exact", lambda x: I(x, size=(5, 3), mode="nearest-exact"), [r(1, 2, 3, 7)])
+case("interp_nearest_exact_scale", lambda x: I(x, scale_factor=1.7, mode="nearest-exact"), [r(2, 1, 6)])
+case("interp_area", lambda x: I(x, size=(2, 3), mode="area"), [r(1, 2, 5, 7)])
+case("interp_area_1d_up", lambda x: I(x, size=9, mode="area"), [r(2, 1, 4)])
+case("interp_nearest_recompute", lambda x: I(x, scale_factor=1.7, mode="nearest", recompute_scale_factor=True),
+     [r(1, 1, 3, 5)])
+case("interp_bilinear_recompute",
+     lambda x: I(x, scale_factor=(1.5, 2.3), mode="bilinear", recompute_scale_factor=True), [r(1, 1, 4, 5)])
