@@ -359,4 +359,42 @@ double WarmupCosineLR::lr_at(double base, int64_t t) const {
   return min_lr + (base - min_lr) * 0.5 * (1 + std::cos(std::numbers::pi * progress));
 }
 
+CosineAnnealingLR::CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min)
+    : LRScheduler(opt), t_max_(t_max), eta_min_(eta_min) {
+  MG_CHECK(t_max >= 1, ValueError, "CosineAnnealingLR: T_max must be at least 1, got {}", t_max);
+  MG_CHECK(std::isfinite(eta_min) && eta_min >= 0, ValueError,
+           "CosineAnnealingLR: eta_min must be finite and >= 0, got {}", eta_min);
+  apply();
+}
+
+double CosineAnnealingLR::lr_at(double base, int64_t t) const {
+  return eta_min_ + (base - eta_min_) *
+                        (1 + std::cos(std::numbers::pi * static_cast<double>(t) / static_cast<double>(t_max_))) / 2;
+}
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& opt, int64_t t0, int64_t t_mult, double eta_min)
+    : LRScheduler(opt), t0_(t0), t_mult_(t_mult), eta_min_(eta_min) {
+  MG_CHECK(t0 >= 1, ValueError, "CosineAnnealingWarmRestarts: T_0 must be at least 1, got {}", t0);
+  MG_CHECK(t_mult >= 1, ValueError, "CosineAnnealingWarmRestarts: T_mult must be at least 1, got {}", t_mult);
+  MG_CHECK(std::isfinite(eta_min) && eta_min >= 0, ValueError,
+           "CosineAnnealingWarmRestarts: eta_min must be finite and >= 0, got {}", eta_min);
+  apply();
+}
+
+double CosineAnnealingWarmRestarts::lr_at(double base, int64_t t) const {
+  // Which period step t falls in, and how far into it: periods T_0, T_0 T_mult, T_0 T_mult^2, ...
+  int64_t t_cur = t, t_i = t0_;
+  if (t_mult_ == 1) {
+    t_cur = t % t0_;
+  } else {
+    while (t_cur >= t_i) {  // at most log_T_mult(t / T_0) + 1 periods
+      t_cur -= t_i;
+      if (t_i > std::numeric_limits<int64_t>::max() / t_mult_) break;  // the next period outlasts any step
+      t_i *= t_mult_;
+    }
+  }
+  return eta_min_ + (base - eta_min_) *
+                        (1 + std::cos(std::numbers::pi * static_cast<double>(t_cur) / static_cast<double>(t_i))) / 2;
+}
+
 }  // namespace mg::optim

@@ -248,6 +248,48 @@ class StepLR : public LRScheduler {
   double gamma_;
 };
 
+/// Half a cosine from the initial rate down to eta_min over T_max steps
+/// (torch.optim.lr_scheduler.CosineAnnealingLR, its closed form):
+///   lr = eta_min + (base - eta_min) (1 + cos(pi t / T_max)) / 2
+/// Past T_max the cosine goes on, back up towards base over the next T_max steps, as PyTorch's
+/// does. Warm-up first, PyTorch's way: SequentialLR({&linear, &cosine}, {warmup}).
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& opt, int64_t T_max, double eta_min = 0.0);
+  std::string name() const override { return "CosineAnnealingLR"; }
+  std::map<std::string, double> settings() const override {
+    return {{"T_max", static_cast<double>(t_max_)}, {"eta_min", eta_min_}};
+  }
+
+ protected:
+  double lr_at(double base, int64_t t) const override;
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+/// Cosine annealing with warm restarts, SGDR (Loshchilov & Hutter, 2017;
+/// torch.optim.lr_scheduler.CosineAnnealingWarmRestarts): the rate falls along half a cosine from
+/// base to eta_min over a period of T_i steps, then jumps back to base; the first period is T_0
+/// steps and each next one T_mult times longer:
+///   lr = eta_min + (base - eta_min) (1 + cos(pi T_cur / T_i)) / 2,  T_cur = steps since the last restart
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  CosineAnnealingWarmRestarts(Optimizer& opt, int64_t T_0, int64_t T_mult = 1, double eta_min = 0.0);
+  std::string name() const override { return "CosineAnnealingWarmRestarts"; }
+  std::map<std::string, double> settings() const override {
+    return {{"T_0", static_cast<double>(t0_)}, {"T_mult", static_cast<double>(t_mult_)}, {"eta_min", eta_min_}};
+  }
+
+ protected:
+  double lr_at(double base, int64_t t) const override;
+
+ private:
+  int64_t t0_, t_mult_;
+  double eta_min_;
+};
+
 /// Linear warm-up then cosine decay, the usual schedule for Transformers:
 ///   t < warmup:           lr = base * (t + 1) / warmup
 ///   warmup <= t < total:  lr = min + (base - min) * (1 + cos(pi * (t - warmup) / (total - warmup))) / 2

@@ -80,6 +80,108 @@ TEST(Schedules, LambdaLinearAndSequentialMatchTorch) {
   EXPECT_EQ(decay->base_lrs(), std::vector<double>({0.1}));  // the initial rate, not the warm-up's first
 }
 
+TEST(Schedules, CosineAnnealingAndWarmRestartsMatchTorch) {
+  // group 0's lr before each step; PyTorch 2.15's numbers (its recursive form drifts by 4e-16 past a
+  // period, which the closed form here does not)
+  auto lrs = [](optim::SGD& opt, optim::LRScheduler& sched, int n) {
+    std::vector<double> out;
+    for (int i = 0; i < n; ++i) out.push_back(opt.groups().front().lr), sched.step();
+    return from_vector(out, {n});
+  };
+  Variable w(zeros({1}), true);
+  {
+    optim::SGD opt({w}, {.lr = 0.1});
+    optim::CosineAnnealingLR sched(opt, 10, 0.01);  // past T_max the cosine rises again, as PyTorch's
+    expect_close(lrs(opt, sched, 25),
+                 from_vector<double>({0.1,
+                                      0.09779754323328192,
+                                      0.09140576474687263,
+                                      0.08145033635316129,
+                                      0.06890576474687264,
+                                      0.05500000000000001,
+                                      0.04109423525312737,
+                                      0.028549663646838717,
+                                      0.01859423525312737,
+                                      0.012202456766718092,
+                                      0.01,
+                                      0.012202456766718092,
+                                      0.0185942352531274,
+                                      0.028549663646838794,
+                                      0.04109423525312751,
+                                      0.05500000000000021,
+                                      0.0689057647468729,
+                                      0.08145033635316161,
+                                      0.09140576474687301,
+                                      0.09779754323328231,
+                                      0.10000000000000041,
+                                      0.09779754323328231,
+                                      0.09140576474687302,
+                                      0.08145033635316161,
+                                      0.06890576474687289},
+                                     {25}),
+                 1e-14, 0);
+  }
+  {
+    optim::SGD opt({w}, {.lr = 0.1});
+    optim::CosineAnnealingWarmRestarts sched(opt, 3, 2, 0.001);  // periods 3, 6, 12
+    expect_close(lrs(opt, sched, 22),
+                 from_vector<double>({0.1,
+                                      0.07525000000000001,
+                                      0.025750000000000012,
+                                      0.1,
+                                      0.09336825748732973,
+                                      0.07525000000000001,
+                                      0.0505,
+                                      0.025750000000000012,
+                                      0.007631742512670284,
+                                      0.1,
+                                      0.09831332840130888,
+                                      0.09336825748732973,
+                                      0.0855017856687341,
+                                      0.07525000000000001,
+                                      0.06331154273257478,
+                                      0.0505,
+                                      0.03768845726742523,
+                                      0.025750000000000012,
+                                      0.0154982143312659,
+                                      0.007631742512670284,
+                                      0.0026866715986911243,
+                                      0.1},
+                                     {22}),
+                 1e-15, 0);
+  }
+  {
+    optim::SGD opt({w}, {.lr = 0.1});
+    optim::CosineAnnealingWarmRestarts sched(opt, 4);
+    expect_close(lrs(opt, sched, 10),
+                 from_vector<double>({0.1, 0.08535533905932738, 0.05, 0.014644660940672627, 0.1, 0.08535533905932738,
+                                      0.05, 0.014644660940672627, 0.1, 0.08535533905932738},
+                                     {10}),
+                 1e-15, 0);
+  }
+  {
+    // warm-up then cosine, PyTorch's SequentialLR(LinearLR, CosineAnnealingLR), which WarmupCosineLR
+    // (warm-up as (t + 1) / warmup) is not
+    optim::SGD opt({w}, {.lr = 0.1});
+    optim::LinearLR warm(opt, 0.1, 1.0, 4);
+    optim::CosineAnnealingLR cosine(opt, 10);
+    optim::SequentialLR sched(opt, {&warm, &cosine}, {4});
+    expect_close(
+        lrs(opt, sched, 16),
+        from_vector<double>({0.010000000000000002, 0.03250000000000001, 0.055000000000000014, 0.07750000000000003, 0.1,
+                             0.09755282581475769, 0.09045084971874738, 0.07938926261462367, 0.06545084971874739,
+                             0.05000000000000001, 0.03454915028125264, 0.020610737385376353, 0.009549150281252635,
+                             0.002447174185242324, 0.0, 0.0024471741852423235},
+                            {16}),
+        1e-15, 1e-15);
+  }
+  optim::SGD opt({w}, {.lr = 0.1});
+  EXPECT_THROW(optim::CosineAnnealingLR(opt, 0), ValueError);
+  EXPECT_THROW(optim::CosineAnnealingLR(opt, 5, -1.0), ValueError);
+  EXPECT_THROW(optim::CosineAnnealingWarmRestarts(opt, 0), ValueError);
+  EXPECT_THROW(optim::CosineAnnealingWarmRestarts(opt, 2, 0), ValueError);
+}
+
 TEST(Schedules, OneCycleMatchesTorchRatesAndMomentum) {
   auto run = [](optim::Optimizer& opt, optim::LRScheduler& sched, const std::string& name) {
     SCOPED_TRACE(name);
