@@ -49,7 +49,9 @@
 #include "minigrad/models/decoder.h"
 #include "minigrad/models/gpt.h"
 #include "minigrad/models/pretrained.h"
+#include "minigrad/models/sentence.h"
 
+#include "minigrad/data/auto_tokenizer.h"
 #include "minigrad/data/bpe.h"
 #include "minigrad/data/dataloader.h"
 #include "minigrad/data/sampler.h"

@@ -9,6 +9,7 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <queue>
 #include <utility>
 
@@ -139,48 +140,80 @@ std::string replace_invalid_utf8(const std::string& s) {
 
 // ---- the files ----
 
-GPT2Tokenizer GPT2Tokenizer::from_files(const std::string& vocab_json, const std::string& merges_txt) {
-  const char* op = "GPT2Tokenizer::from_files";
-  auto open = [&](const std::string& path) {
-    std::error_code ec;
-    MG_CHECK(!std::filesystem::is_directory(path, ec), FileError, "{}: '{}' is a directory, not a file", op, path);
-    std::ifstream in(path, std::ios::binary);
-    MG_CHECK(in.is_open(), FileError, "{}: cannot open '{}'", op, path);
-    return in;
-  };
-  GPT2Tokenizer tok;
+// Fills a GPT2Tokenizer's tables; both file layouts (vocab.json + merges.txt, tokenizer.json) go
+// through it, so they check the same things in the same words.
+struct GPT2TokenizerReader {
+  GPT2Tokenizer& tok;
+  const char* op;
+  std::vector<std::string> merge_where;  // where each rank's merge was read, for the repeat error
 
-  // vocab.json: {"token": id, ...}, the ids 0..N-1 each once
-  std::ifstream vocab_in = open(vocab_json);
-  nlohmann::json vocab;
+  // {"token": id, ...}, the ids 0..N-1 each once; `source` names it ("'vocab.json'")
+  void vocab(const nlohmann::json& vocab, const std::string& source) {
+    MG_CHECK(vocab.is_object(), ValueError, "{}: {} must hold a JSON object of token -> id, not a JSON {}", op, source,
+             vocab.type_name());
+    const size_t n = vocab.size();
+    tok.tokens_.resize(n);
+    std::vector<bool> taken(n, false);
+    for (const auto& item : vocab.items()) {  // (in the order of the tokens' bytes)
+      const std::string& token = item.key();
+      const nlohmann::json& id = item.value();
+      // (a nested id is named by its type: dump() recurses, and a deep enough nesting overflows the stack)
+      MG_CHECK(id.is_number_unsigned(), ValueError, "{}: {}: the id of token '{}' is {}, not a non-negative integer",
+               op, source, token, id.is_structured() ? std::string("a JSON ") + id.type_name() : id.dump());
+      const uint64_t i = id.get<uint64_t>();
+      MG_CHECK(i < n, ValueError, "{}: {}: the id of token '{}' is {}, but the ids of {} tokens must be 0..{}", op,
+               source, token, i, n, static_cast<int64_t>(n) - 1);
+      MG_CHECK(!taken[i], ValueError, "{}: {}: the tokens '{}' and '{}' have the same id {}", op, source,
+               tok.tokens_[i], token, i);
+      taken[i] = true;
+      tok.tokens_[i] = token;
+      tok.ids_.emplace(token, static_cast<int64_t>(i));  // JSON keys are unique: the parser keeps the last
+    }
+    if (tok.ids_.count(kSpecial)) tok.special_ = kSpecial;
+  }
+
+  // the next merge "a b", read at `where` ("'merges.txt' line 3", in short `at`: "line 3"); its
+  // rank is the count so far
+  void merge(const std::string& a, const std::string& b, const std::string& where, const std::string& at,
+             const std::string& vocab_source) {
+    const std::string line = a + " " + b;
+    for (const std::string& t : {a, b, a + b})
+      MG_CHECK(tok.ids_.count(t), ValueError, "{}: {}: the merge '{}' needs the token '{}', which {} lacks", op, where,
+               line, t, vocab_source);
+    auto [it, added] = tok.ranks_.emplace(line, static_cast<int64_t>(merge_where.size()));
+    MG_CHECK(added, ValueError, "{}: {} repeats the merge '{}' of {}", op, where, line,
+             merge_where[static_cast<size_t>(it->second)]);
+    merge_where.push_back(at);
+  }
+};
+
+namespace {
+std::ifstream open_file(const char* op, const std::string& path) {
+  std::error_code ec;
+  MG_CHECK(!std::filesystem::is_directory(path, ec), FileError, "{}: '{}' is a directory, not a file", op, path);
+  std::ifstream in(path, std::ios::binary);
+  MG_CHECK(in.is_open(), FileError, "{}: cannot open '{}'", op, path);
+  return in;
+}
+
+nlohmann::json parse_json_file(const char* op, const std::string& path) {
+  std::ifstream in = open_file(op, path);
   try {
-    vocab = nlohmann::json::parse(vocab_in);
+    return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw FileError(fmt::format("{}: '{}' is not valid JSON: {}", op, vocab_json, e.what()));
+    throw FileError(fmt::format("{}: '{}' is not valid JSON: {}", op, path, e.what()));
   }
-  MG_CHECK(vocab.is_object(), ValueError, "{}: '{}' must hold a JSON object of token -> id, not a JSON {}", op,
-           vocab_json, vocab.type_name());
-  const size_t n = vocab.size();
-  tok.tokens_.resize(n);
-  std::vector<bool> taken(n, false);
-  for (const auto& [token, id] : vocab.items()) {  // (in the order of the tokens' bytes)
-    // (a nested id is named by its type: dump() recurses, and a deep enough nesting overflows the stack)
-    MG_CHECK(id.is_number_unsigned(), ValueError, "{}: '{}': the id of token '{}' is {}, not a non-negative integer",
-             op, vocab_json, token, id.is_structured() ? std::string("a JSON ") + id.type_name() : id.dump());
-    const uint64_t i = id.get<uint64_t>();
-    MG_CHECK(i < n, ValueError, "{}: '{}': the id of token '{}' is {}, but the ids of {} tokens must be 0..{}", op,
-             vocab_json, token, i, n, static_cast<int64_t>(n) - 1);
-    MG_CHECK(!taken[i], ValueError, "{}: '{}': the tokens '{}' and '{}' have the same id {}", op, vocab_json,
-             tok.tokens_[i], token, i);
-    taken[i] = true;
-    tok.tokens_[i] = token;
-    tok.ids_.emplace(token, static_cast<int64_t>(i));  // JSON keys are unique: the parser keeps the last
-  }
-  if (tok.ids_.count(kSpecial)) tok.special_ = kSpecial;
+}
+}  // namespace
+
+GPT2Tokenizer GPT2Tokenizer::from_files(const std::string& vocab_json, const std::string& merges_txt) {
+  GPT2Tokenizer tok;
+  GPT2TokenizerReader read{tok, "GPT2Tokenizer::from_files", {}};
+  const std::string vocab_source = fmt::format("'{}'", vocab_json);
+  read.vocab(parse_json_file(read.op, vocab_json), vocab_source);
 
   // merges.txt: an optional "#version" line, then "a b" per line; rank = order
-  std::ifstream merges_in = open(merges_txt);
-  std::vector<int64_t> line_of_rank;  // for the error that names a repeated merge's first line
+  std::ifstream merges_in = open_file(read.op, merges_txt);
   int64_t line_no = 0;
   for (std::string line; std::getline(merges_in, line);) {
     ++line_no;
@@ -189,18 +222,110 @@ GPT2Tokenizer GPT2Tokenizer::from_files(const std::string& vocab_json, const std
     const size_t space = line.find(' ');
     MG_CHECK(space != std::string::npos && space > 0 && space + 1 < line.size() &&
                  line.find(' ', space + 1) == std::string::npos,
-             ValueError, "{}: '{}' line {}: expected two tokens split by one space, got '{}'", op, merges_txt, line_no,
-             line);
-    const std::string a = line.substr(0, space), b = line.substr(space + 1);
-    for (const std::string& t : {a, b, a + b})
-      MG_CHECK(tok.ids_.count(t), ValueError, "{}: '{}' line {}: the merge '{}' needs the token '{}', which '{}' lacks",
-               op, merges_txt, line_no, line, t, vocab_json);
-    auto [it, added] = tok.ranks_.emplace(line, static_cast<int64_t>(line_of_rank.size()));
-    MG_CHECK(added, ValueError, "{}: '{}' line {} repeats the merge '{}' of line {}", op, merges_txt, line_no, line,
-             line_of_rank[static_cast<size_t>(it->second)]);
-    line_of_rank.push_back(line_no);
+             ValueError, "{}: '{}' line {}: expected two tokens split by one space, got '{}'", read.op, merges_txt,
+             line_no, line);
+    read.merge(line.substr(0, space), line.substr(space + 1), fmt::format("'{}' line {}", merges_txt, line_no),
+               fmt::format("line {}", line_no), vocab_source);
   }
-  MG_CHECK(!merges_in.bad(), FileError, "{}: error reading '{}' after {} lines", op, merges_txt, line_no);
+  MG_CHECK(!merges_in.bad(), FileError, "{}: error reading '{}' after {} lines", read.op, merges_txt, line_no);
+  return tok;
+}
+
+GPT2Tokenizer GPT2Tokenizer::from_tokenizer_json(const std::string& path) {
+  GPT2Tokenizer tok;
+  GPT2TokenizerReader read{tok, "GPT2Tokenizer::from_tokenizer_json", {}};
+  const nlohmann::json j = parse_json_file(read.op, path);
+  MG_CHECK(j.is_object() && j.contains("model") && j["model"].is_object(), ValueError,
+           "{}: '{}' has no \"model\" object (is it a tokenizers tokenizer.json?)", read.op, path);
+  const nlohmann::json& m = j["model"];
+  MG_CHECK(!m.contains("type") || m["type"].is_string(), ValueError, "{}: '{}': model.type should be a string", read.op,
+           path);
+  const std::string type = m.value("type", std::string(m.contains("merges") ? "BPE" : "?"));
+  MG_CHECK(type == "BPE", ValueError,
+           "{}: '{}' holds a {} tokenizer (model.type), not GPT-2's byte-level BPE; data::AutoTokenizer reads either",
+           read.op, path, type);
+  // What GPT-2's byte-level BPE leaves unset; anything else changes the ids, and is refused.
+  auto unset = [&](const char* field) {
+    const bool ok = !m.contains(field) || m[field].is_null() ||
+                    (m[field].is_string() && m[field].get<std::string>().empty()) ||
+                    (m[field].is_boolean() && !m[field].get<bool>());
+    MG_CHECK(ok, ValueError, "{}: '{}': model.{} is {}; only GPT-2's byte-level BPE (with it unset) is supported",
+             read.op, path, field, m[field].dump());
+  };
+  for (const char* f :
+       {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "byte_fallback", "ignore_merges"})
+    unset(f);
+  const nlohmann::json pre = j.value("pre_tokenizer", nlohmann::json());
+  MG_CHECK(pre.is_object() && pre.value("type", nlohmann::json()) == "ByteLevel", ValueError,
+           "{}: '{}': pre_tokenizer is {}, expected GPT-2's {{\"type\": \"ByteLevel\"}}", read.op, path,
+           pre.is_structured() ? pre.dump().substr(0, 200) : pre.dump());
+  MG_CHECK(pre.value("add_prefix_space", nlohmann::json(false)) == false, ValueError,
+           "{}: '{}': pre_tokenizer.add_prefix_space is true; GPT-2's tokenizer (and this one) adds no space in front",
+           read.op, path);
+  MG_CHECK(pre.value("use_regex", nlohmann::json(true)) == true, ValueError,
+           "{}: '{}': pre_tokenizer.use_regex is false; GPT-2's tokenizer (and this one) splits with its pattern",
+           read.op, path);
+  const nlohmann::json norm = j.value("normalizer", nlohmann::json());
+  MG_CHECK(norm.is_null(), ValueError, "{}: '{}': normalizer {} changes the text first; GPT-2's tokenizer has none",
+           read.op, path, norm.is_object() ? norm.value("type", std::string("?")) : norm.type_name());
+  // A post-processor that adds special tokens (RoBERTa's <s> and </s>, a BOS in front) would change
+  // every encoding: only none, ByteLevel, or a template without special tokens (or a Sequence of them).
+  std::function<void(const nlohmann::json&)> check_post = [&](const nlohmann::json& post) {
+    if (post.is_null()) return;
+    const std::string type = post.is_object() ? post.value("type", std::string("?")) : post.type_name();
+    if (type == "Sequence" && post.contains("processors") && post["processors"].is_array()) {
+      for (const nlohmann::json& p : post["processors"]) check_post(p);
+      return;
+    }
+    bool ok = type == "ByteLevel";
+    if (type == "TemplateProcessing" && post.contains("single") && post["single"].is_array()) {
+      ok = true;
+      for (const nlohmann::json& piece : post["single"]) ok = ok && !piece.contains("SpecialToken");
+    }
+    MG_CHECK(
+        ok, ValueError,
+        "{}: '{}': post_processor {} adds special tokens to every text; GPT-2's tokenizer (and this one) adds none",
+        read.op, path, type);
+  };
+  check_post(j.value("post_processor", nlohmann::json()));
+  const std::string vocab_source = fmt::format("'{}' model.vocab", path);
+  MG_CHECK(m.contains("vocab"), ValueError, "{}: '{}' has no model.vocab", read.op, path);
+  read.vocab(m["vocab"], vocab_source);
+  MG_CHECK(m.contains("merges") && m["merges"].is_array(), ValueError, "{}: '{}' has no model.merges list", read.op,
+           path);
+  const nlohmann::json& merges = m["merges"];
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const nlohmann::json& e = merges[r];
+    const std::string where = fmt::format("'{}' model.merges[{}]", path, r);
+    std::string a, b;
+    if (e.is_string()) {  // "a b", as in merges.txt (tokenizers before 0.20)
+      const std::string line = e.get<std::string>();
+      const size_t space = line.find(' ');
+      MG_CHECK(space != std::string::npos && space > 0 && space + 1 < line.size() &&
+                   line.find(' ', space + 1) == std::string::npos,
+               ValueError, "{}: {}: expected two tokens split by one space, got '{}'", read.op, where, line);
+      a = line.substr(0, space), b = line.substr(space + 1);
+    } else {  // ["a", "b"] (tokenizers 0.20 and later)
+      MG_CHECK(e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string(), ValueError,
+               "{}: {}: expected \"a b\" or [\"a\", \"b\"], got a JSON {}", read.op, where, e.type_name());
+      a = e[0].get<std::string>(), b = e[1].get<std::string>();
+    }
+    read.merge(a, b, where, fmt::format("model.merges[{}]", r), vocab_source);
+  }
+  // Added tokens must be tokens of the vocabulary with the same id (GPT-2's one is <|endoftext|>).
+  for (const nlohmann::json& t : j.value("added_tokens", nlohmann::json::array())) {
+    MG_CHECK(t.is_object() && t.contains("content") && t["content"].is_string() && t.contains("id") &&
+                 t["id"].is_number_integer(),
+             ValueError, "{}: '{}': an entry of added_tokens is not {{\"content\": token, \"id\": id, ...}}", read.op,
+             path);
+    const std::string content = t["content"].get<std::string>();
+    const int64_t id = t["id"].get<int64_t>();
+    auto it = tok.ids_.find(content);
+    MG_CHECK(it != tok.ids_.end() && it->second == id, ValueError,
+             "{}: '{}': the added token '{}' (id {}) is not that token of model.vocab; only a vocabulary's own "
+             "special tokens are supported",
+             read.op, path, content, id);
+  }
   return tok;
 }
 

@@ -63,6 +63,12 @@ class GPT2Tokenizer {
   /// tokens split by one space, a merge whose parts or result are not in the vocabulary, or a
   /// merge listed twice.
   static GPT2Tokenizer from_files(const std::string& vocab_json, const std::string& merges_txt);
+  /// Read the one file the `tokenizers` library writes, tokenizer.json, when it holds GPT-2's kind
+  /// of BPE: model.type "BPE" with its vocab and merges (as "a b" strings or ["a", "b"] pairs),
+  /// a ByteLevel pre-tokenizer without add_prefix_space, no dropout, unk_token or word affixes.
+  /// A FileError when it cannot be read or is not JSON; a ValueError naming the file and the field
+  /// for another kind of tokenizer or a bad vocabulary or merge (as from_files).
+  static GPT2Tokenizer from_tokenizer_json(const std::string& path);
 
   /// Stage 2 alone: `text` (UTF-8) cut into the pattern's words, which BPE merges within but never
   /// across: "I'm here  now!" -> {"I", "'m", " here", " ", " now", "!"}. The special token is not
@@ -90,6 +96,7 @@ class GPT2Tokenizer {
   static const std::string& byte_to_token(uint8_t b);
 
  private:
+  friend struct GPT2TokenizerReader;  // fills the tables from either kind of file (bpe.cpp)
   GPT2Tokenizer() = default;
   // one pre-tokenized word (UTF-8 bytes) -> its BPE tokens, appended to `out`
   void bpe(const std::string& word, std::vector<std::string>& out) const;

@@ -14,9 +14,11 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "minigrad/data/utf8.h"
 #include "minigrad/tensor/error.h"
+#include "minigrad/tensor/parallel.h"
 
 namespace mg::data {
 namespace {
@@ -152,16 +154,20 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 // ---- the vocabulary ----
 
 WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions options)
-    : WordPieceTokenizer(std::move(vocab), std::move(options), "") {}
+    : WordPieceTokenizer(std::move(vocab), std::move(options), "", false) {}
 
 WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions options,
-                                       const std::string& path)
+                                       const std::string& path, bool json)
     : options_(std::move(options)), tokens_(std::move(vocab)) {
   // where token i came from, for the error messages: "vocab.txt line 8" or "vocabulary id 7"
   auto where = [&](size_t i) {
-    return path.empty() ? fmt::format("vocabulary id {}", i) : fmt::format("{} line {}", path, i + 1);
+    return path.empty() ? fmt::format("vocabulary id {}", i)
+           : json       ? fmt::format("'{}' model.vocab id {}", path, i)
+                        : fmt::format("{} line {}", path, i + 1);
   };
-  const char* op = path.empty() ? "WordPieceTokenizer" : "WordPieceTokenizer::from_file";
+  const char* op = path.empty() ? "WordPieceTokenizer"
+                   : json       ? "WordPieceTokenizer::from_tokenizer_json"
+                                : "WordPieceTokenizer::from_file";
   for (size_t i = 0; i < tokens_.size(); ++i) {
     const std::string& t = tokens_[i];
     MG_CHECK(!t.empty(), ValueError, "{}: {} is empty (a token cannot be the empty string)", op, where(i));
@@ -197,9 +203,22 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPiece
 WordPieceTokenizer WordPieceTokenizer::from_file(const std::string& vocab_path, WordPieceOptions options) {
   std::error_code ec;
   MG_CHECK(!std::filesystem::is_directory(vocab_path, ec), FileError,
-           "WordPieceTokenizer::from_file: '{}' is a directory, not a vocab.txt", vocab_path);
+           "WordPieceTokenizer::from_file: '{}' is a directory, not a vocab.txt (data::AutoTokenizer::from_pretrained "
+           "reads a model folder)",
+           vocab_path);
   std::ifstream in(vocab_path, std::ios::binary);
   MG_CHECK(in.is_open(), FileError, "WordPieceTokenizer::from_file: cannot open '{}'", vocab_path);
+  // A tokenizer.json (what a Hugging Face folder holds beside, or instead of, vocab.txt): a JSON
+  // object, where a vocab.txt's first line is a token ("[PAD]").
+  in >> std::ws;
+  if (in.peek() == '{') {
+    MG_CHECK(options == WordPieceOptions{}, ValueError,
+             "WordPieceTokenizer::from_file: '{}' is a tokenizer.json, which carries its own options; pass none "
+             "(or set them in the file)",
+             vocab_path);
+    return from_tokenizer_json(vocab_path);
+  }
+  in.seekg(0);
   std::vector<std::string> tokens;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // a file written on Windows
@@ -207,7 +226,106 @@ WordPieceTokenizer WordPieceTokenizer::from_file(const std::string& vocab_path, 
   }
   MG_CHECK(!in.bad(), FileError, "WordPieceTokenizer::from_file: error reading '{}' after {} lines", vocab_path,
            tokens.size());
-  return WordPieceTokenizer(std::move(tokens), std::move(options), vocab_path);
+  return WordPieceTokenizer(std::move(tokens), std::move(options), vocab_path, false);
+}
+
+WordPieceTokenizer WordPieceTokenizer::from_tokenizer_json(const std::string& path) {
+  const char* op = "WordPieceTokenizer::from_tokenizer_json";
+  std::error_code ec;
+  MG_CHECK(!std::filesystem::is_directory(path, ec), FileError, "{}: '{}' is a directory, not a tokenizer.json", op,
+           path);
+  std::ifstream in(path, std::ios::binary);
+  MG_CHECK(in.is_open(), FileError, "{}: cannot open '{}'", op, path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(fmt::format("{}: '{}' is not valid JSON: {}", op, path, e.what()));
+  }
+  MG_CHECK(j.is_object() && j.contains("model") && j["model"].is_object(), ValueError,
+           "{}: '{}' has no \"model\" object (is it a tokenizers tokenizer.json?)", op, path);
+  const nlohmann::json& m = j["model"];
+  const std::string type = m.value("type", std::string(m.contains("merges") ? "BPE" : "WordPiece"));
+  MG_CHECK(type == "WordPiece", ValueError,
+           "{}: '{}' holds a {} tokenizer (model.type), not WordPiece; data::AutoTokenizer reads either", op, path,
+           type);
+  // a string field, or a ValueError naming it
+  auto text = [&](const nlohmann::json& o, const char* field, const std::string& where, std::string fallback) {
+    if (!o.contains(field) || o[field].is_null()) return fallback;
+    MG_CHECK(o[field].is_string(), ValueError, "{}: '{}': {}.{} should be a string, got a JSON {}", op, path, where,
+             field, o[field].type_name());
+    return o[field].get<std::string>();
+  };
+  const std::string prefix = text(m, "continuing_subword_prefix", "model", "##");
+  MG_CHECK(prefix == "##", ValueError,
+           "{}: '{}': model.continuing_subword_prefix is '{}'; only BERT's \"##\" is supported", op, path, prefix);
+
+  WordPieceOptions o;
+  o.unk_token = text(m, "unk_token", "model", o.unk_token);
+  if (m.contains("max_input_chars_per_word")) {
+    MG_CHECK(m["max_input_chars_per_word"].is_number_integer(), ValueError,
+             "{}: '{}': model.max_input_chars_per_word should be a whole number", op, path);
+    o.max_input_chars_per_word = m["max_input_chars_per_word"].get<int64_t>();
+  }
+  // BertNormalizer: the basic tokenizer's cleaning, CJK splitting, accents and case.
+  const nlohmann::json norm = j.value("normalizer", nlohmann::json());
+  if (!norm.is_null()) {
+    MG_CHECK(norm.is_object() && norm.value("type", std::string()) == "BertNormalizer", ValueError,
+             "{}: '{}': normalizer is {}, expected a BertNormalizer (or none)", op, path,
+             norm.is_object() ? "of type \"" + norm.value("type", std::string("?")) + "\"" : norm.type_name());
+    MG_CHECK(norm.value("clean_text", true), ValueError,
+             "{}: '{}': normalizer.clean_text is false; this tokenizer always cleans the text as BERT's does", op,
+             path);
+    auto flag = [&](const char* field, bool fallback) {
+      if (!norm.contains(field) || norm[field].is_null()) return fallback;
+      MG_CHECK(norm[field].is_boolean(), ValueError, "{}: '{}': normalizer.{} should be true, false or null", op, path,
+               field);
+      return norm[field].get<bool>();
+    };
+    o.do_lower_case = flag("lowercase", true);
+    o.tokenize_chinese_chars = flag("handle_chinese_chars", true);
+    if (norm.contains("strip_accents") && !norm["strip_accents"].is_null())
+      o.strip_accents = flag("strip_accents", false);
+  }
+  // [CLS] and [SEP]: the post-processor's (TemplateProcessing's special tokens, or BertProcessing's pairs).
+  const nlohmann::json post = j.value("post_processor", nlohmann::json());
+  if (post.is_object()) {
+    if (post.contains("cls") && post["cls"].is_array() && !post["cls"].empty() && post["cls"][0].is_string())
+      o.cls_token = post["cls"][0].get<std::string>();
+    if (post.contains("sep") && post["sep"].is_array() && !post["sep"].empty() && post["sep"][0].is_string())
+      o.sep_token = post["sep"][0].get<std::string>();
+    if (post.contains("single") && post["single"].is_array()) {
+      std::vector<std::string> specials;
+      for (const nlohmann::json& piece : post["single"])
+        if (piece.contains("SpecialToken")) specials.push_back(text(piece["SpecialToken"], "id", "post_processor", ""));
+      MG_CHECK(specials.size() == 2, ValueError,
+               "{}: '{}': post_processor.single should be [CLS] A [SEP] (two special tokens), got {} special tokens",
+               op, path, specials.size());
+      o.cls_token = specials[0], o.sep_token = specials[1];
+    }
+  }
+  const nlohmann::json pad = j.value("padding", nlohmann::json());
+  if (pad.is_object()) o.pad_token = text(pad, "pad_token", "padding", o.pad_token);
+
+  // The vocabulary: token -> id, the ids 0..N-1 each once.
+  MG_CHECK(m.contains("vocab") && m["vocab"].is_object(), ValueError,
+           "{}: '{}' has no model.vocab object of token -> id", op, path);
+  const nlohmann::json& vocab = m["vocab"];
+  std::vector<std::string> tokens(vocab.size());
+  std::vector<bool> taken(vocab.size(), false);
+  for (const auto& item : vocab.items()) {
+    const nlohmann::json& id = item.value();
+    MG_CHECK(id.is_number_unsigned() && id.get<uint64_t>() < tokens.size(), ValueError,
+             "{}: '{}': model.vocab gives token '{}' the id {}; the ids of {} tokens must be 0..{}", op, path,
+             item.key(), id.is_structured() ? std::string("a JSON ") + id.type_name() : id.dump(), tokens.size(),
+             static_cast<int64_t>(tokens.size()) - 1);
+    const size_t i = id.get<uint64_t>();
+    MG_CHECK(!taken[i], ValueError, "{}: '{}': model.vocab gives the tokens '{}' and '{}' the same id {}", op, path,
+             tokens[i], item.key(), i);
+    taken[i] = true;
+    tokens[i] = item.key();
+  }
+  return WordPieceTokenizer(std::move(tokens), std::move(o), path, true);
 }
 
 int64_t WordPieceTokenizer::token_to_id(const std::string& token) const {
@@ -355,11 +473,24 @@ Encoding WordPieceTokenizer::encode(const std::string& text, std::optional<std::
 
 BatchEncoding WordPieceTokenizer::encode_batch(const std::vector<std::string>& texts, int64_t max_length) const {
   const OpScope scope("WordPieceTokenizer::encode_batch");
-  std::vector<Encoding> encodings;
+  // Each text on its own, the texts spread over the threads (set_num_threads): the same ids in
+  // any order. A text that fails is encoded again here, on the calling thread, so that its error
+  // is the first bad text's and reads as a serial loop's would.
+  std::vector<Encoding> encodings(texts.size());
+  std::vector<char> failed(texts.size(), 0);
+  parallel_for(0, static_cast<int64_t>(texts.size()), 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      try {
+        encodings[static_cast<size_t>(i)] = encode(texts[static_cast<size_t>(i)], std::nullopt, max_length, true);
+      } catch (...) {
+        failed[static_cast<size_t>(i)] = 1;
+      }
+    }
+  });
   size_t T = 0;  // the longest encoding
-  for (const std::string& t : texts) {
-    encodings.push_back(encode(t, std::nullopt, max_length, true));
-    T = std::max(T, encodings.back().input_ids.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (failed[i]) encode(texts[i], std::nullopt, max_length, true);  // throws
+    T = std::max(T, encodings[i].input_ids.size());
   }
   const size_t B = texts.size();
   std::vector<int64_t> ids(B * T, pad_id_), types(B * T, 0), mask(B * T, 0);

@@ -64,6 +64,8 @@ struct WordPieceOptions {
   int64_t max_input_chars_per_word = 100;
   /// A special token too when the vocabulary has it (optional)
   std::string mask_token = "[MASK]";
+
+  bool operator==(const WordPieceOptions&) const = default;
 };
 
 /// One text (or pair of texts) as ids: [CLS] a [SEP] (b [SEP]).
@@ -89,7 +91,17 @@ class WordPieceTokenizer {
   /// Read BERT's vocab.txt: one token per line, id = line number from 0 (a trailing '\r' is
   /// dropped). A FileError when it cannot be read; a ValueError naming the file and line for a
   /// duplicate, empty or invalid line.
+  /// A tokenizer.json (a file whose text starts with '{') is read by from_tokenizer_json instead,
+  /// and then `options` must be left at their defaults (the file carries its own).
   static WordPieceTokenizer from_file(const std::string& vocab_path, WordPieceOptions options = {});
+  /// Read the one file the `tokenizers` library writes, tokenizer.json, when it holds a WordPiece
+  /// model: the vocabulary from model.vocab (token -> id, ids 0..N-1), unk_token and
+  /// max_input_chars_per_word from the model, do_lower_case, strip_accents and
+  /// tokenize_chinese_chars from its BertNormalizer, cls and sep from its post-processor, pad from
+  /// its padding. A FileError when it cannot be read or is not JSON; a ValueError naming the file
+  /// and the field for another kind of tokenizer (BPE, a prefix other than "##", clean_text off)
+  /// or a bad vocabulary.
+  static WordPieceTokenizer from_tokenizer_json(const std::string& path);
 
   /// The words of `text` after cleaning, accent stripping, lower-casing and punctuation splitting.
   /// A ValueError naming the byte offset when `text` is not valid UTF-8.
@@ -122,7 +134,8 @@ class WordPieceTokenizer {
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = true) const;
 
  private:
-  WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions options, const std::string& path);
+  // path: where the vocabulary was read, for errors (a vocab.txt, or with json a tokenizer.json)
+  WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions options, const std::string& path, bool json);
   bool is_special(const std::string& token) const;
 
   WordPieceOptions options_;

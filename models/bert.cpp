@@ -232,11 +232,17 @@ BertOutput BertModel::forward(const Tensor& ids, const BertForwardOptions& o) co
   }
   BertOutput out;
   Variable x = embeddings(ids, o.token_type_ids);
-  out.hidden_states.push_back(x);
+  if (o.output_hidden_states) out.hidden_states.push_back(x);
   for (int64_t l = 0; l < L; ++l) {
     if (o.head_mask.defined()) attn.head_mask = o.head_mask.narrow(0, l, 1).reshape({H});
-    x = encoder.layer.at<nn::TransformerEncoderLayer>(static_cast<size_t>(l))(x, attn);
-    out.hidden_states.push_back(x);
+    Variable weights;
+    x = encoder.layer.at<nn::TransformerEncoderLayer>(static_cast<size_t>(l))(x, attn,
+                                                                              o.output_attentions ? &weights : nullptr);
+    if (o.output_hidden_states) out.hidden_states.push_back(x);
+    if (o.output_attentions)  // with the head mask applied, as transformers 4 returned them
+      out.attentions.push_back(attn.head_mask.defined()
+                                   ? weights * Variable(attn.head_mask.to(weights.dtype()).reshape({1, H, 1, 1}))
+                                   : weights);
   }
   out.last_hidden_state = x;
   if (pooler) out.pooler_output = (*pooler)(x);

@@ -101,13 +101,23 @@ struct BertForwardOptions {
   /// (num_hidden_layers, num_attention_heads) floating: head h of layer l has its output multiplied
   /// by head_mask[l, h] (0 removes it; Hugging Face's head_mask). Undefined: every head as it is.
   Tensor head_mask;
+  /// Return every layer's attention weights (Hugging Face's output_attentions); the layers then
+  /// run the composed attention, which builds them.
+  bool output_attentions = false;
+  /// Return the hidden states between layers (Hugging Face's output_hidden_states).
+  bool output_hidden_states = false;
 };
 
 /// What a BertModel forward returns.
 struct BertOutput {
-  Variable last_hidden_state;           // (B, T, hidden)
-  Variable pooler_output;               // (B, hidden), undefined without a pooler
-  std::vector<Variable> hidden_states;  // num_hidden_layers + 1: the embeddings' output, then each layer's
+  Variable last_hidden_state;  // (B, T, hidden)
+  Variable pooler_output;      // (B, hidden), undefined without a pooler
+  /// With output_hidden_states: num_hidden_layers + 1 of (B, T, hidden), the embeddings' output, then each layer's.
+  std::vector<Variable> hidden_states;
+  /// With output_attentions: num_hidden_layers of (B, heads, T, T), each layer's softmax weights
+  /// (a padding key's weight is 0; with a head_mask, each head's weights times its entry, as transformers
+  /// 4 returned them: version 5 dropped head_mask).
+  std::vector<Variable> attentions;
 };
 
 /// A BERT encoder (Hugging Face's BertModel): embeddings, encoder.layer.i, pooler.

@@ -26,8 +26,11 @@ GPTBlock::GPTBlock(int64_t d, int64_t h, GPTBlockOptions o, Generator& gen)
   register_module("resid_dropout", resid_dropout);
 }
 
-Variable GPTBlock::forward(const Variable& x0, nn::KVCache* cache) const {
-  const nn::AttentionOutput a = attn(ln_1(x0), nn::AttentionForwardOptions{.is_causal = true, .cache = cache});
+Variable GPTBlock::forward(const Variable& x0, nn::KVCache* cache, Variable* attn_weights) const {
+  const nn::AttentionOutput a =
+      attn(ln_1(x0),
+           nn::AttentionForwardOptions{.is_causal = true, .need_weights = attn_weights != nullptr, .cache = cache});
+  if (attn_weights) *attn_weights = a.weights;
   Variable x = x0 + resid_dropout(a.output);
   // proj(gelu(fc(h))), with fc and the GELU as one op (autograd/ops/matmul.cpp: the same numbers, a
   // backward with one pass fewer); a forward hook on fc needs fc called as a module.
@@ -85,6 +88,11 @@ GPT::GPT(int64_t vocab, int64_t ctx, GPTOptions o, Generator& gen)
 }
 
 Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
+  return forward_outputs(ids, {.cache = cache}).logits;
+}
+
+GPTOutput GPT::forward_outputs(const Tensor& ids, const GPTForwardOptions& o) const {
+  GPTCache* cache = o.cache;
   MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1 && ids.size(1) <= context, ShapeError,
            "GPT: ids must be (batch, seq) with 1 <= seq <= context {}, got shape {}", context, shape_str(ids.shape()));
   const int64_t past = cache ? cache->size() : 0, T = ids.size(1);
@@ -97,9 +105,18 @@ Variable GPT::forward(const Tensor& ids, GPTCache* cache) const {
              cache->layers.size(), blocks.size());
     cache->layers.assign(blocks.size(), nn::KVCache());
   }
+  GPTOutput out;
   Variable x = tok(ids) + pos(arange(past, past + T));  // (B, T, dim)
-  for (size_t i = 0; i < blocks.size(); ++i) x = blocks.at<GPTBlock>(i)(x, cache ? &cache->layers[i] : nullptr);
-  return head(ln_f(x));  // (B, T, vocab)
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (o.output_hidden_states) out.hidden_states.push_back(x);
+    Variable weights;
+    x = blocks.at<GPTBlock>(i)(x, cache ? &cache->layers[i] : nullptr, o.output_attentions ? &weights : nullptr);
+    if (o.output_attentions) out.attentions.push_back(weights);
+  }
+  x = ln_f(x);
+  if (o.output_hidden_states) out.hidden_states.push_back(x);  // the last one after ln_f, as GPT2Model
+  out.logits = head(x);                                        // (B, T, vocab)
+  return out;
 }
 
 Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperature, std::optional<int64_t> top_k,
@@ -137,6 +154,59 @@ Tensor GPT::generate(const Tensor& ids, int64_t max_new_tokens, double temperatu
     out.narrow(1, len, 1).copy_(next);
   }
   return out;
+}
+
+Tensor GPT::generate(const Tensor& ids, const GenerationConfig& config, Generator& gen) const {
+  MG_CHECK(ids.defined(), StateError, "GPT::generate: ids is undefined; expected (batch, seq) int64 token ids");
+  MG_CHECK(ids.dtype() == DType::Int64, DTypeError, "GPT::generate: ids must be int64 token ids, got {} {}",
+           dtype_name(ids.dtype()), shape_str(ids.shape()));
+  MG_CHECK(ids.dim() == 2 && ids.size(1) >= 1, ShapeError,
+           "GPT::generate: ids must be (batch, seq) with seq >= 1, got shape {}", shape_str(ids.shape()));
+  MG_CHECK(ids.size(0) >= 1, ShapeError, "GPT::generate: ids has no rows (shape {}); give at least one prompt",
+           shape_str(ids.shape()));
+  check_generation_config(config, vocab_size, "GPT::generate");
+  MG_CHECK(config.max_new_tokens <= std::numeric_limits<int64_t>::max() - ids.size(1), ValueError,
+           "GPT::generate: max_new_tokens {} is too large", config.max_new_tokens);
+  const int64_t lo = min(ids).item<int64_t>(), hi = max(ids).item<int64_t>();
+  MG_CHECK(lo >= 0 && hi < vocab_size, IndexError, "GPT::generate: ids must be token ids in [0, {}), got {} to {}",
+           vocab_size, lo, hi);
+  NoGradGuard no_grad;
+  Generator seeded(config.seed.value_or(0));
+  Generator& g = config.seed ? seeded : gen;
+  const std::optional<int64_t> pad = config.pad_token_id ? config.pad_token_id : config.eos_token_id;
+  const int64_t B = ids.size(0), T0 = ids.size(1);
+  Tensor out = empty({B, T0 + config.max_new_tokens}, DType::Int64);
+  out.narrow(1, 0, T0).copy_(ids);
+  std::vector<bool> finished(static_cast<size_t>(B), false);
+  GPTCache cache;
+  int64_t len = T0;
+  for (; len < T0 + config.max_new_tokens; ++len) {
+    Variable logits;  // as the other generate: one new token through the cache, or the whole window
+    if (config.use_cache && len <= context && cache.size() == len - 1) {
+      logits = forward(out.narrow(1, len - 1, 1).contiguous(), &cache);
+    } else {
+      const int64_t start = std::max<int64_t>(0, len - context);
+      cache.clear();
+      logits = forward(out.narrow(1, start, len - start).contiguous(), config.use_cache ? &cache : nullptr);
+    }
+    // (B, vocab) in float32 whatever the model's dtype, as transformers' generate casts them
+    const Tensor last = logits.data().narrow(1, logits.size(1) - 1, 1).reshape({B, vocab_size}).to(DType::Float32);
+    const Tensor scores = process_logits(last, out.narrow(1, 0, len), config);
+    Tensor next = config.do_sample ? multinomial(softmax(scores, -1), 1, false, g) : argmax(scores, -1, true);
+    std::vector<int64_t> chosen = next.contiguous().to_vector<int64_t>();
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      if (finished[b]) chosen[b] = *pad;  // a finished row only pads
+      if (config.eos_token_id && chosen[b] == *config.eos_token_id) finished[b] = true;
+      all_done = all_done && finished[b];
+    }
+    out.narrow(1, len, 1).copy_(from_vector(chosen, {B, 1}));
+    if (all_done) {
+      ++len;
+      break;
+    }
+  }
+  return out.narrow(1, 0, len).contiguous();
 }
 
 std::string GPT::extra_repr() const {

@@ -1,5 +1,6 @@
 #pragma once
 // GPT: the decoder-only Transformer of GPT-2, built from nn's pieces.
+#include "minigrad/models/generation.h"
 #include "minigrad/nn/attention.h"
 #include "minigrad/nn/container.h"
 #include "minigrad/nn/embedding.h"
@@ -26,8 +27,9 @@ class GPTBlock : public nn::Callable<GPTBlock> {
  public:
   GPTBlock(int64_t d_model, int64_t nhead, GPTBlockOptions options = {}, Generator& gen = default_generator());
   /// x (B, T, d_model) -> (B, T, d_model), causal. With a cache (inference only), x holds the new
-  /// tokens after the cache's ones, and their keys and values join it.
-  Variable forward(const Variable& x, nn::KVCache* cache = nullptr) const;
+  /// tokens after the cache's ones, and their keys and values join it. With attn_weights, the
+  /// attention's weights (B, nhead, T, T_keys) are stored there.
+  Variable forward(const Variable& x, nn::KVCache* cache = nullptr, Variable* attn_weights = nullptr) const;
 
   std::string type_name() const override { return "GPTBlock"; }
 
@@ -72,6 +74,24 @@ struct GPTCache {
   }
 };
 
+/// Options of GPT::forward_outputs (transformers' output_attentions and output_hidden_states).
+struct GPTForwardOptions {
+  /// Return every block's attention weights (B, nhead, T, T_keys).
+  bool output_attentions = false;
+  /// Return the hidden states: the embeddings' sum, each block's output but the last, and ln_f of
+  /// the last (num_layers + 1 of (B, T, d_model), as GPT2Model returns them).
+  bool output_hidden_states = false;
+  /// Incremental decoding, as forward(ids, cache).
+  GPTCache* cache = nullptr;
+};
+
+/// What GPT::forward_outputs returns.
+struct GPTOutput {
+  Variable logits;                      // (B, T, vocab)
+  std::vector<Variable> hidden_states;  // with output_hidden_states: num_layers + 1 of (B, T, d_model)
+  std::vector<Variable> attentions;     // with output_attentions: num_layers of (B, nhead, T, T_keys)
+};
+
 /// A decoder-only Transformer, GPT-2's layout: token + position embeddings, num_layers GPTBlocks,
 /// a final LayerNorm and a linear head (tied to the token embedding with options.tie_weights). The model of
 /// examples/char_gpt and bench/gpt (the same as the PyTorch reference bench/torch_gpt_ref.py).
@@ -86,6 +106,9 @@ class GPT : public nn::Callable<GPT> {
   /// (at most context - 1); their keys and values join the cache. The logits equal those of the
   /// same rows of forward() on the whole sequence. A null cache is the plain forward.
   Variable forward(const Tensor& ids, GPTCache* cache) const;
+  /// forward(), and on request what happens inside: every block's attention weights and the
+  /// hidden states between blocks, as transformers' GPT-2 returns them.
+  GPTOutput forward_outputs(const Tensor& ids, const GPTForwardOptions& options) const;
   /// Continue each row of ids (B, T) int64 by max_new_tokens sampled tokens -> (B, T + max_new_tokens),
   /// as nanoGPT's generate: each step takes the logits of the last position with the last `context`
   /// tokens as the window, divides them by temperature, keeps the top_k largest (all if none),
@@ -97,6 +120,14 @@ class GPT : public nn::Callable<GPT> {
   Tensor generate(const Tensor& ids, int64_t max_new_tokens, double temperature = 1.0,
                   std::optional<int64_t> top_k = std::nullopt, Generator& gen = default_generator(),
                   bool use_cache = true) const;
+  /// Continue each row of ids (B, T) int64 as transformers' generate(ids, **config) does: each step's
+  /// last logits through models::process_logits (repetition penalty; when sampling, temperature,
+  /// top-k, top-p), then the most likely token or a draw from gen (or from a generator seeded with
+  /// config.seed). A row that produces config.eos_token_id is finished and padded with
+  /// config.pad_token_id (eos_token_id when unset); generation stops when every row is finished,
+  /// so the result is (B, T + n) with n <= max_new_tokens. The window slides past `context` as in
+  /// the other generate. Runs without recording.
+  Tensor generate(const Tensor& ids, const GenerationConfig& config, Generator& gen = default_generator()) const;
 
   std::string type_name() const override { return "GPT"; }
   std::string extra_repr() const override;

@@ -156,7 +156,35 @@ void load_hf_bert_from(BertModel& model, const SafeTensors& file, const std::str
 
 void load_hf_bert(BertModel& model, const std::string& path) { load_hf_bert_from(model, load_safetensors(path), path); }
 
+namespace {
+// A Hugging Face model folder, or a FileError that says what was given and what to pass instead:
+// the folder of a file, or the folder below that holds config.json (a download's destination).
+void check_model_folder(const char* op, const std::string& folder) {
+  std::error_code ec;
+  MG_CHECK(fs::exists(folder, ec), FileError,
+           "{}: '{}' does not exist (expected a model folder with config.json "
+           "and model.safetensors)",
+           op, folder);
+  MG_CHECK(fs::is_directory(folder, ec), FileError,
+           "{}: '{}' is a file; pass the model folder that holds it, config.json and model.safetensors ('{}')", op,
+           folder, fs::path(folder).parent_path().string());
+  if (fs::exists(fs::path(folder) / "config.json", ec)) return;
+  std::string below;  // a config.json up to three folders down
+  for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it.depth() > 2) it.disable_recursion_pending();
+    if (it->path().filename() == "config.json" && fs::exists(it->path().parent_path() / "model.safetensors", ec)) {
+      below = it->path().parent_path().string();
+      break;
+    }
+  }
+  throw FileError(fmt::format("{}: '{}' has no config.json, so it is not a Hugging Face model folder{}", op, folder,
+                              below.empty() ? "" : fmt::format("; '{}' is one: pass that", below)));
+}
+}  // namespace
+
 std::unique_ptr<BertModel> bert_from_pretrained(const std::string& folder) {
+  check_model_folder("bert_from_pretrained", folder);
   BertConfig config = BertConfig::from_json_file((fs::path(folder) / "config.json").string());
   const std::string weights = (fs::path(folder) / "model.safetensors").string();
   MG_CHECK(fs::exists(weights), FileError,
@@ -340,6 +368,7 @@ void load_hf_gpt2(GPT& model, const std::string& path) {
 
 std::unique_ptr<GPT> gpt2_from_pretrained(const std::string& folder) {
   int64_t vocab = 0, context = 0;
+  check_model_folder("gpt2_from_pretrained", folder);
   const GPTOptions o = gpt2_options_from_json((fs::path(folder) / "config.json").string(), vocab, context);
   auto model = std::make_unique<GPT>(vocab, context, o);
   load_gpt2_weights(*model, (fs::path(folder) / "model.safetensors").string());

@@ -44,8 +44,16 @@ Variable TransformerEncoderLayer::feed_forward(const Variable& x) const {
   return mlp(linear1, dropout, linear2, dropout2, options.activation, x);
 }
 
-Variable TransformerEncoderLayer::forward(const Variable& src, const AttentionForwardOptions& mask) const {
-  auto sa = [&](const Variable& x) { return dropout1(self_attn(x, x, x, mask).output); };
+Variable TransformerEncoderLayer::forward(const Variable& src, const AttentionForwardOptions& mask,
+                                          Variable* attn_weights) const {
+  auto sa = [&](const Variable& x) {
+    if (!attn_weights) return dropout1(self_attn(x, x, x, mask).output);
+    AttentionForwardOptions with_weights = mask;
+    with_weights.need_weights = true;
+    AttentionOutput a = self_attn(x, x, x, with_weights);
+    *attn_weights = a.weights;
+    return dropout1(a.output);
+  };
   if (options.norm_first) {
     Variable x = src + sa(norm1(src));
     return x + feed_forward(norm2(x));

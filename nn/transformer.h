@@ -37,11 +37,15 @@ class TransformerEncoderLayer : public Callable<TransformerEncoderLayer> {
  public:
   TransformerEncoderLayer(int64_t d_model, int64_t nhead, TransformerLayerOptions options = {},
                           Generator& gen = default_generator());
-  /// src (B, T, d_model) -> (B, T, d_model). The mask applies to the self-attention.
-  Variable forward(const Variable& src, const AttentionForwardOptions& mask = {}) const;
+  /// src (B, T, d_model) -> (B, T, d_model). The mask applies to the self-attention. With
+  /// attn_weights, the self-attention's weights (B, nhead, T, T) are stored there (the composed
+  /// attention runs, as need_weights; Hugging Face's output_attentions).
+  Variable forward(const Variable& src, const AttentionForwardOptions& mask = {},
+                   Variable* attn_weights = nullptr) const;
   /// forward with hooks (nn::call); the mask may be a braced {.is_causal = true}.
-  Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {}) const {
-    return nn::call(*this, src, mask);
+  Variable operator()(const Variable& src, const AttentionForwardOptions& mask = {},
+                      Variable* attn_weights = nullptr) const {
+    return nn::call(*this, src, mask, attn_weights);
   }
 
   std::string type_name() const override { return "TransformerEncoderLayer"; }

@@ -182,7 +182,12 @@ TEST(Pretrained, BadConfigsNameTheFileAndTheField) {
     EXPECT_THAT(e.what(), HasSubstr("GPT: a model of num_layers=1099511627776"));
   }
   EXPECT_THAT(error_of([&] { models::bert_from_pretrained("/nonexistent/folder"); }),
-              HasSubstr("cannot open /nonexistent/folder/config.json"));
+              HasSubstr("bert_from_pretrained: '/nonexistent/folder' does not exist (expected a model folder"));
+  // a folder without config.json: not a model folder (the reader does not open a file that is not there)
+  const std::string empty_dir = temp_path("empty");
+  fs::create_directories(empty_dir);
+  EXPECT_THAT(error_of([&] { models::bert_from_pretrained(empty_dir); }),
+              HasSubstr("has no config.json, so it is not a Hugging Face model folder"));
   const std::string not_json = temp_path("notjson");
   fs::create_directories(not_json);
   std::ofstream(not_json + "/config.json") << "{ hidden_size: ";

@@ -28,7 +28,8 @@ TEST(Bert, TinyCheckpointMatchesTransformersInFloat64) {
   auto model = models::bert_from_pretrained(kGolden + "/tiny_bert");
   model->to(DType::Float64);
   const Tensor ids = gold("bert.input_ids"), mask = gold("bert.attention_mask");
-  const models::BertOutput r = (*model)(ids, {.attention_mask = mask, .token_type_ids = gold("bert.token_type_ids")});
+  const models::BertOutput r = (*model)(
+      ids, {.attention_mask = mask, .token_type_ids = gold("bert.token_type_ids"), .output_hidden_states = true});
   ASSERT_EQ(r.hidden_states.size(), 3u);
   for (size_t i = 0; i < r.hidden_states.size(); ++i)
     EXPECT_LT(max_diff(r.hidden_states[i].data(), gold(fmt::format("bert.hidden_states.{}", i))), 1e-12)
@@ -297,7 +298,8 @@ TEST_F(MiniLM, EveryLayersHiddenStatesMatchTransformers) {
   auto model = models::bert_from_pretrained(folder);
   const Tensor expected = g.find("hidden_states.0");  // (7, T, 384): the first sentence, unpadded
   const int64_t T = expected.size(1);
-  const models::BertOutput r = (*model)(g.find("input_ids").narrow(0, 0, 1).narrow(1, 0, T).contiguous());
+  const models::BertOutput r =
+      (*model)(g.find("input_ids").narrow(0, 0, 1).narrow(1, 0, T).contiguous(), {.output_hidden_states = true});
   ASSERT_EQ(r.hidden_states.size(), 7u);
   for (int64_t l = 0; l < 7; ++l)
     EXPECT_LT(max_diff(r.hidden_states[l].data().reshape({T, 384}), expected.narrow(0, l, 1).reshape({T, 384})), 1e-4)

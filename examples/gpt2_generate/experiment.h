@@ -11,12 +11,15 @@ namespace gpt2_generate {
 using namespace mg;
 
 struct Config {
-  std::string model;      // config.json + model.safetensors
-  std::string tokenizer;  // vocab.json + merges.txt (default: the model folder)
+  std::string model;      // a Hugging Face GPT-2 folder: config.json, model.safetensors and the tokenizer's files
+  std::string tokenizer;  // the tokenizer's folder (default: the model's)
   std::string prompt = "The meaning of life is";
-  int64_t tokens = 40;       // new tokens
-  double temperature = 0.8;  // 0: greedy
-  int64_t top_k = 40;        // 0: every token
+  int64_t tokens = 40;              // new tokens at most
+  double temperature = 0.8;         // 0: greedy (transformers' do_sample = false)
+  int64_t top_k = 40;               // 0: every token
+  double top_p = 1.0;               // 1: every token
+  double repetition_penalty = 1.0;  // 1: off
+  bool stop_at_eos = true;          // stop at the tokenizer's end-of-text token
   uint64_t seed = 0;
 };
 
@@ -24,9 +27,9 @@ struct Config {
 inline Config fixture_config(const std::string& repo = ".") {
   Config c;
   c.model = repo + "/tests/golden/tiny_gpt2";
-  c.tokenizer = repo + "/tests/golden/bpe";
   c.tokens = 12;
   c.temperature = 0.0;
+  c.stop_at_eos = false;  // as the fixture's golden: 12 tokens, whatever they are
   return c;
 }
 
@@ -37,10 +40,23 @@ struct Generation {
   double seconds = 0;                    // generate() alone
 };
 
-/// Load the model and tokenizer named by c, and continue c.prompt by c.tokens tokens.
+/// The settings of c as transformers' generate() takes them.
+inline models::GenerationConfig generation_config(const Config& c, const data::AutoTokenizer& tok) {
+  models::GenerationConfig g;
+  g.max_new_tokens = c.tokens;
+  g.do_sample = c.temperature > 0;
+  if (g.do_sample) g.temperature = c.temperature;
+  g.top_k = c.top_k;
+  g.top_p = c.top_p;
+  g.repetition_penalty = c.repetition_penalty;
+  if (c.stop_at_eos) g.eos_token_id = tok.eos_token_id();
+  g.seed = c.seed;
+  return g;
+}
+
+/// Load the model and tokenizer named by c, and continue c.prompt by at most c.tokens tokens.
 inline Generation generate(const Config& c) {
-  const std::string tok_dir = c.tokenizer.empty() ? c.model : c.tokenizer;
-  const data::GPT2Tokenizer tok = data::GPT2Tokenizer::from_files(tok_dir + "/vocab.json", tok_dir + "/merges.txt");
+  const data::AutoTokenizer tok = data::AutoTokenizer::from_pretrained(c.tokenizer.empty() ? c.model : c.tokenizer);
   const std::unique_ptr<models::GPT> model = models::gpt2_from_pretrained(c.model);
   MG_CHECK(tok.vocab_size() <= model->vocab_size, ValueError,
            "gpt2_generate: the tokenizer has {} tokens, more than the model's {}", tok.vocab_size(), model->vocab_size);
@@ -48,10 +64,8 @@ inline Generation generate(const Config& c) {
   g.prompt_ids = tok.encode(c.prompt);
   MG_CHECK(!g.prompt_ids.empty(), ValueError, "gpt2_generate: the prompt is empty");
   const int64_t T = static_cast<int64_t>(g.prompt_ids.size());  // past the context, generate() slides its window
-  Generator gen(c.seed);
   const auto t0 = std::chrono::steady_clock::now();
-  const Tensor out = model->generate(from_vector<int64_t>(g.prompt_ids, {1, T}), c.tokens, c.temperature,
-                                     c.top_k > 0 ? std::optional<int64_t>(c.top_k) : std::nullopt, gen);
+  const Tensor out = model->generate(from_vector<int64_t>(g.prompt_ids, {1, T}), generation_config(c, tok));
   g.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   g.ids = out.to_vector<int64_t>();
   g.text = tok.decode(g.ids);
