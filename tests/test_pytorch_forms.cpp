@@ -194,7 +194,9 @@ TEST(PyTorchForms, RotaryFromPositionIds) {
 
 TEST(PyTorchForms, HuggingFaceRotaryTablesAreRead) {
   // Hugging Face's LLaMA keeps cos and sin as (T, d) = cat(freqs, freqs); the (T, d/2) half is the same rotation
-  auto [c, s] = rotary_tables(8, 6, 10000.0, DType::Float64);
+  // (not a structured binding: clang 14 cannot capture one in the lambda below)
+  const std::pair<Tensor, Tensor> tables = rotary_tables(8, 6, 10000.0, DType::Float64);
+  const Tensor c = tables.first, s = tables.second;
   const Tensor c_hf = concat({c, c}, 1), s_hf = concat({s, s}, 1);
   Generator g(5);
   const Variable x(randn({2, 6, 8}, g, DType::Float64), true);
