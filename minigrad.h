@@ -24,6 +24,7 @@
 #include "minigrad/autograd/functional.h"
 #include "minigrad/autograd/grad_mode.h"
 #include "minigrad/autograd/gradcheck.h"
+#include "minigrad/autograd/observer.h"
 #include "minigrad/autograd/ops.h"
 #include "minigrad/autograd/variable.h"
 

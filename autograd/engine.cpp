@@ -20,6 +20,7 @@
 #include <unordered_set>
 
 #include "minigrad/autograd/autocast.h"
+#include "minigrad/autograd/observer.h"
 #include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/autograd/ops/reduce.h"
 #include "minigrad/autograd/ops/shape.h"
@@ -157,7 +158,8 @@ VariableList apply_node(Node& n, const Variable& g) { return n.apply_graph(g); }
 // from (owned: a leaf root's accumulator lives only as long as someone holds it).
 template <class G>
 std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots, const std::vector<G>& grads,
-                                              std::unordered_map<Node*, G>& pending, const char* op) {
+                                              std::unordered_map<Node*, G>& pending, const char* op,
+                                              GraphObserver* obs) {
   MG_CHECK(roots.size() == grads.size(), ValueError, "{}: {} outputs but {} gradients", op, roots.size(), grads.size());
   std::vector<std::shared_ptr<Node>> starts;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -166,6 +168,7 @@ std::vector<std::shared_ptr<Node>> seed_roots(const std::vector<Variable>& roots
     const G g = root_grad(roots[i], grads[i]);
     std::shared_ptr<Node> n = roots[i].gradient_edge();
     if (!pending.count(n.get())) starts.push_back(n);
+    if (obs) obs->seeded(*n, data_of(g));
     pass_on(g, n.get(), pending);
   }
   return starts;
@@ -263,11 +266,27 @@ class Plan {
 // (every path through it was cut: no input needed one, or a backward returned an undefined
 // gradient, which counts as zero) does not run, but still reports to the nodes below it, so a node
 // reached by another path with a gradient still runs.
+// An attached GraphObserver (autograd/observer.h) hears of the walk's start and end, even when a rule throws.
+struct ObservedWalk {
+  GraphObserver* obs;
+  bool completed = false;
+  ObservedWalk(GraphObserver* o, bool create_graph) : obs(o) {
+    if (obs) obs->walk_started(create_graph);
+  }
+  ~ObservedWalk() {
+    if (obs) obs->walk_finished(completed);
+  }
+  ObservedWalk(const ObservedWalk&) = delete;
+  ObservedWalk& operator=(const ObservedWalk&) = delete;
+};
+
 template <class G>
 void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool retain_graph, Plan<G>& plan) {
   const char* op = plan.op();
+  GraphObserver* const obs = graph_observer();  // null unless a tool watches (autograd/observer.h)
+  ObservedWalk observed(obs, std::is_same_v<G, Variable>);
   std::unordered_map<Node*, G> pending;  // summed incoming gradient per node
-  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending, op);
+  const std::vector<std::shared_ptr<Node>> starts = seed_roots(roots, grads, pending, op, obs);
   std::unordered_map<Node*, int> consumers = count_consumers(starts);  // 1.
   plan.prune(starts, consumers);
 
@@ -285,6 +304,7 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
       pending.erase(it);
       if (plan.wanted(*n)) {
         const G g = with_hooks(plan.hooks(*n), arrived, n->name);
+        if (obs) obs->arrived(*n, data_of(arrived), data_of(g));
         plan.collect(*n, g);
         if (plan.runs(*n)) {
           MG_CHECK(!n->released, StateError,
@@ -295,6 +315,7 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
           check_saved_versions(*n, op);
           in_grads = apply_node(*n, g);
           ran = true;
+          if (obs) obs->ran(*n);
         }
       }
     }
@@ -302,10 +323,15 @@ void walk(const std::vector<Variable>& roots, const std::vector<G>& grads, bool 
     for (size_t i = 0; i < n->next.size(); ++i) {
       Node* nx = n->next[i].get();
       if (!nx) continue;
-      if (i < in_grads.size() && in_grads[i].defined()) pass_on(fit_gradient(in_grads[i], *n, i), nx, pending);
+      if (i < in_grads.size() && in_grads[i].defined()) {
+        const G fitted = fit_gradient(in_grads[i], *n, i);
+        if (obs) obs->sent(*n, i, data_of(in_grads[i]), data_of(fitted), *nx);
+        pass_on(fitted, nx, pending);
+      }
       if (--consumers[nx] == 0) ready.push_back(nx);
     }
   }
+  observed.completed = true;
 }
 }  // namespace
 

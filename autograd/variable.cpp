@@ -1,6 +1,7 @@
 #include "minigrad/autograd/variable.h"
 
 #include "minigrad/autograd/engine.h"
+#include "minigrad/autograd/observer.h"
 #include "minigrad/autograd/ops/elementwise.h"
 #include "minigrad/tensor/ops.h"
 
@@ -311,6 +312,7 @@ Variable record_node(std::string name, Tensor out, const std::vector<Variable>& 
   node->out_shape = out.shape();
   node->backward = std::move(backward);
   node->graph_backward = std::move(graph_backward);
+  if (GraphObserver* o = graph_observer()) o->recorded(*node, out, inputs);  // autograd/observer.h
   return Variable::from_node(std::move(out), std::move(node));
 }
 }  // namespace record_impl
