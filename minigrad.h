@@ -28,6 +28,7 @@
 #include "minigrad/autograd/ops.h"
 #include "minigrad/autograd/variable.h"
 
+#include "minigrad/inspect/backward_recorder.h"
 #include "minigrad/inspect/capture.h"
 #include "minigrad/inspect/head_scores.h"
 #include "minigrad/inspect/telemetry.h"

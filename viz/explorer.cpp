@@ -4,26 +4,10 @@
 
 #include "minigrad/tensor/error.h"
 #include "minigrad/viz/report.h"
+#include "minigrad/viz/svg.h"
 
 namespace mg::viz {
 namespace {
-
-std::string escape_html(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
-}
 
 // The page's style and script. The data sits in <script type="application/json" id="data">.
 constexpr const char* kStyle = R"CSS(
@@ -249,16 +233,7 @@ std::string explorer_html(const std::string& title, const std::string& telemetry
            ValueError,
            "explorer_html: the text is not minigrad telemetry (format \"minigrad-telemetry-1\"), it starts with \"{}\"",
            telemetry_json.substr(0, 40));
-  // Inside a <script> element "</script" would end it and "<!--" changes how it is parsed. In JSON
-  // a '<' can only stand inside a string, where "\u003c" is the same character: write every one so.
-  std::string data;
-  data.reserve(telemetry_json.size());
-  for (const char c : telemetry_json) {
-    if (c == '<')
-      data += "\\u003c";
-    else
-      data += c;
-  }
+  const std::string data = json_in_script(telemetry_json);  // (viz/svg.h)
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{0}</title><style>{1}</style></head>\n<body>\n"
       "<h1>{0}</h1>\n<div class=\"meta\">Attention of every head, recorded during training (inspect::Telemetry). Click a head; "
@@ -271,7 +246,7 @@ std::string explorer_html(const std::string& title, const std::string& telemetry
       "<table id=\"big\"></table><div id=\"graph\"></div></div><div id=\"curves\" class=\"curves\"></div></div>\n"
       "<div id=\"errors\"></div><pre id=\"selftest\"></pre>\n"
       "<script type=\"application/json\" id=\"data\">{2}</script>\n<script>{3}</script>\n</body></html>\n",
-      escape_html(title), kStyle, data, kScript);
+      escape(title), kStyle, data, kScript);
 }
 
 std::string write_explorer(const std::string& path, const std::string& title, const std::string& telemetry_json) {

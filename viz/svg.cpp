@@ -62,6 +62,18 @@ std::string escape(const std::string& s) {
   return out;
 }
 
+std::string json_in_script(const std::string& json) {
+  std::string data;
+  data.reserve(json.size());
+  for (const char c : json) {
+    if (c == '<')
+      data += "\\u003c";
+    else
+      data += c;
+  }
+  return data;
+}
+
 std::string attention_graph_svg(const Tensor& w, const AttentionGraphOptions& o) {
   MG_CHECK(w.dim() == 2 && w.size(0) == w.size(1), ShapeError,
            "attention_graph_svg: expected the (T, T) weights of one head, got shape {}", shape_str(w.shape()));

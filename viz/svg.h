@@ -99,4 +99,8 @@ std::string decision_boundary_svg(const Tensor& probs, const Tensor& points, con
 /// Escape &, <, > and quotes for SVG and HTML text.
 std::string escape(const std::string& text);
 
+/// JSON text made safe inside an HTML <script> element: every '<' (which can only stand inside a
+/// JSON string) written as "\u003c", the same character, so "</script" cannot end the element.
+std::string json_in_script(const std::string& json);
+
 }  // namespace mg::viz

@@ -170,6 +170,8 @@ Variable conv_transpose2d_named(const Variable& x16, const Variable& weight, con
 }
 }  // namespace
 
+// y = the input gradient of the conv2d whose transpose this is   x (N, Cin, H, W)  w (Cin, Cout/g, kh, kw)
+// dx = conv2d(dy, w)    dw = conv2d_backward's weight gradient with x and dy swapped    db = dy summed over N, H, W
 Variable conv_transpose2d(const Variable& x, const Variable& weight, const Variable& bias,
                           const ConvTranspose2dFuncOptions& o) {
   return conv_transpose2d_named(x, weight, bias, o, "conv_transpose2d");

@@ -34,6 +34,8 @@ std::pair<Variable, Tensor> max_pool2d_with_indices(const Variable& x, Size2 ker
   return {y, f.indices};
 }
 
+// y = max over each window (max_pool2d_with_indices without the indices)
+// dx = dy added at the position of each window's maximum; 0 elsewhere
 Variable max_pool2d(const Variable& x, Size2 kernel_size, const MaxPool2dOptions& o) {
   return max_pool2d_with_indices(x, kernel_size, o).first;
 }

@@ -25,6 +25,7 @@ Variable view(const Variable& x, const Shape& shape) {
                 [in]<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy.reshape(in)}; });
 }
 
+// y = x with dims start..end merged into one (a reshape)      dx = dy reshaped back
 Variable flatten(const Variable& x, int64_t start_dim, int64_t end_dim) {
   return reshape(x, x.data().flatten(start_dim, end_dim).shape());
 }
@@ -97,6 +98,7 @@ Variable diagonal_backward(const Variable& dy, const Shape& in, int64_t offset, 
                 });
 }
 
+// y = x[start : start + length] along dim (a slice)      dx = zeros with dy placed at those positions
 Variable narrow(const Variable& x, int64_t dim, int64_t start, int64_t length) {
   MG_CHECK(length >= 0, ValueError, "narrow: length must be >= 0, got {}", length);
   x.data().narrow(dim, start, length);  // bounds check with narrow's error text
@@ -109,8 +111,10 @@ Variable expand(const Variable& x, const Shape& shape) {
                 []<class V>(const V& dy, const Saved<V, 0>&, const Node&) -> Grads<V> { return {dy}; });
 }
 
+// y = x without size-1 dims (a reshape)      dx = dy reshaped back
 Variable squeeze(const Variable& x, int64_t dim) { return reshape(x, x.data().squeeze(dim).shape()); }
 Variable squeeze(const Variable& x) { return reshape(x, x.data().squeeze().shape()); }
+// y = x with a size-1 dim inserted at dim (a reshape)      dx = dy reshaped back
 Variable unsqueeze(const Variable& x, int64_t dim) { return reshape(x, x.data().unsqueeze(dim).shape()); }
 
 // y = [x0, x1, ...] joined along dim   dx_i = the matching slice of dy
@@ -138,6 +142,7 @@ std::vector<Variable> split(const Variable& x, const std::vector<int64_t>& sizes
   return out;
 }
 
+// y_i = piece i of x cut into `chunks` near-equal pieces along dim (split)      dx = the pieces' dy joined
 std::vector<Variable> chunk(const Variable& x, int64_t chunks, int64_t dim) {
   std::vector<int64_t> sizes;
   for (const Tensor& t : mg::chunk(x.data(), chunks, dim)) sizes.push_back(t.size(wrap_dim(dim, x.dim(), "chunk")));
@@ -159,6 +164,7 @@ Variable stack(const std::vector<Variable>& xs, int64_t dim) {
   return concat(u, d);
 }
 
+// y = x with dim split into `sizes` (a reshape)      dx = dy reshaped back
 Variable unflatten(const Variable& x, int64_t dim, const Shape& sizes) {
   return reshape(x, x.data().unflatten(dim, sizes).shape());
 }

@@ -10,24 +10,9 @@
 set -eu
 fixture=$1
 out=$2
-browser=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$browser" ]; then
-  if [ "${MG_REQUIRE_BROWSER:-0}" = 1 ]; then
-    echo "FAIL: chromium is not installed (scripts/install-deps installs it)"
-    exit 1
-  fi
-  echo "chromium is not installed: skipped"
-  exit 77
-fi
-rm -rf "$out"
-mkdir -p "$out"
+. "$(dirname "$0")/chromium.sh"  # $browser (or skip), an empty $out, run, selftest
 "$fixture" "$out/explorer.html"
-run() {
-  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
-    --user-data-dir="$out/profile" --enable-logging=stderr --v=0 "$@"
-}
-run --virtual-time-budget=5000 --dump-dom "file://$out/explorer.html#selftest" > "$out/dom.html" 2> "$out/console.log" || {
-  echo "FAIL: chromium exited with an error"; tail -20 "$out/console.log"; exit 1; }
+selftest "$out/explorer.html"
 result=$(sed -n 's:.*<pre id="selftest">\(.*\)</pre>.*:\1:p' "$out/dom.html")
 echo "selftest: $result"
 fail=0
