@@ -1,8 +1,8 @@
 # The two promises of the README:
 #   make test  -- install what is missing, build (Release; the examples' code inside the tests),
 #                 run every test; then those that compute again with OPENBLAS_CORETYPE=Haswell;
-#                 then the same suite (less the repository checks test_docs and
-#                 test_layers) compiled by clang++ under AddressSanitizer + UndefinedBehaviorSanitizer
+#                 then the same suite (less the repository checks test_docs and test_layers, and
+#                 the examples' training tests) compiled by clang++ under AddressSanitizer + UndefinedBehaviorSanitizer
 #                 in a second build folder; then libFuzzer on the file readers for 60 s, from that
 #                 same build (make fuzz). make build-clang builds tests and examples with clang++.
 #   make demo  -- install what is missing, build, run the tour of examples (scripts/demo).
